@@ -1,0 +1,20 @@
+# zkrecipes — each target installs what it needs on a fresh Debian machine.
+
+GO        ?= go
+STATICCHECK_VERSION ?= v0.8.2
+TESTFLAGS ?=
+
+.PHONY: test lint deps
+
+## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
+test: deps
+	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) ./...
+
+## lint: gofmt, go vet and staticcheck
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+deps:
+	@./scripts/install-deps.sh

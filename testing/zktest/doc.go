@@ -1,0 +1,63 @@
+// Package zktest runs real ZooKeeper ensembles for tests and breaks them on
+// purpose.
+//
+// It is to zkrecipes what httptest is to net/http, and what curator-test is
+// to Apache Curator: behaviour that depends on ZooKeeper is tested against a
+// real server, never a mock.
+//
+//	func TestSomething(t *testing.T) {
+//		ens := zktest.Start(t, zktest.WithServers(3))
+//		conn := connect(ens.Servers())
+//		...
+//		ens.Stop(ens.MustLeader(t)) // a new leader is elected
+//	}
+//
+// # Backends
+//
+// The backend is chosen when an ensemble starts:
+//
+//   - external, when ZKTEST_SERVERS=host:port,... is set: that ensemble is
+//     used as it is; fault operations return ErrNoFaults and tests that need
+//     them skip, saying why (see RequireFaults).
+//   - local (the default): the Java ZooKeeper server from Debian's
+//     "zookeeper" package (jars under /usr/share/java) or from
+//     ZOOKEEPER_HOME, started directly with java on free loopback ports, with
+//     a 100 ms tick so that session timeouts of a few hundred milliseconds
+//     work, four-letter words enabled and no limit on connections per client
+//     address.
+//   - docker, when ZKTEST_BACKEND=docker, or when there is no local install
+//     and a Docker engine answers: the official "zookeeper" image through
+//     testcontainers-go (tag from ZKTEST_DOCKER_IMAGE, default
+//     DefaultDockerImage).
+//
+// ZKTEST_BACKEND=local|docker|external forces a backend. When none can run,
+// Start fails the test with a message that says how to install ZooKeeper; it
+// never skips silently. In -short mode Start skips the test.
+//
+// # Faults
+//
+// Stop, Start, Kill (SIGKILL), Pause and Resume (SIGSTOP and SIGCONT) act on
+// one server; Leader finds the leader with the "srvr" four-letter word. A
+// Proxy sits between a client and the ensemble and can Cut, Blackhole or
+// Delay that client's traffic. A blackhole longer than the session timeout
+// expires the session on the server for real, because the server hears
+// nothing from the client.
+//
+// # Sharing one ensemble per package
+//
+// Starting a JVM takes a second or two, so a test package usually shares one
+// ensemble and gives each test its own root znode:
+//
+//	var zk = zktest.NewShared()
+//
+//	func TestMain(m *testing.M) { os.Exit(zk.Run(m)) }
+//
+//	func TestLock(t *testing.T) {
+//		t.Parallel()
+//		ens := zk.Ensemble(t)
+//		root := ens.Root(t) // "/zktest/TestLock-1f2e3d", removed afterwards
+//		...
+//	}
+//
+// Tests that stop or pause servers start an ensemble of their own.
+package zktest

@@ -1,0 +1,199 @@
+package zktest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/go-connections/nat"
+	"github.com/testcontainers/testcontainers-go"
+	"github.com/testcontainers/testcontainers-go/network"
+)
+
+// dockerAvailable reports whether a Docker engine answers within a second.
+func dockerAvailable() bool {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return false
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err = cli.Ping(ctx)
+	return err == nil
+}
+
+// dockerBackend runs each server in a container of the official image, on
+// a network of its own, with each client port published on a fixed
+// loopback port so that addresses survive a restart.
+type dockerBackend struct {
+	cfg        *config
+	cli        client.APIClient
+	net        *testcontainers.DockerNetwork
+	containers []testcontainers.Container
+	servers    []string
+}
+
+func startDocker(cfg *config) (backend, error) {
+	if !dockerAvailable() {
+		return nil, fmt.Errorf("%w: ZKTEST_BACKEND=docker but no Docker engine answers\n%s", ErrNoZooKeeper, installHelp)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.startTimeout)
+	defer cancel()
+	b := &dockerBackend{cfg: cfg}
+	var err error
+	if b.net, err = network.New(ctx); err != nil {
+		return nil, fmt.Errorf("zktest: docker network: %w", err)
+	}
+	n := cfg.servers
+	ports, err := freePorts(n)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	var quorum []string
+	for i := range n {
+		quorum = append(quorum, fmt.Sprintf("server.%d=zk%d:2888:3888;2181", i+1, i+1))
+	}
+	tick := cfg.tickTime.Milliseconds()
+	for i := range n {
+		port := strconv.Itoa(ports[i])
+		req := testcontainers.GenericContainerRequest{
+			ContainerRequest: testcontainers.ContainerRequest{
+				Image:          cfg.dockerImage,
+				ExposedPorts:   []string{"2181/tcp"},
+				Networks:       []string{b.net.Name},
+				NetworkAliases: map[string][]string{b.net.Name: {"zk" + strconv.Itoa(i+1)}},
+				Env: map[string]string{
+					"ZOO_MY_ID":                  strconv.Itoa(i + 1),
+					"ZOO_SERVERS":                strings.Join(quorum, " "),
+					"ZOO_STANDALONE_ENABLED":     strconv.FormatBool(n == 1),
+					"ZOO_TICK_TIME":              strconv.FormatInt(tick, 10),
+					"ZOO_INIT_LIMIT":             strconv.FormatInt(max(10, 10000/tick), 10),
+					"ZOO_SYNC_LIMIT":             strconv.FormatInt(max(5, 5000/tick), 10),
+					"ZOO_MAX_CLIENT_CNXNS":       "0",
+					"ZOO_4LW_COMMANDS_WHITELIST": "*",
+					"ZOO_ADMINSERVER_ENABLED":    "false",
+					"ZOO_CFG_EXTRA":              fmt.Sprintf("minSessionTimeout=%d maxSessionTimeout=%d", 2*tick, max(60000, 20*tick)),
+				},
+				HostConfigModifier: func(hc *container.HostConfig) {
+					hc.PortBindings = nat.PortMap{"2181/tcp": {{HostIP: "127.0.0.1", HostPort: port}}}
+				},
+			},
+		}
+		c, err := testcontainers.GenericContainer(ctx, req)
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("zktest: start container %d (%s): %w", i+1, cfg.dockerImage, err)
+		}
+		b.containers = append(b.containers, c)
+		b.servers = append(b.servers, net.JoinHostPort("127.0.0.1", port))
+	}
+	for i, c := range b.containers {
+		if err := c.Start(ctx); err != nil {
+			b.close()
+			return nil, fmt.Errorf("zktest: start container %d: %w", i+1, err)
+		}
+	}
+	for i := range b.containers {
+		if err := b.waitReady(i, time.Now().Add(cfg.startTimeout)); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
+	provider, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	b.cli = provider.Client()
+	return b, nil
+}
+
+func (b *dockerBackend) waitReady(i int, deadline time.Time) error {
+	for {
+		if _, err := ServerMode(b.servers[i], 500*time.Millisecond); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zktest: container %d (%s) not serving after the start timeout", i+1, b.servers[i])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (b *dockerBackend) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), b.cfg.startTimeout)
+}
+
+func (b *dockerBackend) name() string    { return "docker" }
+func (b *dockerBackend) addrs() []string { return append([]string(nil), b.servers...) }
+
+func (b *dockerBackend) stop(i int) error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	grace := 10 * time.Second
+	return b.containers[i].Stop(ctx, &grace)
+}
+
+func (b *dockerBackend) kill(i int) error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	return b.cli.ContainerKill(ctx, b.containers[i].GetContainerID(), "KILL")
+}
+
+func (b *dockerBackend) start(i int) error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	if err := b.containers[i].Start(ctx); err != nil {
+		return err
+	}
+	return b.waitReady(i, time.Now().Add(b.cfg.startTimeout))
+}
+
+func (b *dockerBackend) pause(i int) error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	return b.cli.ContainerPause(ctx, b.containers[i].GetContainerID())
+}
+
+func (b *dockerBackend) resume(i int) error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	return b.cli.ContainerUnpause(ctx, b.containers[i].GetContainerID())
+}
+
+func (b *dockerBackend) logTail(i int) string {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	r, err := b.containers[i].Logs(ctx)
+	if err != nil {
+		return ""
+	}
+	defer r.Close()
+	buf := make([]byte, 64<<10)
+	n, _ := r.Read(buf)
+	return string(buf[:n])
+}
+
+func (b *dockerBackend) close() error {
+	ctx, cancel := b.ctx()
+	defer cancel()
+	var first error
+	for _, c := range b.containers {
+		if err := c.Terminate(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	if b.net != nil {
+		if err := b.net.Remove(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

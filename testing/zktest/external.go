@@ -1,0 +1,39 @@
+package zktest
+
+import (
+	"fmt"
+	"net"
+	"strings"
+)
+
+// externalBackend is an ensemble someone else runs (ZKTEST_SERVERS). It
+// cannot be broken on purpose.
+type externalBackend struct{ servers []string }
+
+func newExternal(list string) (backend, error) {
+	var servers []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, fmt.Errorf("zktest: ZKTEST_SERVERS: %q is not host:port: %w", s, err)
+		}
+		servers = append(servers, s)
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("zktest: ZKTEST_SERVERS=%q names no server", list)
+	}
+	return &externalBackend{servers: servers}, nil
+}
+
+func (b *externalBackend) name() string       { return "external" }
+func (b *externalBackend) addrs() []string    { return append([]string(nil), b.servers...) }
+func (b *externalBackend) stop(int) error     { return ErrNoFaults }
+func (b *externalBackend) start(int) error    { return ErrNoFaults }
+func (b *externalBackend) kill(int) error     { return ErrNoFaults }
+func (b *externalBackend) pause(int) error    { return ErrNoFaults }
+func (b *externalBackend) resume(int) error   { return ErrNoFaults }
+func (b *externalBackend) logTail(int) string { return "" }
+func (b *externalBackend) close() error       { return nil }

@@ -1,0 +1,413 @@
+package zktest
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// debianJars is where Debian's zookeeper package puts the server. The jar's
+// manifest carries the rest of the class path.
+const debianJars = "/usr/share/java"
+
+// localInstall is a java binary and the class path of a ZooKeeper server.
+type localInstall struct {
+	java      string
+	classpath []string
+}
+
+// findLocalInstall locates java and the ZooKeeper jars: ZOOKEEPER_HOME
+// first, then Debian's package.
+func findLocalInstall() error {
+	_, err := lookupLocalInstall()
+	return err
+}
+
+func lookupLocalInstall() (*localInstall, error) {
+	java := "java"
+	if home := os.Getenv("JAVA_HOME"); home != "" {
+		java = filepath.Join(home, "bin", "java")
+	}
+	java, err := exec.LookPath(java)
+	if err != nil {
+		return nil, fmt.Errorf("no java found (%v)", err)
+	}
+	var cp []string
+	if home := os.Getenv("ZOOKEEPER_HOME"); home != "" {
+		for _, pat := range []string{"*.jar", "lib/*.jar"} {
+			m, _ := filepath.Glob(filepath.Join(home, pat))
+			cp = append(cp, m...)
+		}
+		if len(cp) == 0 {
+			return nil, fmt.Errorf("ZOOKEEPER_HOME=%s holds no *.jar or lib/*.jar", home)
+		}
+		if conf := filepath.Join(home, "conf"); isDir(conf) {
+			cp = append([]string{conf}, cp...)
+		}
+		return &localInstall{java: java, classpath: cp}, nil
+	}
+	jar := filepath.Join(debianJars, "zookeeper.jar")
+	if _, err := os.Stat(jar); err != nil {
+		return nil, fmt.Errorf("no ZooKeeper server: %s is missing and ZOOKEEPER_HOME is not set", jar)
+	}
+	cp = []string{jar}
+	// The server logs through slf4j; without a binding it says nothing,
+	// and its log is what explains a failed test.
+	if simple := filepath.Join(debianJars, "slf4j-simple.jar"); fileExists(simple) {
+		cp = append(cp, simple)
+	}
+	return &localInstall{java: java, classpath: cp}, nil
+}
+
+// localBackend runs each server as a java process on loopback.
+type localBackend struct {
+	cfg     *config
+	install *localInstall
+	dir     string
+	servers []*localServer
+}
+
+// localServer is one server process. mu guards proc, exited and paused.
+type localServer struct {
+	id      int // myid, from 1
+	dir     string
+	cfgPath string
+	logPath string
+	addr    string
+
+	mu     sync.Mutex
+	proc   *os.Process
+	exited chan struct{} // closed when proc has been waited for
+	paused bool
+}
+
+func startLocal(cfg *config) (backend, error) {
+	inst, err := lookupLocalInstall()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v\n%s", ErrNoZooKeeper, err, installHelp)
+	}
+	// Free ports are found by binding port 0 and letting go; another
+	// process can take one before the server binds it, so a start that
+	// fails on a taken port is tried again with new ports.
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		b, err := tryStartLocal(cfg, inst)
+		if err == nil {
+			return b, nil
+		}
+		lastErr = err
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+var errPortTaken = errors.New("zktest: port already in use")
+
+func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
+	dir, err := os.MkdirTemp("", "zktest-")
+	if err != nil {
+		return nil, err
+	}
+	n := cfg.servers
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	b := &localBackend{cfg: cfg, install: inst, dir: dir}
+	var quorum strings.Builder
+	if n > 1 {
+		for i := range n {
+			fmt.Fprintf(&quorum, "server.%d=127.0.0.1:%d:%d\n", i+1, ports[3*i+1], ports[3*i+2])
+		}
+	}
+	for i := range n {
+		s := &localServer{
+			id:   i + 1,
+			dir:  filepath.Join(dir, strconv.Itoa(i+1)),
+			addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*i])),
+		}
+		s.cfgPath = filepath.Join(s.dir, "zoo.cfg")
+		s.logPath = filepath.Join(s.dir, "server.log")
+		if err := s.writeConfig(cfg, ports[3*i], quorum.String()); err != nil {
+			b.close()
+			return nil, err
+		}
+		b.servers = append(b.servers, s)
+	}
+	start := time.Now()
+	for _, s := range b.servers {
+		if err := s.launch(inst); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
+	deadline := time.Now().Add(cfg.startTimeout)
+	for _, s := range b.servers {
+		if err := s.waitReady(deadline); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
+	cfg.logf("zktest: %d local server(s) serving in %v: %s", n, time.Since(start).Round(time.Millisecond), strings.Join(b.addrs(), ","))
+	return b, nil
+}
+
+func (s *localServer) writeConfig(cfg *config, clientPort int, quorum string) error {
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return err
+	}
+	if quorum != "" {
+		if err := os.WriteFile(filepath.Join(data, "myid"), []byte(strconv.Itoa(s.id)+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	tick := cfg.tickTime.Milliseconds()
+	// initLimit and syncLimit are counted in ticks: 10 s and 5 s, so that a
+	// loaded CI machine does not drop followers.
+	conf := fmt.Sprintf(`tickTime=%d
+initLimit=%d
+syncLimit=%d
+dataDir=%s
+clientPort=%d
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+minSessionTimeout=%d
+maxSessionTimeout=%d
+4lw.commands.whitelist=*
+admin.enableServer=false
+reconfigEnabled=false
+%s`, tick, max(10, 10000/tick), max(5, 5000/tick), data, clientPort, 2*tick, max(60000, 20*tick), quorum)
+	return os.WriteFile(s.cfgPath, []byte(conf), 0o644)
+}
+
+// launch starts the server process; the caller holds no lock.
+func (s *localServer) launch(inst *localInstall) error {
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close() // the child has its own descriptor
+	args := []string{
+		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+		"-Djava.net.preferIPv4Stack=true",
+		"-Dzookeeper.admin.enableServer=false",
+		"-Dzookeeper.forceSync=no", // tests need no durability across power loss
+		"-Dznode.container.checkIntervalMs=1000",
+		"-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-cp", strings.Join(inst.classpath, string(os.PathListSeparator)),
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath,
+	}
+	cmd := exec.Command(inst.java, args...)
+	cmd.Dir = s.dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("zktest: start server %d: %w", s.id, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.mu.Lock()
+	s.proc, s.exited, s.paused = cmd.Process, exited, false
+	s.mu.Unlock()
+	return nil
+}
+
+// waitReady polls srvr until the server reports a mode, which it does
+// only once it serves clients.
+func (s *localServer) waitReady(deadline time.Time) error {
+	s.mu.Lock()
+	exited := s.exited
+	s.mu.Unlock()
+	for {
+		if _, err := ServerMode(s.addr, 500*time.Millisecond); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			tail := s.logTail()
+			if strings.Contains(tail, "Address already in use") {
+				return fmt.Errorf("%w: server %d exited:\n%s", errPortTaken, s.id, tail)
+			}
+			return fmt.Errorf("zktest: server %d exited while starting:\n%s", s.id, tail)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("zktest: server %d (%s) not serving after the start timeout:\n%s", s.id, s.addr, s.logTail())
+		}
+	}
+}
+
+// running returns the process and its exit channel, or nil when stopped.
+func (s *localServer) running() (*os.Process, chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return nil, nil
+	}
+	select {
+	case <-s.exited:
+		return nil, nil
+	default:
+		return s.proc, s.exited
+	}
+}
+
+// halt signals the process and waits up to grace for it to exit, then
+// kills it.
+func (s *localServer) halt(sig syscall.Signal, grace time.Duration) error {
+	proc, exited := s.running()
+	if proc == nil {
+		return fmt.Errorf("%w: not running", ErrServerState)
+	}
+	s.mu.Lock()
+	wasPaused := s.paused
+	s.mu.Unlock()
+	_ = proc.Signal(sig)
+	if wasPaused {
+		_ = proc.Signal(syscall.SIGCONT) // a stopped JVM cannot handle SIGTERM
+	}
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = proc.Kill()
+		<-exited
+	}
+	s.mu.Lock()
+	s.proc, s.paused = nil, false
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *localServer) logTail() string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (b *localBackend) name() string { return "local" }
+
+func (b *localBackend) addrs() []string {
+	out := make([]string, len(b.servers))
+	for i, s := range b.servers {
+		out[i] = s.addr
+	}
+	return out
+}
+
+func (b *localBackend) stop(i int) error { return b.servers[i].halt(syscall.SIGTERM, 10*time.Second) }
+func (b *localBackend) kill(i int) error { return b.servers[i].halt(syscall.SIGKILL, 10*time.Second) }
+
+func (b *localBackend) start(i int) error {
+	s := b.servers[i]
+	if proc, _ := s.running(); proc != nil {
+		return fmt.Errorf("%w: already running", ErrServerState)
+	}
+	if err := s.launch(b.install); err != nil {
+		return err
+	}
+	// A lone member of a quorum without its peers never serves; waiting
+	// for it would only time out.
+	up := 0
+	for _, o := range b.servers {
+		if p, _ := o.running(); p != nil {
+			up++
+		}
+	}
+	if up <= len(b.servers)/2 {
+		return nil
+	}
+	return s.waitReady(time.Now().Add(b.cfg.startTimeout))
+}
+
+func (b *localBackend) pause(i int) error {
+	s := b.servers[i]
+	proc, _ := s.running()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if proc == nil || s.paused {
+		return fmt.Errorf("%w: not running, or already paused", ErrServerState)
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	s.paused = true
+	return nil
+}
+
+func (b *localBackend) resume(i int) error {
+	s := b.servers[i]
+	proc, _ := s.running()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if proc == nil || !s.paused {
+		return fmt.Errorf("%w: not paused", ErrServerState)
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		return err
+	}
+	s.paused = false
+	return nil
+}
+
+func (b *localBackend) logTail(i int) string { return b.servers[i].logTail() }
+
+func (b *localBackend) close() error {
+	for _, s := range b.servers {
+		if proc, _ := s.running(); proc != nil {
+			_ = s.halt(syscall.SIGKILL, 10*time.Second)
+		}
+	}
+	return os.RemoveAll(b.dir)
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("zktest: find a free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
