@@ -1,0 +1,108 @@
+package retry
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/go-zookeeper/zk"
+)
+
+// Operation is one attempt of a retried operation.
+type Operation func(ctx context.Context) error
+
+// Notify is called after a failed attempt that will be retried, with its
+// error and the sleep before the next attempt.
+type Notify func(err error, next time.Duration)
+
+// Do runs op until it succeeds, fails with an error that is not Retryable
+// (or is marked Permanent), the policy gives up, or ctx is done. It returns
+// nil or the last error; when ctx ends the wait, the error wraps ctx.Err()
+// and the last error of op too.
+func Do(ctx context.Context, p Policy, op Operation) error {
+	return DoNotify(ctx, p, op, nil)
+}
+
+// DoNotify is Do with a callback before each retry, for logging.
+func DoNotify(ctx context.Context, p Policy, op Operation, notify Notify) error {
+	return do(ctx, p, op, notify, nil)
+}
+
+// do takes a timer so that tests can drive the sleeps without sleeping.
+func do(ctx context.Context, p Policy, op Operation, notify Notify, timer backoff.Timer) error {
+	var last error
+	attempt := func() error {
+		if err := ctx.Err(); err != nil {
+			return backoff.Permanent(err)
+		}
+		err := op(ctx)
+		if err == nil {
+			return nil
+		}
+		last = err
+		var perm *backoff.PermanentError
+		if errors.As(err, &perm) || !Retryable(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	var n backoff.Notify
+	if notify != nil {
+		n = backoff.Notify(notify)
+	}
+	b := backoff.WithContext(p.Clone(), ctx)
+	var err error
+	if timer != nil {
+		err = backoff.RetryNotifyWithTimer(attempt, b, n, timer)
+	} else {
+		err = backoff.RetryNotify(attempt, b, n)
+	}
+	if err == nil {
+		return nil
+	}
+	var perm *backoff.PermanentError
+	if errors.As(err, &perm) {
+		err = perm.Err
+	}
+	// backoff returns ctx.Err() alone when the context ends a sleep; keep
+	// the operation's last error beside it.
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) && last != nil && !errors.Is(last, ctxErr) {
+		return errors.Join(ctxErr, last)
+	}
+	return err
+}
+
+// Permanent marks err as not to be retried, whatever it wraps. errors.Is and
+// errors.As see through the mark.
+func Permanent(err error) error { return backoff.Permanent(err) }
+
+// Retryable reports whether err is worth retrying on the same session: the
+// connection was lost or closed while the request was in flight, no server
+// could be reached, the session moved to another server, or the server
+// timed out the operation. Session expiry is not retryable: the session
+// that owned ephemeral nodes and watches is gone.
+func Retryable(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, zk.ErrConnectionClosed),
+		errors.Is(err, zk.ErrNoServer),
+		errors.Is(err, zk.ErrSessionMoved):
+		return true
+	case errors.Is(err, zk.ErrSessionExpired), errors.Is(err, zk.ErrClosing),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	// go-zookeeper has no sentinel for these server codes: it reports them
+	// as "unknown error: <code>".
+	msg := err.Error()
+	if strings.HasSuffix(msg, "unknown error: -4") || // connection loss
+		strings.HasSuffix(msg, "unknown error: -7") { // operation timeout
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
