@@ -11,9 +11,10 @@ import (
 type proxyMode int
 
 const (
-	modeForward   proxyMode = iota // deliver, after the delay if any
-	modeCut                        // close connections, refuse new ones
-	modeBlackhole                  // keep connections open, deliver nothing
+	modeForward     proxyMode = iota // deliver, after the delay if any
+	modeCut                          // close connections, refuse new ones
+	modeBlackhole                    // keep connections open, deliver nothing
+	modeDropReplies                  // deliver requests, drop the answers
 )
 
 // Proxy is a TCP proxy between clients and an ensemble, one loopback
@@ -98,6 +99,16 @@ func (p *Proxy) Blackhole() {
 	p.mu.Unlock()
 }
 
+// DropReplies delivers what clients send but drops everything the servers
+// answer, until Restore: requests take effect and their answers are lost,
+// as when a connection breaks after a request was sent. Restore closes the
+// connections that lost bytes.
+func (p *Proxy) DropReplies() {
+	p.mu.Lock()
+	p.mode = modeDropReplies
+	p.mu.Unlock()
+}
+
 // Delay delivers every byte d after it arrived, in both directions, so a
 // request and its answer take at least 2d more. Delay(0) removes it.
 func (p *Proxy) Delay(d time.Duration) {
@@ -179,8 +190,8 @@ func (p *Proxy) accept(ln net.Listener, target string) {
 		p.links[l] = struct{}{}
 		p.wg.Add(2)
 		p.mu.Unlock()
-		go p.pipe(l, c, s)
-		go p.pipe(l, s, c)
+		go p.pipe(l, c, s, false)
+		go p.pipe(l, s, c, true)
 	}
 }
 
@@ -193,7 +204,7 @@ type chunk struct {
 // pipe copies src to dst, dropping bytes in a blackhole and holding them
 // back for the delay. Reading and writing are separate goroutines so that a
 // delay adds latency without limiting throughput.
-func (p *Proxy) pipe(l *link, src, dst net.Conn) {
+func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 	defer p.wg.Done()
 	queue := make(chan chunk, 256)
 	writerDone := make(chan struct{})
@@ -217,11 +228,12 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn) {
 		if n > 0 {
 			p.mu.Lock()
 			mode, delay := p.mode, p.delay
-			if mode == modeBlackhole {
+			drop := mode == modeBlackhole || (mode == modeDropReplies && toClient)
+			if drop {
 				l.lost = true
 			}
 			p.mu.Unlock()
-			if mode == modeForward {
+			if !drop {
 				queue <- chunk{data: append([]byte(nil), buf[:n]...), due: time.Now().Add(delay)}
 			}
 		}

@@ -140,3 +140,34 @@ func TestProxyDelay(t *testing.T) {
 		t.Fatalf("Get after Restore: %v", err)
 	}
 }
+
+func TestProxyDropReplies(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	p := ens.Proxy(t)
+	conn := connect(t, p.Servers(), 6*time.Second)
+	observer := connect(t, ens.Servers(), 10*time.Second)
+
+	p.DropReplies()
+	got := make(chan error, 1)
+	go func() {
+		_, err := conn.Create(root+"/landed", nil, 0, zk.WorldACL(zk.PermAll))
+		got <- err
+	}()
+	// The request reaches the server...
+	eventually(t, 5*time.Second, "create takes effect", func() error {
+		_, _, err := observer.Get(root + "/landed")
+		return err
+	})
+	// ...but its answer does not reach the client.
+	select {
+	case err := <-got:
+		t.Fatalf("create answered through DropReplies: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	p.Restore()
+	if err := <-got; err == nil {
+		t.Fatal("create reported success although its answer was dropped")
+	}
+}

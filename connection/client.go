@@ -1,0 +1,446 @@
+package connection
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Client owns a ZooKeeper session at a time: it connects, reconnects,
+// notices when the session is lost (including the loss the server cannot
+// tell a cut-off client about), opens the next session, and reports all of
+// it as Curator's connection states. Its operations take a context, apply
+// the namespace, ACLs and retry policy. A Client is safe for concurrent use.
+type Client struct {
+	servers     []string
+	opts        *options
+	defaultData []byte
+
+	mu        sync.Mutex
+	zc        *zk.Conn // newest go-zookeeper handle
+	gen       int      // its generation; events of older handles are ignored
+	tr        *tracker // its tracker
+	authed    bool     // zc has sent the client's credentials
+	state     State
+	session   *Session      // current epoch; nil before the first and between Lost and the next
+	ready     chan struct{} // closed while session != nil
+	connected bool          // Connected was reported once
+	listeners map[*listener]struct{}
+	closed    bool
+	lostTimer *time.Timer
+
+	nsReady atomic.Bool // the namespace node exists
+
+	events eventQueue    // go-zookeeper callbacks to the supervisor
+	stop   chan struct{} // closed by Close
+	base   context.Context
+	cancel context.CancelFunc // cancels base, for background cleanups, at Close
+	wg     sync.WaitGroup
+}
+
+// connEvent is a go-zookeeper session event of handle gen, with what the
+// tracker knew at that moment.
+type connEvent struct {
+	gen       int
+	state     zk.State
+	sessionID int64
+	timeout   time.Duration
+	authed    bool // synthetic: the credentials of gen were sent
+	lostTimer bool // synthetic: the local expiry timer fired
+}
+
+// Open connects to servers and returns once the first session exists. If
+// ctx ends first, it returns an error that wraps ctx.Err(). Bad arguments
+// are refused before any network call.
+func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
+	if len(servers) == 0 {
+		return nil, ErrNoServers
+	}
+	for _, s := range servers {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, fmt.Errorf("%w: %q is not host:port", ErrNoServers, s)
+		}
+	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		servers:     append([]string(nil), servers...),
+		opts:        o,
+		defaultData: o.defaultData,
+		ready:       make(chan struct{}),
+		listeners:   map[*listener]struct{}{},
+		stop:        make(chan struct{}),
+	}
+	if c.defaultData == nil {
+		c.defaultData = []byte(hostAddress())
+	}
+	c.events.wake = make(chan struct{}, 1)
+	c.base, c.cancel = context.WithCancel(context.Background())
+	c.mu.Lock()
+	err = c.dialLocked()
+	c.mu.Unlock()
+	if err != nil {
+		c.cancel()
+		return nil, fmt.Errorf("connection: open %v: %w", servers, err)
+	}
+	c.wg.Add(1)
+	go c.supervise()
+
+	c.mu.Lock()
+	ready := c.ready
+	c.mu.Unlock()
+	select {
+	case <-ready:
+		return c, nil
+	case <-ctx.Done():
+		c.Close()
+		return nil, fmt.Errorf("connection: open %v: no session: %w", servers, ctx.Err())
+	}
+}
+
+// dialLocked starts a new go-zookeeper handle; c.mu is held. The handle
+// connects in the background and reports through the event queue.
+func (c *Client) dialLocked() error {
+	c.gen++
+	gen, tr := c.gen, newTracker()
+	dial := c.opts.dial
+	timeout := c.opts.dialTimeout
+	zopts := []func(*zk.Conn){
+		zk.WithDialer(tr.dialer(func(network, addr string, _ time.Duration) (net.Conn, error) {
+			return dial(network, addr, timeout)
+		})),
+		zk.WithEventCallback(func(ev zk.Event) {
+			// Called on go-zookeeper's loop goroutine: it must not block.
+			if ev.Type == zk.EventSession {
+				c.events.push(connEvent{gen: gen, state: ev.State, sessionID: tr.sessionID.Load(), timeout: tr.timeout()})
+			}
+		}),
+		zk.WithLogger(zkLogger{c.opts.logger}),
+	}
+	if c.opts.maxBufferSize > 0 {
+		zopts = append(zopts, zk.WithMaxBufferSize(c.opts.maxBufferSize))
+	}
+	zc, _, err := zk.Connect(c.servers, c.opts.sessionTimeout, asOptions(zk.WithLogInfo(false), zopts)...)
+	if err != nil {
+		return err
+	}
+	c.zc, c.tr, c.authed = zc, tr, len(c.opts.auth) == 0
+	return nil
+}
+
+// asOptions converts plain functions to go-zookeeper's unexported option
+// type, inferred from first, which has the same underlying type.
+func asOptions[T ~func(*zk.Conn)](first T, rest []func(*zk.Conn)) []T {
+	out := []T{first}
+	for _, f := range rest {
+		out = append(out, T(f))
+	}
+	return out
+}
+
+// supervise turns go-zookeeper's events and the local expiry timer into
+// states and session epochs. It is the only goroutine that changes them.
+func (c *Client) supervise() {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.events.wake:
+			for _, ev := range c.events.drain() {
+				c.handle(ev)
+			}
+		}
+	}
+}
+
+func (c *Client) handle(ev connEvent) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || ev.gen != c.gen {
+		return // an older handle, replaced after a loss
+	}
+	switch {
+	case ev.lostTimer:
+		c.localExpiryLocked()
+	case ev.authed:
+		c.authed = true
+		c.sessionUpLocked(c.tr.sessionID.Load(), c.tr.timeout())
+	case ev.state == zk.StateHasSession:
+		if !c.authed {
+			c.authenticateLocked(ev.gen)
+			return
+		}
+		c.sessionUpLocked(ev.sessionID, ev.timeout)
+	case ev.state == zk.StateDisconnected:
+		if c.session != nil && c.state.IsConnected() {
+			c.setStateLocked(Suspended)
+			if c.opts.errorPolicy == StandardPolicy {
+				c.session.distrust()
+			}
+			c.armLostTimerLocked()
+		}
+	case ev.state == zk.StateExpired:
+		// The server says so; go-zookeeper goes on to open a new session
+		// on the same handle (credentials included), reported as
+		// StateHasSession with a new ID.
+		c.sessionLostLocked(fmt.Errorf("%w: expired by the server", ErrSessionLost))
+	case ev.state == zk.StateAuthFailed:
+		c.opts.logger.Warn("zookeeper authentication failed", "gen", ev.gen)
+	}
+}
+
+// sessionUpLocked handles a live session with id: the same one back, or a
+// new epoch.
+func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
+	c.stopLostTimerLocked()
+	if c.session != nil && c.session.id == id {
+		if c.state == Suspended {
+			c.setStateLocked(Reconnected)
+		}
+		return
+	}
+	if c.session != nil {
+		// A different ID without an expiry event: the old one is gone all
+		// the same.
+		c.sessionLostLocked(fmt.Errorf("%w: replaced by session %#x", ErrSessionLost, id))
+	}
+	if timeout <= 0 {
+		timeout = c.opts.sessionTimeout
+	}
+	c.session = newSession(id, timeout)
+	close(c.ready)
+	c.opts.logger.Info("zookeeper session established", "session", fmt.Sprintf("%#x", id), "timeout", timeout)
+	if c.connected {
+		c.setStateLocked(Reconnected)
+	} else {
+		c.connected = true
+		c.setStateLocked(Connected)
+	}
+}
+
+// sessionLostLocked ends the current epoch and reports Lost.
+func (c *Client) sessionLostLocked(why error) {
+	c.stopLostTimerLocked()
+	if c.session == nil {
+		return
+	}
+	c.session.end(why)
+	c.opts.logger.Warn("zookeeper session lost", "session", fmt.Sprintf("%#x", c.session.id), "reason", why)
+	c.session = nil
+	c.ready = make(chan struct{})
+	c.setStateLocked(Lost)
+}
+
+// armLostTimerLocked fires the local expiry at the moment the server may
+// expire the session: its timeout after the server last heard from us (see
+// tracker). The server cannot tell a cut-off client that it expired it.
+func (c *Client) armLostTimerLocked() {
+	c.stopLostTimerLocked()
+	if c.opts.noLocalExpiry {
+		return
+	}
+	heard := c.tr.heard()
+	if heard.IsZero() {
+		heard = time.Now()
+	}
+	gen := c.gen
+	c.lostTimer = time.AfterFunc(time.Until(heard.Add(c.session.timeout)), func() {
+		c.events.push(connEvent{gen: gen, lostTimer: true})
+	})
+}
+
+func (c *Client) stopLostTimerLocked() {
+	if c.lostTimer != nil {
+		c.lostTimer.Stop()
+		c.lostTimer = nil
+	}
+}
+
+// localExpiryLocked handles the local timer: still suspended a session
+// timeout after the server last heard from us, the session may be expired
+// on the server, and other clients may own what it held. It is declared
+// Lost, and its handle is closed so that it can never come back: a lock
+// holder told "lost" must not find its old node alive later.
+func (c *Client) localExpiryLocked() {
+	c.lostTimer = nil
+	if c.state != Suspended || c.session == nil {
+		return
+	}
+	c.sessionLostLocked(fmt.Errorf("%w: no answer from the server for the session timeout (%v)", ErrSessionLost, c.session.timeout))
+	old := c.zc
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		old.Close() // bounded: go-zookeeper waits at most a second
+	}()
+	if err := c.dialLocked(); err != nil {
+		c.opts.logger.Error("zookeeper reconnect failed", "error", err)
+	}
+}
+
+// authenticateLocked sends the client's credentials on handle gen, off the
+// supervisor goroutine; the session is announced once they are accepted.
+// go-zookeeper resends them itself on every later connection of the handle.
+func (c *Client) authenticateLocked(gen int) {
+	zc := c.zc
+	auth := c.opts.auth
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for _, a := range auth {
+			if err := zc.AddAuth(a.scheme, a.auth); err != nil {
+				// The next StateHasSession of this handle tries again.
+				c.opts.logger.Warn("zookeeper add auth failed", "scheme", a.scheme, "error", err)
+				return
+			}
+		}
+		c.events.push(connEvent{gen: gen, authed: true})
+	}()
+}
+
+// setStateLocked records s and hands it to every listener.
+func (c *Client) setStateLocked(s State) {
+	c.state = s
+	c.opts.logger.Info("zookeeper connection state", "state", s.String())
+	for l := range c.listeners {
+		l.push(s)
+	}
+}
+
+// State returns the current connection state.
+func (c *Client) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// Session returns the current session, or nil while there is none (after
+// Lost, until the next one is established, and after Close).
+func (c *Client) Session() *Session {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// WaitSession returns the current session, waiting for the next one when
+// there is none, until ctx is done or the client is closed.
+func (c *Client) WaitSession(ctx context.Context) (*Session, error) {
+	_, s, err := c.current(ctx)
+	return s, err
+}
+
+// ErrorPolicy returns the client's error policy.
+func (c *Client) ErrorPolicy() ErrorPolicy { return c.opts.errorPolicy }
+
+// Namespace returns the client's namespace ("" for none).
+func (c *Client) Namespace() string { return c.opts.namespace }
+
+// DefaultData returns the data recipes give their nodes when the caller
+// gives none: WithDefaultData's, else the host's address, as Curator does.
+func (c *Client) DefaultData() []byte { return append([]byte(nil), c.defaultData...) }
+
+// current returns the handle and session for an operation, waiting while
+// there is no session.
+func (c *Client) current(ctx context.Context) (*zk.Conn, *Session, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, nil, ErrClosed
+		}
+		if c.session != nil {
+			zc, s := c.zc, c.session
+			c.mu.Unlock()
+			return zc, s, nil
+		}
+		ready := c.ready
+		c.mu.Unlock()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("connection: waiting for a session: %w", ctx.Err())
+		case <-c.stop:
+			return nil, nil, ErrClosed
+		}
+	}
+}
+
+// Close closes the session (the server deletes its ephemeral nodes at
+// once), ends every listener and waits for every goroutine the client
+// started. The current Session's Done is closed, with an error that wraps
+// ErrClosed. Close is idempotent.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.stopLostTimerLocked()
+	if c.session != nil {
+		c.session.end(fmt.Errorf("%w: %w", ErrSessionLost, ErrClosed))
+		c.session = nil
+	}
+	zc := c.zc
+	c.mu.Unlock()
+	close(c.stop)
+	c.cancel()
+	zc.Close()
+	c.wg.Wait()
+	return nil
+}
+
+// eventQueue is an unbounded queue from go-zookeeper's callback, which
+// must never block, to the supervisor.
+type eventQueue struct {
+	mu    sync.Mutex
+	items []connEvent
+	wake  chan struct{} // capacity 1
+}
+
+func (q *eventQueue) push(ev connEvent) {
+	q.mu.Lock()
+	q.items = append(q.items, ev)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue) drain() []connEvent {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
+}
+
+// zkLogger sends go-zookeeper's messages to slog at debug level.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	z.l.Debug(fmt.Sprintf(format, args...), "component", "go-zookeeper")
+}
+
+// hostAddress is Curator's default node data: this host's address.
+func hostAddress() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.IsGlobalUnicast() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}

@@ -1,0 +1,31 @@
+// Package connection owns the ZooKeeper session that every recipe of
+// zkrecipes depends on.
+//
+// A ZooKeeper lock is an ephemeral znode: it lives exactly as long as the
+// session that made it. go-zookeeper, on which this package is built,
+// quietly opens a new session after the old one expires, and while it is
+// cut off from the ensemble it never learns of the expiry at all; another
+// client may hold the lock long before it hears anything. The Client makes
+// that explicit:
+//
+//   - States, as Curator names them: CONNECTED, SUSPENDED, RECONNECTED,
+//     LOST, READ_ONLY. Listen delivers every transition, in order, to
+//     each listener.
+//   - Sessions as epochs: Session() is the current session, with an ID and
+//     a Done channel closed when it is lost, whether the server expired it
+//     or the client stayed cut off for the session timeout measured from
+//     the last request the server is known to have received (so the client
+//     never learns later than the server can act). After a loss the client
+//     opens a new session: a new Session value, RECONNECTED after LOST.
+//   - An error policy: under StandardPolicy (the default) SUSPENDED already
+//     ends the trust in a hold (Session.Untrusted); under SessionPolicy
+//     only LOST does.
+//   - Operations that take a context, apply the namespace, the ACL provider
+//     and the retry policy, and never retry across a lost session:
+//     Create, CreateAll, CreateProtected (Curator's protected names with
+//     recovery after connection loss), Get, GetW, Children, ChildrenW,
+//     Exists, ExistsW, Set, Delete, Multi, Sync and EnsurePath.
+//
+// See docs/connection.md for the state machine and what each state means
+// for a lock holder.
+package connection

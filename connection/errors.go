@@ -1,0 +1,24 @@
+package connection
+
+import "errors"
+
+// Errors of the connection manager. Match them with errors.Is. Errors the
+// server returns for an operation (zk.ErrNoNode, zk.ErrNodeExists,
+// zk.ErrBadVersion, ...) are passed through, wrapped with the operation and
+// path.
+var (
+	// ErrNoServers means Open was given no server address.
+	ErrNoServers = errors.New("connection: no servers")
+	// ErrInvalidPath means a path is not a valid ZooKeeper path.
+	ErrInvalidPath = errors.New("connection: invalid path")
+	// ErrInvalidOption means an option has a value it cannot take, such as
+	// a negative timeout.
+	ErrInvalidOption = errors.New("connection: invalid option")
+	// ErrClosed means the client was closed.
+	ErrClosed = errors.New("connection: client closed")
+	// ErrSessionLost means the session an operation or a hold depended on
+	// is gone: the server expired it, the client stayed cut off for longer
+	// than the session timeout, or the client was closed. It is never
+	// retried: ephemeral nodes and watches of that session are gone.
+	ErrSessionLost = errors.New("connection: session lost")
+)

@@ -1,0 +1,10 @@
+package connection
+
+// WithoutLocalExpiry switches off the local LOST timer, so that a test can
+// watch the client learn of an expiry from the server alone.
+func WithoutLocalExpiry() Option {
+	return func(o *options) error {
+		o.noLocalExpiry = true
+		return nil
+	}
+}

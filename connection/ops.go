@@ -1,0 +1,399 @@
+package connection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/retry"
+)
+
+// Mode is the kind of node Create makes.
+type Mode int32
+
+// Node modes, ZooKeeper's CreateMode.
+const (
+	Persistent           Mode = zk.FlagPersistent
+	Ephemeral            Mode = zk.FlagEphemeral
+	PersistentSequential Mode = zk.FlagSequence
+	EphemeralSequential  Mode = zk.FlagEphemeralSequential
+	// Container: a persistent node the server deletes some time after
+	// its last child is gone. Servers before 3.5.1 lack it; there the
+	// client creates a persistent node instead.
+	Container Mode = zk.FlagContainer
+)
+
+func (m Mode) valid() bool      { return m >= Persistent && m <= Container }
+func (m Mode) sequential() bool { return m == PersistentSequential || m == EphemeralSequential }
+func (m Mode) ephemeral() bool  { return m == Ephemeral || m == EphemeralSequential }
+
+// errUnimplemented is how go-zookeeper reports the server's
+// "unimplemented" code, such as a container create on a 3.4 server.
+const errUnimplemented = "unknown error: -6"
+
+// call runs op on the current handle under the retry policy, waiting for a
+// session when there is none. Errors are wrapped with what and path.
+func (c *Client) call(ctx context.Context, what, path string, op func(ctx context.Context, zc *zk.Conn) error) error {
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	err := retry.DoNotify(ctx, c.opts.policy, func(ctx context.Context) error {
+		zc, _, err := c.current(ctx)
+		if err != nil {
+			return retry.Permanent(err)
+		}
+		if err := c.ensureNamespace(ctx, zc); err != nil {
+			return c.mapErr(err)
+		}
+		return c.mapErr(op(ctx, zc))
+	}, func(err error, next time.Duration) {
+		c.opts.logger.Debug("zookeeper operation retried", "op", what, "path", path, "error", err, "after", next)
+	})
+	if err != nil {
+		return fmt.Errorf("connection: %s %s: %w", what, path, err)
+	}
+	return nil
+}
+
+// run runs f, returning early with ctx's error when ctx ends first.
+// go-zookeeper calls take no context; an abandoned call finishes in the
+// background when its answer comes or its handle closes (Close waits).
+func (c *Client) run(ctx context.Context, f func() error) error {
+	if ctx.Done() == nil {
+		return f()
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	done := make(chan error, 1)
+	go func() {
+		defer c.wg.Done()
+		done <- f()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// mapErr turns go-zookeeper's errors about the session into the client's.
+func (c *Client) mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, zk.ErrSessionExpired):
+		return fmt.Errorf("%w: %w", ErrSessionLost, err)
+	case errors.Is(err, zk.ErrClosing):
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			return ErrClosed
+		}
+		// The handle was replaced after a local expiry.
+		return fmt.Errorf("%w: %w", ErrSessionLost, err)
+	}
+	return err
+}
+
+func (c *Client) server(p string) string { return join(c.opts.namespace, p) }
+func (c *Client) client(p string) string { return strip(c.opts.namespace, p) }
+
+// ensureNamespace creates the namespace node (a container) once.
+func (c *Client) ensureNamespace(ctx context.Context, zc *zk.Conn) error {
+	if c.opts.namespace == "" || c.nsReady.Load() {
+		return nil
+	}
+	if err := c.createParents(ctx, zc, c.opts.namespace+"/x", Container); err != nil {
+		return err
+	}
+	c.nsReady.Store(true)
+	return nil
+}
+
+// createRaw is one create request, a container falling back to persistent
+// where the server lacks containers.
+func (c *Client) createRaw(ctx context.Context, zc *zk.Conn, spath string, data []byte, mode Mode) (string, error) {
+	acl := aclFor(c.opts.acl, c.client(spath))
+	var created string
+	err := c.run(ctx, func() (err error) {
+		if mode == Container {
+			created, err = zc.CreateContainer(spath, data, zk.FlagContainer, acl)
+			if err == nil || err.Error() != errUnimplemented {
+				return err
+			}
+			mode = Persistent
+		}
+		created, err = zc.Create(spath, data, int32(mode), acl)
+		return err
+	})
+	return created, err
+}
+
+// createParents creates the missing ancestors of server path spath with
+// mode (Container or Persistent), from the nearest one up as far as needed.
+func (c *Client) createParents(ctx context.Context, zc *zk.Conn, spath string, mode Mode) error {
+	p := parent(spath)
+	if p == "/" {
+		return nil
+	}
+	_, err := c.createRaw(ctx, zc, p, nil, mode)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := c.createParents(ctx, zc, p, mode); err != nil {
+			return err
+		}
+		_, err = c.createRaw(ctx, zc, p, nil, mode)
+	}
+	if errors.Is(err, zk.ErrNodeExists) {
+		return nil
+	}
+	return err
+}
+
+// createWithParents creates spath, and on NoNode its missing parents with
+// parentMode, then spath again.
+func (c *Client) createWithParents(ctx context.Context, zc *zk.Conn, spath string, data []byte, mode, parentMode Mode) (string, error) {
+	created, err := c.createRaw(ctx, zc, spath, data, mode)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err := c.createParents(ctx, zc, spath, parentMode); err != nil {
+			return "", err
+		}
+		created, err = c.createRaw(ctx, zc, spath, data, mode)
+	}
+	return created, err
+}
+
+func checkMode(m Mode) error {
+	if !m.valid() {
+		return fmt.Errorf("%w: create mode %d", ErrInvalidOption, int32(m))
+	}
+	return nil
+}
+
+// Create creates a node at path and returns its path (with the sequence
+// suffix for sequential modes). The parent must exist. The ACL comes from
+// the client's ACL provider.
+//
+// A sequential create is not retried after a lost connection: the first
+// attempt may have succeeded, and a retry would leave an orphan; use
+// CreateProtected for sequential nodes that must survive connection loss.
+func (c *Client) Create(ctx context.Context, path string, data []byte, mode Mode) (string, error) {
+	return c.create(ctx, "create", path, data, mode, false)
+}
+
+// CreateAll is Create that first makes missing parents, as containers
+// (persistent where the server lacks containers).
+func (c *Client) CreateAll(ctx context.Context, path string, data []byte, mode Mode) (string, error) {
+	return c.create(ctx, "create", path, data, mode, true)
+}
+
+func (c *Client) create(ctx context.Context, what, path string, data []byte, mode Mode, parents bool) (string, error) {
+	if err := checkMode(mode); err != nil {
+		return "", err
+	}
+	var created string
+	err := c.call(ctx, what, path, func(ctx context.Context, zc *zk.Conn) error {
+		var err error
+		if parents {
+			created, err = c.createWithParents(ctx, zc, c.server(path), data, mode, Container)
+		} else {
+			created, err = c.createRaw(ctx, zc, c.server(path), data, mode)
+		}
+		if err != nil && mode.sequential() {
+			return retry.Permanent(err)
+		}
+		return err
+	})
+	return c.client(created), err
+}
+
+// EnsurePath creates path and its missing ancestors as persistent nodes,
+// like Curator's EnsurePath; existing nodes are left as they are.
+func (c *Client) EnsurePath(ctx context.Context, path string) error {
+	return c.call(ctx, "ensure path", path, func(ctx context.Context, zc *zk.Conn) error {
+		if path == "/" {
+			return nil
+		}
+		_, err := c.createWithParents(ctx, zc, c.server(path), nil, Persistent, Persistent)
+		if errors.Is(err, zk.ErrNodeExists) {
+			return nil
+		}
+		return err
+	})
+}
+
+// Get returns the data and Stat of the node at path.
+func (c *Client) Get(ctx context.Context, path string) (data []byte, stat *zk.Stat, err error) {
+	err = c.call(ctx, "get", path, func(ctx context.Context, zc *zk.Conn) error {
+		return c.run(ctx, func() (err error) { data, stat, err = zc.Get(c.server(path)); return })
+	})
+	return data, stat, err
+}
+
+// GetW is Get that also sets a data watch. The channel receives one
+// event: the node changed or was deleted, or EventNotWatching when the
+// session ended (see WaitEvent). Event paths are server paths (with the
+// namespace).
+func (c *Client) GetW(ctx context.Context, path string) (data []byte, stat *zk.Stat, ch <-chan zk.Event, err error) {
+	err = c.call(ctx, "get", path, func(ctx context.Context, zc *zk.Conn) error {
+		return c.run(ctx, func() (err error) { data, stat, ch, err = zc.GetW(c.server(path)); return })
+	})
+	return data, stat, ch, err
+}
+
+// Children returns the names of the children of path, unsorted.
+func (c *Client) Children(ctx context.Context, path string) (children []string, stat *zk.Stat, err error) {
+	err = c.call(ctx, "children", path, func(ctx context.Context, zc *zk.Conn) error {
+		return c.run(ctx, func() (err error) { children, stat, err = zc.Children(c.server(path)); return })
+	})
+	return children, stat, err
+}
+
+// ChildrenW is Children that also sets a child watch.
+func (c *Client) ChildrenW(ctx context.Context, path string) (children []string, stat *zk.Stat, ch <-chan zk.Event, err error) {
+	err = c.call(ctx, "children", path, func(ctx context.Context, zc *zk.Conn) error {
+		return c.run(ctx, func() (err error) { children, stat, ch, err = zc.ChildrenW(c.server(path)); return })
+	})
+	return children, stat, ch, err
+}
+
+// Exists reports whether the node at path exists, with its Stat.
+func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Stat, err error) {
+	err = c.call(ctx, "exists", path, func(ctx context.Context, zc *zk.Conn) error {
+		return c.run(ctx, func() (err error) {
+			// go-zookeeper can return (true, stat, ErrNoServer): look at
+			// err first.
+			ok, stat, err = zc.Exists(c.server(path))
+			if err != nil {
+				ok, stat = false, nil
+			}
+			return err
+		})
+	})
+	return ok, stat, err
+}
+
+// ExistsW is Exists that also sets a watch. On a missing node the watch
+// waits for its creation and stays registered until then: to wait for a
+// node that exists to go, prefer GetW.
+func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.Stat, ch <-chan zk.Event, err error) {
+	err = c.call(ctx, "exists", path, func(ctx context.Context, zc *zk.Conn) error {
+		return c.run(ctx, func() (err error) {
+			ok, stat, ch, err = zc.ExistsW(c.server(path))
+			if err != nil {
+				ok, stat, ch = false, nil, nil
+			}
+			return err
+		})
+	})
+	return ok, stat, ch, err
+}
+
+// Set writes data to the node at path if its version matches (-1 for
+// any) and returns the new Stat.
+func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (stat *zk.Stat, err error) {
+	err = c.call(ctx, "set", path, func(ctx context.Context, zc *zk.Conn) error {
+		return c.run(ctx, func() (err error) { stat, err = zc.Set(c.server(path), data, version); return })
+	})
+	return stat, err
+}
+
+// Delete deletes the node at path if its version matches (-1 for any).
+// After a lost connection it is retried, and a retry that finds the node
+// gone reports zk.ErrNoNode: the first attempt may have deleted it.
+func (c *Client) Delete(ctx context.Context, path string, version int32) error {
+	return c.call(ctx, "delete", path, func(ctx context.Context, zc *zk.Conn) error {
+		return c.run(ctx, func() error { return zc.Delete(c.server(path), version) })
+	})
+}
+
+// Sync makes the server the client is connected to catch up with the
+// leader on path, so that a read after it sees every write committed
+// before it.
+func (c *Client) Sync(ctx context.Context, path string) error {
+	return c.call(ctx, "sync", path, func(ctx context.Context, zc *zk.Conn) error {
+		return c.run(ctx, func() error { _, err := zc.Sync(c.server(path)); return err })
+	})
+}
+
+// Multi runs ops as one transaction: all succeed or none does. Each op is
+// a *zk.CreateRequest, *zk.DeleteRequest, *zk.SetDataRequest or
+// *zk.CheckVersionRequest with a client path; a create without an ACL gets
+// the provider's. The requests are not changed. A transaction whose answer
+// was lost with the connection is not retried, since it may have been
+// applied.
+func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	server := make([]any, len(ops))
+	for i, op := range ops {
+		var p string
+		switch o := op.(type) {
+		case *zk.CreateRequest:
+			cp := *o
+			if len(cp.Acl) == 0 {
+				cp.Acl = aclFor(c.opts.acl, o.Path)
+			}
+			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
+		case *zk.DeleteRequest:
+			cp := *o
+			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
+		case *zk.SetDataRequest:
+			cp := *o
+			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
+		case *zk.CheckVersionRequest:
+			cp := *o
+			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
+		default:
+			return nil, fmt.Errorf("%w: multi op %d has type %T", ErrInvalidOption, i, op)
+		}
+		if err := ValidatePath(p); err != nil {
+			return nil, fmt.Errorf("multi op %d: %w", i, err)
+		}
+	}
+	var res []zk.MultiResponse
+	err := c.call(ctx, "multi", "/", func(ctx context.Context, zc *zk.Conn) error {
+		err := c.run(ctx, func() (err error) {
+			res, err = zc.Multi(server...)
+			return err
+		})
+		// Not retried: the transaction may have been applied.
+		return retry.Permanent(err)
+	})
+	for i := range res {
+		res[i].String = c.client(res[i].String)
+	}
+	return res, err
+}
+
+// WaitEvent waits for one event of a watch channel or for ctx. When the
+// watch ended with its session (EventNotWatching), the error wraps
+// ErrSessionLost.
+func WaitEvent(ctx context.Context, ch <-chan zk.Event) (zk.Event, error) {
+	select {
+	case ev, ok := <-ch:
+		if !ok {
+			return zk.Event{}, fmt.Errorf("%w: watch channel closed", ErrSessionLost)
+		}
+		if ev.Type == zk.EventNotWatching {
+			return ev, fmt.Errorf("%w: watch ended: %w", ErrSessionLost, ev.Err)
+		}
+		return ev, nil
+	case <-ctx.Done():
+		return zk.Event{}, ctx.Err()
+	}
+}
+
+// lastComponent returns the name of the node at a valid path.
+func lastComponent(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }

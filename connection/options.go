@@ -1,0 +1,222 @@
+package connection
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/retry"
+)
+
+// Defaults used when no option says otherwise.
+const (
+	// DefaultSessionTimeout is the session timeout asked of the server; the
+	// server clamps it to its own minimum and maximum (2 and 20 ticks by
+	// default).
+	DefaultSessionTimeout = 15 * time.Second
+	// DefaultDialTimeout bounds each TCP connect.
+	DefaultDialTimeout = time.Second
+)
+
+// DefaultRetryPolicy is used for operations when no policy is given:
+// Curator's recommended ExponentialBackoff(1s base in Curator; 100ms here
+// to suit locks), 10 retries, at most 5 s between them.
+func DefaultRetryPolicy() retry.Policy {
+	return retry.BoundedExponentialBackoff(100*time.Millisecond, 10, 5*time.Second)
+}
+
+// Option configures a Client.
+type Option func(*options) error
+
+type options struct {
+	sessionTimeout time.Duration
+	dialTimeout    time.Duration
+	policy         retry.Policy
+	namespace      string
+	acl            ACLProvider
+	auth           []authInfo
+	logger         *slog.Logger
+	dial           func(network, addr string, timeout time.Duration) (net.Conn, error)
+	errorPolicy    ErrorPolicy
+	maxBufferSize  int
+	defaultData    []byte
+	noLocalExpiry  bool // tests only: rely on the server's word alone
+}
+
+type authInfo struct {
+	scheme string
+	auth   []byte
+}
+
+func newOptions(opts []Option) (*options, error) {
+	o := &options{
+		sessionTimeout: DefaultSessionTimeout,
+		dialTimeout:    DefaultDialTimeout,
+		policy:         DefaultRetryPolicy(),
+		acl:            OpenACL(),
+		logger:         slog.New(slog.DiscardHandler),
+		dial:           net.DialTimeout,
+	}
+	for _, opt := range opts {
+		if err := opt(o); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+}
+
+// WithSessionTimeout sets the session timeout asked of the server. The
+// server may clamp it; Session().Timeout() reports what it granted.
+func WithSessionTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return invalid("session timeout %v must be positive", d)
+		}
+		o.sessionTimeout = d
+		return nil
+	}
+}
+
+// WithDialTimeout bounds each TCP connect to a server.
+func WithDialTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return invalid("dial timeout %v must be positive", d)
+		}
+		o.dialTimeout = d
+		return nil
+	}
+}
+
+// WithRetryPolicy sets the policy that retries operations after a lost
+// connection (never after a lost session).
+func WithRetryPolicy(p retry.Policy) Option {
+	return func(o *options) error {
+		if p == nil {
+			return invalid("nil retry policy")
+		}
+		o.policy = p
+		return nil
+	}
+}
+
+// WithNamespace roots every path of the client under ns, like a chroot:
+// with namespace "/app", "/locks/a" is "/app/locks/a" on the server. The
+// namespace node is created, as a container, on first use.
+func WithNamespace(ns string) Option {
+	return func(o *options) error {
+		if err := ValidatePath(ns); err != nil {
+			return invalid("namespace: %v", err)
+		}
+		if ns == "/" {
+			ns = ""
+		}
+		o.namespace = ns
+		return nil
+	}
+}
+
+// WithACLProvider sets the ACLs of the nodes the client creates.
+func WithACLProvider(p ACLProvider) Option {
+	return func(o *options) error {
+		if p == nil {
+			return invalid("nil ACL provider")
+		}
+		o.acl = p
+		return nil
+	}
+}
+
+// WithACL gives every node the client creates the same ACL.
+func WithACL(acl []zk.ACL) Option {
+	return func(o *options) error {
+		if len(acl) == 0 {
+			return invalid("empty ACL")
+		}
+		return WithACLProvider(FixedACL(acl))(o)
+	}
+}
+
+// WithDigestAuth authenticates every session with the digest scheme, as
+// user:password. Nodes created with zk.DigestACL for the same user are
+// readable by this client only.
+func WithDigestAuth(user, password string) Option {
+	return WithAuth("digest", []byte(user+":"+password))
+}
+
+// WithAuth authenticates every session with scheme and auth, as
+// ZooKeeper's addAuthInfo.
+func WithAuth(scheme string, auth []byte) Option {
+	return func(o *options) error {
+		if scheme == "" {
+			return invalid("empty auth scheme")
+		}
+		o.auth = append(o.auth, authInfo{scheme: scheme, auth: append([]byte(nil), auth...)})
+		return nil
+	}
+}
+
+// WithLogger sets the logger for state changes, retries and go-zookeeper's
+// own messages (at debug level). By default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return invalid("nil logger")
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithDialer sets how TCP connections are made, for TLS or a proxy. It
+// has net.DialTimeout's shape.
+func WithDialer(dial func(network, addr string, timeout time.Duration) (net.Conn, error)) Option {
+	return func(o *options) error {
+		if dial == nil {
+			return invalid("nil dialer")
+		}
+		o.dial = dial
+		return nil
+	}
+}
+
+// WithErrorPolicy decides whether Suspended already ends the trust in a
+// hold (StandardPolicy, the default) or only Lost does (SessionPolicy).
+func WithErrorPolicy(p ErrorPolicy) Option {
+	return func(o *options) error {
+		if p != StandardPolicy && p != SessionPolicy {
+			return invalid("unknown error policy %d", int(p))
+		}
+		o.errorPolicy = p
+		return nil
+	}
+}
+
+// WithMaxBufferSize bounds the size of a response the client accepts (the
+// server's jute.maxbuffer counterpart); 0 keeps go-zookeeper's default.
+func WithMaxBufferSize(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return invalid("negative buffer size %d", n)
+		}
+		o.maxBufferSize = n
+		return nil
+	}
+}
+
+// WithDefaultData sets the data of nodes that recipes create when the
+// caller gives none. Curator's default is the host's IP address; so is
+// this client's when the option is absent.
+func WithDefaultData(data []byte) Option {
+	return func(o *options) error {
+		o.defaultData = append([]byte{}, data...)
+		return nil
+	}
+}

@@ -1,0 +1,214 @@
+package connection
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/retry"
+)
+
+// ProtectedPrefix starts the name of every protected node, as in Curator:
+// "_c_" + a 36-character UUID + "-" + the caller's name.
+const ProtectedPrefix = "_c_"
+
+// protectedIDLen is the length of "_c_<uuid>-".
+const protectedIDLen = len(ProtectedPrefix) + 36 + 1
+
+// IsProtected reports whether a node name has Curator's protected form:
+// longer than 40 characters, starting "_c_", with "-" after the UUID.
+func IsProtected(name string) bool {
+	return len(name) > protectedIDLen && strings.HasPrefix(name, ProtectedPrefix) && name[protectedIDLen-1] == '-'
+}
+
+// ProtectedID returns the "_c_<uuid>-" prefix of a protected name, or ""
+// for a name that is not protected.
+func ProtectedID(name string) string {
+	if !IsProtected(name) {
+		return ""
+	}
+	return name[:protectedIDLen]
+}
+
+// newUUID returns a random (version 4) UUID in its 36-character text form.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// Created is a node made by CreateProtected.
+type Created struct {
+	// Path is the node's path, with its sequence suffix.
+	Path string
+	// Session is the session the node was made in; for ephemeral modes it
+	// is the node's owner.
+	Session *Session
+}
+
+// CreateProtected creates a node whose name carries a fresh GUID, as
+// Curator's protection mode does: for path "/locks/a/lock-" it creates
+// "/locks/a/_c_<uuid>-lock-<seq>". Missing parents are created as
+// containers.
+//
+// The GUID is what makes the create safe to retry: if the connection is
+// lost after the request was sent, the retry looks for a child with the
+// GUID before creating again, and so finds the node the first attempt
+// made. An ephemeral node found that way but owned by another session (an
+// earlier session that has since expired) is deleted and created again.
+//
+// If the create finally fails, or ctx ends while it is in flight, any node
+// it may have made is deleted in the background, so that nothing is
+// orphaned.
+func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, mode Mode) (Created, error) {
+	if err := ValidatePath(path); err != nil {
+		return Created{}, err
+	}
+	if err := checkMode(mode); err != nil {
+		return Created{}, err
+	}
+	if mode == Container {
+		return Created{}, fmt.Errorf("%w: a container cannot be protected", ErrInvalidOption)
+	}
+	dir, name := parent(path), lastComponent(path)
+	id := ProtectedPrefix + newUUID() + "-"
+	spath := c.server(childPath(dir, id+name))
+	var out Created
+	attempt := 0
+	err := retry.DoNotify(ctx, c.opts.policy, func(ctx context.Context) error {
+		attempt++
+		zc, sess, err := c.current(ctx)
+		if err != nil {
+			return retry.Permanent(err)
+		}
+		if err := c.ensureNamespace(ctx, zc); err != nil {
+			return c.mapErr(err)
+		}
+		if attempt > 1 {
+			found, err := c.findProtected(ctx, zc, sess, c.server(dir), id, mode)
+			if err != nil {
+				return c.mapErr(err)
+			}
+			if found != "" {
+				out = Created{Path: c.client(found), Session: sess}
+				return nil
+			}
+		}
+		created, err := c.createWithParents(ctx, zc, spath, data, mode, Container)
+		if err != nil {
+			return c.mapErr(err)
+		}
+		out = Created{Path: c.client(created), Session: sess}
+		return nil
+	}, func(err error, next time.Duration) {
+		c.opts.logger.Debug("zookeeper protected create retried", "path", path, "error", err, "after", next)
+	})
+	if err != nil {
+		c.deleteProtectedLater(c.server(dir), id)
+		return Created{}, fmt.Errorf("connection: create %s: %w", path, err)
+	}
+	return out, nil
+}
+
+// findProtected looks in server directory sdir for the child with the
+// protection prefix id. A sync first makes the server catch up with the
+// leader, so that a create from an earlier connection of the session is
+// either visible or was refused (the session moved).
+func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, sdir, id string, mode Mode) (string, error) {
+	if err := c.run(ctx, func() error { _, err := zc.Sync(sdir); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return "", err
+	}
+	var children []string
+	err := c.run(ctx, func() (err error) { children, _, err = zc.Children(sdir); return })
+	if errors.Is(err, zk.ErrNoNode) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, child := range children {
+		if !strings.HasPrefix(child, id) {
+			continue
+		}
+		found := childPath(sdir, child)
+		if !mode.ephemeral() {
+			return found, nil
+		}
+		var stat *zk.Stat
+		err := c.run(ctx, func() (err error) { _, stat, err = zc.Get(found); return })
+		if errors.Is(err, zk.ErrNoNode) {
+			return "", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if stat.EphemeralOwner == sess.ID() {
+			return found, nil
+		}
+		// Made by an earlier session (CURATOR-498): it dies with that
+		// session; delete it now so that it blocks nobody until then.
+		if err := c.run(ctx, func() error { return zc.Delete(found, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return "", err
+		}
+		return "", nil
+	}
+	return "", nil
+}
+
+// deleteProtectedLater deletes, in the background, any child of sdir with
+// the protection prefix id: the answer to a create may have been lost, or
+// the caller gave up while the create was in flight. The listing is sent
+// after the create on the same session, and ZooKeeper serves a session's
+// requests in order, so it sees the node if the create succeeded.
+func (c *Client) deleteProtectedLater(sdir, id string) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return // closing the session deletes its ephemeral nodes
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := c.detached(2 * c.opts.sessionTimeout)
+		defer cancel()
+		_ = retry.Do(ctx, c.opts.policy, func(ctx context.Context) error {
+			zc, _, err := c.current(ctx)
+			if err != nil {
+				return retry.Permanent(err)
+			}
+			var children []string
+			err = c.run(ctx, func() (err error) { children, _, err = zc.Children(sdir); return })
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			if err != nil {
+				return c.mapErr(err)
+			}
+			for _, child := range children {
+				if strings.HasPrefix(child, id) {
+					p := childPath(sdir, child)
+					err := c.run(ctx, func() error { return zc.Delete(p, -1) })
+					if err != nil && !errors.Is(err, zk.ErrNoNode) {
+						return c.mapErr(err)
+					}
+					c.opts.logger.Debug("zookeeper deleted an abandoned protected node", "path", c.client(p))
+				}
+			}
+			return nil
+		})
+	}()
+}
+
+// detached returns a context for cleanup that outlives the caller's: it
+// ends after timeout or when the client closes.
+func (c *Client) detached(timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.base, timeout)
+}

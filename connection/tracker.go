@@ -1,0 +1,161 @@
+package connection
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// tracker watches the bytes of one go-zookeeper connection handle (all of
+// its TCP connections, one after another) to learn what go-zookeeper does
+// not expose:
+//
+//   - the session ID and negotiated timeout of each handshake, and
+//   - lastHeard: the send time of the newest request the server answered.
+//
+// Why the send time and not the time the answer arrived: the server resets
+// a session's expiry whenever it receives a packet from the client. If the
+// answer to a request sent at w arrived, the server received that request
+// at or after w, so it cannot expire the session before w + timeout. That
+// bound is what makes the local LOST deadline safe: a lock holder is told no
+// later than the server can expire its session and let another client take
+// the lock. (The server also rounds expiry up to its next tick, and a
+// follower reports a session's activity to the leader late, both of which
+// only move the real expiry later.)
+//
+// ZooKeeper answers a connection's requests in order, one reply each, with
+// watch notifications (xid -1) interleaved, so replies are matched to sends
+// by counting frames.
+type tracker struct {
+	sessionID atomic.Int64
+	timeoutMS atomic.Int64
+	lastHeard atomic.Int64 // unix nanoseconds
+	now       func() time.Time
+}
+
+func newTracker() *tracker { return &tracker{now: time.Now} }
+
+// heard returns lastHeard as a time (zero before any answer).
+func (t *tracker) heard() time.Time {
+	ns := t.lastHeard.Load()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func (t *tracker) timeout() time.Duration {
+	return time.Duration(t.timeoutMS.Load()) * time.Millisecond
+}
+
+// dialer wraps go-zookeeper's dialer so that every connection is tracked.
+func (t *tracker) dialer(dial func(network, addr string, timeout time.Duration) (net.Conn, error)) func(string, string, time.Duration) (net.Conn, error) {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := dial(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &trackedConn{Conn: c, t: t}, nil
+	}
+}
+
+// trackedConn frames what go-zookeeper writes and reads on one TCP
+// connection. The first frame each way is the handshake.
+type trackedConn struct {
+	net.Conn
+	t *tracker
+
+	mu   sync.Mutex
+	sent []int64 // send times of requests not yet answered, oldest first
+	out  framer
+	in   framer
+}
+
+func (c *trackedConn) Write(b []byte) (int, error) {
+	now := c.t.now().UnixNano()
+	c.mu.Lock()
+	c.out.feed(b, func([]byte) { c.sent = append(c.sent, now) })
+	c.mu.Unlock()
+	return c.Conn.Write(b)
+}
+
+func (c *trackedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.mu.Lock()
+		c.in.feed(b[:n], c.reply)
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// reply handles the head of one frame from the server; c.mu is held.
+func (c *trackedConn) reply(head []byte) {
+	if c.in.frames == 1 {
+		// Connect response: protocolVersion int32, timeOut int32,
+		// sessionID int64, ...
+		if len(head) >= 16 {
+			c.t.timeoutMS.Store(int64(int32(binary.BigEndian.Uint32(head[4:8]))))
+			c.t.sessionID.Store(int64(binary.BigEndian.Uint64(head[8:16])))
+		}
+	} else if len(head) >= 4 && int32(binary.BigEndian.Uint32(head[0:4])) == -1 {
+		return // a watch notification answers no request
+	}
+	if len(c.sent) == 0 {
+		return
+	}
+	sent := c.sent[0]
+	c.sent = c.sent[1:]
+	if sent > c.t.lastHeard.Load() {
+		c.t.lastHeard.Store(sent)
+	}
+}
+
+// headLen is how much of each frame's body framer keeps: enough for the
+// connect response's session ID, or a reply's xid.
+const headLen = 16
+
+// framer splits a stream of length-prefixed frames (int32 length, body)
+// and hands each frame's first headLen bytes (fewer if the frame is
+// shorter) to a callback once the frame is complete.
+type framer struct {
+	lenBuf [4]byte
+	lenN   int
+	remain int // body bytes still to come; 0 while reading a length
+	head   []byte
+	frames int
+}
+
+func (f *framer) feed(b []byte, done func(head []byte)) {
+	for len(b) > 0 {
+		if f.remain == 0 {
+			k := copy(f.lenBuf[f.lenN:], b)
+			f.lenN += k
+			b = b[k:]
+			if f.lenN < 4 {
+				return
+			}
+			f.lenN = 0
+			f.remain = int(int32(binary.BigEndian.Uint32(f.lenBuf[:])))
+			f.head = f.head[:0]
+			if f.remain <= 0 {
+				f.remain = 0
+				f.frames++
+				done(nil)
+			}
+			continue
+		}
+		k := min(f.remain, len(b))
+		if need := headLen - len(f.head); need > 0 {
+			f.head = append(f.head, b[:min(need, k)]...)
+		}
+		f.remain -= k
+		b = b[k:]
+		if f.remain == 0 {
+			f.frames++
+			done(f.head)
+		}
+	}
+}

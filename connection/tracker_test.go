@@ -1,0 +1,89 @@
+package connection
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+)
+
+func frame(body []byte) []byte {
+	out := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	return append(out, body...)
+}
+
+func reply(xid int32) []byte {
+	body := binary.BigEndian.AppendUint32(nil, uint32(xid))
+	body = binary.BigEndian.AppendUint64(body, 7) // zxid
+	body = binary.BigEndian.AppendUint32(body, 0) // err
+	return frame(body)
+}
+
+func connectResponse(timeoutMS int32, session int64) []byte {
+	body := binary.BigEndian.AppendUint32(nil, 0)
+	body = binary.BigEndian.AppendUint32(body, uint32(timeoutMS))
+	body = binary.BigEndian.AppendUint64(body, uint64(session))
+	body = append(body, 0, 0, 0, 16)
+	body = append(body, make([]byte, 16)...)
+	return frame(body)
+}
+
+func TestFramerSplitsAnyChunking(t *testing.T) {
+	stream := append(append(frame([]byte("abc")), frame(nil)...), frame(make([]byte, 40))...)
+	for chunk := 1; chunk <= len(stream); chunk++ {
+		var f framer
+		var heads []int
+		for i := 0; i < len(stream); i += chunk {
+			f.feed(stream[i:min(i+chunk, len(stream))], func(h []byte) { heads = append(heads, len(h)) })
+		}
+		if len(heads) != 3 || heads[0] != 3 || heads[1] != 0 || heads[2] != headLen {
+			t.Fatalf("chunk %d: heads %v, want [3 0 %d]", chunk, heads, headLen)
+		}
+	}
+}
+
+func TestTrackerUsesSendTimeOfAnsweredRequest(t *testing.T) {
+	clock := time.Unix(100, 0)
+	tr := newTracker()
+	tr.now = func() time.Time { return clock }
+	c := &trackedConn{t: tr}
+	write := func(b []byte) {
+		c.mu.Lock()
+		c.out.feed(b, func([]byte) { c.sent = append(c.sent, clock.UnixNano()) })
+		c.mu.Unlock()
+	}
+	read := func(b []byte) {
+		c.mu.Lock()
+		c.in.feed(b, c.reply)
+		c.mu.Unlock()
+	}
+
+	write(frame(make([]byte, 44))) // connect request at t=100
+	clock = clock.Add(time.Second)
+	read(connectResponse(4000, 0x1234)) // answered at t=101
+	if got := tr.sessionID.Load(); got != 0x1234 {
+		t.Fatalf("session %x, want 1234", got)
+	}
+	if got := tr.timeout(); got != 4*time.Second {
+		t.Fatalf("timeout %v, want 4s", got)
+	}
+	if got := tr.heard(); !got.Equal(time.Unix(100, 0)) {
+		t.Fatalf("heard %v, want the connect request's send time", got)
+	}
+
+	write(reply(1)) // request 1 at t=101 (any frame shape will do)
+	clock = clock.Add(time.Second)
+	write(reply(2)) // request 2 at t=102
+	clock = clock.Add(time.Second)
+	read(reply(-1)) // a watch notification at t=103 answers nothing
+	if got := tr.heard(); !got.Equal(time.Unix(100, 0)) {
+		t.Fatalf("heard %v after a notification, want unchanged", got)
+	}
+	read(reply(1)) // the answer to request 1
+	if got := tr.heard(); !got.Equal(time.Unix(101, 0)) {
+		t.Fatalf("heard %v, want request 1's send time (101), not now (103)", got)
+	}
+	read(reply(2))
+	if got := tr.heard(); !got.Equal(time.Unix(102, 0)) {
+		t.Fatalf("heard %v, want 102", got)
+	}
+}
