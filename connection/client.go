@@ -37,6 +37,9 @@ type Client struct {
 
 	nsReady atomic.Bool // the namespace node exists
 
+	notifications atomic.Int64 // watch notifications received, all handles
+	replies       atomic.Int64 // replies received, all handles
+
 	events eventQueue    // go-zookeeper callbacks to the supervisor
 	stop   chan struct{} // closed by Close
 	base   context.Context
@@ -111,6 +114,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 func (c *Client) dialLocked() error {
 	c.gen++
 	gen, tr := c.gen, newTracker()
+	tr.notifications, tr.replies = &c.notifications, &c.replies
 	dial := c.opts.dial
 	timeout := c.opts.dialTimeout
 	zopts := []func(*zk.Conn){
@@ -204,6 +208,7 @@ func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 	c.stopLostTimerLocked()
 	if c.session != nil && c.session.id == id {
 		if c.state == Suspended {
+			c.session.retrust()
 			c.setStateLocked(Reconnected)
 		}
 		return
@@ -336,6 +341,20 @@ func (c *Client) Session() *Session {
 func (c *Client) WaitSession(ctx context.Context) (*Session, error) {
 	_, s, err := c.current(ctx)
 	return s, err
+}
+
+// Stats counts what the client's session traffic carried since Open.
+type Stats struct {
+	// Notifications is the number of watch notifications the servers
+	// sent: how many times this client was woken by a watch.
+	Notifications int64
+	// Replies is the number of answers to requests, pings included.
+	Replies int64
+}
+
+// Stats returns the client's counters, summed over all its sessions.
+func (c *Client) Stats() Stats {
+	return Stats{Notifications: c.notifications.Load(), Replies: c.replies.Load()}
 }
 
 // ErrorPolicy returns the client's error policy.

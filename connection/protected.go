@@ -105,6 +105,11 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 		if err != nil {
 			return c.mapErr(err)
 		}
+		if mode.ephemeral() {
+			if err := c.checkOwner(ctx, zc, sess, created); err != nil {
+				return retry.Permanent(err)
+			}
+		}
 		out = Created{Path: c.client(created), Session: sess}
 		return nil
 	}, func(err error, next time.Duration) {
@@ -115,6 +120,34 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 		return Created{}, fmt.Errorf("connection: create %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// checkOwner makes sure the ephemeral node spath belongs to sess, which
+// go-zookeeper does not promise: after an expiry it opens the next session
+// on the same handle by itself, and a request queued for the old session
+// runs in the new one (CURATOR-604's double holders).
+//
+// Usually this costs nothing: the handle's tracker saw the handshake of
+// every connection, so if its session is still sess after the create
+// returned, the answer came over a connection of sess, and the node is
+// sess's (session IDs are never reused). Otherwise one read settles it. A
+// node of another session is deleted and the error wraps ErrSessionLost.
+func (c *Client) checkOwner(ctx context.Context, zc *zk.Conn, sess *Session, spath string) error {
+	c.mu.Lock()
+	current := c.zc == zc && c.tr.sessionID.Load() == sess.ID()
+	c.mu.Unlock()
+	if current {
+		return nil
+	}
+	var stat *zk.Stat
+	err := c.run(ctx, func() (err error) { _, stat, err = zc.Get(spath); return })
+	if err == nil && stat.EphemeralOwner == sess.ID() {
+		return nil
+	}
+	if err == nil {
+		_ = c.run(ctx, func() error { return zc.Delete(spath, -1) })
+	}
+	return fmt.Errorf("%w: node %s was created outside session %#x", ErrSessionLost, c.client(spath), sess.ID())
 }
 
 // findProtected looks in server directory sdir for the child with the

@@ -13,11 +13,11 @@ type Session struct {
 	id      int64
 	timeout time.Duration
 
-	untrusted chan struct{} // closed at the first Suspended (standard policy) or the end
-	done      chan struct{} // closed when the session is lost
+	done chan struct{} // closed when the session is lost
 
-	mu  sync.Mutex
-	err error // why it ended
+	mu        sync.Mutex
+	untrusted chan struct{} // of the current connected period; closed when it ends (policy) or the session does
+	err       error         // why it ended
 }
 
 func newSession(id int64, timeout time.Duration) *Session {
@@ -36,11 +36,20 @@ func (s *Session) Timeout() time.Duration { return s.timeout }
 // expired it), or the client was closed.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
-// Untrusted is closed when a hold made in this session can no longer be
-// trusted under the client's error policy: at the first Suspended under
-// StandardPolicy, or when the session is lost under SessionPolicy. It is
-// closed no later than Done.
-func (s *Session) Untrusted() <-chan struct{} { return s.untrusted }
+// Untrusted returns a channel that is closed when a hold taken now can no
+// longer be trusted under the client's error policy: at the next Suspended
+// under StandardPolicy, or when the session is lost under either policy.
+//
+// Take it when the hold begins. Under StandardPolicy a Suspended followed by
+// Reconnected (the same session back) ends the trust in holds taken before
+// it, not in holds taken after it: each connected period has its own
+// channel. Called while suspended, or after the session ended, it returns a
+// closed channel.
+func (s *Session) Untrusted() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.untrusted
+}
 
 // Err returns nil while the session lives, then why it ended; the error
 // wraps ErrSessionLost (and ErrClosed after Close).
@@ -50,7 +59,8 @@ func (s *Session) Err() error {
 	return s.err
 }
 
-// distrust closes Untrusted once.
+// distrust closes the current period's Untrusted channel (Suspended
+// under StandardPolicy).
 func (s *Session) distrust() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,6 +68,21 @@ func (s *Session) distrust() {
 	case <-s.untrusted:
 	default:
 		close(s.untrusted)
+	}
+}
+
+// retrust starts a new connected period (Reconnected with the same
+// session) whose holds are trusted until the next distrust.
+func (s *Session) retrust() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	select {
+	case <-s.untrusted:
+		s.untrusted = make(chan struct{})
+	default:
 	}
 }
 

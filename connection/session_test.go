@@ -23,18 +23,27 @@ func TestShortCutSuspendsAndReconnectsSameSession(t *testing.T) {
 	states := c.Listen(ctxFor(t, time.Minute))
 
 	for range 2 {
+		before := sess.Untrusted()
 		p.Cut()
 		expect(t, states, 5*time.Second, connection.Suspended)
-		if !closed(sess.Untrusted()) {
+		if !closed(before) {
 			t.Fatal("standard policy: Untrusted not closed at SUSPENDED")
 		}
 		if closed(sess.Done()) {
 			t.Fatal("session Done closed by a short cut")
 		}
+		distrusted := sess.Untrusted()
+		if !closed(distrusted) {
+			t.Fatal("Untrusted() taken while SUSPENDED is open")
+		}
 		p.Restore()
 		expect(t, states, 10*time.Second, connection.Reconnected)
 		if got := c.Session(); got != sess || got.ID() != sess.ID() {
 			t.Fatalf("session changed after a short cut")
+		}
+		// A hold taken after the reconnect is trusted again.
+		if closed(sess.Untrusted()) {
+			t.Fatal("Untrusted() taken after RECONNECTED is closed")
 		}
 	}
 	expect(t, slow, time.Second, connection.Suspended, connection.Reconnected, connection.Suspended, connection.Reconnected)

@@ -33,6 +33,15 @@ type tracker struct {
 	timeoutMS atomic.Int64
 	lastHeard atomic.Int64 // unix nanoseconds
 	now       func() time.Time
+
+	// Counters shared with the client; nil in unit tests.
+	notifications, replies *atomic.Int64
+}
+
+func count(n *atomic.Int64) {
+	if n != nil {
+		n.Add(1)
+	}
 }
 
 func newTracker() *tracker { return &tracker{now: time.Now} }
@@ -101,8 +110,10 @@ func (c *trackedConn) reply(head []byte) {
 			c.t.sessionID.Store(int64(binary.BigEndian.Uint64(head[8:16])))
 		}
 	} else if len(head) >= 4 && int32(binary.BigEndian.Uint32(head[0:4])) == -1 {
+		count(c.t.notifications)
 		return // a watch notification answers no request
 	}
+	count(c.t.replies)
 	if len(c.sent) == 0 {
 		return
 	}
