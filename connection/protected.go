@@ -201,6 +201,51 @@ func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, 
 // after the create on the same session, and ZooKeeper serves a session's
 // requests in order, so it sees the node if the create succeeded.
 func (c *Client) deleteProtectedLater(sdir, id string) {
+	c.background(func(ctx context.Context, zc *zk.Conn) error {
+		var children []string
+		err := c.run(ctx, func() (err error) { children, _, err = zc.Children(sdir); return })
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return c.mapErr(err)
+		}
+		for _, child := range children {
+			if strings.HasPrefix(child, id) {
+				p := childPath(sdir, child)
+				if err := c.run(ctx, func() error { return zc.Delete(p, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+					return c.mapErr(err)
+				}
+				c.opts.logger.Debug("zookeeper deleted an abandoned protected node", "path", c.client(p))
+			}
+		}
+		return nil
+	})
+}
+
+// GuaranteedDelete deletes path in the background, retrying after lost
+// connections, as Curator's guaranteed delete does: for a node whose
+// delete failed when its owner gave up on it. It stops when the node is
+// gone, when a session is lost (an ephemeral node goes with it), when the
+// client closes, or after twice the session timeout.
+func (c *Client) GuaranteedDelete(path string) {
+	if ValidatePath(path) != nil {
+		return
+	}
+	sp := c.server(path)
+	c.background(func(ctx context.Context, zc *zk.Conn) error {
+		err := c.run(ctx, func() error { return zc.Delete(sp, -1) })
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		return c.mapErr(err)
+	})
+}
+
+// background runs op under the retry policy in a goroutine the client
+// owns, with a context that ends after twice the session timeout or at
+// Close.
+func (c *Client) background(op func(ctx context.Context, zc *zk.Conn) error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -217,25 +262,7 @@ func (c *Client) deleteProtectedLater(sdir, id string) {
 			if err != nil {
 				return retry.Permanent(err)
 			}
-			var children []string
-			err = c.run(ctx, func() (err error) { children, _, err = zc.Children(sdir); return })
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil
-			}
-			if err != nil {
-				return c.mapErr(err)
-			}
-			for _, child := range children {
-				if strings.HasPrefix(child, id) {
-					p := childPath(sdir, child)
-					err := c.run(ctx, func() error { return zc.Delete(p, -1) })
-					if err != nil && !errors.Is(err, zk.ErrNoNode) {
-						return c.mapErr(err)
-					}
-					c.opts.logger.Debug("zookeeper deleted an abandoned protected node", "path", c.client(p))
-				}
-			}
-			return nil
+			return op(ctx, zc)
 		})
 	}()
 }

@@ -1,0 +1,245 @@
+package lockcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+)
+
+// ErrWouldWait is returned by Acquire without waiting when another
+// contender holds the lock.
+var ErrWouldWait = errors.New("lockcore: held by another contender")
+
+// Lock describes one contender's way into a lock directory.
+type Lock struct {
+	Client    *connection.Client
+	Dir       string          // the lock directory, e.g. "/locks/orders"
+	Name      string          // node name before the GUID's end and the sequence, e.g. "lock-"
+	Data      []byte          // the node's data
+	Accept    func(Kind) bool // which children are contenders
+	Predicate Predicate       // who holds
+}
+
+// Acquired is a node that holds the lock.
+type Acquired struct {
+	Path    string              // the node
+	Session *connection.Session // the session that owns it
+	Token   int64               // its czxid: the fencing token
+}
+
+// errRestart means the attempt's node or session is gone: try again with
+// a new node.
+var errRestart = errors.New("lockcore: restart")
+
+// Acquire creates a node and waits until it holds the lock, ctx is done,
+// or (when wait is false) another contender holds it (ErrWouldWait). On
+// any failure its node is deleted. If the session is lost while waiting,
+// it starts again in the next session, at the back of the queue.
+func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
+	for {
+		created, err := l.Client.CreateProtected(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential)
+		if err != nil {
+			if errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
+				continue // CreateProtected waits for the next session
+			}
+			return Acquired{}, err
+		}
+		a, err := l.await(ctx, created, wait)
+		if err == nil {
+			return a, nil
+		}
+		l.abandon(created)
+		if errors.Is(err, errRestart) && ctx.Err() == nil {
+			continue
+		}
+		if errors.Is(err, errRestart) {
+			err = ctx.Err()
+		}
+		return Acquired{}, err
+	}
+}
+
+// await decides whether created holds the lock, waiting if allowed.
+//
+// Safety of the 0-RTT handoff. The listing is taken after our node was
+// created, so every contender ahead of ours is in it: sequence numbers of
+// one directory only grow (the directory cannot be deleted and recreated
+// while our node is in it), so nodes created later sort after ours. From
+// then on the contenders ahead of ours can only leave. We keep the listing
+// and remove a node when its watch says it was deleted; what remains ahead
+// of ours is a superset of what is really there. Predicates are monotone,
+// so if ours holds against that superset it holds in reality, and we hold
+// the lock without listing again. A waiter watches its predecessor and the
+// predecessor's predecessor (Exclusive), so that by the time the
+// predecessor is deleted it is usually known to be the first, and the
+// handoff costs no request at all. Each release wakes at most two waiters.
+//
+// This relies on nodes being deleted only by their owners or by the end of
+// their session; we watch our session, and any other deletion of our own
+// node is outside the recipe (as it is for Curator).
+func (l *Lock) await(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
+	sess := created.Session
+	ours := path.Base(created.Path)
+
+	// Our node's Stat (czxid, owner) and the listing: two reads in flight
+	// at once.
+	type statResult struct {
+		stat *zk.Stat
+		ok   bool
+		err  error
+	}
+	statc := make(chan statResult, 1)
+	go func() {
+		ok, stat, err := l.Client.Exists(ctx, created.Path)
+		statc <- statResult{stat, ok, err}
+	}()
+	children, _, err := l.Client.Children(ctx, l.Dir)
+	st := <-statc
+	if err := restartOn(err); err != nil {
+		return Acquired{}, err
+	}
+	if err := restartOn(st.err); err != nil {
+		return Acquired{}, err
+	}
+	if !st.ok || st.stat.EphemeralOwner != sess.ID() {
+		return Acquired{}, errRestart // gone, or not ours (CURATOR-604)
+	}
+	a := Acquired{Path: created.Path, Session: sess, Token: st.stat.Czxid}
+
+	cs := Sort(children, l.Accept)
+	if Index(cs, ours) < 0 {
+		return Acquired{}, errRestart
+	}
+	watches := map[string]<-chan zk.Event{}
+	for {
+		i := Index(cs, ours)
+		held, watch := l.Predicate(cs, i)
+		if held {
+			return a, nil
+		}
+		if !wait {
+			return Acquired{}, ErrWouldWait
+		}
+		gone := ""
+		for _, w := range watch {
+			name := cs[w].Name
+			if _, ok := watches[name]; ok {
+				continue
+			}
+			_, _, ch, err := l.Client.GetW(ctx, path.Join(l.Dir, name))
+			if errors.Is(err, zk.ErrNoNode) {
+				gone = name
+				break
+			}
+			if err := restartOn(err); err != nil {
+				return Acquired{}, err
+			}
+			watches[name] = ch
+		}
+		if gone == "" {
+			var ev zk.Event
+			var err error
+			gone, ev, err = waitAny(ctx, sess, watches)
+			if err != nil {
+				return Acquired{}, err
+			}
+			delete(watches, gone)
+			if ev.Type != zk.EventNodeDeleted {
+				gone = "" // changed, not deleted: watch it again
+			}
+		}
+		if gone != "" {
+			cs = removeName(cs, gone)
+		}
+	}
+}
+
+// waitAny waits for one of the watches (at most two), the session's end
+// or ctx, and returns the name of the watched node that fired.
+func waitAny(ctx context.Context, sess *connection.Session, watches map[string]<-chan zk.Event) (string, zk.Event, error) {
+	var names [2]string
+	var chans [2]<-chan zk.Event
+	i := 0
+	for n, ch := range watches {
+		if i == len(chans) {
+			return "", zk.Event{}, fmt.Errorf("lockcore: %d watches at once, want at most 2", len(watches))
+		}
+		names[i], chans[i] = n, ch
+		i++
+	}
+	var ev zk.Event
+	var which int
+	select {
+	case ev = <-chans[0]:
+		which = 0
+	case ev = <-chans[1]:
+		which = 1
+	case <-sess.Done():
+		return "", zk.Event{}, errRestart
+	case <-ctx.Done():
+		return "", zk.Event{}, ctx.Err()
+	}
+	if ev.Type == zk.EventNotWatching {
+		return "", zk.Event{}, errRestart // the session ended
+	}
+	return names[which], ev, nil
+}
+
+// restartOn turns a lost session into errRestart and passes other errors.
+func restartOn(err error) error {
+	if errors.Is(err, connection.ErrSessionLost) {
+		return errRestart
+	}
+	return err
+}
+
+func removeName(cs []Contender, name string) []Contender {
+	if i := Index(cs, name); i >= 0 {
+		return append(cs[:i:i], cs[i+1:]...)
+	}
+	return cs
+}
+
+// abandon deletes the node of a failed attempt with a fresh, bounded
+// context; if that fails while the session lives, the client keeps trying
+// in the background.
+func (l *Lock) abandon(created connection.Created) {
+	select {
+	case <-created.Session.Done():
+		return // the node went with its session
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout(created.Session))
+	defer cancel()
+	err := l.Client.Delete(ctx, created.Path, -1)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
+		l.Client.GuaranteedDelete(created.Path)
+	}
+}
+
+func cleanupTimeout(s *connection.Session) time.Duration {
+	return max(s.Timeout(), time.Second)
+}
+
+// Release deletes the node of a hold. If the session that owned it is
+// gone, the node went with it, and the error wraps ErrSessionLost. If the
+// delete fails while the session lives, the lock is still held and the
+// error says why; the caller may try again.
+func (l *Lock) Release(ctx context.Context, a Acquired) error {
+	select {
+	case <-a.Session.Done():
+		return fmt.Errorf("lockcore: release %s: %w", a.Path, a.Session.Err())
+	default:
+	}
+	err := l.Client.Delete(ctx, a.Path, -1)
+	if err == nil || errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,128 @@
+package lockcore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+)
+
+// RevokeMessage is the data Curator's Revoker writes to a holder's node to
+// ask it to let go.
+var RevokeMessage = []byte("__REVOKE__")
+
+// ErrReleased is the cause of a hold's context after the hold was
+// released.
+var ErrReleased = errors.New("lockcore: lock released")
+
+// Hold is one held lock: the node, the lost-lock signal and the context of
+// the work done under it. It owns one goroutine, which Stop ends.
+type Hold struct {
+	Acquired
+
+	lost    chan struct{} // closed when the hold is untrusted or released
+	release chan struct{} // closed by Stop
+	done    chan struct{} // closed when the goroutine has ended
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+}
+
+// NewHold starts watching a hold: it is lost when its session can no
+// longer be trusted under the client's error policy (Session.Untrusted
+// taken now, when the hold begins). If onRevoke is not nil, the holder's
+// node data is watched too, and onRevoke is called, in a goroutine of its
+// own, the first time another process writes RevokeMessage to it (the
+// goroutine ends when onRevoke returns).
+func NewHold(c *connection.Client, a Acquired, lostErr error, onRevoke func()) *Hold {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	h := &Hold{
+		Acquired: a,
+		lost:     make(chan struct{}),
+		release:  make(chan struct{}),
+		done:     make(chan struct{}),
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+	untrusted := a.Session.Untrusted()
+	revoking := make(chan struct{})
+	if onRevoke != nil {
+		go func() {
+			defer close(revoking)
+			h.watchRevocation(c, onRevoke)
+		}()
+	} else {
+		close(revoking)
+	}
+	go func() {
+		defer close(h.done)
+		defer func() { <-revoking }() // it ends with the context
+		defer close(h.lost)
+		select {
+		case <-untrusted:
+			cancel(lostErr)
+		case <-h.release:
+			cancel(ErrReleased)
+		}
+	}()
+	return h
+}
+
+// Done is closed when the hold can no longer be trusted, or was released.
+func (h *Hold) Done() <-chan struct{} { return h.lost }
+
+// Context is cancelled when Done closes; its cause says why.
+func (h *Hold) Context() context.Context { return h.ctx }
+
+// Lost reports whether the hold was lost (not released).
+func (h *Hold) Lost() bool {
+	select {
+	case <-h.lost:
+		return !errors.Is(context.Cause(h.ctx), ErrReleased)
+	default:
+		return false
+	}
+}
+
+// Stop ends the hold's goroutine; the hold's context is cancelled.
+func (h *Hold) Stop() {
+	select {
+	case <-h.release:
+	default:
+		close(h.release)
+	}
+	<-h.done
+}
+
+// watchRevocation watches the holder's node data until the hold ends. It
+// ends with the hold's context (GetW and WaitEvent honour it).
+func (h *Hold) watchRevocation(c *connection.Client, onRevoke func()) {
+	for {
+		data, _, ch, err := c.GetW(h.ctx, h.Path)
+		if err != nil {
+			return // node gone, session lost, or hold over
+		}
+		if bytes.Equal(data, RevokeMessage) {
+			if h.ctx.Err() == nil {
+				// Its own goroutine: the listener may well call Unlock,
+				// which waits for this watcher to end.
+				go onRevoke()
+			}
+			return
+		}
+		ev, err := connection.WaitEvent(h.ctx, ch)
+		if err != nil || ev.Type == zk.EventNodeDeleted {
+			return
+		}
+	}
+}
+
+// Revoke asks the holder of node path to let go, as Curator's Revoker
+// does: it writes RevokeMessage to the node. Whether the holder releases is
+// up to it.
+func Revoke(ctx context.Context, c *connection.Client, path string) error {
+	_, err := c.Set(ctx, path, RevokeMessage, -1)
+	return err
+}

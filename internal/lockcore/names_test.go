@@ -1,0 +1,76 @@
+package lockcore
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	cases := []struct {
+		name string
+		kind Kind
+		seq  string
+		ok   bool
+	}{
+		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-lock-0000000003", Mutex, "0000000003", true},
+		{"lock-0000000012", Mutex, "0000000012", true},
+		{"1f3d2a6c5b7e4d1c9e731f3d2a6c5b7e__lock__0000000004", KazooLock, "0000000004", true},
+		{"1f3d2a6c5b7e4d1c9e731f3d2a6c5b7e__rlock__0000000005", KazooRead, "0000000005", true},
+		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-__READ__0000000001", Read, "0000000001", true},
+		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-__WRIT__0000000002", Write, "0000000002", true},
+		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-lease-0000000007", Lease, "0000000007", true},
+		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-latch-0000000008", Latch, "0000000008", true},
+		{"lock-000000001", 0, "", false},   // 9 digits
+		{"lock-00000000x1", 0, "", false},  // not digits
+		{"leases", 0, "", false},           // a plain child
+		{"other-0000000001", 0, "", false}, // unknown marker
+		{"", 0, "", false},
+	}
+	for _, c := range cases {
+		got, ok := Parse(c.name)
+		if ok != c.ok || got.Kind != c.kind || got.Seq != c.seq {
+			t.Errorf("Parse(%q) = %+v, %v; want kind %v seq %q ok %v", c.name, got, ok, c.kind, c.seq, c.ok)
+		}
+	}
+}
+
+func TestSortMixesPeersBySequence(t *testing.T) {
+	children := []string{
+		"_c_ffffffff-0000-4000-8000-000000000000-lock-0000000009",
+		"abcdef__lock__0000000002",
+		"_c_00000000-0000-4000-8000-000000000000-lock-0000000005",
+		"readers",
+		"abcdef__rlock__0000000003",
+		"_c_11111111-0000-4000-8000-000000000000-__WRIT__0000000001",
+	}
+	got := Sort(children, MutexKinds)
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Seq)
+	}
+	if want := []string{"0000000002", "0000000003", "0000000005", "0000000009"}; !slices.Equal(names, want) {
+		t.Fatalf("order %v, want %v", names, want)
+	}
+	if Index(got, "_c_00000000-0000-4000-8000-000000000000-lock-0000000005") != 2 || Index(got, "nope") != -1 {
+		t.Fatal("Index")
+	}
+}
+
+func TestExclusive(t *testing.T) {
+	cases := []struct {
+		ours  int
+		held  bool
+		watch []int
+	}{
+		{0, true, nil},
+		{1, false, []int{0}},
+		{2, false, []int{1, 0}},
+		{7, false, []int{6, 5}},
+	}
+	for _, c := range cases {
+		held, watch := Exclusive(nil, c.ours)
+		if held != c.held || !slices.Equal(watch, c.watch) {
+			t.Errorf("Exclusive(%d) = %v %v, want %v %v", c.ours, held, watch, c.held, c.watch)
+		}
+	}
+}

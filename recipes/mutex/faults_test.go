@@ -1,0 +1,285 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// TestHolderCutOffLearnsBeforeAnotherAcquires: the holder's session
+// expires while it hears nothing. Its Done must close before any other
+// participant acquires, under either error policy.
+func TestHolderCutOffLearnsBeforeAnotherAcquires(t *testing.T) {
+	for _, policy := range []connection.ErrorPolicy{connection.StandardPolicy, connection.SessionPolicy} {
+		t.Run(policy.String(), func(t *testing.T) {
+			t.Parallel()
+			ens := shared.Ensemble(t)
+			root := ens.Root(t)
+			lock := root + "/lock"
+			p := ens.Proxy(t)
+			hc := open(t, p.Servers(), connection.WithSessionTimeout(time.Second), connection.WithErrorPolicy(policy))
+			holder := newMutex(t, hc, lock)
+			waiter := newMutex(t, open(t, ens.Servers()), lock)
+			ctx := ctxFor(t, 30*time.Second)
+			if err := holder.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			hctx := holder.Context()
+
+			var doneAt, acquiredAt atomic.Int64
+			go func() {
+				<-holder.Done()
+				doneAt.Store(time.Now().UnixNano())
+			}()
+			acquired := make(chan error, 1)
+			go func() {
+				err := waiter.Lock(ctx)
+				acquiredAt.Store(time.Now().UnixNano())
+				acquired <- err
+			}()
+
+			cut := time.Now()
+			p.Blackhole()
+			if err := <-acquired; err != nil {
+				t.Fatal(err)
+			}
+			d, a := doneAt.Load(), acquiredAt.Load()
+			if d == 0 || d >= a {
+				t.Fatalf("holder's Done at %v, another acquired at %v after the cut: the holder learned too late",
+					time.Duration(d-cut.UnixNano()), time.Duration(a-cut.UnixNano()))
+			}
+			t.Logf("%s policy: holder's Done %v after the cut, the waiter acquired %v after it",
+				policy, time.Duration(d-cut.UnixNano()).Round(time.Millisecond), time.Duration(a-cut.UnixNano()).Round(time.Millisecond))
+			if !errors.Is(context.Cause(hctx), mutex.ErrLockLost) {
+				t.Fatalf("holder's context cause = %v, want ErrLockLost", context.Cause(hctx))
+			}
+			// Another participant acquired only after the server expired the
+			// holder's session, and the client declares LOST no later than
+			// that: Unlock reports the loss and frees the Mutex.
+			if err := holder.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) || !errors.Is(err, connection.ErrSessionLost) {
+				t.Fatalf("Unlock after the session was lost = %v, want ErrLockLost", err)
+			}
+			if holder.Held() {
+				t.Fatal("the Mutex still holds after reporting the loss")
+			}
+			if err := waiter.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p.Restore()
+			// The Mutex can be used again, in the next session.
+			if err := holder.Lock(ctx); err != nil {
+				t.Fatalf("Lock after a lost hold: %v", err)
+			}
+			if err := holder.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestLostCreateReplyLeavesNoOrphan: the create reaches the server, its
+// answer does not reach the client. The retry must find the node by its
+// GUID instead of making a second one.
+func TestLostCreateReplyLeavesNoOrphan(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	lock := root + "/lock"
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(4*time.Second))
+	m := newMutex(t, c, lock)
+	observer, err := zktest.Connect(ens.Servers(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer observer.Close()
+	ctx := ctxFor(t, 30*time.Second)
+	if err := c.EnsurePath(ctx, lock); err != nil {
+		t.Fatal(err)
+	}
+
+	p.DropReplies()
+	locked := make(chan error, 1)
+	go func() { locked <- m.Lock(ctx) }()
+	eventually(t, 10*time.Second, "the create lands", func() error {
+		kids, _, err := observer.Children(lock)
+		if err == nil && len(kids) == 0 {
+			err = errors.New("no node yet")
+		}
+		return err
+	})
+	p.Restore()
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	kids, _, err := observer.Children(lock)
+	if err != nil || len(kids) != 1 || lock+"/"+kids[0] != m.Node() {
+		t.Fatalf("children %v, holder %s: %v; want exactly the holder's node", kids, m.Node(), err)
+	}
+	_, st, err := observer.Get(m.Node())
+	if err != nil || st.EphemeralOwner != c.Session().ID() {
+		t.Fatalf("node owner %#x, session %#x: %v", st.EphemeralOwner, c.Session().ID(), err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHerd: a release wakes at most two waiters, counted as the watch
+// notifications the server sent to the waiters' sessions.
+func TestHerd(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	lock := root + "/lock"
+	const waiters = 50
+	ctx := ctxFor(t, time.Minute)
+	holder := newMutex(t, open(t, ens.Servers()), lock)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clients := make([]*connection.Client, waiters)
+	order := make(chan int, waiters)
+	errs := make(chan error, waiters)
+	for i := range waiters {
+		clients[i] = open(t, ens.Servers())
+		m := newMutex(t, clients[i], lock)
+		go func() {
+			if err := m.Lock(ctx); err != nil {
+				errs <- err
+				return
+			}
+			order <- i
+			errs <- m.Unlock(ctx)
+		}()
+	}
+	eventually(t, 20*time.Second, "all waiters queued", func() error {
+		ps, err := holder.Participants(ctx)
+		if err == nil && len(ps) != waiters+1 {
+			err = fmt.Errorf("%d participants", len(ps))
+		}
+		return err
+	})
+	before := make([]int64, waiters)
+	for i, c := range clients {
+		before[i] = c.Stats().Notifications
+	}
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range waiters {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var total int64
+	for i, c := range clients {
+		n := c.Stats().Notifications - before[i]
+		total += n
+		if n > 2 {
+			t.Errorf("waiter %d was woken %d times, want at most 2", i, n)
+		}
+	}
+	releases := int64(waiters + 1)
+	t.Logf("%d releases woke waiters %d times: %.2f per release", releases, total, float64(total)/float64(releases))
+	if total > 2*releases {
+		t.Fatalf("%d wake-ups for %d releases, want at most 2 per release", total, releases)
+	}
+}
+
+// TestMutualExclusionThroughLeaderFailover: 10 participants with their
+// own sessions take the lock 200 times each on a 3-node ensemble whose
+// leader is restarted mid-run. No two holds overlap, and fencing tokens
+// strictly increase from hold to hold.
+func TestMutualExclusionThroughLeaderFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	ens := zktest.Start(t, zktest.WithServers(3))
+	ens.RequireFaults(t)
+	const participants, cycles = 10, 200
+	ctx := ctxFor(t, 5*time.Minute)
+
+	var (
+		inside    atomic.Int32
+		overlaps  atomic.Int32
+		mu        sync.Mutex
+		lastToken int64
+		badTokens []string
+		holds     atomic.Int32
+	)
+	failover := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, participants)
+	for p := range participants {
+		c := open(t, ens.Servers(), connection.WithSessionTimeout(10*time.Second))
+		m := newMutex(t, c, "/exclusion")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < cycles; {
+				if err := m.Lock(ctx); err != nil {
+					if ctx.Err() != nil {
+						errs <- fmt.Errorf("participant %d: %w", p, err)
+						return
+					}
+					continue // a fault surfaced; try again
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				mu.Lock()
+				if tok := m.Token(); tok <= lastToken {
+					badTokens = append(badTokens, fmt.Sprintf("%d after %d", tok, lastToken))
+				} else {
+					lastToken = tok
+				}
+				mu.Unlock()
+				if holds.Add(1) == participants*cycles/2 {
+					close(failover)
+				}
+				inside.Add(-1)
+				for {
+					err := m.Unlock(ctx)
+					if err == nil || errors.Is(err, mutex.ErrLockLost) || errors.Is(err, mutex.ErrNotLocked) {
+						break
+					}
+					if ctx.Err() != nil {
+						errs <- err
+						return
+					}
+				}
+				i++
+			}
+		}()
+	}
+	<-failover
+	leader := ens.MustLeader(t)
+	if err := ens.Stop(leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := ens.Start(leader); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := overlaps.Load(); n != 0 {
+		t.Fatalf("%d overlapping holds", n)
+	}
+	if len(badTokens) > 0 {
+		t.Fatalf("fencing tokens went backwards: %s", strings.Join(badTokens, "; "))
+	}
+	t.Logf("%d holds, leader %d restarted mid-run, no overlap, tokens strictly increasing", holds.Load(), leader)
+}

@@ -1,0 +1,295 @@
+package mutex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+)
+
+// Errors of the mutex. Match them with errors.Is.
+var (
+	// ErrLocked is returned by TryLock when another participant holds the
+	// lock.
+	ErrLocked = errors.New("mutex: locked by another participant")
+	// ErrNotLocked is returned by Unlock when this Mutex does not hold the
+	// lock.
+	ErrNotLocked = errors.New("mutex: not locked")
+	// ErrLockLost is returned by Unlock when the session that held the
+	// lock was lost before the release: the lock was already gone, and
+	// another participant may have held it since. It wraps
+	// connection.ErrSessionLost.
+	ErrLockLost = fmt.Errorf("mutex: lock lost: %w", connection.ErrSessionLost)
+)
+
+// lockName is Curator's mutex node name: "<prefix>lock-<seq>".
+const lockName = "lock-"
+
+// Mutex is one participant of a distributed lock at a path.
+//
+// A Mutex value is one participant. It is reentrant: Lock on a Mutex that
+// holds the lock increments a hold count and returns at once, and the
+// last Unlock releases it. So goroutines that must exclude each other use
+// separate Mutex values, as processes do; a Mutex is safe for concurrent
+// use in that sense — its methods may be called from many goroutines, and
+// they all share its one hold.
+type Mutex struct {
+	client   *connection.Client
+	path     string
+	core     lockcore.Lock
+	onRevoke func()
+
+	gate chan struct{} // one Lock or Unlock changes the hold at a time
+
+	mu    sync.Mutex
+	hold  *lockcore.Hold
+	count int
+}
+
+// Option configures a Mutex.
+type Option func(*Mutex) error
+
+// WithData sets the lock node's data, which Participants and Curator's
+// getParticipantNodes show. By default it is the client's DefaultData, the
+// host's address, as in Curator.
+func WithData(data []byte) Option {
+	return func(m *Mutex) error {
+		m.core.Data = append([]byte{}, data...)
+		return nil
+	}
+}
+
+// WithRevocation makes the lock revocable: while it is held, its node is
+// watched, and when another process asks for it (Revoke, or Curator's
+// Revoker.attemptRevoke), onRevoke is called in a goroutine of its own. It
+// decides: usually it finishes the work and calls Unlock.
+func WithRevocation(onRevoke func()) Option {
+	return func(m *Mutex) error {
+		if onRevoke == nil {
+			return errors.New("mutex: nil revocation listener")
+		}
+		m.onRevoke = onRevoke
+		return nil
+	}
+}
+
+// New returns a participant of the lock at path. The path is validated
+// here; nothing is created until Lock.
+func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
+	if c == nil {
+		return nil, errors.New("mutex: nil client")
+	}
+	if err := connection.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("mutex: %w", err)
+	}
+	if path == "/" {
+		return nil, fmt.Errorf("mutex: %w: the root cannot be a lock", connection.ErrInvalidPath)
+	}
+	m := &Mutex{
+		client: c,
+		path:   path,
+		core: lockcore.Lock{
+			Client:    c,
+			Dir:       path,
+			Name:      lockName,
+			Data:      c.DefaultData(),
+			Accept:    lockcore.MutexKinds,
+			Predicate: lockcore.Exclusive,
+		},
+		gate: make(chan struct{}, 1),
+	}
+	for _, o := range opts {
+		if err := o(m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Path returns the lock's path.
+func (m *Mutex) Path() string { return m.path }
+
+// Lock blocks until this participant holds the lock or ctx is done. If it
+// already holds it, Lock counts one more hold and returns at once. On
+// failure its node is deleted and the error wraps ctx.Err() (or says what
+// else went wrong); nothing else changes.
+func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
+
+// TryLock takes the lock if no other participant holds it, and otherwise
+// returns an error matching ErrLocked without waiting. It still makes
+// requests, and may wait for them up to ctx.
+func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
+
+func (m *Mutex) lock(ctx context.Context, wait bool) error {
+	if m.reenter() {
+		return nil
+	}
+	select {
+	case m.gate <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("mutex: lock %s: %w", m.path, ctx.Err())
+	}
+	defer func() { <-m.gate }()
+	if m.reenter() { // taken by another goroutine of this participant meanwhile
+		return nil
+	}
+	a, err := m.core.Acquire(ctx, wait)
+	if errors.Is(err, lockcore.ErrWouldWait) {
+		return fmt.Errorf("mutex: lock %s: %w", m.path, ErrLocked)
+	}
+	if err != nil {
+		return fmt.Errorf("mutex: lock %s: %w", m.path, err)
+	}
+	h := lockcore.NewHold(m.client, a, ErrLockLost, m.onRevoke)
+	m.mu.Lock()
+	m.hold, m.count = h, 1
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Mutex) reenter() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return false
+	}
+	m.count++
+	return true
+}
+
+// Unlock releases one hold; the last one deletes the lock node. It returns
+// an error matching ErrNotLocked when this Mutex holds no lock, and one
+// matching ErrLockLost when the session was lost before the release (the
+// Mutex is then free to Lock again). If the delete fails while the session
+// lives, the lock is still held and Unlock may be called again.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	select {
+	case m.gate <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("mutex: unlock %s: %w", m.path, ctx.Err())
+	}
+	defer func() { <-m.gate }()
+	m.mu.Lock()
+	h := m.hold
+	switch {
+	case h == nil:
+		m.mu.Unlock()
+		return fmt.Errorf("mutex: unlock %s: %w", m.path, ErrNotLocked)
+	case m.count > 1:
+		m.count--
+		m.mu.Unlock()
+		return nil
+	}
+	m.mu.Unlock()
+
+	err := m.core.Release(ctx, h.Acquired)
+	if err != nil && !errors.Is(err, connection.ErrSessionLost) {
+		return fmt.Errorf("mutex: unlock %s: %w", m.path, err) // still held
+	}
+	// Deleted, or gone with its session: either way the hold is over.
+	h.Stop()
+	m.mu.Lock()
+	m.hold, m.count = nil, 0
+	m.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("mutex: unlock %s: %w", m.path, ErrLockLost)
+	}
+	return nil
+}
+
+// Held reports whether this Mutex holds the lock (possibly a lost hold
+// that was not unlocked yet: see Done).
+func (m *Mutex) Held() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hold != nil
+}
+
+// Token returns the fencing token of the current hold: the czxid of the
+// lock node, strictly increasing across successive holders of this lock.
+// It is 0 when the lock is not held.
+func (m *Mutex) Token() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return 0
+	}
+	return m.hold.Token
+}
+
+// Node returns the path of the current hold's lock node, or "".
+func (m *Mutex) Node() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return ""
+	}
+	return m.hold.Path
+}
+
+// closedChan is returned by Done when nothing is held.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done returns a channel that is closed when the current hold can no
+// longer be trusted under the connection's error policy, or is released.
+// When the lock is not held, the channel is already closed.
+func (m *Mutex) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		return closedChan
+	}
+	return m.hold.Done()
+}
+
+// Context returns a context for the work done under the current hold: it
+// is cancelled when Done closes, with ErrLockLost (or a release) as its
+// cause. When the lock is not held it is already cancelled.
+func (m *Mutex) Context() context.Context {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hold == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(ErrNotLocked)
+		return ctx
+	}
+	return m.hold.Context()
+}
+
+// Participant is one contender of the lock: the holder first, then the
+// waiters in queue order.
+type Participant = lockcore.Participant
+
+// Participants lists the holder and the waiters of the lock in queue
+// order, with their data — Go and Curator mutexes and Kazoo locks alike.
+func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
+	return Participants(ctx, m.client, m.path)
+}
+
+// Participants lists the contenders of the lock at path in queue order.
+func Participants(ctx context.Context, c *connection.Client, path string) ([]Participant, error) {
+	if err := connection.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("mutex: %w", err)
+	}
+	ps, err := lockcore.Participants(ctx, c, path, lockcore.MutexKinds)
+	if err != nil {
+		return nil, fmt.Errorf("mutex: participants of %s: %w", path, err)
+	}
+	return ps, nil
+}
+
+// Revoke asks the participant whose node is nodePath (from Participants)
+// to release, as Curator's Revoker does. A holder made WithRevocation (Go
+// or Curator) hears it; what it does is up to it.
+func Revoke(ctx context.Context, c *connection.Client, nodePath string) error {
+	if err := connection.ValidatePath(nodePath); err != nil {
+		return fmt.Errorf("mutex: %w", err)
+	}
+	if err := lockcore.Revoke(ctx, c, nodePath); err != nil {
+		return fmt.Errorf("mutex: revoke %s: %w", nodePath, err)
+	}
+	return nil
+}

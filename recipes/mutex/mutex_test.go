@@ -1,0 +1,264 @@
+package mutex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+)
+
+// curatorNode is Curator's protected mutex node name.
+var curatorNode = regexp.MustCompile(`^_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-lock-[0-9]{10}$`)
+
+func TestNewRefusesBadPaths(t *testing.T) {
+	ens := shared.Ensemble(t)
+	c := open(t, ens.Servers())
+	for _, p := range []string{"", "rel", "/a/", "/a//b", "/a/../b", "/", "/a\x00"} {
+		if _, err := mutex.New(c, p); !errors.Is(err, connection.ErrInvalidPath) {
+			t.Errorf("New(%q) = %v, want ErrInvalidPath", p, err)
+		}
+	}
+	if _, err := mutex.New(nil, "/a"); err == nil {
+		t.Error("New with a nil client succeeded")
+	}
+}
+
+func TestLockUnlockReentrant(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, 20*time.Second)
+	m := newMutex(t, c, root+"/lock")
+
+	if err := m.Unlock(ctx); !errors.Is(err, mutex.ErrNotLocked) {
+		t.Fatalf("Unlock before Lock = %v, want ErrNotLocked", err)
+	}
+	if !closed(m.Done()) || m.Token() != 0 || m.Context().Err() == nil {
+		t.Fatal("an unheld mutex has an open Done, a token or a live context")
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node := m.Node()
+	if name := node[len(root+"/lock/"):]; !curatorNode.MatchString(name) {
+		t.Fatalf("node %q is not Curator's protected layout", name)
+	}
+	if m.Token() <= 0 || closed(m.Done()) || m.Context().Err() != nil {
+		t.Fatalf("held: token %d, done %v, ctx %v", m.Token(), closed(m.Done()), m.Context().Err())
+	}
+	_, st, err := c.Get(ctx, node)
+	if err != nil || st.EphemeralOwner != c.Session().ID() || st.Czxid != m.Token() {
+		t.Fatalf("node owner %#x czxid %d, session %#x token %d: %v", st.EphemeralOwner, st.Czxid, c.Session().ID(), m.Token(), err)
+	}
+	done, hctx := m.Done(), m.Context()
+
+	if err := m.Lock(ctx); err != nil { // reentrant: no new node
+		t.Fatal(err)
+	}
+	if kids, _, _ := c.Children(ctx, root+"/lock"); len(kids) != 1 {
+		t.Fatalf("reentrant Lock made %d nodes, want 1", len(kids))
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !m.Held() || closed(done) {
+		t.Fatal("first of two Unlocks released the lock")
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.Held() || !closed(done) || hctx.Err() == nil {
+		t.Fatal("released lock: still held, or Done/Context not ended")
+	}
+	if ok, _, _ := c.Exists(ctx, node); ok {
+		t.Fatal("lock node survives the last Unlock")
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, mutex.ErrNotLocked) {
+		t.Fatalf("third Unlock = %v, want ErrNotLocked", err)
+	}
+}
+
+func TestTryLock(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	a := newMutex(t, open(t, ens.Servers()), root+"/lock")
+	bc := open(t, ens.Servers())
+	b := newMutex(t, bc, root+"/lock")
+	ctx := ctxFor(t, 20*time.Second)
+
+	if err := a.TryLock(ctx); err != nil {
+		t.Fatalf("TryLock of a free lock: %v", err)
+	}
+	if err := b.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {
+		t.Fatalf("TryLock of a held lock = %v, want ErrLocked", err)
+	}
+	if kids, _, _ := bc.Children(ctx, root+"/lock"); len(kids) != 1 {
+		t.Fatalf("failed TryLock left %d nodes, want only the holder's", len(kids))
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.TryLock(ctx); err != nil {
+		t.Fatalf("TryLock after release: %v", err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCancelWhileWaitingLeavesNothing(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	ac := open(t, ens.Servers())
+	a := newMutex(t, ac, root+"/lock")
+	b := newMutex(t, open(t, ens.Servers()), root+"/lock")
+	ctx := ctxFor(t, 20*time.Second)
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := a.Node()
+
+	wait, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err := b.Lock(wait)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock with a short context = %v, want DeadlineExceeded", err)
+	}
+	if b.Held() {
+		t.Fatal("failed Lock left the mutex held")
+	}
+	kids, _, err := ac.Children(ctx, root+"/lock")
+	if err != nil || len(kids) != 1 || root+"/lock/"+kids[0] != before {
+		t.Fatalf("children after a cancelled wait: %v, %v; want only the holder's", kids, err)
+	}
+	if !a.Held() || closed(a.Done()) {
+		t.Fatal("the holder was disturbed")
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFIFO(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	lock := root + "/lock"
+	holder := newMutex(t, open(t, ens.Servers()), lock)
+	observer := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 20
+	order := make(chan int, n)
+	errs := make(chan error, n)
+	for i := range n {
+		m := newMutex(t, open(t, ens.Servers()), lock)
+		go func() {
+			if err := m.Lock(ctx); err != nil {
+				errs <- err
+				return
+			}
+			order <- i
+			errs <- m.Unlock(ctx)
+		}()
+		// Queue them one after another: participant i's node exists before
+		// participant i+1 starts.
+		eventually(t, 10*time.Second, "participant queued", func() error {
+			kids, _, err := observer.Children(ctx, lock)
+			if err != nil {
+				return err
+			}
+			if len(kids) != i+2 {
+				return fmt.Errorf("%d nodes", len(kids))
+			}
+			return nil
+		})
+	}
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		if got := <-order; got != i {
+			t.Fatalf("acquisition %d went to participant %d, want %d (FIFO)", i, got, i)
+		}
+	}
+}
+
+func TestParticipantsAndRevocation(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	lock := root + "/lock"
+	revoked := make(chan struct{}, 1)
+	holder := newMutex(t, open(t, ens.Servers()), lock, mutex.WithData([]byte("holder")),
+		mutex.WithRevocation(func() { revoked <- struct{}{} }))
+	ctx := ctxFor(t, 30*time.Second)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waiters := make(chan error, 2)
+	for _, name := range []string{"w1", "w2"} {
+		m := newMutex(t, open(t, ens.Servers()), lock, mutex.WithData([]byte(name)))
+		go func() {
+			if err := m.Lock(ctx); err != nil {
+				waiters <- err
+				return
+			}
+			waiters <- m.Unlock(ctx)
+		}()
+		eventually(t, 10*time.Second, "waiter queued", func() error {
+			ps, err := holder.Participants(ctx)
+			if err != nil {
+				return err
+			}
+			if string(ps[len(ps)-1].Data) != name {
+				return fmt.Errorf("last is %q", ps[len(ps)-1].Data)
+			}
+			return nil
+		})
+	}
+	ps, err := holder.Participants(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 3 || string(ps[0].Data) != "holder" || ps[0].Path != holder.Node() || ps[0].Token != holder.Token() {
+		t.Fatalf("participants %+v; want the holder first", ps)
+	}
+	for i, p := range ps {
+		if p.Kind.String() != "mutex" || p.Session == 0 || (i > 0 && p.Seq <= ps[i-1].Seq) {
+			t.Fatalf("participant %d: %+v", i, p)
+		}
+	}
+
+	other := open(t, ens.Servers())
+	if err := mutex.Revoke(ctx, other, ps[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-revoked:
+	case <-ctx.Done():
+		t.Fatal("the holder never heard the revocation")
+	}
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-waiters; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
