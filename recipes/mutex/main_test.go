@@ -14,7 +14,16 @@ import (
 
 var shared = zktest.NewShared()
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(shared.Wrap(m)) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(shared.Wrap(runFunc(func() int {
+		defer removeCuratorDriver()
+		return m.Run()
+	})))
+}
+
+type runFunc func() int
+
+func (f runFunc) Run() int { return f() }
 
 func open(t testing.TB, servers []string, opts ...connection.Option) *connection.Client {
 	t.Helper()

@@ -1,0 +1,74 @@
+// A Curator InterProcessMutex steered line by line over stdin, for the
+// interop tests. Usage: CuratorDriver <connect string> <lock path>
+// Commands: acquire [timeoutMs] | release | participants | revocable | quit
+// Answers:  READY | ACQUIRED <node> | TIMEOUT | RELEASED | PARTICIPANTS <p1,p2,...>
+//           | REVOCABLE | REVOKE_REQUESTED (at any time) | ERROR <message>
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class CuratorDriver {
+    private static synchronized void say(String line) {
+        System.out.println(line);
+        System.out.flush();
+    }
+
+    public static void main(String[] args) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.newClient(
+            args[0], 10000, 5000, new ExponentialBackoffRetry(100, 5));
+        client.start();
+        if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
+            say("ERROR not connected");
+            System.exit(1);
+        }
+        InterProcessMutex mutex = new InterProcessMutex(client, args[1]);
+        say("READY");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        for (String line; (line = in.readLine()) != null; ) {
+            String[] cmd = line.trim().split("\\s+");
+            try {
+                switch (cmd[0]) {
+                    case "acquire":
+                        boolean ok = true;
+                        if (cmd.length > 1) {
+                            ok = mutex.acquire(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS);
+                        } else {
+                            mutex.acquire();
+                        }
+                        say(ok ? "ACQUIRED " + currentNode(mutex) : "TIMEOUT");
+                        break;
+                    case "release":
+                        mutex.release();
+                        say("RELEASED");
+                        break;
+                    case "participants":
+                        say("PARTICIPANTS " + String.join(",", mutex.getParticipantNodes()));
+                        break;
+                    case "revocable":
+                        mutex.makeRevocable(m -> say("REVOKE_REQUESTED"));
+                        say("REVOCABLE");
+                        break;
+                    case "quit":
+                        client.close();
+                        return;
+                    default:
+                        say("ERROR unknown command " + cmd[0]);
+                }
+            } catch (Exception e) {
+                say("ERROR " + e);
+            }
+        }
+        client.close();
+    }
+
+    // The node of the current hold: the lowest participant, which is ours
+    // right after acquire returns.
+    private static String currentNode(InterProcessMutex mutex) throws Exception {
+        return mutex.getParticipantNodes().iterator().next();
+    }
+}
