@@ -4,7 +4,11 @@ GO        ?= go
 STATICCHECK_VERSION ?= v0.8.2
 TESTFLAGS ?=
 
-.PHONY: test lint deps
+.PHONY: demo test lint deps
+
+## demo: show fair locking, fencing tokens and the herd effect (starts a local ZooKeeper unless ZK_SERVERS is set)
+demo: deps
+	$(GO) run ./cmd/zkrecipes demo
 
 ## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
 test: deps
