@@ -2,6 +2,7 @@
 // locks, against a local ZooKeeper it starts itself or an ensemble you name.
 //
 //	zkrecipes demo [--servers host:port,...]
+//	zkrecipes bench [--servers host:port,...] [--rounds 3] [--participants 2,10,100]
 //
 // Servers come from --servers or ZK_SERVERS.
 package main
@@ -26,6 +27,7 @@ type command struct {
 
 var commands = []command{
 	{"demo", "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", runDemo},
+	{"bench", "compare the locks side by side: latency, handoffs/s and wake-ups per release", runBench},
 }
 
 // errUsage means the arguments were wrong; the usage was printed.

@@ -67,18 +67,25 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 
 // await decides whether created holds the lock, waiting if allowed.
 //
-// Safety of the 0-RTT handoff. The listing is taken after our node was
-// created, so every contender ahead of ours is in it: sequence numbers of
-// one directory only grow (the directory cannot be deleted and recreated
-// while our node is in it), so nodes created later sort after ours. From
-// then on the contenders ahead of ours can only leave. We keep the listing
-// and remove a node when its watch says it was deleted; what remains ahead
-// of ours is a superset of what is really there. Predicates are monotone,
-// so if ours holds against that superset it holds in reality, and we hold
-// the lock without listing again. A waiter watches its predecessor and the
-// predecessor's predecessor (Exclusive), so that by the time the
-// predecessor is deleted it is usually known to be the first, and the
-// handoff costs no request at all. Each release wakes at most two waiters.
+// Safety of the 0-RTT handoff. A listing taken after our node was created
+// holds every contender ahead of ours: sequence numbers of one directory
+// only grow (the directory cannot be deleted and recreated while our node
+// is in it), so nodes created later sort after ours. From then on the
+// contenders ahead of ours can only leave. When a watch says a node was
+// deleted we remove it from our listing; what remains ahead of ours is a
+// superset of what is really there. Predicates are monotone, so if ours
+// holds against that superset it holds in reality, and we hold the lock
+// without listing again.
+//
+// Keeping that superset small. Nodes we do not watch leave unseen, so the
+// listing goes stale. A waiter therefore watches its predecessor P and P's
+// predecessor (Exclusive), and lists again when P's predecessor goes —
+// off the critical path, while P holds or waits. Then, when P is deleted,
+// the fresh listing usually shows P as the first, and the handoff costs
+// no request. Any other deletion that does not make us the holder, and any
+// watch that finds its node already gone, is answered with a fresh listing
+// too: one request, rather than one per stale node. A release wakes at
+// most two waiters.
 //
 // This relies on nodes being deleted only by their owners or by the end of
 // their session; we watch our session, and any other deletion of our own
@@ -113,12 +120,12 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 	a := Acquired{Path: created.Path, Session: sess, Token: st.stat.Czxid}
 
 	cs := Sort(children, l.Accept)
-	if Index(cs, ours) < 0 {
-		return Acquired{}, errRestart
-	}
 	watches := map[string]<-chan zk.Event{}
 	for {
 		i := Index(cs, ours)
+		if i < 0 {
+			return Acquired{}, errRestart // our node is gone
+		}
 		held, watch := l.Predicate(cs, i)
 		if held {
 			return a, nil
@@ -126,7 +133,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 		if !wait {
 			return Acquired{}, ErrWouldWait
 		}
-		gone := ""
+		stale := false
 		for _, w := range watch {
 			name := cs[w].Name
 			if _, ok := watches[name]; ok {
@@ -134,7 +141,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 			}
 			_, _, ch, err := l.Client.GetW(ctx, path.Join(l.Dir, name))
 			if errors.Is(err, zk.ErrNoNode) {
-				gone = name
+				stale = true
 				break
 			}
 			if err := restartOn(err); err != nil {
@@ -142,20 +149,29 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 			}
 			watches[name] = ch
 		}
-		if gone == "" {
-			var ev zk.Event
-			var err error
-			gone, ev, err = waitAny(ctx, sess, watches)
+		if !stale {
+			gone, ev, err := waitAny(ctx, sess, watches)
 			if err != nil {
 				return Acquired{}, err
 			}
 			delete(watches, gone)
 			if ev.Type != zk.EventNodeDeleted {
-				gone = "" // changed, not deleted: watch it again
+				continue // changed, not deleted: watch it again
+			}
+			cs = removeName(cs, gone)
+			if held, _ := l.Predicate(cs, Index(cs, ours)); held {
+				return a, nil // the 0-RTT handoff
 			}
 		}
-		if gone != "" {
-			cs = removeName(cs, gone)
+		children, _, err := l.Client.Children(ctx, l.Dir)
+		if err := restartOn(err); err != nil {
+			return Acquired{}, err
+		}
+		cs = Sort(children, l.Accept)
+		for name := range watches {
+			if Index(cs, name) < 0 {
+				delete(watches, name) // its event is on its way; nobody needs it
+			}
 		}
 	}
 }

@@ -1,0 +1,71 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// One 3-node ensemble for all benchmarks, as the comparison uses.
+var shared = zktest.NewShared(zktest.WithServers(3))
+
+func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
+
+func lockPath(b *testing.B) string {
+	return fmt.Sprintf("/bench/%s-%d", b.Name(), time.Now().UnixNano())
+}
+
+// BenchmarkUncontended is one participant taking and releasing a free
+// lock: ns/op is one Lock+Unlock.
+func BenchmarkUncontended(b *testing.B) {
+	ens := shared.Ensemble(b)
+	for _, impl := range Impls() {
+		b.Run(impl.Name, func(b *testing.B) {
+			ctx := context.Background()
+			p, err := impl.New(ctx, ens.Servers(), lockPath(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer p.Close()
+			b.ResetTimer()
+			for range b.N {
+				if err := p.Lock(ctx); err != nil {
+					b.Fatal(err)
+				}
+				if err := p.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkContended runs n participants for a fixed window per
+// iteration and reports handoffs/s and wake-ups per release.
+func BenchmarkContended(b *testing.B) {
+	ens := shared.Ensemble(b)
+	for _, n := range []int{2, 10, 100} {
+		for _, impl := range Impls() {
+			if !impl.Exclusive {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/%d", impl.Name, n), func(b *testing.B) {
+				var handoffs, wake float64
+				for range b.N {
+					r, err := RunContended(context.Background(), impl, ens.Servers(), lockPath(b), n, 2*time.Second)
+					if err != nil {
+						b.Fatal(err)
+					}
+					handoffs += r.PerSecond()
+					wake += r.WakeUpsPerRelease()
+				}
+				b.ReportMetric(handoffs/float64(b.N), "handoffs/s")
+				b.ReportMetric(wake/float64(b.N), "wakeups/release")
+			})
+		}
+	}
+}

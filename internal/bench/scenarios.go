@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Uncontended is one participant taking and releasing a free lock.
+type Uncontended struct {
+	Impl       string
+	Iterations int
+	P50, P99   time.Duration
+}
+
+// RunUncontended measures Lock+Unlock of a free lock, iterations times
+// after a short warm-up.
+func RunUncontended(ctx context.Context, impl Impl, servers []string, lockPath string, iterations int) (Uncontended, error) {
+	p, err := impl.New(ctx, pin(servers, 0), lockPath)
+	if err != nil {
+		return Uncontended{}, err
+	}
+	defer p.Close()
+	lat := make([]time.Duration, 0, iterations)
+	for i := -iterations / 10; i < iterations; i++ {
+		start := time.Now()
+		if err := p.Lock(ctx); err != nil {
+			return Uncontended{}, fmt.Errorf("%s lock: %w", impl.Name, err)
+		}
+		if err := p.Unlock(ctx); err != nil {
+			return Uncontended{}, fmt.Errorf("%s unlock: %w", impl.Name, err)
+		}
+		if i >= 0 {
+			lat = append(lat, time.Since(start))
+		}
+	}
+	slices.Sort(lat)
+	return Uncontended{Impl: impl.Name, Iterations: iterations, P50: quantile(lat, 0.5), P99: quantile(lat, 0.99)}, nil
+}
+
+// pin gives participant i one server, the same for every implementation:
+// a session on the leader writes faster than one on a follower, and a
+// comparison must not depend on where the client library's shuffle put
+// each session.
+func pin(servers []string, i int) []string { return servers[i%len(servers) : i%len(servers)+1] }
+
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// Contended is n participants taking the lock in a loop.
+type Contended struct {
+	Impl         string
+	Participants int
+	Handoffs     int64         // acquisitions in the measured window
+	Elapsed      time.Duration // the window
+	WakeUps      int64         // watch notifications received by all sessions
+}
+
+// PerSecond is the handoff rate.
+func (c Contended) PerSecond() float64 { return float64(c.Handoffs) / c.Elapsed.Seconds() }
+
+// WakeUpsPerRelease is how many clients a release woke, on average.
+func (c Contended) WakeUpsPerRelease() float64 {
+	if c.Handoffs == 0 {
+		return 0
+	}
+	return float64(c.WakeUps) / float64(c.Handoffs)
+}
+
+// RunContended starts n participants, each with its own session, that
+// take and release the lock as fast as they can, and counts the handoffs
+// in a window of length d once all of them are queued.
+func RunContended(ctx context.Context, impl Impl, servers []string, lockPath string, n int, d time.Duration) (Contended, error) {
+	ps := make([]Participant, n)
+	var err error
+	for i := range ps {
+		if ps[i], err = impl.New(ctx, pin(servers, i), lockPath); err != nil {
+			for _, p := range ps[:i] {
+				p.Close()
+			}
+			return Contended{}, err
+		}
+	}
+	defer func() {
+		for _, p := range ps {
+			p.Close()
+		}
+	}()
+	var (
+		counting atomic.Bool
+		handoffs atomic.Int64
+		stop     = make(chan struct{})
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for _, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := p.Lock(ctx); err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("%s lock: %w", impl.Name, err) })
+					return
+				}
+				if counting.Load() {
+					handoffs.Add(1)
+				}
+				if err := p.Unlock(ctx); err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("%s unlock: %w", impl.Name, err) })
+					return
+				}
+			}
+		}()
+	}
+	// Warm up until the queue is full, then measure.
+	time.Sleep(min(d/2, 2*time.Second))
+	before := wakeUps(ps)
+	start := time.Now()
+	counting.Store(true)
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	counting.Store(false)
+	elapsed := time.Since(start)
+	woken := wakeUps(ps) - before
+	close(stop)
+	wg.Wait()
+	if firstErr != nil {
+		return Contended{}, firstErr
+	}
+	return Contended{Impl: impl.Name, Participants: n, Handoffs: handoffs.Load(), Elapsed: elapsed, WakeUps: woken}, ctx.Err()
+}
+
+func wakeUps(ps []Participant) int64 {
+	var n int64
+	for _, p := range ps {
+		n += p.Notifications()
+	}
+	return n
+}
