@@ -23,7 +23,7 @@ type Config struct {
 // Results are medians over the rounds.
 type Results struct {
 	Rounds      int
-	Uncontended map[string]time.Duration  // impl → p50
+	Uncontended map[string]time.Duration   // impl → p50
 	Handoffs    map[string]map[int]float64 // impl → participants → handoffs/s
 	WakeUps     map[string]map[int]float64 // impl → participants → wake-ups per release
 	Impls       []string
