@@ -4,7 +4,7 @@ GO        ?= go
 STATICCHECK_VERSION ?= v0.8.2
 TESTFLAGS ?=
 
-.PHONY: demo test lint deps
+.PHONY: demo test bench lint deps
 
 ## demo: show fair locking, fencing tokens and the herd effect (starts a local ZooKeeper unless ZK_SERVERS is set)
 demo: deps
@@ -22,3 +22,8 @@ lint:
 
 deps:
 	@./scripts/install-deps.sh
+
+## bench: the Go benchmarks, then the side-by-side comparison on a local 3-node ensemble (medians of 3 rounds)
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/bench
+	$(GO) run ./cmd/zkrecipes bench --rounds 3 -o bench-results.md

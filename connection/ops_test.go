@@ -169,3 +169,49 @@ func TestDigestACL(t *testing.T) {
 		t.Fatalf("Get with the credentials = %q, %v", got, err)
 	}
 }
+
+// TestCreateProtectedStatFromCreate2: the czxid and owner read from the
+// create2 reply are the node's, as a separate read reports them.
+func TestCreateProtectedStatFromCreate2(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	plain := open(t, ens.Servers())
+	spaced := open(t, ens.Servers(), connection.WithNamespace(root+"/ns"))
+	ctx := ctxFor(t, 30*time.Second)
+	for _, c := range []*connection.Client{plain, spaced} {
+		dir := root + "/locks"
+		if c == spaced {
+			dir = "/locks"
+		}
+		var last int64
+		for i := range 50 {
+			mode := connection.EphemeralSequential
+			if i%5 == 0 {
+				mode = connection.PersistentSequential
+			}
+			created, err := c.CreateProtected(ctx, dir+"/lock-", nil, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok, st, err := c.Exists(ctx, created.Path)
+			if err != nil || !ok {
+				t.Fatalf("%s: %v %v", created.Path, ok, err)
+			}
+			if created.Czxid == 0 || created.Czxid != st.Czxid {
+				t.Fatalf("%s: czxid from the create %d, from a read %d", created.Path, created.Czxid, st.Czxid)
+			}
+			if mode == connection.EphemeralSequential && st.EphemeralOwner != created.Session.ID() {
+				t.Fatalf("%s: owner %#x, session %#x", created.Path, st.EphemeralOwner, created.Session.ID())
+			}
+			if created.Czxid <= last {
+				t.Fatalf("czxid %d after %d", created.Czxid, last)
+			}
+			last = created.Czxid
+		}
+	}
+	// Plain creates are left alone (no Stat to learn, nothing changed).
+	if _, err := plain.Create(ctx, root+"/plain", nil, connection.Persistent); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -51,6 +51,10 @@ type Created struct {
 	// Session is the session the node was made in; for ephemeral modes it
 	// is the node's owner.
 	Session *Session
+	// Czxid is the zxid of the create, when the server said it in its
+	// reply (create2, ZooKeeper 3.5+); 0 when it is not known (a node found
+	// again after a lost reply).
+	Czxid int64
 }
 
 // CreateProtected creates a node whose name carries a fresh GUID, as
@@ -105,12 +109,18 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 		if err != nil {
 			return c.mapErr(err)
 		}
-		if mode.ephemeral() {
+		out = Created{Path: c.client(created), Session: sess}
+		if st, ok := c.createdStat(zc, created); ok {
+			out.Czxid = st.czxid
+			if mode.ephemeral() && st.owner != sess.ID() {
+				_ = c.run(ctx, func() error { return zc.Delete(created, -1) })
+				return retry.Permanent(fmt.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.owner, sess.ID()))
+			}
+		} else if mode.ephemeral() {
 			if err := c.checkOwner(ctx, zc, sess, created); err != nil {
 				return retry.Permanent(err)
 			}
 		}
-		out = Created{Path: c.client(created), Session: sess}
 		return nil
 	}, func(err error, next time.Duration) {
 		c.opts.logger.Debug("zookeeper protected create retried", "path", path, "error", err, "after", next)
@@ -120,6 +130,19 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 		return Created{}, fmt.Errorf("connection: create %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// createdStat returns what the create2 reply said of the node at spath,
+// if handle zc is still the client's and it was sent as create2.
+func (c *Client) createdStat(zc *zk.Conn, spath string) (createdStat, bool) {
+	c.mu.Lock()
+	tr := c.tr
+	current := c.zc == zc
+	c.mu.Unlock()
+	if !current {
+		return createdStat{}, false
+	}
+	return tr.takeCreated(spath)
 }
 
 // checkOwner makes sure the ephemeral node spath belongs to sess, which

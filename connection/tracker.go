@@ -1,6 +1,7 @@
 package connection
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net"
 	"sync"
@@ -28,6 +29,14 @@ import (
 // ZooKeeper answers a connection's requests in order, one reply each, with
 // watch notifications (xid -1) interleaved, so replies are matched to sends
 // by counting frames.
+//
+// It also gives protected creates their node's Stat for free. ZooKeeper
+// (3.5 and later) has create2, a create whose reply carries the new node's
+// Stat; go-zookeeper only sends plain creates. The body of both requests is
+// the same, so the tracker turns a create of a protected name into a
+// create2 on the wire and reads the Stat from the reply; go-zookeeper reads
+// the path, which comes first, and ignores the rest. CreateProtected then
+// knows the node's czxid (the fencing token) and its owner without a read.
 type tracker struct {
 	sessionID atomic.Int64
 	timeoutMS atomic.Int64
@@ -36,6 +45,36 @@ type tracker struct {
 
 	// Counters shared with the client; nil in unit tests.
 	notifications, replies *atomic.Int64
+
+	mu      sync.Mutex
+	created map[string]createdStat // server path -> Stat of a create2 reply
+}
+
+// createdStat is what a create2 reply says of the new node.
+type createdStat struct {
+	czxid, owner int64
+}
+
+// maxCreated bounds the create2 results nobody collected (their callers
+// gave up); beyond it the oldest are forgotten by clearing the map.
+const maxCreated = 1024
+
+// takeCreated returns, once, the Stat of the node a create2 made at path.
+func (t *tracker) takeCreated(path string) (createdStat, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.created[path]
+	delete(t.created, path)
+	return st, ok
+}
+
+func (t *tracker) putCreated(path string, st createdStat) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.created == nil || len(t.created) >= maxCreated {
+		t.created = map[string]createdStat{}
+	}
+	t.created[path] = st
 }
 
 func count(n *atomic.Int64) {
@@ -76,18 +115,73 @@ type trackedConn struct {
 	net.Conn
 	t *tracker
 
-	mu   sync.Mutex
-	sent []int64 // send times of requests not yet answered, oldest first
-	out  framer
-	in   framer
+	mu      sync.Mutex
+	sent    []int64 // send times of requests not yet answered, oldest first
+	out     framer
+	in      framer
+	create2 map[int32]bool // xids of creates sent as create2
 }
+
+// ZooKeeper opcodes the tracker reads.
+const (
+	opCreate  = 1
+	opCreate2 = 15
+)
 
 func (c *trackedConn) Write(b []byte) (int, error) {
 	now := c.t.now().UnixNano()
 	c.mu.Lock()
+	if c.out.atBoundary() && c.out.frames > 0 {
+		c.upgradeCreate(b)
+	}
 	c.out.feed(b, func([]byte) { c.sent = append(c.sent, now) })
 	c.mu.Unlock()
 	return c.Conn.Write(b)
+}
+
+// upgradeCreate turns a whole create request of a protected name, at the
+// start of b, into a create2: [len][xid][opcode][path][data][acl][flags].
+// go-zookeeper writes each request with one Write, so the header is here
+// when the frame is ours to change. c.mu is held.
+func (c *trackedConn) upgradeCreate(b []byte) {
+	if len(b) < 16 || int32(binary.BigEndian.Uint32(b[8:12])) != opCreate {
+		return
+	}
+	n := int(int32(binary.BigEndian.Uint32(b[12:16])))
+	if n <= 0 || 16+n > len(b) || !protectedPath(b[16:16+n]) {
+		return
+	}
+	binary.BigEndian.PutUint32(b[8:12], opCreate2)
+	if c.create2 == nil {
+		c.create2 = map[int32]bool{}
+	}
+	c.create2[int32(binary.BigEndian.Uint32(b[4:8]))] = true
+}
+
+// protectedPath reports whether the last component of a path starts with
+// the protected prefix.
+func protectedPath(p []byte) bool {
+	i := bytes.LastIndexByte(p, '/')
+	return bytes.HasPrefix(p[i+1:], []byte(ProtectedPrefix))
+}
+
+// create2Reply reads a create2 reply body: the path (int32 length and
+// bytes), then the Stat, whose first field is czxid and eighth
+// (after 3 int64 and 3 int32) the ephemeralOwner.
+func (c *trackedConn) create2Reply(body []byte) {
+	if len(body) < 4 {
+		return
+	}
+	n := int(int32(binary.BigEndian.Uint32(body[0:4])))
+	const ownerAt = 8 + 8 + 8 + 8 + 4 + 4 + 4
+	if n < 0 || len(body) < 4+n+ownerAt+8 {
+		return
+	}
+	stat := body[4+n:]
+	c.t.putCreated(string(body[4:4+n]), createdStat{
+		czxid: int64(binary.BigEndian.Uint64(stat[0:8])),
+		owner: int64(binary.BigEndian.Uint64(stat[ownerAt : ownerAt+8])),
+	})
 }
 
 func (c *trackedConn) Read(b []byte) (int, error) {
@@ -109,9 +203,19 @@ func (c *trackedConn) reply(head []byte) {
 			c.t.timeoutMS.Store(int64(int32(binary.BigEndian.Uint32(head[4:8]))))
 			c.t.sessionID.Store(int64(binary.BigEndian.Uint64(head[8:16])))
 		}
-	} else if len(head) >= 4 && int32(binary.BigEndian.Uint32(head[0:4])) == -1 {
-		count(c.t.notifications)
-		return // a watch notification answers no request
+	} else if len(head) >= 4 {
+		xid := int32(binary.BigEndian.Uint32(head[0:4]))
+		if xid == -1 {
+			count(c.t.notifications)
+			return // a watch notification answers no request
+		}
+		if c.create2[xid] {
+			delete(c.create2, xid)
+			// Reply header: xid, zxid (int64), err (int32); then the body.
+			if len(head) >= 16 && binary.BigEndian.Uint32(head[12:16]) == 0 {
+				c.create2Reply(head[16:])
+			}
+		}
 	}
 	count(c.t.replies)
 	if len(c.sent) == 0 {
@@ -125,8 +229,9 @@ func (c *trackedConn) reply(head []byte) {
 }
 
 // headLen is how much of each frame's body framer keeps: enough for the
-// connect response's session ID, or a reply's xid.
-const headLen = 16
+// connect response's session ID, a reply's header, and a create2 reply's
+// path and Stat.
+const headLen = 16 + 4 + 1024 + 68
 
 // framer splits a stream of length-prefixed frames (int32 length, body)
 // and hands each frame's first headLen bytes (fewer if the frame is
@@ -138,6 +243,9 @@ type framer struct {
 	head   []byte
 	frames int
 }
+
+// atBoundary reports whether the next byte fed starts a frame.
+func (f *framer) atBoundary() bool { return f.remain == 0 && f.lenN == 0 }
 
 func (f *framer) feed(b []byte, done func(head []byte)) {
 	for len(b) > 0 {

@@ -35,8 +35,8 @@ func TestFramerSplitsAnyChunking(t *testing.T) {
 		for i := 0; i < len(stream); i += chunk {
 			f.feed(stream[i:min(i+chunk, len(stream))], func(h []byte) { heads = append(heads, len(h)) })
 		}
-		if len(heads) != 3 || heads[0] != 3 || heads[1] != 0 || heads[2] != headLen {
-			t.Fatalf("chunk %d: heads %v, want [3 0 %d]", chunk, heads, headLen)
+		if len(heads) != 3 || heads[0] != 3 || heads[1] != 0 || heads[2] != min(40, headLen) {
+			t.Fatalf("chunk %d: heads %v, want [3 0 40]", chunk, heads)
 		}
 	}
 }
@@ -85,5 +85,68 @@ func TestTrackerUsesSendTimeOfAnsweredRequest(t *testing.T) {
 	read(reply(2))
 	if got := tr.heard(); !got.Equal(time.Unix(102, 0)) {
 		t.Fatalf("heard %v, want 102", got)
+	}
+}
+
+func createRequest(xid int32, path string) []byte {
+	body := binary.BigEndian.AppendUint32(nil, uint32(xid))
+	body = binary.BigEndian.AppendUint32(body, opCreate)
+	body = binary.BigEndian.AppendUint32(body, uint32(len(path)))
+	body = append(body, path...)
+	body = append(body, 0, 0, 0, 0) // data
+	body = append(body, 0, 0, 0, 0) // acl
+	body = append(body, 0, 0, 0, 3) // flags
+	return frame(body)
+}
+
+func create2Reply(xid int32, path string, czxid, owner int64) []byte {
+	body := binary.BigEndian.AppendUint32(nil, uint32(xid))
+	body = binary.BigEndian.AppendUint64(body, uint64(czxid)) // header zxid
+	body = binary.BigEndian.AppendUint32(body, 0)             // err
+	body = binary.BigEndian.AppendUint32(body, uint32(len(path)))
+	body = append(body, path...)
+	stat := binary.BigEndian.AppendUint64(nil, uint64(czxid)) // czxid
+	stat = binary.BigEndian.AppendUint64(stat, uint64(czxid)) // mzxid
+	stat = binary.BigEndian.AppendUint64(stat, 1)             // ctime
+	stat = binary.BigEndian.AppendUint64(stat, 1)             // mtime
+	stat = append(stat, make([]byte, 12)...)                  // version, cversion, aversion
+	stat = binary.BigEndian.AppendUint64(stat, uint64(owner)) // ephemeralOwner
+	stat = append(stat, make([]byte, 16)...)                  // dataLength, numChildren, pzxid
+	return frame(append(body, stat...))
+}
+
+func TestTrackerUpgradesProtectedCreates(t *testing.T) {
+	tr := newTracker()
+	c := &trackedConn{t: tr}
+	c.out.frames = 1 // past the handshake
+	write := func(b []byte) []byte {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.out.atBoundary() && c.out.frames > 0 {
+			c.upgradeCreate(b)
+		}
+		c.out.feed(b, func([]byte) {})
+		return b
+	}
+	read := func(b []byte) {
+		c.mu.Lock()
+		c.in.frames = 1
+		c.in.feed(b, c.reply)
+		c.mu.Unlock()
+	}
+	const name = "/locks/a/_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-lock-"
+	if b := write(createRequest(7, name)); binary.BigEndian.Uint32(b[8:12]) != opCreate2 {
+		t.Fatal("a protected create was not sent as create2")
+	}
+	if b := write(createRequest(8, "/locks/a/plain-")); binary.BigEndian.Uint32(b[8:12]) != opCreate {
+		t.Fatal("a plain create was changed")
+	}
+	read(create2Reply(7, name+"0000000003", 0x1234, 0x99))
+	st, ok := tr.takeCreated(name + "0000000003")
+	if !ok || st.czxid != 0x1234 || st.owner != 0x99 {
+		t.Fatalf("create2 stat %+v, %v; want czxid 1234, owner 99", st, ok)
+	}
+	if _, ok := tr.takeCreated(name + "0000000003"); ok {
+		t.Fatal("a create2 stat was taken twice")
 	}
 }

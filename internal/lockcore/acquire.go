@@ -94,31 +94,10 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 	sess := created.Session
 	ours := path.Base(created.Path)
 
-	// Our node's Stat (czxid, owner) and the listing: two reads in flight
-	// at once.
-	type statResult struct {
-		stat *zk.Stat
-		ok   bool
-		err  error
-	}
-	statc := make(chan statResult, 1)
-	go func() {
-		ok, stat, err := l.Client.Exists(ctx, created.Path)
-		statc <- statResult{stat, ok, err}
-	}()
-	children, _, err := l.Client.Children(ctx, l.Dir)
-	st := <-statc
-	if err := restartOn(err); err != nil {
+	a, children, err := l.first(ctx, created)
+	if err != nil {
 		return Acquired{}, err
 	}
-	if err := restartOn(st.err); err != nil {
-		return Acquired{}, err
-	}
-	if !st.ok || st.stat.EphemeralOwner != sess.ID() {
-		return Acquired{}, errRestart // gone, or not ours (CURATOR-604)
-	}
-	a := Acquired{Path: created.Path, Session: sess, Token: st.stat.Czxid}
-
 	cs := Sort(children, l.Accept)
 	watches := map[string]<-chan zk.Event{}
 	for {
@@ -174,6 +153,40 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 			}
 		}
 	}
+}
+
+// first lists the directory and learns our node's czxid (the fencing
+// token) and owner. The create usually told both (create2); otherwise our
+// node's Stat is read while the listing is in flight.
+func (l *Lock) first(ctx context.Context, created connection.Created) (Acquired, []string, error) {
+	a := Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}
+	if created.Czxid != 0 { // owner already checked against the session
+		children, _, err := l.Client.Children(ctx, l.Dir)
+		return a, children, restartOn(err)
+	}
+	type statResult struct {
+		stat *zk.Stat
+		ok   bool
+		err  error
+	}
+	statc := make(chan statResult, 1)
+	go func() {
+		ok, stat, err := l.Client.Exists(ctx, created.Path)
+		statc <- statResult{stat, ok, err}
+	}()
+	children, _, err := l.Client.Children(ctx, l.Dir)
+	st := <-statc
+	if err := restartOn(err); err != nil {
+		return Acquired{}, nil, err
+	}
+	if err := restartOn(st.err); err != nil {
+		return Acquired{}, nil, err
+	}
+	if !st.ok || st.stat.EphemeralOwner != created.Session.ID() {
+		return Acquired{}, nil, errRestart // gone, or not ours (CURATOR-604)
+	}
+	a.Token = st.stat.Czxid
+	return a, children, nil
 }
 
 // waitAny waits for one of the watches (at most two), the session's end
