@@ -188,10 +188,19 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		c.mu.Lock()
+		if c.in.grow == nil {
+			c.in.grow = c.isCreate2Reply
+		}
 		c.in.feed(b[:n], c.reply)
 		c.mu.Unlock()
 	}
 	return n, err
+}
+
+// isCreate2Reply reports whether a reply's header names a create sent as
+// create2, whose body the tracker must read. c.mu is held.
+func (c *trackedConn) isCreate2Reply(head []byte) bool {
+	return c.in.frames > 0 && c.create2[int32(binary.BigEndian.Uint32(head[0:4]))]
 }
 
 // reply handles the head of one frame from the server; c.mu is held.
@@ -229,9 +238,13 @@ func (c *trackedConn) reply(head []byte) {
 }
 
 // headLen is how much of each frame's body framer keeps: enough for the
-// connect response's session ID, a reply's header, and a create2 reply's
-// path and Stat.
-const headLen = 16 + 4 + 1024 + 68
+// connect response's session ID, or a reply's header. longHeadLen is what
+// it keeps of a frame its grow function picks: a create2 reply's path and
+// Stat.
+const (
+	headLen     = 16
+	longHeadLen = 16 + 4 + 1024 + 68
+)
 
 // framer splits a stream of length-prefixed frames (int32 length, body)
 // and hands each frame's first headLen bytes (fewer if the frame is
@@ -241,7 +254,11 @@ type framer struct {
 	lenN   int
 	remain int // body bytes still to come; 0 while reading a length
 	head   []byte
+	limit  int // how much of this frame's body to keep
 	frames int
+	// grow, if set, sees the first headLen bytes of each frame and says
+	// whether to keep longHeadLen bytes of it instead.
+	grow func(head []byte) bool
 }
 
 // atBoundary reports whether the next byte fed starts a frame.
@@ -259,6 +276,7 @@ func (f *framer) feed(b []byte, done func(head []byte)) {
 			f.lenN = 0
 			f.remain = int(int32(binary.BigEndian.Uint32(f.lenBuf[:])))
 			f.head = f.head[:0]
+			f.limit = headLen
 			if f.remain <= 0 {
 				f.remain = 0
 				f.frames++
@@ -267,8 +285,13 @@ func (f *framer) feed(b []byte, done func(head []byte)) {
 			continue
 		}
 		k := min(f.remain, len(b))
-		if need := headLen - len(f.head); need > 0 {
-			f.head = append(f.head, b[:min(need, k)]...)
+		for chunk := b[:k]; len(chunk) > 0 && len(f.head) < f.limit; {
+			n := min(f.limit-len(f.head), len(chunk))
+			f.head = append(f.head, chunk[:n]...)
+			chunk = chunk[n:]
+			if f.limit == headLen && len(f.head) == headLen && f.grow != nil && f.grow(f.head) {
+				f.limit = longHeadLen
+			}
 		}
 		f.remain -= k
 		b = b[k:]

@@ -24,6 +24,7 @@ type Config struct {
 type Results struct {
 	Rounds      int
 	Uncontended map[string]time.Duration   // impl → p50
+	Handoff     map[string]time.Duration   // impl → p50
 	Handoffs    map[string]map[int]float64 // impl → participants → handoffs/s
 	WakeUps     map[string]map[int]float64 // impl → participants → wake-ups per release
 	Impls       []string
@@ -41,6 +42,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		progress = io.Discard
 	}
 	un := map[string][]time.Duration{}
+	hl := map[string][]time.Duration{}
 	ho := map[string]map[int][]float64{}
 	wk := map[string]map[int][]float64{}
 	root := fmt.Sprintf("/zkrecipes-bench/%d", time.Now().UnixNano())
@@ -63,6 +65,17 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			un[impl.Name] = append(un[impl.Name], r.P50)
 			fmt.Fprintf(progress, "round %d/%d  %-10s uncontended          p50 %v  p99 %v\n", round, cfg.Rounds, impl.Name, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond))
 		}
+		for _, impl := range cfg.Impls {
+			if !impl.Exclusive {
+				continue
+			}
+			r, err := RunHandoff(ctx, impl, cfg.Servers, next(), max(20, cfg.Iterations/3))
+			if err != nil {
+				return nil, err
+			}
+			hl[impl.Name] = append(hl[impl.Name], r.P50)
+			fmt.Fprintf(progress, "round %d/%d  %-10s handoff, one waiter   p50 %v  p99 %v\n", round, cfg.Rounds, impl.Name, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond))
+		}
 		for _, n := range cfg.Participants {
 			for _, impl := range cfg.Impls {
 				if !impl.Exclusive {
@@ -81,10 +94,13 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			}
 		}
 	}
-	res := &Results{Rounds: cfg.Rounds, Uncontended: map[string]time.Duration{}, Handoffs: map[string]map[int]float64{}, WakeUps: map[string]map[int]float64{}, Parts: cfg.Participants}
+	res := &Results{Rounds: cfg.Rounds, Uncontended: map[string]time.Duration{}, Handoff: map[string]time.Duration{}, Handoffs: map[string]map[int]float64{}, WakeUps: map[string]map[int]float64{}, Parts: cfg.Participants}
 	for _, impl := range cfg.Impls {
 		res.Impls = append(res.Impls, impl.Name)
 		res.Uncontended[impl.Name] = median(un[impl.Name])
+		if len(hl[impl.Name]) > 0 {
+			res.Handoff[impl.Name] = median(hl[impl.Name])
+		}
 		if ho[impl.Name] != nil {
 			res.Handoffs[impl.Name], res.WakeUps[impl.Name] = map[int]float64{}, map[int]float64{}
 			for n := range ho[impl.Name] {
@@ -122,6 +138,29 @@ func (r *Results) Markdown(subject string) string {
 			ratio = fmt.Sprintf("%.2f", float64(r.Uncontended[name])/float64(floor))
 		}
 		fmt.Fprintf(&b, "| %s | %v | %s |\n", name, r.Uncontended[name].Round(time.Microsecond), ratio)
+	}
+	b.WriteString("\n| handoff latency, one waiter (Unlock call to the waiter's Lock return) | p50 |")
+	var peers []string
+	for _, name := range r.Impls {
+		if name != subject && r.Handoff[name] > 0 {
+			peers = append(peers, name)
+			fmt.Fprintf(&b, " %s ÷ %s |", name, subject)
+		}
+	}
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(peers)) + "\n")
+	for _, name := range r.Impls {
+		if r.Handoff[name] == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %v |", name, r.Handoff[name].Round(time.Microsecond))
+		for _, p := range peers {
+			if name == subject {
+				fmt.Fprintf(&b, " %.2f |", float64(r.Handoff[p])/float64(r.Handoff[subject]))
+			} else {
+				b.WriteString(" |")
+			}
+		}
+		b.WriteString("\n")
 	}
 	var others []string
 	for _, name := range r.Impls {

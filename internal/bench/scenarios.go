@@ -152,3 +152,59 @@ func wakeUps(ps []Participant) int64 {
 	}
 	return n
 }
+
+// Handoff is the time from a holder's Unlock call to the return of the
+// Lock of the one waiter queued behind it: the critical path of a handoff,
+// without the load of a long queue.
+type Handoff struct {
+	Impl       string
+	Iterations int
+	P50, P99   time.Duration
+}
+
+// RunHandoff alternates two participants on different servers: one holds,
+// the other waits; the holder releases and the time until the waiter holds
+// is measured. A short pause before each release lets the waiter queue
+// and set its watch.
+func RunHandoff(ctx context.Context, impl Impl, servers []string, lockPath string, iterations int) (Handoff, error) {
+	var ps [2]Participant
+	for i := range ps {
+		p, err := impl.New(ctx, pin(servers, i), lockPath)
+		if err != nil {
+			if i == 1 {
+				ps[0].Close()
+			}
+			return Handoff{}, err
+		}
+		ps[i] = p
+		defer p.Close()
+	}
+	if err := ps[0].Lock(ctx); err != nil {
+		return Handoff{}, err
+	}
+	lat := make([]time.Duration, 0, iterations)
+	for i := range iterations {
+		holder, waiter := ps[i%2], ps[(i+1)%2]
+		acquired := make(chan error, 1)
+		var at time.Time
+		go func() {
+			err := waiter.Lock(ctx)
+			at = time.Now()
+			acquired <- err
+		}()
+		time.Sleep(20 * time.Millisecond)
+		start := time.Now()
+		if err := holder.Unlock(ctx); err != nil {
+			return Handoff{}, fmt.Errorf("%s unlock: %w", impl.Name, err)
+		}
+		if err := <-acquired; err != nil {
+			return Handoff{}, fmt.Errorf("%s lock: %w", impl.Name, err)
+		}
+		lat = append(lat, at.Sub(start))
+	}
+	if err := ps[iterations%2].Unlock(ctx); err != nil {
+		return Handoff{}, err
+	}
+	slices.Sort(lat)
+	return Handoff{Impl: impl.Name, Iterations: iterations, P50: quantile(lat, 0.5), P99: quantile(lat, 0.99)}, nil
+}
