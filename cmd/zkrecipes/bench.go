@@ -14,7 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-func runBench(ctx context.Context, args []string, out io.Writer) error {
+func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	fs := newFlags("bench", "", out)
 	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS, else a local 3-node ensemble started for the run)")
 	rounds := fs.Int("rounds", 3, "rounds; results are medians")

@@ -14,7 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-func runDemo(ctx context.Context, args []string, out io.Writer) error {
+func runDemo(ctx context.Context, args []string, out, _ io.Writer) error {
 	fs := newFlags("demo", "", out)
 	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS, else a local server started for the demo)")
 	workers := fs.Int("workers", 5, "workers taking the lock in turn")

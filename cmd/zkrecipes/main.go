@@ -1,6 +1,8 @@
-// Command zkrecipes runs the zkrecipes recipes from a shell: a demo of the
-// locks, against a local ZooKeeper it starts itself or an ensemble you name.
+// Command zkrecipes runs the zkrecipes recipes from a shell: a command under
+// a lock, a look at who holds and waits, a demo, and the benchmarks.
 //
+//	zkrecipes lock [--timeout d] [--try] PATH -- CMD [ARGS...]
+//	zkrecipes inspect [--json] PATH
 //	zkrecipes demo [--servers host:port,...]
 //	zkrecipes bench [--servers host:port,...] [--rounds 3] [--participants 2,10,100]
 //
@@ -22,10 +24,12 @@ import (
 // command is one subcommand.
 type command struct {
 	name, summary string
-	run           func(ctx context.Context, args []string, out io.Writer) error
+	run           func(ctx context.Context, args []string, out, errOut io.Writer) error
 }
 
 var commands = []command{
+	{"lock", "run a command while holding a lock (the same lock Curator's InterProcessMutex takes)", runLock},
+	{"inspect", "show who holds a lock and who waits, in queue order", runInspect},
 	{"demo", "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", runDemo},
 	{"bench", "compare the locks side by side: latency, handoffs/s and wake-ups per release", runBench},
 }
@@ -49,7 +53,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			err := c.run(ctx, args[1:], out)
+			err := c.run(ctx, args[1:], out, errOut)
 			switch {
 			case err == nil:
 				return 0
@@ -57,6 +61,13 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 				return 0
 			case errors.Is(err, errUsage):
 				return 2
+			}
+			var ee *exitError
+			if errors.As(err, &ee) {
+				if ee.msg != "" {
+					fmt.Fprintf(errOut, "zkrecipes %s: %s\n", c.name, ee.msg)
+				}
+				return ee.code
 			}
 			fmt.Fprintf(errOut, "zkrecipes %s: %v\n", c.name, err)
 			return 1

@@ -7,11 +7,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(shared.Wrap(m)) }
 
 func runCLI(t *testing.T, args ...string) (code int, out, errOut string) {
 	t.Helper()
@@ -49,7 +47,7 @@ func TestUsageAndErrors(t *testing.T) {
 // TestDemo runs the demo against a test ensemble: workers served in order
 // with increasing tokens, and the herd comparison.
 func TestDemo(t *testing.T) {
-	ens := zktest.Start(t)
+	ens := shared.Ensemble(t)
 	code, out, errOut := runCLI(t, "demo", "--servers", ens.ConnectString(), "--workers", "3", "--waiters", "4")
 	if code != 0 {
 		t.Fatalf("demo exited %d: %s\n%s", code, errOut, out)

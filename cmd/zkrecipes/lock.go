@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+)
+
+// Exit codes of lock, besides the command's own.
+const (
+	exitFailure = 1 // the lock could not be taken or was lost; the message says which
+	exitUsage   = 2
+)
+
+// forwarded are the signals zkrecipes passes on to the command.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func runLock(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlags("lock", "PATH -- CMD [ARGS...]", out)
+	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS)")
+	timeout := fs.Duration("timeout", 0, "give up if the lock is not held within this time (0: wait as long as it takes)")
+	try := fs.Bool("try", false, "do not wait: fail at once if another participant holds the lock")
+	session := fs.Duration("session-timeout", 10*time.Second, "ZooKeeper session timeout")
+	grace := fs.Duration("grace", 10*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
+	connect := fs.Duration("connect-timeout", 15*time.Second, "give up if no ZooKeeper session is established within this time")
+	standard := fs.Bool("standard-policy", true, "treat a lost connection (SUSPENDED) as a lost lock, as Curator does; false waits for the session to be LOST")
+	fs.Usage = func() {
+		fmt.Fprint(out, `Usage: zkrecipes lock [flags] PATH -- CMD [ARGS...]
+
+Runs CMD while holding the mutex at PATH, the same lock a Curator
+InterProcessMutex or a zkrecipes Mutex takes on that path. CMD gets the
+fencing token in ZKRECIPES_FENCING_TOKEN and the lock node in
+ZKRECIPES_LOCK_NODE. zkrecipes exits with CMD's status.
+
+If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after the
+grace period, and zkrecipes exits with status 1 saying why. Signals sent to
+zkrecipes are passed on to CMD. The lock is released when CMD ends.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) < 1 {
+		fmt.Fprintln(errOut, "zkrecipes lock: missing PATH")
+		fs.Usage()
+		return errUsage
+	}
+	path, cmdArgs := rest[0], rest[1:]
+	if len(cmdArgs) > 0 && cmdArgs[0] == "--" {
+		cmdArgs = cmdArgs[1:]
+	}
+	if len(cmdArgs) == 0 {
+		fmt.Fprintln(errOut, "zkrecipes lock: missing CMD after PATH --")
+		fs.Usage()
+		return errUsage
+	}
+	list := serverList(*servers)
+	if len(list) == 0 {
+		return errors.New("no ZooKeeper servers: give --servers host:port,... or set ZK_SERVERS")
+	}
+	if err := connection.ValidatePath(path); err != nil {
+		return err
+	}
+	if _, err := exec.LookPath(cmdArgs[0]); err != nil {
+		return fmt.Errorf("command %q: %w", cmdArgs[0], err)
+	}
+
+	policy := connection.SessionPolicy
+	if *standard {
+		policy = connection.StandardPolicy
+	}
+	openCtx, cancel := context.WithTimeout(ctx, *connect)
+	defer cancel()
+	client, err := connection.Open(openCtx, list, connection.WithSessionTimeout(*session), connection.WithErrorPolicy(policy))
+	if err != nil {
+		return fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(list, ","), err)
+	}
+	defer client.Close()
+	host, _ := os.Hostname()
+	m, err := mutex.New(client, path, mutex.WithData([]byte(fmt.Sprintf("zkrecipes lock pid %d on %s: %s", os.Getpid(), host, strings.Join(cmdArgs, " ")))))
+	if err != nil {
+		return err
+	}
+
+	lockCtx := ctx
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		lockCtx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	if *try {
+		err = m.TryLock(lockCtx)
+	} else {
+		err = m.Lock(lockCtx)
+	}
+	switch {
+	case errors.Is(err, mutex.ErrLocked):
+		return &exitError{exitFailure, fmt.Sprintf("%s is held by another participant (--try)", path)}
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		return &exitError{exitFailure, fmt.Sprintf("%s not acquired within %v", path, *timeout)}
+	case err != nil:
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.Background(), *session)
+		defer cancel()
+		if err := m.Unlock(rctx); err != nil && !errors.Is(err, mutex.ErrLockLost) {
+			fmt.Fprintf(errOut, "zkrecipes lock: release %s: %v\n", path, err)
+		}
+	}()
+	return runUnderLock(m, cmdArgs, *grace, out, errOut)
+}
+
+// runUnderLock runs the command while m is held and returns its exit
+// status, or a failure when the hold is lost first.
+func runUnderLock(m *mutex.Mutex, cmdArgs []string, grace time.Duration, out, errOut io.Writer) error {
+	sigc := make(chan os.Signal, 8)
+	signal.Notify(sigc, forwarded...)
+	defer signal.Stop(sigc)
+
+	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
+	cmd.Env = append(os.Environ(),
+		"ZKRECIPES_FENCING_TOKEN="+strconv.FormatInt(m.Token(), 10),
+		"ZKRECIPES_LOCK_NODE="+m.Node(),
+	)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	lost := m.Done()
+	var killTimer <-chan time.Time
+	var lostReason error
+	for {
+		select {
+		case err := <-exited:
+			if lostReason != nil {
+				return &exitError{exitFailure, fmt.Sprintf("%v; %s was stopped", lostReason, cmdArgs[0])}
+			}
+			return exitStatus(err)
+		case sig := <-sigc:
+			_ = cmd.Process.Signal(sig)
+		case <-lost:
+			lost = nil
+			lostReason = fmt.Errorf("lock %s lost: %v", m.Path(), context.Cause(m.Context()))
+			fmt.Fprintf(errOut, "zkrecipes lock: %v; sending SIGTERM to %s\n", lostReason, cmdArgs[0])
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			killTimer = time.After(grace)
+		case <-killTimer:
+			fmt.Fprintf(errOut, "zkrecipes lock: %s still running %v after SIGTERM; sending SIGKILL\n", cmdArgs[0], grace)
+			_ = cmd.Process.Kill()
+		}
+	}
+}
+
+// exitStatus turns the command's end into zkrecipes' exit: its code, or
+// 128+signal when a signal ended it, as shells report.
+func exitStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return err
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return &exitError{code: 128 + int(ws.Signal()), msg: ""}
+	}
+	return &exitError{code: ee.ExitCode(), msg: ""}
+}
