@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -25,17 +24,17 @@ import (
 type Participant interface {
 	Lock(ctx context.Context) error
 	Unlock(ctx context.Context) error
-	// Notifications counts the watch notifications its session received.
-	Notifications() int64
 	Close()
 }
 
-// Impl is a lock implementation under test.
+// Impl is a lock implementation under test: participants in this process
+// (New), or a peer's driver in a child process (Curator, Kazoo).
 type Impl struct {
 	Name string
 	// Exclusive is false for the raw floor, which takes no lock.
 	Exclusive bool
 	New       func(ctx context.Context, servers []string, lockPath string) (Participant, error)
+	peer      *peer
 }
 
 // Impls returns the implementations compared by default.
@@ -48,12 +47,12 @@ func Impls() []Impl {
 	}
 }
 
-// ByName returns the named implementations.
+// ByName returns the named implementations, from Impls and Peers.
 func ByName(names ...string) ([]Impl, error) {
 	var out []Impl
 	for _, n := range names {
 		found := false
-		for _, i := range Impls() {
+		for _, i := range append(Impls(), Peers()...) {
 			if i.Name == n {
 				out, found = append(out, i), true
 			}
@@ -85,7 +84,6 @@ type recipe struct {
 
 func (r *recipe) Lock(ctx context.Context) error   { return r.l.Lock(ctx) }
 func (r *recipe) Unlock(ctx context.Context) error { return r.l.Unlock(ctx) }
-func (r *recipe) Notifications() int64             { return r.c.Stats().Notifications }
 func (r *recipe) Close()                           { r.c.Close() }
 
 func newMutex(ctx context.Context, servers []string, lockPath string) (Participant, error) {
@@ -116,27 +114,17 @@ func newNaive(ctx context.Context, servers []string, lockPath string) (Participa
 
 // Plain go-zookeeper sessions: zk.Lock and the raw floor.
 
-type plain struct {
-	conn   *zk.Conn
-	events atomic.Int64
-}
+type plain struct{ conn *zk.Conn }
 
 func openPlain(servers []string) (*plain, error) {
-	p := &plain{}
-	conn, err := zktest.Connect(servers, sessionTimeout, zk.WithEventCallback(func(ev zk.Event) {
-		if ev.Type != zk.EventSession {
-			p.events.Add(1) // a watch notification
-		}
-	}))
+	conn, err := zktest.Connect(servers, sessionTimeout)
 	if err != nil {
 		return nil, err
 	}
-	p.conn = conn
-	return p, nil
+	return &plain{conn: conn}, nil
 }
 
-func (p *plain) Notifications() int64 { return p.events.Load() }
-func (p *plain) Close()               { p.conn.Close() }
+func (p *plain) Close() { p.conn.Close() }
 
 type zkLock struct {
 	*plain

@@ -19,6 +19,10 @@ type Uncontended struct {
 // RunUncontended measures Lock+Unlock of a free lock, iterations times
 // after a short warm-up.
 func RunUncontended(ctx context.Context, impl Impl, servers []string, lockPath string, iterations int) (Uncontended, error) {
+	if impl.peer != nil {
+		p50, p99, err := impl.peer.latencies(ctx, pin(servers, 0), lockPath, "uncontended", iterations)
+		return Uncontended{Impl: impl.Name, Iterations: iterations, P50: p50, P99: p99}, err
+	}
 	p, err := impl.New(ctx, pin(servers, 0), lockPath)
 	if err != nil {
 		return Uncontended{}, err
@@ -60,7 +64,7 @@ type Contended struct {
 	Participants int
 	Handoffs     int64         // acquisitions in the measured window
 	Elapsed      time.Duration // the window
-	WakeUps      int64         // watch notifications received by all sessions
+	WakeUps      int64         // watch notifications the servers sent in the window
 }
 
 // PerSecond is the handoff rate.
@@ -78,6 +82,9 @@ func (c Contended) WakeUpsPerRelease() float64 {
 // take and release the lock as fast as they can, and counts the handoffs
 // in a window of length d once all of them are queued.
 func RunContended(ctx context.Context, impl Impl, servers []string, lockPath string, n int, d time.Duration) (Contended, error) {
+	if impl.peer != nil {
+		return impl.peer.contended(ctx, servers, lockPath, n, d)
+	}
 	ps := make([]Participant, n)
 	var err error
 	for i := range ps {
@@ -127,7 +134,12 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 	}
 	// Warm up until the queue is full, then measure.
 	time.Sleep(min(d/2, 2*time.Second))
-	before := wakeUps(ps)
+	before, err := watchTriggers(servers)
+	if err != nil {
+		close(stop)
+		wg.Wait()
+		return Contended{}, err
+	}
 	start := time.Now()
 	counting.Store(true)
 	select {
@@ -136,21 +148,16 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 	}
 	counting.Store(false)
 	elapsed := time.Since(start)
-	woken := wakeUps(ps) - before
+	after, err := watchTriggers(servers)
 	close(stop)
 	wg.Wait()
 	if firstErr != nil {
 		return Contended{}, firstErr
 	}
-	return Contended{Impl: impl.Name, Participants: n, Handoffs: handoffs.Load(), Elapsed: elapsed, WakeUps: woken}, ctx.Err()
-}
-
-func wakeUps(ps []Participant) int64 {
-	var n int64
-	for _, p := range ps {
-		n += p.Notifications()
+	if err != nil {
+		return Contended{}, err
 	}
-	return n
+	return Contended{Impl: impl.Name, Participants: n, Handoffs: handoffs.Load(), Elapsed: elapsed, WakeUps: after - before}, ctx.Err()
 }
 
 // Handoff is the time from a holder's Unlock call to the return of the
@@ -167,6 +174,10 @@ type Handoff struct {
 // is measured. A short pause before each release lets the waiter queue
 // and set its watch.
 func RunHandoff(ctx context.Context, impl Impl, servers []string, lockPath string, iterations int) (Handoff, error) {
+	if impl.peer != nil {
+		p50, p99, err := impl.peer.latencies(ctx, servers, lockPath, "handoff", iterations)
+		return Handoff{Impl: impl.Name, Iterations: iterations, P50: p50, P99: p99}, err
+	}
 	var ps [2]Participant
 	for i := range ps {
 		p, err := impl.New(ctx, pin(servers, i), lockPath)

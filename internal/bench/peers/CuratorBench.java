@@ -1,0 +1,170 @@
+// Curator's InterProcessMutex under the zkrecipes benchmark scenarios.
+//
+// Usage: CuratorBench <server,server,...> <lock path> <scenario> [args]
+//   uncontended <iterations>  one participant on the first server; prints RESULT <p50 ns> <p99 ns>
+//   handoff <iterations>      two participants, on the first and second servers, alternating
+//                             holder and waiter; prints RESULT <p50 ns> <p99 ns> of Unlock call
+//                             to the waiter's acquire return
+//   contended <n>             n participants, participant i on server i mod count, each taking
+//                             and releasing the lock in a loop; prints READY, then answers
+//                             "mark" with MARK <handoffs so far> and ends on "stop"
+// Each participant has its own CuratorFramework (its own session) and its own
+// thread: an InterProcessMutex is owned by the thread that acquired it.
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+
+public class CuratorBench {
+    static CuratorFramework client(String server) throws Exception {
+        CuratorFramework c = CuratorFrameworkFactory.newClient(server, 10000, 10000, new ExponentialBackoffRetry(100, 5));
+        c.start();
+        if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("no session with " + server);
+        }
+        return c;
+    }
+
+    static long quantile(long[] sorted, double q) {
+        return sorted[Math.min(sorted.length - 1, (int) (q * sorted.length))];
+    }
+
+    static void result(long[] lat) {
+        Arrays.sort(lat);
+        System.out.println("RESULT " + quantile(lat, 0.5) + " " + quantile(lat, 0.99));
+    }
+
+    // A participant whose lock calls run on its own thread.
+    static final class Participant implements Runnable {
+        final InterProcessMutex mutex;
+        final SynchronousQueue<String> commands = new SynchronousQueue<>();
+        final SynchronousQueue<Long> done = new SynchronousQueue<>();
+
+        Participant(CuratorFramework c, String path) { mutex = new InterProcessMutex(c, path); }
+
+        public void run() {
+            try {
+                for (;;) {
+                    String cmd = commands.take();
+                    if (cmd.equals("acquire")) mutex.acquire();
+                    else if (cmd.equals("release")) mutex.release();
+                    else return;
+                    done.put(System.nanoTime());
+                }
+            } catch (Exception e) {
+                e.printStackTrace();
+                System.exit(1);
+            }
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        String[] servers = args[0].split(",");
+        String path = args[1];
+        switch (args[2]) {
+            case "uncontended": {
+                int n = Integer.parseInt(args[3]);
+                CuratorFramework c = client(servers[0]);
+                InterProcessMutex m = new InterProcessMutex(c, path);
+                long[] lat = new long[n];
+                // A fresh JVM: warm it up as a long-running service would be.
+                for (int i = -Math.max(n / 10, 500); i < n; i++) {
+                    long t0 = System.nanoTime();
+                    m.acquire();
+                    m.release();
+                    if (i >= 0) lat[i] = System.nanoTime() - t0;
+                }
+                result(lat);
+                c.close();
+                break;
+            }
+            case "handoff": {
+                int n = Integer.parseInt(args[3]);
+                Participant[] ps = new Participant[2];
+                CuratorFramework[] cs = new CuratorFramework[2];
+                for (int i = 0; i < 2; i++) {
+                    cs[i] = client(servers[i % servers.length]);
+                    ps[i] = new Participant(cs[i], path);
+                    new Thread(ps[i]).start();
+                }
+                ps[0].commands.put("acquire");
+                ps[0].done.take();
+                long[] lat = new long[n];
+                final int warm = 10;
+                for (int i = -warm; i < n; i++) {
+                    Participant holder = ps[(i + warm) % 2], waiter = ps[(i + warm + 1) % 2];
+                    waiter.commands.put("acquire");
+                    Thread.sleep(20);
+                    long start = System.nanoTime();
+                    holder.commands.put("release");
+                    holder.done.take();
+                    long d = waiter.done.take() - start;
+                    if (i >= 0) lat[i] = d;
+                }
+                ps[(n + warm) % 2].commands.put("release");
+                ps[(n + warm) % 2].done.take();
+                for (Participant p : ps) p.commands.put("quit");
+                result(lat);
+                for (CuratorFramework c : cs) c.close();
+                break;
+            }
+            case "contended": {
+                int n = Integer.parseInt(args[3]);
+                AtomicBoolean stop = new AtomicBoolean();
+                AtomicLong handoffs = new AtomicLong();
+                CountDownLatch ready = new CountDownLatch(n);
+                List<CuratorFramework> cs = new ArrayList<>();
+                List<Thread> threads = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    CuratorFramework c = client(servers[i % servers.length]);
+                    cs.add(c);
+                    InterProcessMutex m = new InterProcessMutex(c, path);
+                    Thread t = new Thread(() -> {
+                        ready.countDown();
+                        try {
+                            while (!stop.get()) {
+                                m.acquire();
+                                handoffs.incrementAndGet();
+                                m.release();
+                            }
+                        } catch (Exception e) {
+                            e.printStackTrace();
+                            System.exit(1);
+                        }
+                    });
+                    threads.add(t);
+                    t.start();
+                }
+                ready.await();
+                System.out.println("READY");
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                for (String line; (line = in.readLine()) != null; ) {
+                    if (line.equals("mark")) {
+                        System.out.println("MARK " + handoffs.get());
+                    } else if (line.equals("stop")) {
+                        break;
+                    }
+                }
+                stop.set(true);
+                for (Thread t : threads) t.join(30000);
+                for (CuratorFramework c : cs) c.close();
+                break;
+            }
+            default:
+                throw new IllegalArgumentException("unknown scenario " + args[2]);
+        }
+        System.out.flush();
+        System.exit(0);
+    }
+}

@@ -1,0 +1,128 @@
+"""Kazoo's Lock under the zkrecipes benchmark scenarios.
+
+Usage: kazoo_bench.py <server,server,...> <lock path> <scenario> [args]
+Scenarios and output as CuratorBench.java: uncontended <iterations>,
+handoff <iterations>, contended <n> (READY, then "mark" / "stop" on stdin).
+Each participant has its own KazooClient (its own session) and its own thread.
+"""
+import queue
+import sys
+import threading
+import time
+
+from kazoo.client import KazooClient
+
+
+def client(server):
+    c = KazooClient(hosts=server, timeout=10.0)
+    c.start(timeout=30)
+    return c
+
+
+def result(lat):
+    lat.sort()
+    q = lambda f: lat[min(len(lat) - 1, int(f * len(lat)))]
+    print("RESULT %d %d" % (q(0.5), q(0.99)), flush=True)
+
+
+class Participant(threading.Thread):
+    def __init__(self, c, path):
+        super().__init__(daemon=True)
+        self.lock = c.Lock(path, "kazoo-bench")
+        self.commands = queue.Queue()
+        self.done = queue.Queue()
+
+    def run(self):
+        while True:
+            cmd = self.commands.get()
+            if cmd == "acquire":
+                self.lock.acquire()
+            elif cmd == "release":
+                self.lock.release()
+            else:
+                return
+            self.done.put(time.perf_counter_ns())
+
+
+def main():
+    servers, path, scenario = sys.argv[1].split(","), sys.argv[2], sys.argv[3]
+    if scenario == "uncontended":
+        n = int(sys.argv[4])
+        c = client(servers[0])
+        lock = c.Lock(path, "kazoo-bench")
+        lat = []
+        for i in range(-max(n // 10, 500), n):  # a fresh interpreter: warm up
+            t0 = time.perf_counter_ns()
+            lock.acquire()
+            lock.release()
+            if i >= 0:
+                lat.append(time.perf_counter_ns() - t0)
+        result(lat)
+        c.stop()
+        c.close()
+    elif scenario == "handoff":
+        n = int(sys.argv[4])
+        cs = [client(servers[i % len(servers)]) for i in range(2)]
+        ps = [Participant(c, path) for c in cs]
+        for p in ps:
+            p.start()
+        ps[0].commands.put("acquire")
+        ps[0].done.get()
+        lat = []
+        warm = 10
+        for i in range(-warm, n):
+            holder, waiter = ps[(i + warm) % 2], ps[(i + warm + 1) % 2]
+            waiter.commands.put("acquire")
+            time.sleep(0.02)
+            start = time.perf_counter_ns()
+            holder.commands.put("release")
+            holder.done.get()
+            d = waiter.done.get() - start
+            if i >= 0:
+                lat.append(d)
+        ps[(n + warm) % 2].commands.put("release")
+        ps[(n + warm) % 2].done.get()
+        for p in ps:
+            p.commands.put("quit")
+        result(lat)
+        for c in cs:
+            c.stop()
+            c.close()
+    elif scenario == "contended":
+        n = int(sys.argv[4])
+        stop = threading.Event()
+        count = [0]
+        count_lock = threading.Lock()
+        cs = [client(servers[i % len(servers)]) for i in range(n)]
+
+        def loop(c):
+            lock = c.Lock(path, "kazoo-bench")
+            while not stop.is_set():
+                lock.acquire()
+                with count_lock:
+                    count[0] += 1
+                lock.release()
+
+        threads = [threading.Thread(target=loop, args=(c,), daemon=True) for c in cs]
+        for t in threads:
+            t.start()
+        print("READY", flush=True)
+        for line in sys.stdin:
+            line = line.strip()
+            if line == "mark":
+                with count_lock:
+                    print("MARK %d" % count[0], flush=True)
+            elif line == "stop":
+                break
+        stop.set()
+        for t in threads:
+            t.join(30)
+        for c in cs:
+            c.stop()
+            c.close()
+    else:
+        raise SystemExit("unknown scenario " + scenario)
+
+
+if __name__ == "__main__":
+    main()
