@@ -23,7 +23,8 @@ lint:
 deps:
 	@./scripts/install-deps.sh
 
-## bench: the Go benchmarks, then the side-by-side comparison on a local 3-node ensemble (medians of 3 rounds)
+## bench: the Go benchmarks, then zkrecipes, Curator, Kazoo and zk.Lock side by side on a local
+## 3-node ensemble (medians of 3 rounds), rewriting docs/benchmarks.md and docs/benchmarks.svg
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/bench
-	$(GO) run ./cmd/zkrecipes bench --rounds 3 -o bench-results.md
+	$(GO) run ./cmd/zkrecipes bench --rounds 3 --docs docs

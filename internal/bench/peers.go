@@ -210,25 +210,26 @@ func (p *peer) contended(ctx context.Context, servers []string, lockPath string,
 		}
 		return strconv.ParseInt(s, 10, 64)
 	}
-	before, err := mark()
+	// As in RunContended: counters, then the handoff count, at each end.
+	trig0, err := watchTriggers(servers)
 	if err != nil {
 		return Contended{}, err
 	}
-	trig0, err := watchTriggers(servers)
+	before, err := mark()
 	if err != nil {
 		return Contended{}, err
 	}
 	start := time.Now()
 	time.Sleep(d)
+	trig1, err := watchTriggers(servers)
+	if err != nil {
+		return Contended{}, err
+	}
 	after, err := mark()
 	if err != nil {
 		return Contended{}, err
 	}
 	elapsed := time.Since(start)
-	trig1, err := watchTriggers(servers)
-	if err != nil {
-		return Contended{}, err
-	}
 	if err := drv.send("stop"); err != nil {
 		return Contended{}, err
 	}

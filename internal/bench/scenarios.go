@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -101,7 +102,6 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 		}
 	}()
 	var (
-		counting atomic.Bool
 		handoffs atomic.Int64
 		stop     = make(chan struct{})
 		wg       sync.WaitGroup
@@ -122,9 +122,7 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 					errOnce.Do(func() { firstErr = fmt.Errorf("%s lock: %w", impl.Name, err) })
 					return
 				}
-				if counting.Load() {
-					handoffs.Add(1)
-				}
+				handoffs.Add(1)
 				if err := p.Unlock(ctx); err != nil {
 					errOnce.Do(func() { firstErr = fmt.Errorf("%s unlock: %w", impl.Name, err) })
 					return
@@ -132,23 +130,21 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 			}
 		}()
 	}
-	// Warm up until the queue is full, then measure.
+	// Warm up until the queue is full, then measure. Each end of the window
+	// reads the servers' counters and then the handoff count, in the same
+	// order, so both count the same stretch of time.
 	time.Sleep(min(d/2, 2*time.Second))
-	before, err := watchTriggers(servers)
-	if err != nil {
-		close(stop)
-		wg.Wait()
-		return Contended{}, err
-	}
+	trig0, err0 := watchTriggers(servers)
+	h0 := handoffs.Load()
 	start := time.Now()
-	counting.Store(true)
 	select {
 	case <-time.After(d):
 	case <-ctx.Done():
 	}
-	counting.Store(false)
+	trig1, err1 := watchTriggers(servers)
+	h1 := handoffs.Load()
 	elapsed := time.Since(start)
-	after, err := watchTriggers(servers)
+	err = errors.Join(err0, err1)
 	close(stop)
 	wg.Wait()
 	if firstErr != nil {
@@ -157,7 +153,7 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 	if err != nil {
 		return Contended{}, err
 	}
-	return Contended{Impl: impl.Name, Participants: n, Handoffs: handoffs.Load(), Elapsed: elapsed, WakeUps: after - before}, ctx.Err()
+	return Contended{Impl: impl.Name, Participants: n, Handoffs: h1 - h0, Elapsed: elapsed, WakeUps: trig1 - trig0}, ctx.Err()
 }
 
 // Handoff is the time from a holder's Unlock call to the return of the
