@@ -10,7 +10,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 func TestOperations(t *testing.T) {
@@ -128,11 +127,7 @@ func TestNamespacesIsolate(t *testing.T) {
 			t.Fatalf("Children(/) in namespace = %v, %v", kids, err)
 		}
 	}
-	plain, err := zktest.Connect(ens.Servers(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := ens.Conn(t)
 	if got, _, err := plain.Get(root + "/app-b/locks/x"); err != nil || string(got) != "b" {
 		t.Fatalf("server path of namespace b: %q, %v", got, err)
 	}

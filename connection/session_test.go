@@ -90,11 +90,7 @@ func TestLostWhileStillCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	observer, err := zktest.Connect(ens.Servers(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer observer.Close()
+	observer := ens.Conn(t)
 	states := c.Listen(ctx)
 
 	cut := time.Now()
@@ -154,22 +150,17 @@ func TestServerExpiryIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	observer, err := zktest.Connect(ens.Servers(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer observer.Close()
+	observer := ens.Conn(t)
 
 	p.Blackhole()
 	expect(t, states, 5*time.Second, connection.Suspended)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if ok, _, err := observer.Exists(node); err == nil && !ok {
-			break
+	zktest.Eventually(t, 10*time.Second, "the server expires the session", func() error {
+		ok, _, err := observer.Exists(node)
+		if err == nil && ok {
+			err = errors.New("its ephemeral node is still there")
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the server never expired the session")
-		}
-	}
+		return err
+	})
 	if closed(old.Done()) {
 		t.Fatal("session ended without the local timer before the server said so")
 	}
@@ -227,11 +218,7 @@ func TestCreateProtectedFindsNodeAfterLostReply(t *testing.T) {
 	root := ens.Root(t)
 	p := ens.Proxy(t)
 	c := open(t, p.Servers(), connection.WithSessionTimeout(4*time.Second))
-	observer, err := zktest.Connect(ens.Servers(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer observer.Close()
+	observer := ens.Conn(t)
 	ctx := ctxFor(t, 30*time.Second)
 	if err := c.EnsurePath(ctx, root+"/lock"); err != nil {
 		t.Fatal(err)
@@ -287,11 +274,7 @@ func TestCreateProtectedAbandonedLeavesNothing(t *testing.T) {
 	root := ens.Root(t)
 	p := ens.Proxy(t)
 	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
-	observer, err := zktest.Connect(ens.Servers(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer observer.Close()
+	observer := ens.Conn(t)
 	if err := c.EnsurePath(ctxFor(t, 10*time.Second), root+"/lock"); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +283,7 @@ func TestCreateProtectedAbandonedLeavesNothing(t *testing.T) {
 	p.Delay(300 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err = c.CreateProtected(ctx, root+"/lock/lock-", nil, connection.EphemeralSequential)
+	_, err := c.CreateProtected(ctx, root+"/lock/lock-", nil, connection.EphemeralSequential)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("CreateProtected = %v, want DeadlineExceeded", err)
 	}

@@ -43,18 +43,15 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		return err
 	}
 	defer bench.CleanupPeers()
-	list := serverList(*servers)
-	ensemble := "the ensemble at " + strings.Join(list, ",")
-	if len(list) == 0 {
-		fmt.Fprintln(out, "No servers given: starting a local 3-node ZooKeeper ensemble...")
-		ens, err := zktest.New(zktest.WithServers(3))
-		if err != nil {
-			return err
-		}
-		defer ens.Close()
-		list = ens.Servers()
-		ensemble = "a local 3-node ZooKeeper ensemble (zktest, Debian's zookeeper 3.8.0, tickTime 100 ms, forceSync=no)"
+	ensemble := "the ensemble at " + strings.Join(serverList(*servers), ",")
+	if len(serverList(*servers)) == 0 {
+		ensemble = "a local 3-node ZooKeeper ensemble (zktest: tickTime 100 ms, forceSync=no)"
 	}
+	list, stop, err := serversOrLocal(*servers, 3, out)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	start := time.Now()
 	res, err := bench.Run(ctx, bench.Config{
 		Servers: list, Impls: chosen, Participants: counts, Duration: *duration,

@@ -11,7 +11,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 func runDemo(ctx context.Context, args []string, out, _ io.Writer) error {
@@ -25,18 +24,11 @@ func runDemo(ctx context.Context, args []string, out, _ io.Writer) error {
 	if *workers < 1 || *waiters < 2 {
 		return fmt.Errorf("--workers must be at least 1 and --waiters at least 2")
 	}
-	list := serverList(*servers)
-	if len(list) == 0 {
-		fmt.Fprintln(out, "No servers given: starting a local ZooKeeper for the demo...")
-		start := time.Now()
-		ens, err := zktest.New()
-		if err != nil {
-			return err
-		}
-		defer ens.Close()
-		list = ens.Servers()
-		fmt.Fprintf(out, "ZooKeeper serving at %s after %v.\n", ens.ConnectString(), time.Since(start).Round(time.Millisecond))
+	list, stop, err := serversOrLocal(*servers, 1, out)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	d := &demo{out: out, servers: list, root: fmt.Sprintf("/zkrecipes-demo/%d", time.Now().UnixNano())}
 	defer d.closeAll()
 	admin, err := d.client(ctx)

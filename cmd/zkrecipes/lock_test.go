@@ -34,11 +34,7 @@ func TestLockRunsCommandWithToken(t *testing.T) {
 		t.Fatalf("command saw %q (%v)", out, err)
 	}
 	// Released when the command ended.
-	c, err := zktest.Connect(ens.Servers(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := ens.Conn(t)
 	if kids, _, err := c.Children(root + "/job"); err == nil && len(kids) != 0 {
 		t.Fatalf("lock node left after the command: %v", kids)
 	}
@@ -153,19 +149,14 @@ func TestLockLostStopsCommand(t *testing.T) {
 		defer close(done)
 		code, _, errOut = runCLI(t, "lock", "--servers", strings.Join(p.Servers(), ","), "--session-timeout", "1s", "--grace", "5s", root+"/job", "--", "sh", "-c", script)
 	}()
-	c, err := zktest.Connect(ens.Servers(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if kids, _, err := c.Children(root + "/job"); err == nil && len(kids) == 1 {
-			break
+	c := ens.Conn(t)
+	zktest.Eventually(t, 10*time.Second, "the lock is taken", func() error {
+		kids, _, err := c.Children(root + "/job")
+		if err == nil && len(kids) != 1 {
+			err = fmt.Errorf("%d nodes", len(kids))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the lock was never taken")
-		}
-	}
+		return err
+	})
 	time.Sleep(200 * time.Millisecond) // the command is running
 	p.Blackhole()
 	<-done
@@ -207,15 +198,13 @@ func TestInspect(t *testing.T) {
 		}
 		waited <- err
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		ps, _ := ms[0].Participants(ctx)
-		if len(ps) == 2 {
-			break
+	zktest.Eventually(t, 10*time.Second, "the waiter queues", func() error {
+		ps, err := ms[0].Participants(ctx)
+		if err == nil && len(ps) != 2 {
+			err = fmt.Errorf("%d participants", len(ps))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("waiter never queued")
-		}
-	}
+		return err
+	})
 	code, out, errOut := runCLI(t, "inspect", "--servers", ens.ConnectString(), root+"/job")
 	if code != 0 || !strings.Contains(out, "holder") || !strings.Contains(out, "worker-0") || !strings.Contains(out, "waiter") ||
 		strings.Index(out, "worker-0") > strings.Index(out, "worker-1") {
@@ -252,14 +241,10 @@ func TestLockForwardsSignals(t *testing.T) {
 		code, _, _ := runCLI(t, "lock", "--servers", ens.ConnectString(), root+"/job", "--", "sh", "-c", script)
 		done <- code
 	}()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command never started")
-		}
-	}
+	zktest.Eventually(t, 10*time.Second, "the command starts", func() error {
+		_, err := os.Stat(started)
+		return err
+	})
 	// The command runs, so zkrecipes is forwarding: signal the process
 	// zkrecipes runs in, which is this test binary.
 	if err := syscall.Kill(os.Getpid(), syscall.SIGUSR1); err != nil {

@@ -19,6 +19,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // command is one subcommand.
@@ -108,6 +111,22 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return errUsage
 	}
 	return nil
+}
+
+// serversOrLocal returns the servers of --servers or ZK_SERVERS, or else
+// starts a local ensemble of n servers (stop stops it).
+func serversOrLocal(flagValue string, n int, out io.Writer) (servers []string, stop func(), err error) {
+	if list := serverList(flagValue); len(list) > 0 {
+		return list, func() {}, nil
+	}
+	fmt.Fprintf(out, "No servers given: starting a local %d-server ZooKeeper ensemble...\n", n)
+	start := time.Now()
+	ens, err := zktest.New(zktest.WithServers(n))
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(out, "ZooKeeper serving at %s after %v.\n", ens.ConnectString(), time.Since(start).Round(time.Millisecond))
+	return ens.Servers(), func() { ens.Close() }, nil
 }
 
 // serverList splits --servers (or ZK_SERVERS when the flag is empty).

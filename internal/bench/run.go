@@ -112,6 +112,36 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	return res, nil
 }
 
+// participantTable writes one row per participant count and one column
+// per implementation with data, then, for each of ratioTo, a column of
+// subject's value divided by it.
+func (r *Results) participantTable(b *strings.Builder, title string, data map[string]map[int]float64, format, subject string, ratioTo []string) {
+	var cols []string
+	for _, name := range r.Impls {
+		if data[name] != nil {
+			cols = append(cols, name)
+		}
+	}
+	fmt.Fprintf(b, "\n| %s | participants |", title)
+	for _, c := range cols {
+		fmt.Fprintf(b, " %s |", c)
+	}
+	for _, o := range ratioTo {
+		fmt.Fprintf(b, " %s ÷ %s |", subject, o)
+	}
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(cols)+len(ratioTo)) + "\n")
+	for _, n := range r.Parts {
+		fmt.Fprintf(b, "| | %d |", n)
+		for _, c := range cols {
+			fmt.Fprintf(b, " "+format+" |", data[c][n])
+		}
+		for _, o := range ratioTo {
+			fmt.Fprintf(b, " %.2f |", data[subject][n]/data[o][n])
+		}
+		b.WriteString("\n")
+	}
+}
+
 func median[T int64 | float64 | time.Duration](xs []T) T {
 	if len(xs) == 0 {
 		return 0
@@ -168,56 +198,7 @@ func (r *Results) Markdown(subject string) string {
 			others = append(others, name)
 		}
 	}
-	b.WriteString("\n| handoffs/s | participants |")
-	for _, name := range r.Impls {
-		if r.Handoffs[name] != nil {
-			fmt.Fprintf(&b, " %s |", name)
-		}
-	}
-	for _, o := range others {
-		fmt.Fprintf(&b, " %s ÷ %s |", subject, o)
-	}
-	b.WriteString("\n|---|---:|")
-	for _, name := range r.Impls {
-		if r.Handoffs[name] != nil {
-			b.WriteString("---:|")
-		}
-	}
-	b.WriteString(strings.Repeat("---:|", len(others)))
-	b.WriteString("\n")
-	for _, n := range r.Parts {
-		fmt.Fprintf(&b, "| | %d |", n)
-		for _, name := range r.Impls {
-			if r.Handoffs[name] != nil {
-				fmt.Fprintf(&b, " %.0f |", r.Handoffs[name][n])
-			}
-		}
-		for _, o := range others {
-			fmt.Fprintf(&b, " %.2f |", r.Handoffs[subject][n]/r.Handoffs[o][n])
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("\n| watch wake-ups per release | participants |")
-	for _, name := range r.Impls {
-		if r.WakeUps[name] != nil {
-			fmt.Fprintf(&b, " %s |", name)
-		}
-	}
-	b.WriteString("\n|---|---:|")
-	for _, name := range r.Impls {
-		if r.WakeUps[name] != nil {
-			b.WriteString("---:|")
-		}
-	}
-	b.WriteString("\n")
-	for _, n := range r.Parts {
-		fmt.Fprintf(&b, "| | %d |", n)
-		for _, name := range r.Impls {
-			if r.WakeUps[name] != nil {
-				fmt.Fprintf(&b, " %.2f |", r.WakeUps[name][n])
-			}
-		}
-		b.WriteString("\n")
-	}
+	r.participantTable(&b, "handoffs/s", r.Handoffs, "%.0f", subject, others)
+	r.participantTable(&b, "watch wake-ups per release", r.WakeUps, "%.2f", "", nil)
 	return b.String()
 }

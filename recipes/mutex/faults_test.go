@@ -105,11 +105,7 @@ func TestLostCreateReplyLeavesNoOrphan(t *testing.T) {
 	p := ens.Proxy(t)
 	c := open(t, p.Servers(), connection.WithSessionTimeout(4*time.Second))
 	m := newMutex(t, c, lock)
-	observer, err := zktest.Connect(ens.Servers(), 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer observer.Close()
+	observer := ens.Conn(t)
 	ctx := ctxFor(t, 30*time.Second)
 	if err := c.EnsurePath(ctx, lock); err != nil {
 		t.Fatal(err)
@@ -118,7 +114,7 @@ func TestLostCreateReplyLeavesNoOrphan(t *testing.T) {
 	p.DropReplies()
 	locked := make(chan error, 1)
 	go func() { locked <- m.Lock(ctx) }()
-	eventually(t, 10*time.Second, "the create lands", func() error {
+	zktest.Eventually(t, 10*time.Second, "the create lands", func() error {
 		kids, _, err := observer.Children(lock)
 		if err == nil && len(kids) == 0 {
 			err = errors.New("no node yet")
@@ -170,7 +166,7 @@ func TestHerd(t *testing.T) {
 			errs <- m.Unlock(ctx)
 		}()
 	}
-	eventually(t, 20*time.Second, "all waiters queued", func() error {
+	zktest.Eventually(t, 20*time.Second, "all waiters queued", func() error {
 		ps, err := holder.Participants(ctx)
 		if err == nil && len(ps) != waiters+1 {
 			err = fmt.Errorf("%d participants", len(ps))

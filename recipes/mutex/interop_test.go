@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // TestCuratorInterop: a Go Mutex and Curator's InterProcessMutex on one
@@ -73,7 +75,7 @@ func TestCuratorFIFOAcrossLanguages(t *testing.T) {
 		t.Fatal(err)
 	}
 	queued := func(n int) {
-		eventually(t, 20*time.Second, "queued", func() error {
+		zktest.Eventually(t, 20*time.Second, "queued", func() error {
 			ps, err := holder.Participants(ctx)
 			if err == nil && len(ps) != n {
 				err = fmt.Errorf("%d participants, want %d", len(ps), n)
@@ -139,7 +141,7 @@ func TestCuratorSeesGoParticipants(t *testing.T) {
 		waited <- waiter.Unlock(ctx)
 	}()
 	var goNodes []string
-	eventually(t, 20*time.Second, "waiter queued", func() error {
+	zktest.Eventually(t, 20*time.Second, "waiter queued", func() error {
 		ps, err := holder.Participants(ctx)
 		if err != nil {
 			return err

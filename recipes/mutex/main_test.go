@@ -60,19 +60,3 @@ func closed(ch <-chan struct{}) bool {
 		return false
 	}
 }
-
-// eventually polls f until it returns nil or the timeout passes.
-func eventually(t testing.TB, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // curatorNode is Curator's protected mutex node name.
@@ -174,7 +176,7 @@ func TestFIFO(t *testing.T) {
 		}()
 		// Queue them one after another: participant i's node exists before
 		// participant i+1 starts.
-		eventually(t, 10*time.Second, "participant queued", func() error {
+		zktest.Eventually(t, 10*time.Second, "participant queued", func() error {
 			kids, _, err := observer.Children(ctx, lock)
 			if err != nil {
 				return err
@@ -220,7 +222,7 @@ func TestParticipantsAndRevocation(t *testing.T) {
 			}
 			waiters <- m.Unlock(ctx)
 		}()
-		eventually(t, 10*time.Second, "waiter queued", func() error {
+		zktest.Eventually(t, 10*time.Second, "waiter queued", func() error {
 			ps, err := holder.Participants(ctx)
 			if err != nil {
 				return err

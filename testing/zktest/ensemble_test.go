@@ -11,22 +11,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// eventually polls f every 50 ms until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func connect(t *testing.T, servers []string, timeout time.Duration, opts ...func(*zk.Conn)) *zk.Conn {
 	t.Helper()
 	conn, err := zktest.Connect(servers, timeout, opts...)
@@ -55,7 +39,7 @@ func TestQuorumSurvivesFollowerAndLeaderRestart(t *testing.T) {
 			return err
 		}
 	}
-	eventually(t, 10*time.Second, "first write", write("/first"))
+	zktest.Eventually(t, 10*time.Second, "first write", write("/first"))
 
 	leader := ens.MustLeader(t)
 	follower := (leader + 1) % 3
@@ -66,7 +50,7 @@ func TestQuorumSurvivesFollowerAndLeaderRestart(t *testing.T) {
 	if _, err := zktest.ServerMode(ens.Servers()[follower], 300*time.Millisecond); err == nil {
 		t.Fatalf("stopped follower %d still answers srvr", follower)
 	}
-	eventually(t, 15*time.Second, "write with a follower stopped", write("/no-follower"))
+	zktest.Eventually(t, 15*time.Second, "write with a follower stopped", write("/no-follower"))
 	if err := ens.Start(follower); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +62,7 @@ func TestQuorumSurvivesFollowerAndLeaderRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	var newLeader int
-	eventually(t, 30*time.Second, "new leader elected", func() error {
+	zktest.Eventually(t, 30*time.Second, "new leader elected", func() error {
 		i, err := ens.Leader()
 		if err != nil {
 			return err
@@ -90,7 +74,7 @@ func TestQuorumSurvivesFollowerAndLeaderRestart(t *testing.T) {
 		return nil
 	})
 	t.Logf("leader %d stopped, server %d leads now", leader, newLeader)
-	eventually(t, 30*time.Second, "write after leader failover", write("/new-leader"))
+	zktest.Eventually(t, 30*time.Second, "write after leader failover", write("/new-leader"))
 	if err := ens.Start(leader); err != nil {
 		t.Fatal(err)
 	}

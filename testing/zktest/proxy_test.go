@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // states records every session event of a client, in order.
@@ -108,7 +110,7 @@ func TestProxyLongBlackholeExpiresSession(t *testing.T) {
 
 	p.Blackhole()
 	// The server expires the session for real: its ephemeral node goes.
-	eventually(t, 10*time.Second, "server expires the blackholed session", func() error {
+	zktest.Eventually(t, 10*time.Second, "server expires the blackholed session", func() error {
 		ok, _, err := observer.Exists(node)
 		if err == nil && ok {
 			return zk.ErrNodeExists
@@ -156,7 +158,7 @@ func TestProxyDropReplies(t *testing.T) {
 		got <- err
 	}()
 	// The request reaches the server...
-	eventually(t, 5*time.Second, "create takes effect", func() error {
+	zktest.Eventually(t, 5*time.Second, "create takes effect", func() error {
 		_, _, err := observer.Get(root + "/landed")
 		return err
 	})
