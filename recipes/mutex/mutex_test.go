@@ -264,3 +264,47 @@ func TestParticipantsAndRevocation(t *testing.T) {
 		}
 	}
 }
+
+func TestMisuseAfterCloseAndCancelledContext(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	observer := ens.Conn(t)
+
+	c := open(t, ens.Servers())
+	m := newMutex(t, c, root+"/lock")
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.Lock(done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock with a cancelled context = %v, want context.Canceled", err)
+	}
+	if kids, _, err := observer.Children(root + "/lock"); err == nil && len(kids) != 0 {
+		t.Fatalf("a cancelled Lock left nodes: %v", kids)
+	}
+
+	ctx := ctxFor(t, 20*time.Second)
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.Done():
+	case <-ctx.Done():
+		t.Fatal("Done still open after the client closed")
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) {
+		t.Fatalf("Unlock after Close = %v, want ErrLockLost", err)
+	}
+	if err := m.Lock(ctx); !errors.Is(err, connection.ErrClosed) {
+		t.Fatalf("Lock after Close = %v, want connection.ErrClosed", err)
+	}
+	if err := m.TryLock(ctx); !errors.Is(err, connection.ErrClosed) {
+		t.Fatalf("TryLock after Close = %v, want connection.ErrClosed", err)
+	}
+	// Closing the session deleted its node at once.
+	if kids, _, err := observer.Children(root + "/lock"); err == nil && len(kids) != 0 {
+		t.Fatalf("nodes left after Close: %v", kids)
+	}
+}
