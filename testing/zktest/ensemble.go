@@ -55,6 +55,7 @@ type config struct {
 	startTimeout time.Duration
 	backend      string
 	dockerImage  string
+	jvmFlags     []string
 	logf         func(format string, args ...any)
 }
 
@@ -65,6 +66,7 @@ func newConfig(opts []Option) (*config, error) {
 		startTimeout: DefaultStartTimeout,
 		backend:      os.Getenv("ZKTEST_BACKEND"),
 		dockerImage:  DefaultDockerImage,
+		jvmFlags:     DefaultJVMFlags,
 		logf:         func(string, ...any) {},
 	}
 	if img := os.Getenv("ZKTEST_DOCKER_IMAGE"); img != "" {
@@ -131,6 +133,19 @@ func WithBackend(name string) Option {
 func WithDockerImage(image string) Option {
 	return func(c *config) error {
 		c.dockerImage = image
+		return nil
+	}
+}
+
+// DefaultJVMFlags start a server fast and small, as tests want: the C1
+// compiler only, the serial collector, a 256 MB heap.
+var DefaultJVMFlags = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"}
+
+// WithJVMFlags sets the java flags of the local backend's servers, in
+// place of DefaultJVMFlags, such as a larger heap for many sessions.
+func WithJVMFlags(flags ...string) Option {
+	return func(c *config) error {
+		c.jvmFlags = append([]string(nil), flags...)
 		return nil
 	}
 }

@@ -185,3 +185,14 @@ func TestRootIsolatesTests(t *testing.T) {
 		t.Fatalf("root %s of a finished test: exists=%v err=%v, want removed", first, ok, err)
 	}
 }
+
+func TestJVMFlags(t *testing.T) {
+	zktest.SkipIfShort(t)
+	if _, err := zktest.New(zktest.WithJVMFlags("-XX:+NoSuchFlagForZktest"), zktest.WithBackend("local")); err == nil {
+		t.Fatal("a server started with a flag the JVM refuses")
+	}
+	ens := zktest.Start(t, zktest.WithJVMFlags("-Xmx128m"))
+	if _, err := zktest.ServerMode(ens.Servers()[0], time.Second); err != nil {
+		t.Fatalf("server with custom flags: %v", err)
+	}
+}

@@ -147,7 +147,7 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 	}
 	start := time.Now()
 	for _, s := range b.servers {
-		if err := s.launch(inst); err != nil {
+		if err := s.launch(inst, cfg.jvmFlags); err != nil {
 			b.close()
 			return nil, err
 		}
@@ -193,14 +193,13 @@ reconfigEnabled=false
 }
 
 // launch starts the server process; the caller holds no lock.
-func (s *localServer) launch(inst *localInstall) error {
+func (s *localServer) launch(inst *localInstall, jvmFlags []string) error {
 	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close() // the child has its own descriptor
-	args := []string{
-		"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto",
+	args := append(append([]string(nil), jvmFlags...),
 		"-Djava.net.preferIPv4Stack=true",
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dzookeeper.forceSync=no", // tests need no durability across power loss
@@ -208,7 +207,7 @@ func (s *localServer) launch(inst *localInstall) error {
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-cp", strings.Join(inst.classpath, string(os.PathListSeparator)),
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath,
-	}
+	)
 	cmd := exec.Command(inst.java, args...)
 	cmd.Dir = s.dir
 	cmd.Stdout = logf
@@ -324,7 +323,7 @@ func (b *localBackend) start(i int) error {
 	if proc, _ := s.running(); proc != nil {
 		return fmt.Errorf("%w: already running", ErrServerState)
 	}
-	if err := s.launch(b.install); err != nil {
+	if err := s.launch(b.install, b.cfg.jvmFlags); err != nil {
 		return err
 	}
 	// A lone member of a quorum without its peers never serves; waiting
