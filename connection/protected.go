@@ -26,15 +26,6 @@ func IsProtected(name string) bool {
 	return len(name) > protectedIDLen && strings.HasPrefix(name, ProtectedPrefix) && name[protectedIDLen-1] == '-'
 }
 
-// ProtectedID returns the "_c_<uuid>-" prefix of a protected name, or ""
-// for a name that is not protected.
-func ProtectedID(name string) string {
-	if !IsProtected(name) {
-		return ""
-	}
-	return name[:protectedIDLen]
-}
-
 // newUUID returns a random (version 4) UUID in its 36-character text form.
 func newUUID() string {
 	var b [16]byte

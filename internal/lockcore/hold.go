@@ -76,16 +76,6 @@ func (h *Hold) Done() <-chan struct{} { return h.lost }
 // Context is cancelled when Done closes; its cause says why.
 func (h *Hold) Context() context.Context { return h.ctx }
 
-// Lost reports whether the hold was lost (not released).
-func (h *Hold) Lost() bool {
-	select {
-	case <-h.lost:
-		return !errors.Is(context.Cause(h.ctx), ErrReleased)
-	default:
-		return false
-	}
-}
-
 // Stop ends the hold's goroutine; the hold's context is cancelled.
 func (h *Hold) Stop() {
 	select {
