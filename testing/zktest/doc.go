@@ -60,4 +60,11 @@
 //	}
 //
 // Tests that stop or pause servers start an ensemble of their own.
+//
+// # Helpers
+//
+// Conn opens a plain go-zookeeper session for the test, to look at what
+// the code under test left in ZooKeeper; Eventually polls a condition the
+// test cannot wait on directly; FourLetter and ServerMode ask a server
+// four-letter words; WithJVMFlags changes the servers' JVM settings.
 package zktest
