@@ -336,6 +336,21 @@ func (c *Client) Session() *Session {
 	return c.session
 }
 
+// Live reports whether s is the session the client's connection speaks
+// for right now: not ended, and the one the last handshake established.
+// It sees a session go-zookeeper replaced on its own after an expiry
+// before the client's state has caught up.
+func (c *Client) Live(s *Session) bool {
+	select {
+	case <-s.Done():
+		return false
+	default:
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session == s && c.tr.sessionID.Load() == s.ID()
+}
+
 // WaitSession returns the current session, waiting for the next one when
 // there is none, until ctx is done or the client is closed.
 func (c *Client) WaitSession(ctx context.Context) (*Session, error) {

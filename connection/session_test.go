@@ -92,6 +92,9 @@ func TestLostWhileStillCutOff(t *testing.T) {
 	}
 	observer := ens.Conn(t)
 	states := c.Listen(ctx)
+	if !c.Live(sess) {
+		t.Fatal("Live(current session) = false before the cut")
+	}
 
 	cut := time.Now()
 	p.Blackhole()
@@ -107,6 +110,9 @@ func TestLostWhileStillCutOff(t *testing.T) {
 	}
 	if c.Session() != nil {
 		t.Fatal("a session is current while cut off after LOST")
+	}
+	if c.Live(sess) {
+		t.Fatal("Live(lost session) = true")
 	}
 	// The server expires the session on its own; measure when.
 	var expired time.Duration
@@ -127,6 +133,9 @@ func TestLostWhileStillCutOff(t *testing.T) {
 	next := c.Session()
 	if next == nil || next.ID() == sess.ID() {
 		t.Fatalf("after Restore: session %v, want a new one (old %#x)", next, sess.ID())
+	}
+	if !c.Live(next) || c.Live(sess) {
+		t.Fatalf("after Restore: Live(new) = %v, Live(old) = %v", c.Live(next), c.Live(sess))
 	}
 	if _, err := c.Create(ctx, root+"/eph", nil, connection.Ephemeral); err != nil {
 		t.Fatalf("create in the new session: %v", err)

@@ -261,14 +261,25 @@ func cleanupTimeout(s *connection.Session) time.Duration {
 // delete fails while the session lives, the lock is still held and the
 // error says why; the caller may try again.
 func (l *Lock) Release(ctx context.Context, a Acquired) error {
-	select {
-	case <-a.Session.Done():
-		return fmt.Errorf("lockcore: release %s: %w", a.Path, a.Session.Err())
-	default:
+	lost := func() error { return fmt.Errorf("lockcore: release %s: %w", a.Path, connection.ErrSessionLost) }
+	if !l.Client.Live(a.Session) {
+		return lost()
 	}
 	err := l.Client.Delete(ctx, a.Path, -1)
-	if err == nil || errors.Is(err, zk.ErrNoNode) {
+	switch {
+	case err == nil:
 		return nil
+	case errors.Is(err, zk.ErrNoNode):
+		// Gone already: our own earlier attempt whose answer was lost
+		// (a clean release), or the end of the session — possibly one
+		// go-zookeeper replaced before the client noticed, in which case
+		// the delete ran in the new session. Only the first is a release.
+		if !l.Client.Live(a.Session) {
+			return lost()
+		}
+		return nil
+	case errors.Is(err, connection.ErrSessionLost):
+		return lost()
 	}
 	return err
 }
