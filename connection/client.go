@@ -27,6 +27,7 @@ type Client struct {
 	gen       int      // its generation; events of older handles are ignored
 	tr        *tracker // its tracker
 	authed    bool     // zc has sent the client's credentials
+	authing   bool     // a goroutine is sending them
 	state     State
 	session   *Session      // current epoch; nil before the first and between Lost and the next
 	ready     chan struct{} // closed while session != nil
@@ -50,12 +51,13 @@ type Client struct {
 // connEvent is a go-zookeeper session event of handle gen, with what the
 // tracker knew at that moment.
 type connEvent struct {
-	gen       int
-	state     zk.State
-	sessionID int64
-	timeout   time.Duration
-	authed    bool // synthetic: the credentials of gen were sent
-	lostTimer bool // synthetic: the local expiry timer fired
+	gen        int
+	state      zk.State
+	sessionID  int64
+	timeout    time.Duration
+	authed     bool // synthetic: the credentials of gen were sent
+	authFailed bool // synthetic: sending them failed; the next session tries again
+	lostTimer  bool // synthetic: the local expiry timer fired
 }
 
 // Open connects to servers and returns once the first session exists. If
@@ -136,7 +138,7 @@ func (c *Client) dialLocked() error {
 	if err != nil {
 		return err
 	}
-	c.zc, c.tr, c.authed = zc, tr, len(c.opts.auth) == 0
+	c.zc, c.tr, c.authed, c.authing = zc, tr, len(c.opts.auth) == 0, false
 	return nil
 }
 
@@ -176,8 +178,10 @@ func (c *Client) handle(ev connEvent) {
 	case ev.lostTimer:
 		c.localExpiryLocked()
 	case ev.authed:
-		c.authed = true
+		c.authed, c.authing = true, false
 		c.sessionUpLocked(c.tr.sessionID.Load(), c.tr.timeout())
+	case ev.authFailed:
+		c.authing = false
 	case ev.state == zk.StateHasSession:
 		if !c.authed {
 			c.authenticateLocked(ev.gen)
@@ -296,6 +300,10 @@ func (c *Client) localExpiryLocked() {
 // supervisor goroutine; the session is announced once they are accepted.
 // go-zookeeper resends them itself on every later connection of the handle.
 func (c *Client) authenticateLocked(gen int) {
+	if c.authing {
+		return // one at a time; a failure clears the way for the next session
+	}
+	c.authing = true
 	zc := c.zc
 	auth := c.opts.auth
 	c.wg.Add(1)
@@ -305,6 +313,7 @@ func (c *Client) authenticateLocked(gen int) {
 			if err := zc.AddAuth(a.scheme, a.auth); err != nil {
 				// The next StateHasSession of this handle tries again.
 				c.opts.logger.Warn("zookeeper add auth failed", "scheme", a.scheme, "error", err)
+				c.events.push(connEvent{gen: gen, authFailed: true})
 				return
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -335,4 +337,29 @@ func TestWatchEndsWithSession(t *testing.T) {
 		t.Fatalf("watch of a lost session: %v, want ErrSessionLost", err)
 	}
 	p.Restore()
+}
+
+// TestAuthSurvivesSessionLoss: after a local LOST the client opens a new
+// handle, and announces the new session only once its credentials are
+// accepted: a digest-protected node is readable right away.
+func TestAuthSurvivesSessionLoss(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	p := ens.Proxy(t)
+	secret := root + "/secret"
+	c := open(t, p.Servers(), connection.WithSessionTimeout(time.Second), connection.WithDigestAuth("bob", "pw"),
+		connection.WithACLProvider(connection.PathACL(zk.WorldACL(zk.PermAll), map[string][]zk.ACL{secret: zk.DigestACL(zk.PermAll, "bob", "pw")})))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := c.Create(ctx, secret, []byte("x"), connection.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	states := c.Listen(ctx)
+	p.Blackhole()
+	expect(t, states, 5*time.Second, connection.Suspended, connection.Lost)
+	p.Restore()
+	expect(t, states, 15*time.Second, connection.Reconnected)
+	if got, _, err := c.Get(ctx, secret); err != nil || string(got) != "x" {
+		t.Fatalf("Get of the digest-protected node in the new session: %q, %v", got, err)
+	}
 }
