@@ -34,7 +34,7 @@ type Client struct {
 	connected bool          // Connected was reported once
 	listeners map[*listener]struct{}
 	closed    bool
-	lostTimer *time.Timer
+	zkUp      bool // go-zookeeper's connection of zc has the session now
 
 	nsReady atomic.Bool // the namespace node exists
 
@@ -57,7 +57,7 @@ type connEvent struct {
 	timeout    time.Duration
 	authed     bool // synthetic: the credentials of gen were sent
 	authFailed bool // synthetic: sending them failed; the next session tries again
-	lostTimer  bool // synthetic: the local expiry timer fired
+	watchdog   bool // synthetic: time for the watchdog to look at the silence
 }
 
 // Open connects to servers and returns once the first session exists. If
@@ -96,8 +96,9 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 		c.cancel()
 		return nil, fmt.Errorf("connection: open %v: %w", servers, err)
 	}
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.supervise()
+	go c.watchdog()
 
 	c.mu.Lock()
 	ready := c.ready
@@ -175,8 +176,8 @@ func (c *Client) handle(ev connEvent) {
 		return // an older handle, replaced after a loss
 	}
 	switch {
-	case ev.lostTimer:
-		c.localExpiryLocked()
+	case ev.watchdog:
+		c.watchdogLocked()
 	case ev.authed:
 		c.authed, c.authing = true, false
 		c.sessionUpLocked(c.tr.sessionID.Load(), c.tr.timeout())
@@ -189,38 +190,49 @@ func (c *Client) handle(ev connEvent) {
 		}
 		c.sessionUpLocked(ev.sessionID, ev.timeout)
 	case ev.state == zk.StateDisconnected:
-		if c.session != nil && c.state.IsConnected() {
-			c.setStateLocked(Suspended)
-			if c.opts.errorPolicy == StandardPolicy {
-				c.session.distrust()
-			}
-			c.armLostTimerLocked()
-		}
+		c.zkUp = false
+		c.suspendLocked()
 	case ev.state == zk.StateExpired:
-		// The server says so; go-zookeeper goes on to open a new session
-		// on the same handle (credentials included), reported as
-		// StateHasSession with a new ID.
+		// The server says so. go-zookeeper would go on to open a new
+		// session on the same handle and send the old session's queued
+		// requests in it; the tracker refuses that, and a new handle opens
+		// the next session.
 		c.sessionLostLocked(fmt.Errorf("%w: expired by the server", ErrSessionLost))
+		c.replaceHandleLocked()
 	case ev.state == zk.StateAuthFailed:
 		c.opts.logger.Warn("zookeeper authentication failed", "gen", ev.gen)
+	}
+}
+
+// suspendLocked reports Suspended: the connection is lost, or the server
+// has not answered for long (watchdog); the session may still live.
+func (c *Client) suspendLocked() {
+	if c.session != nil && c.state.IsConnected() {
+		c.setStateLocked(Suspended)
+		if c.opts.errorPolicy == StandardPolicy {
+			c.session.distrust()
+		}
 	}
 }
 
 // sessionUpLocked handles a live session with id: the same one back, or a
 // new epoch.
 func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
-	c.stopLostTimerLocked()
+	c.zkUp = true
 	if c.session != nil && c.session.id == id {
-		if c.state == Suspended {
+		if c.state == Suspended && c.tr.silence() < c.suspendAfter() {
 			c.session.retrust()
 			c.setStateLocked(Reconnected)
 		}
 		return
 	}
 	if c.session != nil {
-		// A different ID without an expiry event: the old one is gone all
-		// the same.
+		// A different ID on the same handle: the tracker refuses such a
+		// handshake, so this is a broken invariant; treat the old session
+		// as gone all the same, and the handle with it.
 		c.sessionLostLocked(fmt.Errorf("%w: replaced by session %#x", ErrSessionLost, id))
+		c.replaceHandleLocked()
+		return
 	}
 	if timeout <= 0 {
 		timeout = c.opts.sessionTimeout
@@ -238,7 +250,6 @@ func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 
 // sessionLostLocked ends the current epoch and reports Lost.
 func (c *Client) sessionLostLocked(why error) {
-	c.stopLostTimerLocked()
 	if c.session == nil {
 		return
 	}
@@ -249,51 +260,114 @@ func (c *Client) sessionLostLocked(why error) {
 	c.setStateLocked(Lost)
 }
 
-// armLostTimerLocked fires the local expiry at the moment the server may
-// expire the session: its timeout after the server last heard from us (see
-// tracker). The server cannot tell a cut-off client that it expired it.
-func (c *Client) armLostTimerLocked() {
-	c.stopLostTimerLocked()
-	if c.opts.noLocalExpiry {
-		return
-	}
-	heard := c.tr.heard()
-	if heard.IsZero() {
-		heard = time.Now()
-	}
-	gen := c.gen
-	c.lostTimer = time.AfterFunc(time.Until(heard.Add(c.session.timeout)), func() {
-		c.events.push(connEvent{gen: gen, lostTimer: true})
-	})
-}
-
-func (c *Client) stopLostTimerLocked() {
-	if c.lostTimer != nil {
-		c.lostTimer.Stop()
-		c.lostTimer = nil
-	}
-}
-
-// localExpiryLocked handles the local timer: still suspended a session
-// timeout after the server last heard from us, the session may be expired
-// on the server, and other clients may own what it held. It is declared
-// Lost, and its handle is closed so that it can never come back: a lock
-// holder told "lost" must not find its old node alive later.
-func (c *Client) localExpiryLocked() {
-	c.lostTimer = nil
-	if c.state != Suspended || c.session == nil {
-		return
-	}
-	c.sessionLostLocked(fmt.Errorf("%w: no answer from the server for the session timeout (%v)", ErrSessionLost, c.session.timeout))
+// replaceHandleLocked retires the current go-zookeeper handle, whose
+// session ended, and dials a new one for the next session. The old handle
+// is closed in the background; requests still queued on it fail, and its
+// tracker refuses to let it open another session, so nothing issued for
+// the old session ever runs in a new one.
+func (c *Client) replaceHandleLocked() {
+	c.tr.retire()
 	old := c.zc
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		old.Close() // bounded: go-zookeeper waits at most a second
 	}()
+	c.zkUp = false
 	if err := c.dialLocked(); err != nil {
 		c.opts.logger.Error("zookeeper reconnect failed", "error", err)
 	}
+}
+
+// suspendAfter is how long the server may stay silent before the client
+// reports Suspended: go-zookeeper's own read timeout, two thirds of the
+// session timeout. A healthy connection is answered at least every third
+// of it (go-zookeeper's ping interval).
+func (c *Client) suspendAfter() time.Duration { return c.sessionTimeoutLocked() * 2 / 3 }
+
+// lostAfter is how long after the server last certainly heard from the
+// client the session is declared lost: the session timeout, less a small
+// margin for the scheduling of this goroutine, so that the client says
+// Lost before the server can expire the session, never after.
+func (c *Client) lostAfter() time.Duration {
+	t := c.sessionTimeoutLocked()
+	return t - min(t/20, 250*time.Millisecond)
+}
+
+func (c *Client) sessionTimeoutLocked() time.Duration {
+	if c.session != nil {
+		return c.session.timeout
+	}
+	return c.opts.sessionTimeout
+}
+
+// watchdog wakes the supervisor when the silence of the server may have
+// crossed a threshold. It reads the monotonic clock only, and depends on
+// no event of go-zookeeper's: a handle that goes on receiving watch
+// notifications, or whose requests are dropped while answers pass, is
+// never reported disconnected by go-zookeeper, yet the server may expire
+// its session.
+func (c *Client) watchdog() {
+	defer c.wg.Done()
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		wait, gen := c.watchdogWaitLocked(), c.gen
+		c.mu.Unlock()
+		t.Reset(wait)
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+			c.events.push(connEvent{gen: gen, watchdog: true})
+		}
+	}
+}
+
+// watchdogWaitLocked is how long the watchdog may sleep: until the silence
+// reaches the next threshold (it only grows while nothing is answered, so
+// waking then is never late), or a short poll while there is no session or
+// while suspended (to notice answers coming back).
+func (c *Client) watchdogWaitLocked() time.Duration {
+	poll := max(c.opts.sessionTimeout/20, 5*time.Millisecond)
+	if c.closed || c.session == nil || c.opts.noLocalExpiry {
+		return poll
+	}
+	silence := c.tr.silence()
+	if c.state.IsConnected() {
+		return max(c.suspendAfter()-silence, time.Millisecond)
+	}
+	return max(min(c.lostAfter()-silence, poll), time.Millisecond)
+}
+
+// watchdogLocked compares the server's silence with the thresholds.
+func (c *Client) watchdogLocked() {
+	if c.session == nil || c.opts.noLocalExpiry {
+		return
+	}
+	silence := c.tr.silence()
+	switch {
+	case silence >= c.lostAfter():
+		c.localExpiryLocked(silence)
+	case silence >= c.suspendAfter():
+		c.suspendLocked()
+	case c.state == Suspended && c.zkUp:
+		// Answers came back on the same connection (the watchdog had
+		// suspended it, go-zookeeper had not).
+		c.session.retrust()
+		c.setStateLocked(Reconnected)
+	}
+}
+
+// localExpiryLocked handles a silence of the session timeout: the server
+// may have expired the session, and other clients may own what it held. It
+// is declared Lost, and its handle is closed so that it can never come
+// back: a lock holder told "lost" must not find its old node alive later.
+func (c *Client) localExpiryLocked(silence time.Duration) {
+	c.suspendLocked() // Suspended always comes before Lost, as in Curator
+	c.sessionLostLocked(fmt.Errorf("%w: no answer from the server for %v (session timeout %v)", ErrSessionLost, silence.Round(time.Millisecond), c.session.timeout))
+	c.replaceHandleLocked()
 }
 
 // authenticateLocked sends the client's credentials on handle gen, off the
@@ -428,7 +502,6 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
-	c.stopLostTimerLocked()
 	if c.session != nil {
 		c.session.end(fmt.Errorf("%w: %w", ErrSessionLost, ErrClosed))
 		c.session = nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -35,21 +36,46 @@ func (m Mode) ephemeral() bool  { return m == Ephemeral || m == EphemeralSequent
 // "unimplemented" code, such as a container create on a 3.4 server.
 const errUnimplemented = "unknown error: -6"
 
-// call runs op on the current handle under the retry policy, waiting for a
-// session when there is none. Errors are wrapped with what and path.
-func (c *Client) call(ctx context.Context, what, path string, op func(ctx context.Context, zc *zk.Conn) error) error {
+// scope says in which sessions an operation may run.
+type scope int
+
+const (
+	// inSession: only in the session of its first attempt. A retry after a
+	// lost connection goes to the same session (the same go-zookeeper
+	// handle, which never opens another one); once that session has ended
+	// the operation fails with ErrSessionLost and is never re-sent. A
+	// delete or set on a fixed path re-run in a later session could act on
+	// another client's node.
+	inSession scope = iota
+	// anySession: safe in any session (a read, an idempotent create of
+	// persistent nodes); a retry follows the client into its next session.
+	anySession
+)
+
+// call runs op under the retry policy, waiting for a session when there is
+// none. With inSession, every attempt runs on the handle and session of
+// the first. Errors are wrapped with what and path.
+func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(ctx context.Context, zc *zk.Conn) error) error {
 	if err := ValidatePath(path); err != nil {
 		return err
 	}
+	var (
+		zc   *zk.Conn
+		sess *Session
+	)
 	err := retry.DoNotify(ctx, c.opts.policy, func(ctx context.Context) error {
-		zc, _, err := c.current(ctx)
-		if err != nil {
+		if sess == nil || sc == anySession {
+			var err error
+			if zc, sess, err = c.current(ctx); err != nil {
+				return retry.Permanent(err)
+			}
+		} else if err := c.sessionErr(sess, nil); err != nil {
 			return retry.Permanent(err)
 		}
 		if err := c.ensureNamespace(ctx, zc); err != nil {
-			return c.mapErr(err)
+			return c.opErr(sess, err)
 		}
-		return c.mapErr(op(ctx, zc))
+		return c.opErr(sess, op(ctx, zc))
 	}, func(err error, next time.Duration) {
 		c.opts.logger.Debug("zookeeper operation retried", "op", what, "path", path, "error", err, "after", next)
 	})
@@ -59,10 +85,55 @@ func (c *Client) call(ctx context.Context, what, path string, op func(ctx contex
 	return nil
 }
 
+// opErr maps the error of an attempt made in sess: once sess has ended,
+// any failure is final and says the session was lost.
+func (c *Client) opErr(sess *Session, err error) error {
+	if err == nil {
+		return nil
+	}
+	if noAnswer(err) {
+		if serr := c.sessionErr(sess, err); serr != nil {
+			return retry.Permanent(serr)
+		}
+	}
+	return c.mapErr(err)
+}
+
+// noAnswer reports whether err says the server's answer never came (as
+// opposed to an answer such as NoNode).
+func noAnswer(err error) bool {
+	return retry.Retryable(err) || errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionExpired)
+}
+
+// sessionErr returns nil while sess lives, and otherwise an error that
+// wraps ErrSessionLost (ErrClosed after Close) and cause, if any.
+func (c *Client) sessionErr(sess *Session, cause error) error {
+	serr := sess.Err()
+	if serr == nil {
+		return nil
+	}
+	if errors.Is(serr, ErrClosed) {
+		return ErrClosed
+	}
+	if cause == nil || errors.Is(cause, ErrSessionLost) {
+		return serr
+	}
+	return fmt.Errorf("%w (%w)", serr, cause)
+}
+
 // run runs f, returning early with ctx's error when ctx ends first.
 // go-zookeeper calls take no context; an abandoned call finishes in the
 // background when its answer comes or its handle closes (Close waits).
 func (c *Client) run(ctx context.Context, f func() error) error {
+	return c.runThen(ctx, f, nil)
+}
+
+// runThen is run that, when ctx ends before f returns, calls abandoned
+// with f's result once f has returned, in the goroutine that ran f. It is
+// how a caller that gives up cleans up after a request whose effect it
+// cannot know yet: only after f returned has the request been answered or
+// its connection closed.
+func (c *Client) runThen(ctx context.Context, f func() error, abandoned func(error)) error {
 	if ctx.Done() == nil {
 		return f()
 	}
@@ -76,15 +147,37 @@ func (c *Client) run(ctx context.Context, f func() error) error {
 	}
 	c.wg.Add(1)
 	c.mu.Unlock()
+	var (
+		mu   sync.Mutex
+		gone bool // the caller left
+	)
 	done := make(chan error, 1)
 	go func() {
 		defer c.wg.Done()
-		done <- f()
+		err := f()
+		mu.Lock()
+		if !gone {
+			done <- err // buffered; sent under mu, so the caller either takes it or has left
+			mu.Unlock()
+			return
+		}
+		mu.Unlock()
+		if abandoned != nil {
+			abandoned(err)
+		}
 	}()
 	select {
 	case err := <-done:
 		return err
 	case <-ctx.Done():
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case err := <-done: // f finished meanwhile: its result counts
+			return err
+		default:
+		}
+		gone = true
 		return ctx.Err()
 	}
 }
@@ -187,6 +280,10 @@ func checkMode(m Mode) error {
 // suffix for sequential modes). The parent must exist. The ACL comes from
 // the client's ACL provider.
 //
+// Like every write, it runs in one session only: a retry after a lost
+// connection stays in the session of the first attempt, and if that
+// session ends the error wraps ErrSessionLost.
+//
 // A sequential create is not retried after a lost connection: the first
 // attempt may have succeeded, and a retry would leave an orphan; use
 // CreateProtected for sequential nodes that must survive connection loss.
@@ -205,7 +302,7 @@ func (c *Client) create(ctx context.Context, what, path string, data []byte, mod
 		return "", err
 	}
 	var created string
-	err := c.call(ctx, what, path, func(ctx context.Context, zc *zk.Conn) error {
+	err := c.call(ctx, what, path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		var err error
 		if parents {
 			created, err = c.createWithParents(ctx, zc, c.server(path), data, mode, Container)
@@ -221,9 +318,10 @@ func (c *Client) create(ctx context.Context, what, path string, data []byte, mod
 }
 
 // EnsurePath creates path and its missing ancestors as persistent nodes,
-// like Curator's EnsurePath; existing nodes are left as they are.
+// like Curator's EnsurePath; existing nodes are left as they are. It is
+// safe in any session, so a retry may follow the client into a new one.
 func (c *Client) EnsurePath(ctx context.Context, path string) error {
-	return c.call(ctx, "ensure path", path, func(ctx context.Context, zc *zk.Conn) error {
+	return c.call(ctx, "ensure path", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		if path == "/" {
 			return nil
 		}
@@ -235,9 +333,10 @@ func (c *Client) EnsurePath(ctx context.Context, path string) error {
 	})
 }
 
-// Get returns the data and Stat of the node at path.
+// Get returns the data and Stat of the node at path. Reads are safe in any
+// session: a retry may follow the client into a new one.
 func (c *Client) Get(ctx context.Context, path string) (data []byte, stat *zk.Stat, err error) {
-	err = c.call(ctx, "get", path, func(ctx context.Context, zc *zk.Conn) error {
+	err = c.call(ctx, "get", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		return c.run(ctx, func() (err error) { data, stat, err = zc.Get(c.server(path)); return })
 	})
 	return data, stat, err
@@ -248,7 +347,7 @@ func (c *Client) Get(ctx context.Context, path string) (data []byte, stat *zk.St
 // session ended (see WaitEvent). Event paths are server paths (with the
 // namespace).
 func (c *Client) GetW(ctx context.Context, path string) (data []byte, stat *zk.Stat, ch <-chan zk.Event, err error) {
-	err = c.call(ctx, "get", path, func(ctx context.Context, zc *zk.Conn) error {
+	err = c.call(ctx, "get", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		return c.run(ctx, func() (err error) { data, stat, ch, err = zc.GetW(c.server(path)); return })
 	})
 	return data, stat, ch, err
@@ -256,7 +355,7 @@ func (c *Client) GetW(ctx context.Context, path string) (data []byte, stat *zk.S
 
 // Children returns the names of the children of path, unsorted.
 func (c *Client) Children(ctx context.Context, path string) (children []string, stat *zk.Stat, err error) {
-	err = c.call(ctx, "children", path, func(ctx context.Context, zc *zk.Conn) error {
+	err = c.call(ctx, "children", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		return c.run(ctx, func() (err error) { children, stat, err = zc.Children(c.server(path)); return })
 	})
 	return children, stat, err
@@ -264,7 +363,7 @@ func (c *Client) Children(ctx context.Context, path string) (children []string, 
 
 // ChildrenW is Children that also sets a child watch.
 func (c *Client) ChildrenW(ctx context.Context, path string) (children []string, stat *zk.Stat, ch <-chan zk.Event, err error) {
-	err = c.call(ctx, "children", path, func(ctx context.Context, zc *zk.Conn) error {
+	err = c.call(ctx, "children", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		return c.run(ctx, func() (err error) { children, stat, ch, err = zc.ChildrenW(c.server(path)); return })
 	})
 	return children, stat, ch, err
@@ -272,7 +371,7 @@ func (c *Client) ChildrenW(ctx context.Context, path string) (children []string,
 
 // Exists reports whether the node at path exists, with its Stat.
 func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Stat, err error) {
-	err = c.call(ctx, "exists", path, func(ctx context.Context, zc *zk.Conn) error {
+	err = c.call(ctx, "exists", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		return c.run(ctx, func() (err error) {
 			// go-zookeeper can return (true, stat, ErrNoServer): look at
 			// err first.
@@ -290,7 +389,7 @@ func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Sta
 // waits for its creation and stays registered until then: to wait for a
 // node that exists to go, prefer GetW.
 func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.Stat, ch <-chan zk.Event, err error) {
-	err = c.call(ctx, "exists", path, func(ctx context.Context, zc *zk.Conn) error {
+	err = c.call(ctx, "exists", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		return c.run(ctx, func() (err error) {
 			ok, stat, ch, err = zc.ExistsW(c.server(path))
 			if err != nil {
@@ -303,19 +402,22 @@ func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.St
 }
 
 // Set writes data to the node at path if its version matches (-1 for
-// any) and returns the new Stat.
+// any) and returns the new Stat. It runs in one session only (see Create).
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (stat *zk.Stat, err error) {
-	err = c.call(ctx, "set", path, func(ctx context.Context, zc *zk.Conn) error {
+	err = c.call(ctx, "set", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		return c.run(ctx, func() (err error) { stat, err = zc.Set(c.server(path), data, version); return })
 	})
 	return stat, err
 }
 
 // Delete deletes the node at path if its version matches (-1 for any).
-// After a lost connection it is retried, and a retry that finds the node
-// gone reports zk.ErrNoNode: the first attempt may have deleted it.
+// After a lost connection it is retried in the same session, and a retry
+// that finds the node gone reports zk.ErrNoNode: the first attempt may have
+// deleted it. It is never re-sent in another session: if the session ends
+// first, the error wraps ErrSessionLost, and whether the node was deleted
+// is unknown (an ephemeral node went with its session in any case).
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
-	return c.call(ctx, "delete", path, func(ctx context.Context, zc *zk.Conn) error {
+	return c.call(ctx, "delete", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		return c.run(ctx, func() error { return zc.Delete(c.server(path), version) })
 	})
 }
@@ -324,7 +426,7 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 // leader on path, so that a read after it sees every write committed
 // before it.
 func (c *Client) Sync(ctx context.Context, path string) error {
-	return c.call(ctx, "sync", path, func(ctx context.Context, zc *zk.Conn) error {
+	return c.call(ctx, "sync", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		return c.run(ctx, func() error { _, err := zc.Sync(c.server(path)); return err })
 	})
 }
@@ -363,7 +465,7 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 		}
 	}
 	var res []zk.MultiResponse
-	err := c.call(ctx, "multi", "/", func(ctx context.Context, zc *zk.Conn) error {
+	err := c.call(ctx, "multi", "/", inSession, func(ctx context.Context, zc *zk.Conn) error {
 		err := c.run(ctx, func() (err error) {
 			res, err = zc.Multi(server...)
 			return err

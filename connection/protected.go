@@ -75,8 +75,11 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 	dir, name := parent(path), lastComponent(path)
 	id := ProtectedPrefix + newUUID() + "-"
 	spath := c.server(childPath(dir, id+name))
-	var out Created
-	attempt := 0
+	var (
+		out       Created
+		attempt   int
+		handedOff bool // an abandoned create cleans up after itself
+	)
 	err := retry.DoNotify(ctx, c.opts.policy, func(ctx context.Context) error {
 		attempt++
 		zc, sess, err := c.current(ctx)
@@ -96,7 +99,19 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 				return nil
 			}
 		}
-		created, err := c.createWithParents(ctx, zc, spath, data, mode, Container)
+		var created string
+		err = c.runThen(ctx, func() (err error) {
+			// Not cancellable: it returns when the server answers or the
+			// connection closes, and only then is its outcome known.
+			created, err = c.createWithParents(context.Background(), zc, spath, data, mode, Container)
+			return err
+		}, func(err error) {
+			c.cleanupAbandoned(zc, created, err, c.server(dir), id)
+		})
+		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+			handedOff = true
+			return retry.Permanent(err)
+		}
 		if err != nil {
 			return c.mapErr(err)
 		}
@@ -117,10 +132,30 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 		c.opts.logger.Debug("zookeeper protected create retried", "path", path, "error", err, "after", next)
 	})
 	if err != nil {
-		c.deleteProtectedLater(c.server(dir), id)
+		if !handedOff {
+			c.deleteProtectedLater(c.server(dir), id)
+		}
 		return Created{}, fmt.Errorf("connection: create %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// cleanupAbandoned runs once a create whose caller gave up has returned:
+// the node it made, or may have made, is deleted. A node made on handle zc
+// is deleted there (a handle speaks for one session; if it has ended, an
+// ephemeral node went with it); a create whose answer was lost is
+// searched for by its GUID, which is safe in any session.
+func (c *Client) cleanupAbandoned(zc *zk.Conn, created string, err error, sdir, id string) {
+	switch {
+	case err == nil:
+		if derr := zc.Delete(created, -1); derr == nil || errors.Is(derr, zk.ErrNoNode) {
+			return
+		}
+		c.deleteProtectedLater(sdir, id)
+	case noAnswer(err):
+		c.deleteProtectedLater(sdir, id)
+	}
+	// Any other error is the server's refusal: nothing was created.
 }
 
 // createdStat returns what the create2 reply said of the node at spath,
@@ -210,12 +245,16 @@ func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, 
 }
 
 // deleteProtectedLater deletes, in the background, any child of sdir with
-// the protection prefix id: the answer to a create may have been lost, or
-// the caller gave up while the create was in flight. The listing is sent
-// after the create on the same session, and ZooKeeper serves a session's
-// requests in order, so it sees the node if the create succeeded.
+// the protection prefix id: the answer to a create may have been lost. It
+// runs only after the create returned (answered, or its connection
+// closed), and a sync first makes the server catch up with the leader, so
+// that the listing sees the node if the create took effect. The GUID is
+// this client's alone, so the delete is safe in any session.
 func (c *Client) deleteProtectedLater(sdir, id string) {
-	c.background(func(ctx context.Context, zc *zk.Conn) error {
+	c.background(nil, func(ctx context.Context, zc *zk.Conn) error {
+		if err := c.run(ctx, func() error { _, err := zc.Sync(sdir); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return c.mapErr(err)
+		}
 		var children []string
 		err := c.run(ctx, func() (err error) { children, _, err = zc.Children(sdir); return })
 		if errors.Is(err, zk.ErrNoNode) {
@@ -238,28 +277,52 @@ func (c *Client) deleteProtectedLater(sdir, id string) {
 }
 
 // GuaranteedDelete deletes path in the background, retrying after lost
-// connections, as Curator's guaranteed delete does: for a node whose
-// delete failed when its owner gave up on it. It stops when the node is
-// gone, when a session is lost (an ephemeral node goes with it), when the
-// client closes, or after twice the session timeout.
-func (c *Client) GuaranteedDelete(path string) {
-	if ValidatePath(path) != nil {
+// connections, as Curator's guaranteed delete does: for a node of session
+// sess whose delete failed when its owner gave up on it. It runs in sess
+// only: it stops when the node is gone, when sess ends (an ephemeral node
+// goes with it, and a later session may have a node of another client at
+// the same path), when the client closes, or after twice the session
+// timeout.
+//
+// If czxid is not 0, only the node created by that zxid is deleted: the
+// node is read and then deleted at the version read, both in sess. For an
+// ephemeral node of sess this is exact: while it exists no other client
+// can create the path, so only sess itself could replace it in between.
+func (c *Client) GuaranteedDelete(sess *Session, path string, czxid int64) {
+	if sess == nil || ValidatePath(path) != nil {
 		return
 	}
 	sp := c.server(path)
-	c.background(func(ctx context.Context, zc *zk.Conn) error {
-		err := c.run(ctx, func() error { return zc.Delete(sp, -1) })
+	c.background(sess, func(ctx context.Context, zc *zk.Conn) error {
+		version := int32(-1)
+		if czxid != 0 {
+			var stat *zk.Stat
+			err := c.run(ctx, func() (err error) { _, stat, err = zc.Get(sp); return })
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil
+			}
+			if err != nil {
+				return c.opErr(sess, err)
+			}
+			if stat.Czxid != czxid {
+				return nil // not that node any more
+			}
+			version = stat.Version
+		}
+		err := c.run(ctx, func() error { return zc.Delete(sp, version) })
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
-		return c.mapErr(err)
+		return c.opErr(sess, err)
 	})
 }
 
 // background runs op under the retry policy in a goroutine the client
 // owns, with a context that ends after twice the session timeout or at
-// Close.
-func (c *Client) background(op func(ctx context.Context, zc *zk.Conn) error) {
+// Close. With a session, op runs only on that session's handle and stops
+// when the session ends; without one, it follows the client from session
+// to session (for operations safe in any session).
+func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.Conn) error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -272,9 +335,17 @@ func (c *Client) background(op func(ctx context.Context, zc *zk.Conn) error) {
 		ctx, cancel := c.detached(2 * c.opts.sessionTimeout)
 		defer cancel()
 		_ = retry.Do(ctx, c.opts.policy, func(ctx context.Context) error {
-			zc, _, err := c.current(ctx)
+			if sess != nil {
+				if err := c.sessionErr(sess, nil); err != nil {
+					return retry.Permanent(err)
+				}
+			}
+			zc, cur, err := c.current(ctx)
 			if err != nil {
 				return retry.Permanent(err)
+			}
+			if sess != nil && cur != sess {
+				return retry.Permanent(fmt.Errorf("%w: session %#x is no longer current", ErrSessionLost, sess.ID()))
 			}
 			return op(ctx, zc)
 		})

@@ -1,6 +1,7 @@
 package connection
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -17,11 +18,43 @@ type Session struct {
 
 	mu        sync.Mutex
 	untrusted chan struct{} // of the current connected period; closed when it ends (policy) or the session does
+	resumed   chan struct{} // closed when a new period begins, or the session ends; closed while trusted
 	err       error         // why it ended
 }
 
 func newSession(id int64, timeout time.Duration) *Session {
-	return &Session{id: id, timeout: timeout, untrusted: make(chan struct{}), done: make(chan struct{})}
+	return &Session{id: id, timeout: timeout, untrusted: make(chan struct{}), resumed: closedChan, done: make(chan struct{})}
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Trust waits until holds taken in the session can be trusted — it is not
+// suspended under StandardPolicy — and returns the Untrusted channel of
+// that period, open at the moment Trust returns. It fails with the
+// session's error (wrapping ErrSessionLost) when the session ends, or with
+// ctx's error.
+//
+// A recipe calls it right before it reports a hold, a lease or a term, so
+// that it never reports one that is already untrusted.
+func (s *Session) Trust(ctx context.Context) (<-chan struct{}, error) {
+	for {
+		s.mu.Lock()
+		untrusted, resumed, err := s.untrusted, s.resumed, s.err
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case <-untrusted:
+		default:
+			return untrusted, nil
+		}
+		select {
+		case <-resumed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // ID returns the session ID the server assigned; it is the
@@ -68,6 +101,7 @@ func (s *Session) distrust() {
 	case <-s.untrusted:
 	default:
 		close(s.untrusted)
+		s.resumed = make(chan struct{})
 	}
 }
 
@@ -82,7 +116,16 @@ func (s *Session) retrust() {
 	select {
 	case <-s.untrusted:
 		s.untrusted = make(chan struct{})
+		closeOnce(s.resumed)
 	default:
+	}
+}
+
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
 	}
 }
 
@@ -95,11 +138,8 @@ func (s *Session) end(err error) bool {
 		return false
 	}
 	s.err = err
-	select {
-	case <-s.untrusted:
-	default:
-		close(s.untrusted)
-	}
+	closeOnce(s.untrusted)
+	closeOnce(s.resumed)
 	close(s.done)
 	return true
 }

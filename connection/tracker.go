@@ -3,6 +3,7 @@ package connection
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -13,8 +14,18 @@ import (
 // its TCP connections, one after another) to learn what go-zookeeper does
 // not expose:
 //
-//   - the session ID and negotiated timeout of each handshake, and
-//   - lastHeard: the send time of the newest request the server answered.
+//   - the session ID and negotiated timeout of each handshake,
+//   - lastHeard: the send time of the newest request the server answered,
+//     on the monotonic clock, and
+//   - whether the handle is spent: it had a session and that session ended.
+//
+// One handle, one session. go-zookeeper opens a new session on the same
+// handle after an expiry and then sends the requests that were queued for
+// the old one: a delete meant for the old session's node would run in the
+// new session and could remove another client's node. The tracker refuses
+// that handshake (a connect request that does not resume the handle's
+// session), so a request queued on a handle can only ever run in the
+// handle's one session; the client opens a new handle for the next one.
 //
 // Why the send time and not the time the answer arrived: the server resets
 // a session's expiry whenever it receives a packet from the client. If the
@@ -22,9 +33,11 @@ import (
 // at or after w, so it cannot expire the session before w + timeout. That
 // bound is what makes the local LOST deadline safe: a lock holder is told no
 // later than the server can expire its session and let another client take
-// the lock. (The server also rounds expiry up to its next tick, and a
-// follower reports a session's activity to the leader late, both of which
-// only move the real expiry later.)
+// the lock. The server rounds expiry up to its next tick, which only moves
+// it later. One case escapes the bound: a follower cut off from the leader
+// goes on answering pings, which the leader never hears of, until it
+// notices the loss (syncLimit × tickTime); a session timeout below that can
+// expire on the leader while this client hears answers (docs/safety.md).
 //
 // ZooKeeper answers a connection's requests in order, one reply each, with
 // watch notifications (xid -1) interleaved, so replies are matched to sends
@@ -38,10 +51,12 @@ import (
 // the path, which comes first, and ignores the rest. CreateProtected then
 // knows the node's czxid (the fencing token) and its owner without a read.
 type tracker struct {
-	sessionID atomic.Int64
+	sessionID atomic.Int64 // of the newest handshake; 0 after an expiry answer
+	first     atomic.Int64 // the handle's one session, once it has one
+	spent     atomic.Bool  // that session ended: no new handshake, no new dial
 	timeoutMS atomic.Int64
-	lastHeard atomic.Int64 // unix nanoseconds
-	now       func() time.Time
+	lastHeard atomic.Int64 // mono() nanoseconds + 1; 0 before any answer
+	mono      func() time.Duration
 
 	// Counters shared with the client; nil in unit tests.
 	notifications, replies *atomic.Int64
@@ -83,16 +98,33 @@ func count(n *atomic.Int64) {
 	}
 }
 
-func newTracker() *tracker { return &tracker{now: time.Now} }
-
-// heard returns lastHeard as a time (zero before any answer).
-func (t *tracker) heard() time.Time {
-	ns := t.lastHeard.Load()
-	if ns == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, ns)
+func newTracker() *tracker {
+	base := time.Now() // carries a monotonic reading: steps of the wall clock do not move it
+	return &tracker{mono: func() time.Duration { return time.Since(base) }}
 }
+
+// heard returns lastHeard on the mono clock, and false before any answer.
+func (t *tracker) heard() (time.Duration, bool) {
+	ns := t.lastHeard.Load()
+	return time.Duration(ns - 1), ns != 0
+}
+
+// silence returns how long ago, on the monotonic clock, the server
+// certainly last heard from this handle: the send time of the newest
+// answered request. Before any answer it is 0.
+func (t *tracker) silence() time.Duration {
+	h, ok := t.heard()
+	if !ok {
+		return 0
+	}
+	return t.mono() - h
+}
+
+// errSpent refuses a handshake or dial on a handle whose session ended.
+var errSpent = errors.New("connection: handle's session ended; a new handle opens the next session")
+
+// retire marks the handle spent: it will not connect again.
+func (t *tracker) retire() { t.spent.Store(true) }
 
 func (t *tracker) timeout() time.Duration {
 	return time.Duration(t.timeoutMS.Load()) * time.Millisecond
@@ -101,6 +133,9 @@ func (t *tracker) timeout() time.Duration {
 // dialer wraps go-zookeeper's dialer so that every connection is tracked.
 func (t *tracker) dialer(dial func(network, addr string, timeout time.Duration) (net.Conn, error)) func(string, string, time.Duration) (net.Conn, error) {
 	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		if t.spent.Load() {
+			return nil, errSpent
+		}
 		c, err := dial(network, addr, timeout)
 		if err != nil {
 			return nil, err
@@ -129,14 +164,34 @@ const (
 )
 
 func (c *trackedConn) Write(b []byte) (int, error) {
-	now := c.t.now().UnixNano()
+	now := int64(c.t.mono()) + 1
 	c.mu.Lock()
+	if c.out.atBoundary() && c.out.frames == 0 && !c.t.mayConnect(b) {
+		c.mu.Unlock()
+		c.Conn.Close()
+		return 0, errSpent
+	}
 	if c.out.atBoundary() && c.out.frames > 0 {
 		c.upgradeCreate(b)
 	}
 	c.out.feed(b, func([]byte) { c.sent = append(c.sent, now) })
 	c.mu.Unlock()
 	return c.Conn.Write(b)
+}
+
+// mayConnect reports whether the connect request at the start of b may be
+// sent: [len][protocolVersion int32][lastZxidSeen int64][timeOut int32]
+// [sessionID int64]... A handle that had a session may only resume it.
+func (t *tracker) mayConnect(b []byte) bool {
+	if t.spent.Load() {
+		return false
+	}
+	first := t.first.Load()
+	if first == 0 {
+		return true
+	}
+	const at = 4 + 4 + 8 + 4
+	return len(b) >= at+8 && int64(binary.BigEndian.Uint64(b[at:at+8])) == first
 }
 
 // upgradeCreate turns a whole create request of a protected name, at the
@@ -209,8 +264,14 @@ func (c *trackedConn) reply(head []byte) {
 		// Connect response: protocolVersion int32, timeOut int32,
 		// sessionID int64, ...
 		if len(head) >= 16 {
+			id := int64(binary.BigEndian.Uint64(head[8:16]))
+			c.t.sessionID.Store(id)
+			if id == 0 || !c.t.first.CompareAndSwap(0, id) && c.t.first.Load() != id {
+				// The server says the session expired: the handle is done.
+				c.t.spent.Store(true)
+				return
+			}
 			c.t.timeoutMS.Store(int64(int32(binary.BigEndian.Uint32(head[4:8]))))
-			c.t.sessionID.Store(int64(binary.BigEndian.Uint64(head[8:16])))
 		}
 	} else if len(head) >= 4 {
 		xid := int32(binary.BigEndian.Uint32(head[0:4]))
@@ -232,8 +293,11 @@ func (c *trackedConn) reply(head []byte) {
 	}
 	sent := c.sent[0]
 	c.sent = c.sent[1:]
-	if sent > c.t.lastHeard.Load() {
-		c.t.lastHeard.Store(sent)
+	for {
+		old := c.t.lastHeard.Load()
+		if sent <= old || c.t.lastHeard.CompareAndSwap(old, sent) {
+			break
+		}
 	}
 }
 

@@ -42,15 +42,16 @@ func TestFramerSplitsAnyChunking(t *testing.T) {
 }
 
 func TestTrackerUsesSendTimeOfAnsweredRequest(t *testing.T) {
-	clock := time.Unix(100, 0)
+	clock := 100 * time.Second
 	tr := newTracker()
-	tr.now = func() time.Time { return clock }
+	tr.mono = func() time.Duration { return clock }
 	c := &trackedConn{t: tr}
 	write := func(b []byte) {
 		c.mu.Lock()
-		c.out.feed(b, func([]byte) { c.sent = append(c.sent, clock.UnixNano()) })
+		c.out.feed(b, func([]byte) { c.sent = append(c.sent, int64(clock)+1) })
 		c.mu.Unlock()
 	}
+	heard := func() time.Duration { h, _ := tr.heard(); return h }
 	read := func(b []byte) {
 		c.mu.Lock()
 		c.in.feed(b, c.reply)
@@ -58,7 +59,7 @@ func TestTrackerUsesSendTimeOfAnsweredRequest(t *testing.T) {
 	}
 
 	write(frame(make([]byte, 44))) // connect request at t=100
-	clock = clock.Add(time.Second)
+	clock += time.Second
 	read(connectResponse(4000, 0x1234)) // answered at t=101
 	if got := tr.sessionID.Load(); got != 0x1234 {
 		t.Fatalf("session %x, want 1234", got)
@@ -66,24 +67,24 @@ func TestTrackerUsesSendTimeOfAnsweredRequest(t *testing.T) {
 	if got := tr.timeout(); got != 4*time.Second {
 		t.Fatalf("timeout %v, want 4s", got)
 	}
-	if got := tr.heard(); !got.Equal(time.Unix(100, 0)) {
+	if got := heard(); got != 100*time.Second {
 		t.Fatalf("heard %v, want the connect request's send time", got)
 	}
 
 	write(reply(1)) // request 1 at t=101 (any frame shape will do)
-	clock = clock.Add(time.Second)
+	clock += time.Second
 	write(reply(2)) // request 2 at t=102
-	clock = clock.Add(time.Second)
+	clock += time.Second
 	read(reply(-1)) // a watch notification at t=103 answers nothing
-	if got := tr.heard(); !got.Equal(time.Unix(100, 0)) {
+	if got := heard(); got != 100*time.Second {
 		t.Fatalf("heard %v after a notification, want unchanged", got)
 	}
 	read(reply(1)) // the answer to request 1
-	if got := tr.heard(); !got.Equal(time.Unix(101, 0)) {
+	if got := heard(); got != 101*time.Second {
 		t.Fatalf("heard %v, want request 1's send time (101), not now (103)", got)
 	}
 	read(reply(2))
-	if got := tr.heard(); !got.Equal(time.Unix(102, 0)) {
+	if got := heard(); got != 102*time.Second {
 		t.Fatalf("heard %v, want 102", got)
 	}
 }

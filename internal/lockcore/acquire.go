@@ -31,6 +31,10 @@ type Acquired struct {
 	Path    string              // the node
 	Session *connection.Session // the session that owns it
 	Token   int64               // its czxid: the fencing token
+	// Untrusted is the Session.Untrusted channel of the connected period
+	// in which the hold was confirmed; it was open then. Nil means the
+	// session's current one.
+	Untrusted <-chan struct{}
 }
 
 // errRestart means the attempt's node or session is gone: try again with
@@ -107,7 +111,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 		}
 		held, watch := l.Predicate(cs, i)
 		if held {
-			return a, nil
+			return l.confirm(ctx, a)
 		}
 		if !wait {
 			return Acquired{}, ErrWouldWait
@@ -139,7 +143,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 			}
 			cs = removeName(cs, gone)
 			if held, _ := l.Predicate(cs, Index(cs, ours)); held {
-				return a, nil // the 0-RTT handoff
+				return l.confirm(ctx, a) // the 0-RTT handoff
 			}
 		}
 		children, _, err := l.Client.Children(ctx, l.Dir)
@@ -153,6 +157,29 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 			}
 		}
 	}
+}
+
+// confirm is the last step before a hold is reported: the session that
+// owns the node must still be trusted. While it is suspended (standard
+// policy) the node, if the session lives, is still ours and still first —
+// nodes ahead of it can only leave — so confirm waits for the session to
+// be trusted again; if the session ends, the attempt restarts. Without it
+// Lock could return a hold whose Done is already closed.
+func (l *Lock) confirm(ctx context.Context, a Acquired) (Acquired, error) {
+	a, err := Confirm(ctx, a)
+	return a, restartOn(err)
+}
+
+// Confirm waits until a's session is trusted and records that period in
+// a.Untrusted (see Lock.await). It fails with an error wrapping
+// connection.ErrSessionLost when the session ends first, or ctx's error.
+func Confirm(ctx context.Context, a Acquired) (Acquired, error) {
+	u, err := a.Session.Trust(ctx)
+	if err != nil {
+		return Acquired{}, err
+	}
+	a.Untrusted = u
+	return a, nil
 }
 
 // first lists the directory and learns our node's czxid (the fencing
@@ -248,7 +275,7 @@ func (l *Lock) abandon(created connection.Created) {
 	defer cancel()
 	err := l.Client.Delete(ctx, created.Path, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
-		l.Client.GuaranteedDelete(created.Path)
+		l.Client.GuaranteedDelete(created.Session, created.Path, 0)
 	}
 }
 

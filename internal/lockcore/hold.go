@@ -31,8 +31,8 @@ type Hold struct {
 }
 
 // NewHold starts watching a hold: it is lost when its session can no
-// longer be trusted under the client's error policy (Session.Untrusted
-// taken now, when the hold begins). If onRevoke is not nil, the holder's
+// longer be trusted under the client's error policy (a.Untrusted, or
+// Session.Untrusted taken now, when the hold begins). If onRevoke is not nil, the holder's
 // node data is watched too, and onRevoke is called, in a goroutine of its
 // own, the first time another process writes RevokeMessage to it (the
 // goroutine ends when onRevoke returns).
@@ -46,7 +46,10 @@ func NewHold(c *connection.Client, a Acquired, lostErr error, onRevoke func()) *
 		ctx:      ctx,
 		cancel:   cancel,
 	}
-	untrusted := a.Session.Untrusted()
+	untrusted := a.Untrusted
+	if untrusted == nil {
+		untrusted = a.Session.Untrusted()
+	}
 	revoking := make(chan struct{})
 	if onRevoke != nil {
 		go func() {

@@ -1,7 +1,9 @@
 package lockcore
 
 import (
+	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -49,35 +51,63 @@ const SeqLen = 10
 // Contender is one node of a lock directory.
 type Contender struct {
 	Name string // the node name
-	Seq  string // its 10-digit sequence suffix; orders the queue
+	Seq  string // its sequence suffix as ZooKeeper wrote it
+	N    int32  // the sequence number: orders the queue
 	Kind Kind
 }
 
 // Parse reads the kind and sequence number from a node name. Names that do
-// not end in a marker and a 10-digit sequence are not contenders.
+// not end in a marker and a sequence suffix are not contenders.
+//
+// ZooKeeper writes the parent's counter, a signed 32-bit number, as
+// Java's "%010d": ten digits while it is positive, and after it wraps past
+// 2^31-1 a minus sign and nine digits ("-000000005") or, below
+// -999999999, ten ("-2147483648", 11 characters).
 func Parse(name string) (Contender, bool) {
-	if len(name) < SeqLen {
-		return Contender{}, false
-	}
-	head, seq := name[:len(name)-SeqLen], name[len(name)-SeqLen:]
-	for _, r := range seq {
-		if r < '0' || r > '9' {
-			return Contender{}, false
-		}
-	}
 	for _, m := range markers {
-		if strings.HasSuffix(head, m.marker) {
-			return Contender{Name: name, Seq: seq, Kind: m.kind}, true
+		i := strings.LastIndex(name, m.marker)
+		if i < 0 {
+			continue
 		}
+		seq := name[i+len(m.marker):]
+		n, ok := parseSeq(seq)
+		if !ok {
+			continue
+		}
+		return Contender{Name: name, Seq: seq, N: n, Kind: m.kind}, true
 	}
 	return Contender{}, false
 }
 
+// parseSeq reads a sequence suffix in ZooKeeper's format.
+func parseSeq(s string) (int32, bool) {
+	digits := s
+	if strings.HasPrefix(s, "-") {
+		digits = s[1:]
+		if len(s) != SeqLen && len(s) != SeqLen+1 {
+			return 0, false
+		}
+	} else if len(s) != SeqLen {
+		return 0, false
+	}
+	if digits == "" {
+		return 0, false
+	}
+	for _, r := range digits {
+		if r < '0' || r > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 32)
+	return int32(n), err == nil
+}
+
 // Sort returns the children whose kind accept takes, in queue order: by
-// sequence number (Curator's key, the text after the marker, compared as
-// equal-width strings; Kazoo's, the trailing digits), then by name. All
-// sequential children of one parent share the parent's counter, so the
-// order is the order of creation whichever client made them.
+// sequence number as a signed number (Kazoo's order; Curator compares the
+// text, which agrees until the counter wraps past 2^31-1), then by name.
+// All sequential children of one parent share the parent's counter, so
+// the order is the order of creation whichever client made them, until
+// the counter wraps.
 func Sort(children []string, accept func(Kind) bool) []Contender {
 	out := make([]Contender, 0, len(children))
 	for _, name := range children {
@@ -86,7 +116,7 @@ func Sort(children []string, accept func(Kind) bool) []Contender {
 		}
 	}
 	slices.SortFunc(out, func(a, b Contender) int {
-		if c := strings.Compare(a.Seq, b.Seq); c != 0 {
+		if c := cmp.Compare(a.N, b.N); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Name, b.Name)

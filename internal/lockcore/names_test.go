@@ -20,6 +20,14 @@ func TestParse(t *testing.T) {
 		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-__WRIT__0000000002", Write, "0000000002", true},
 		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-lease-0000000007", Lease, "0000000007", true},
 		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-latch-0000000008", Latch, "0000000008", true},
+		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-lock--000000005", Mutex, "-000000005", true}, // past 2^31
+		{"_c_0b9d8a54-52b6-4d1c-9e73-1f3d2a6c5b7e-lock--2147483648", Mutex, "-2147483648", true},
+		{"1f3d2a6c5b7e4d1c9e731f3d2a6c5b7e__lock__-000000042", KazooLock, "-000000042", true},
+		{"lock-2147483647", Mutex, "2147483647", true},
+		{"lock-2147483648", 0, "", false},  // not an int32
+		{"lock--2147483649", 0, "", false}, // not an int32
+		{"lock--00000005", 0, "", false},   // sign and 8 digits
+		{"lock-0000000001x", 0, "", false}, // trailing text
 		{"lock-000000001", 0, "", false},   // 9 digits
 		{"lock-00000000x1", 0, "", false},  // not digits
 		{"leases", 0, "", false},           // a plain child
@@ -53,6 +61,25 @@ func TestSortMixesPeersBySequence(t *testing.T) {
 	}
 	if Index(got, "_c_00000000-0000-4000-8000-000000000000-lock-0000000005") != 2 || Index(got, "nope") != -1 {
 		t.Fatal("Index")
+	}
+}
+
+func TestSortOrdersSignedSequences(t *testing.T) {
+	// ZooKeeper's counter wrapped: the newest nodes have negative numbers.
+	// Ordered as signed numbers, as Kazoo and ZooKeeper's own recipes do.
+	children := []string{
+		"a-lock-0000000007",
+		"b-lock--000000001",
+		"c-lock--2147483648",
+		"d-lock-2147483647",
+		"e-lock--000000010",
+	}
+	var got []int32
+	for _, c := range Sort(children, MutexKinds) {
+		got = append(got, c.N)
+	}
+	if want := []int32{-2147483648, -10, -1, 7, 2147483647}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
@@ -36,17 +35,17 @@ const lockName = "lock-"
 // separate Mutex values, as processes do; a Mutex is safe for concurrent
 // use in that sense — its methods may be called from many goroutines, and
 // they all share its one hold.
+//
+// A hold that is lost (Done closed) is never re-entered: the next Lock or
+// Unlock ends it and returns an error matching ErrLockLost, whatever the
+// hold count, and the Lock after that takes the lock anew.
 type Mutex struct {
-	client   *connection.Client
-	path     string
-	core     lockcore.Lock
+	client *connection.Client
+	path   string
+	core   lockcore.Lock
+	h      *lockcore.Holder
+
 	onRevoke func()
-
-	gate chan struct{} // one Lock or Unlock changes the hold at a time
-
-	mu    sync.Mutex
-	hold  *lockcore.Hold
-	count int
 }
 
 // Option configures a Mutex.
@@ -99,13 +98,22 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 			Accept:    lockcore.MutexKinds,
 			Predicate: lockcore.Exclusive,
 		},
-		gate: make(chan struct{}, 1),
 	}
 	for _, o := range opts {
 		if err := o(m); err != nil {
 			return nil, err
 		}
 	}
+	m.h = lockcore.NewHolder(c, lockcore.HolderConfig{
+		Name:         "mutex",
+		Path:         path,
+		Acquire:      m.core.Acquire,
+		Release:      m.core.Release,
+		ErrLocked:    ErrLocked,
+		ErrNotLocked: ErrNotLocked,
+		ErrLockLost:  ErrLockLost,
+		OnRevoke:     m.onRevoke,
+	})
 	return m, nil
 }
 
@@ -113,151 +121,47 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 func (m *Mutex) Path() string { return m.path }
 
 // Lock blocks until this participant holds the lock or ctx is done. If it
-// already holds it, Lock counts one more hold and returns at once. On
-// failure its node is deleted and the error wraps ctx.Err() (or says what
-// else went wrong); nothing else changes.
-func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
+// already holds it, Lock counts one more hold and returns at once; if that
+// hold was lost, Lock ends it and returns an error matching ErrLockLost.
+// On failure its node is deleted and the error wraps ctx.Err() (or says
+// what else went wrong). Lock never returns nil with Done already closed.
+func (m *Mutex) Lock(ctx context.Context) error { return m.h.Lock(ctx, true) }
 
 // TryLock takes the lock if no other participant holds it, and otherwise
 // returns an error matching ErrLocked without waiting. It still makes
 // requests, and may wait for them up to ctx.
-func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
-
-func (m *Mutex) lock(ctx context.Context, wait bool) error {
-	if m.reenter() {
-		return nil
-	}
-	select {
-	case m.gate <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("mutex: lock %s: %w", m.path, ctx.Err())
-	}
-	defer func() { <-m.gate }()
-	if m.reenter() { // taken by another goroutine of this participant meanwhile
-		return nil
-	}
-	a, err := m.core.Acquire(ctx, wait)
-	if errors.Is(err, lockcore.ErrWouldWait) {
-		return fmt.Errorf("mutex: lock %s: %w", m.path, ErrLocked)
-	}
-	if err != nil {
-		return fmt.Errorf("mutex: lock %s: %w", m.path, err)
-	}
-	h := lockcore.NewHold(m.client, a, ErrLockLost, m.onRevoke)
-	m.mu.Lock()
-	m.hold, m.count = h, 1
-	m.mu.Unlock()
-	return nil
-}
-
-func (m *Mutex) reenter() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return false
-	}
-	m.count++
-	return true
-}
+func (m *Mutex) TryLock(ctx context.Context) error { return m.h.Lock(ctx, false) }
 
 // Unlock releases one hold; the last one deletes the lock node. It returns
 // an error matching ErrNotLocked when this Mutex holds no lock, and one
-// matching ErrLockLost when the session was lost before the release (the
-// Mutex is then free to Lock again). If the delete fails while the session
-// lives, the lock is still held and Unlock may be called again.
-func (m *Mutex) Unlock(ctx context.Context) error {
-	select {
-	case m.gate <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("mutex: unlock %s: %w", m.path, ctx.Err())
-	}
-	defer func() { <-m.gate }()
-	m.mu.Lock()
-	h := m.hold
-	switch {
-	case h == nil:
-		m.mu.Unlock()
-		return fmt.Errorf("mutex: unlock %s: %w", m.path, ErrNotLocked)
-	case m.count > 1:
-		m.count--
-		m.mu.Unlock()
-		return nil
-	}
-	m.mu.Unlock()
-
-	err := m.core.Release(ctx, h.Acquired)
-	if err != nil && !errors.Is(err, connection.ErrSessionLost) {
-		return fmt.Errorf("mutex: unlock %s: %w", m.path, err) // still held
-	}
-	// Deleted, or gone with its session: either way the hold is over.
-	h.Stop()
-	m.mu.Lock()
-	m.hold, m.count = nil, 0
-	m.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("mutex: unlock %s: %w", m.path, ErrLockLost)
-	}
-	return nil
-}
+// matching ErrLockLost when the hold was lost first (Done closed): the hold
+// then ends whatever its count, its node goes with its session or is
+// deleted in the background, and the Mutex is free to Lock again. If the
+// delete fails while the hold is still trusted, the lock is still held and
+// Unlock may be called again.
+func (m *Mutex) Unlock(ctx context.Context) error { return m.h.Unlock(ctx) }
 
 // Held reports whether this Mutex holds the lock (possibly a lost hold
 // that was not unlocked yet: see Done).
-func (m *Mutex) Held() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.hold != nil
-}
+func (m *Mutex) Held() bool { return m.h.Held() }
 
 // Token returns the fencing token of the current hold: the czxid of the
 // lock node, strictly increasing across successive holders of this lock.
 // It is 0 when the lock is not held.
-func (m *Mutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return 0
-	}
-	return m.hold.Token
-}
+func (m *Mutex) Token() int64 { return m.h.Token() }
 
 // Node returns the path of the current hold's lock node, or "".
-func (m *Mutex) Node() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return ""
-	}
-	return m.hold.Path
-}
-
-// closedChan is returned by Done when nothing is held.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+func (m *Mutex) Node() string { return m.h.Node() }
 
 // Done returns a channel that is closed when the current hold can no
 // longer be trusted under the connection's error policy, or is released.
 // When the lock is not held, the channel is already closed.
-func (m *Mutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		return closedChan
-	}
-	return m.hold.Done()
-}
+func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 
 // Context returns a context for the work done under the current hold: it
 // is cancelled when Done closes, with ErrLockLost (or a release) as its
 // cause. When the lock is not held it is already cancelled.
-func (m *Mutex) Context() context.Context {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.hold == nil {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		cancel(ErrNotLocked)
-		return ctx
-	}
-	return m.hold.Context()
-}
+func (m *Mutex) Context() context.Context { return m.h.Context() }
 
 // Participant is one contender of the lock: the holder first, then the
 // waiters in queue order.

@@ -29,8 +29,11 @@ var (
 	ErrLocked = errors.New("naive: locked by another participant")
 	// ErrNotLocked is returned by Unlock when this Lock does not hold it.
 	ErrNotLocked = errors.New("naive: not locked")
-	// ErrLockLost is returned by Unlock when the session was lost before
-	// the release.
+	// ErrHeld is returned by Lock when this participant holds the lock
+	// already: the naive lock is not reentrant.
+	ErrHeld = errors.New("naive: already held (not reentrant)")
+	// ErrLockLost is returned by Unlock (and Lock) when the hold was lost
+	// before the release.
 	ErrLockLost = fmt.Errorf("naive: lock lost: %w", connection.ErrSessionLost)
 )
 
@@ -39,10 +42,10 @@ type Lock struct {
 	client *connection.Client
 	path   string
 	data   []byte
+	h      *lockcore.Holder
 
-	gate chan struct{} // one Lock or Unlock at a time
-	mu   sync.Mutex
-	hold *lockcore.Hold
+	mu    sync.Mutex
+	stale int64 // czxid of our last lost hold's node, which is not ours to hold again
 }
 
 // New returns a participant of the naive lock whose node is path.
@@ -56,134 +59,116 @@ func New(c *connection.Client, path string) (*Lock, error) {
 	if path == "/" {
 		return nil, fmt.Errorf("naive: %w: the root cannot be a lock", connection.ErrInvalidPath)
 	}
-	return &Lock{client: c, path: path, data: c.DefaultData(), gate: make(chan struct{}, 1)}, nil
+	l := &Lock{client: c, path: path, data: c.DefaultData()}
+	l.h = lockcore.NewHolder(c, lockcore.HolderConfig{
+		Name:         "naive",
+		Path:         path,
+		Acquire:      l.acquire,
+		Release:      l.release,
+		ErrLocked:    ErrLocked,
+		ErrNotLocked: ErrNotLocked,
+		ErrLockLost:  ErrLockLost,
+		ErrHeld:      ErrHeld,
+		Abandon:      l.abandon,
+	})
+	return l, nil
 }
 
 // Lock blocks until this participant holds the lock or ctx is done.
-func (l *Lock) Lock(ctx context.Context) error { return l.lock(ctx, true) }
+func (l *Lock) Lock(ctx context.Context) error { return l.h.Lock(ctx, true) }
 
 // TryLock takes the lock if it is free, and otherwise returns an error
 // matching ErrLocked.
-func (l *Lock) TryLock(ctx context.Context) error { return l.lock(ctx, false) }
-
-func (l *Lock) lock(ctx context.Context, wait bool) error {
-	select {
-	case l.gate <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("naive: lock %s: %w", l.path, ctx.Err())
-	}
-	defer func() { <-l.gate }()
-	if l.Held() {
-		return fmt.Errorf("naive: lock %s: already held (not reentrant)", l.path)
-	}
-	a, err := l.acquire(ctx, wait)
-	if err != nil {
-		return fmt.Errorf("naive: lock %s: %w", l.path, err)
-	}
-	h := lockcore.NewHold(l.client, a, ErrLockLost, nil)
-	l.mu.Lock()
-	l.hold = h
-	l.mu.Unlock()
-	return nil
-}
+func (l *Lock) TryLock(ctx context.Context) error { return l.h.Lock(ctx, false) }
 
 func (l *Lock) acquire(ctx context.Context, wait bool) (lockcore.Acquired, error) {
 	for {
-		_, err := l.client.CreateAll(ctx, l.path, l.data, connection.Ephemeral)
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-			return lockcore.Acquired{}, err
+		a, ch, err := l.try(ctx)
+		if errors.Is(err, errAgain) || errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
+			continue // released meanwhile, or try again in the next session
 		}
-		// Created, or it exists: whose is it? A create retried after a lost
-		// answer finds its own node here.
-		_, st, ch, err := l.client.GetW(ctx, l.path)
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // released meanwhile: race for it again
-		}
-		if err != nil {
-			return lockcore.Acquired{}, err
-		}
-		sess := l.client.Session()
-		if sess != nil && st.EphemeralOwner == sess.ID() {
-			return lockcore.Acquired{Path: l.path, Session: sess, Token: st.Czxid}, nil
+		if err != nil || ch == nil {
+			return a, err
 		}
 		if !wait {
-			return lockcore.Acquired{}, ErrLocked
+			return lockcore.Acquired{}, lockcore.ErrWouldWait
 		}
 		// Every waiter watches this one node: each release wakes them all.
-		var done <-chan struct{}
-		if sess != nil {
-			done = sess.Done()
-		}
 		select {
 		case <-ch:
-		case <-done:
+		case <-a.Session.Done():
 		case <-ctx.Done():
 			return lockcore.Acquired{}, ctx.Err()
 		}
 	}
 }
 
+// errAgain: the node went between the create and the read; race again.
+var errAgain = errors.New("naive: released meanwhile")
+
+// try creates the node or finds whose it is. It returns a confirmed hold,
+// or the watch on another holder's node.
+func (l *Lock) try(ctx context.Context) (lockcore.Acquired, <-chan zk.Event, error) {
+	sess, err := l.client.WaitSession(ctx)
+	if err != nil {
+		return lockcore.Acquired{}, nil, err
+	}
+	_, err = l.client.CreateAll(ctx, l.path, l.data, connection.Ephemeral)
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return lockcore.Acquired{}, nil, err
+	}
+	// Created, or it exists: whose is it? A create retried after a lost
+	// answer finds its own node here.
+	_, st, ch, err := l.client.GetW(ctx, l.path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return lockcore.Acquired{}, nil, errAgain
+	}
+	if err != nil {
+		return lockcore.Acquired{}, nil, err
+	}
+	l.mu.Lock()
+	stale := l.stale
+	l.mu.Unlock()
+	if st.EphemeralOwner != sess.ID() || st.Czxid == stale || !l.client.Live(sess) {
+		// Another participant's, or the node of our own lost hold, which
+		// is being deleted: wait for it like any other.
+		return lockcore.Acquired{Session: sess}, ch, nil
+	}
+	a, err := lockcore.Confirm(ctx, lockcore.Acquired{Path: l.path, Session: sess, Token: st.Czxid})
+	return a, nil, err
+}
+
+// release deletes the node in the session that created it. In that
+// session the path can only hold our node: an ephemeral node lives until
+// its session ends, and no other client can create the path meanwhile.
+// ZooKeeper runs the request in that session only (or not at all), so the
+// request carries the owner check itself; a retry into a later session,
+// where the path may hold another participant's node, never happens.
+func (l *Lock) release(ctx context.Context, a lockcore.Acquired) error {
+	return (&lockcore.Lock{Client: l.client}).Release(ctx, a)
+}
+
+// abandon gets rid of the node of a lost hold: it is deleted in the
+// background while its session lives, and only if it is still that node
+// (by czxid); until then, Lock treats it as another participant's.
+func (l *Lock) abandon(a lockcore.Acquired) {
+	l.mu.Lock()
+	l.stale = a.Token
+	l.mu.Unlock()
+	l.client.GuaranteedDelete(a.Session, a.Path, a.Token)
+}
+
 // Unlock releases the lock by deleting its node. It returns an error
 // matching ErrNotLocked when this participant does not hold it, and one
-// matching ErrLockLost when the session was lost first.
-//
-// The node has a fixed name, so the delete relies on ZooKeeper refusing
-// requests of an expired session: an ephemeral node of a live session
-// cannot have been replaced by another participant's.
-func (l *Lock) Unlock(ctx context.Context) error {
-	select {
-	case l.gate <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("naive: unlock %s: %w", l.path, ctx.Err())
-	}
-	defer func() { <-l.gate }()
-	l.mu.Lock()
-	h := l.hold
-	l.mu.Unlock()
-	if h == nil {
-		return fmt.Errorf("naive: unlock %s: %w", l.path, ErrNotLocked)
-	}
-	core := lockcore.Lock{Client: l.client}
-	err := core.Release(ctx, h.Acquired)
-	if err != nil && !errors.Is(err, connection.ErrSessionLost) {
-		return fmt.Errorf("naive: unlock %s: %w", l.path, err)
-	}
-	h.Stop()
-	l.mu.Lock()
-	l.hold = nil
-	l.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("naive: unlock %s: %w", l.path, ErrLockLost)
-	}
-	return nil
-}
+// matching ErrLockLost when the hold was lost first.
+func (l *Lock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
 
 // Held reports whether this participant holds the lock.
-func (l *Lock) Held() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.hold != nil
-}
+func (l *Lock) Held() bool { return l.h.Held() }
 
 // Token returns the czxid of the lock node of the current hold, or 0.
-func (l *Lock) Token() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold == nil {
-		return 0
-	}
-	return l.hold.Token
-}
+func (l *Lock) Token() int64 { return l.h.Token() }
 
 // Done is closed when the current hold can no longer be trusted, or was
 // released; when nothing is held it is already closed.
-func (l *Lock) Done() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.hold == nil {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	return l.hold.Done()
-}
+func (l *Lock) Done() <-chan struct{} { return l.h.Done() }

@@ -1,0 +1,253 @@
+package lockcore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+)
+
+// Holder is one participant's local side of a lock: the hold it has, how
+// many times it was taken (when reentrant), and the serialisation of Lock
+// and Unlock. Every lock recipe is a Holder with its own Acquire and
+// Release; the rules below are written once, here.
+//
+// Safety of the local side:
+//   - Lock, reentry included, and Unlock take the gate, so a reentry never
+//     succeeds while the last Unlock is deleting the node, and a Lock never
+//     starts acquiring while an Unlock is still releasing.
+//   - A hold whose Done is closed is lost. Lock and Unlock both notice it
+//     under the gate, end it locally (the node goes with its session, or is
+//     deleted in the background while the session lives) and return the
+//     recipe's lost error; the next Lock acquires a new hold. A lost hold
+//     is never re-entered.
+//   - Acquire confirms that the session is trusted before it reports a
+//     hold; should the connected period end between that and the start of
+//     the hold's watch, the hold is ended and the acquisition starts over,
+//     so Lock never returns nil with Done already closed.
+type Holder struct {
+	client *connection.Client
+	cfg    HolderConfig
+
+	gate chan struct{} // one Lock or Unlock changes the hold at a time
+
+	mu    sync.Mutex
+	hold  *Hold
+	count int
+}
+
+// HolderConfig is what a recipe tells its Holder.
+type HolderConfig struct {
+	Name string // the recipe, for errors: "mutex"
+	Path string // the lock, for errors
+
+	// Acquire takes the lock: it returns a confirmed hold, ErrWouldWait
+	// (when wait is false and another contender holds it), or an error
+	// after deleting whatever it created.
+	Acquire func(ctx context.Context, wait bool) (Acquired, error)
+	// Release deletes the hold's node in its session. An error wrapping
+	// connection.ErrSessionLost means the node went with its session; any
+	// other error means the lock is still held.
+	Release func(ctx context.Context, a Acquired) error
+
+	// The recipe's sentinels.
+	ErrLocked    error // TryLock would wait
+	ErrNotLocked error // Unlock without a hold
+	ErrLockLost  error // the hold was lost before Unlock or reentry
+	// ErrHeld, if set, makes the lock non-reentrant: Lock on a held lock
+	// returns it.
+	ErrHeld error
+
+	OnRevoke func() // see NewHold
+	// Abandon, if set, gets rid of the node of a lost hold; by default it
+	// is deleted in the background while its session lives.
+	Abandon func(a Acquired)
+}
+
+// NewHolder returns a Holder that holds nothing.
+func NewHolder(c *connection.Client, cfg HolderConfig) *Holder {
+	return &Holder{client: c, cfg: cfg, gate: make(chan struct{}, 1)}
+}
+
+func (h *Holder) enter(ctx context.Context, op string) error {
+	select {
+	case h.gate <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return h.errorf(op, ctx.Err())
+	}
+}
+
+func (h *Holder) leave() { <-h.gate }
+
+func (h *Holder) errorf(op string, err error) error {
+	return fmt.Errorf("%s: %s %s: %w", h.cfg.Name, op, h.cfg.Path, err)
+}
+
+// Lock takes the lock, waiting for it when wait is true. When this
+// participant already holds it, a reentrant lock counts one more hold.
+func (h *Holder) Lock(ctx context.Context, wait bool) error {
+	if err := h.enter(ctx, "lock"); err != nil {
+		return err
+	}
+	defer h.leave()
+	if cur := h.current(); cur != nil {
+		if lost(cur) {
+			h.endLost(cur)
+			return h.errorf("lock", h.cfg.ErrLockLost)
+		}
+		if h.cfg.ErrHeld != nil {
+			return h.errorf("lock", h.cfg.ErrHeld)
+		}
+		h.mu.Lock()
+		h.count++
+		h.mu.Unlock()
+		return nil
+	}
+	for {
+		a, err := h.cfg.Acquire(ctx, wait)
+		if errors.Is(err, ErrWouldWait) {
+			return h.errorf("lock", h.cfg.ErrLocked)
+		}
+		if err != nil {
+			return h.errorf("lock", err)
+		}
+		hold := NewHold(h.client, a, h.cfg.ErrLockLost, h.cfg.OnRevoke)
+		if lost(hold) {
+			// The period Acquire confirmed ended in the meantime.
+			h.endLost(hold)
+			if err := ctx.Err(); err != nil {
+				return h.errorf("lock", err)
+			}
+			continue
+		}
+		h.mu.Lock()
+		h.hold, h.count = hold, 1
+		h.mu.Unlock()
+		return nil
+	}
+}
+
+// Unlock releases one hold; the last one deletes the node. A lost hold is
+// ended locally whatever its count, and the error matches ErrLockLost. If
+// the delete fails while the session lives and the hold is still trusted,
+// the lock is still held and Unlock may be called again.
+func (h *Holder) Unlock(ctx context.Context) error {
+	if err := h.enter(ctx, "unlock"); err != nil {
+		return err
+	}
+	defer h.leave()
+	cur := h.current()
+	if cur == nil {
+		return h.errorf("unlock", h.cfg.ErrNotLocked)
+	}
+	if lost(cur) {
+		h.endLost(cur)
+		return h.errorf("unlock", h.cfg.ErrLockLost)
+	}
+	h.mu.Lock()
+	if h.count > 1 {
+		h.count--
+		h.mu.Unlock()
+		return nil
+	}
+	h.mu.Unlock()
+
+	err := h.cfg.Release(ctx, cur.Acquired)
+	switch {
+	case err == nil:
+		h.end(cur)
+		return nil
+	case errors.Is(err, connection.ErrSessionLost):
+		h.end(cur) // the node went with its session
+		return h.errorf("unlock", h.cfg.ErrLockLost)
+	case lost(cur):
+		// The release failed and the hold is no longer trusted (a cut, say):
+		// it ends here all the same.
+		h.endLost(cur)
+		return h.errorf("unlock", errors.Join(h.cfg.ErrLockLost, err))
+	}
+	return h.errorf("unlock", err) // still held
+}
+
+func lost(hold *Hold) bool {
+	select {
+	case <-hold.Done():
+		return true
+	default:
+		return false
+	}
+}
+
+func (h *Holder) current() *Hold {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.hold
+}
+
+// end drops the hold locally; the gate is held.
+func (h *Holder) end(hold *Hold) {
+	hold.Stop()
+	h.mu.Lock()
+	if h.hold == hold {
+		h.hold, h.count = nil, 0
+	}
+	h.mu.Unlock()
+}
+
+// endLost drops a lost hold and deletes its node in the background while
+// its session lives (under the standard policy a suspended session may come
+// back, and with it the node, which would block everyone).
+func (h *Holder) endLost(hold *Hold) {
+	h.end(hold)
+	if h.cfg.Abandon != nil {
+		h.cfg.Abandon(hold.Acquired)
+		return
+	}
+	h.client.GuaranteedDelete(hold.Session, hold.Path, 0)
+}
+
+// Held reports whether this participant has a hold (possibly a lost one
+// that no Lock or Unlock has noticed yet: see Done).
+func (h *Holder) Held() bool { return h.current() != nil }
+
+// Token returns the fencing token of the current hold, or 0.
+func (h *Holder) Token() int64 {
+	if cur := h.current(); cur != nil {
+		return cur.Token
+	}
+	return 0
+}
+
+// Node returns the path of the current hold's node, or "".
+func (h *Holder) Node() string {
+	if cur := h.current(); cur != nil {
+		return cur.Path
+	}
+	return ""
+}
+
+// closedChan is what Done returns when nothing is held.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done is closed when the current hold can no longer be trusted, or was
+// released; when nothing is held it is already closed.
+func (h *Holder) Done() <-chan struct{} {
+	if cur := h.current(); cur != nil {
+		return cur.Done()
+	}
+	return closedChan
+}
+
+// Context is cancelled when Done closes, with the reason as its cause;
+// when nothing is held it is already cancelled with ErrNotLocked.
+func (h *Holder) Context() context.Context {
+	if cur := h.current(); cur != nil {
+		return cur.Context()
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(h.cfg.ErrNotLocked)
+	return ctx
+}
