@@ -72,10 +72,15 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 		} else if err := c.sessionErr(sess, nil); err != nil {
 			return retry.Permanent(err)
 		}
-		if err := c.ensureNamespace(ctx, zc); err != nil {
-			return c.opErr(sess, err)
+		err := c.ensureNamespace(ctx, zc)
+		if err == nil {
+			err = op(ctx, zc)
 		}
-		return c.opErr(sess, op(ctx, zc))
+		if sc == anySession && noAnswer(err) && sess.Err() != nil && !errors.Is(sess.Err(), ErrClosed) {
+			// Its session ended under it: try again in the next one.
+			return retry.Again(err)
+		}
+		return c.opErr(sess, err)
 	}, func(err error, next time.Duration) {
 		c.opts.logger.Debug("zookeeper operation retried", "op", what, "path", path, "error", err, "after", next)
 	})

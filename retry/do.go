@@ -79,15 +79,28 @@ func do(ctx context.Context, p Policy, op Operation, notify Notify, timer backof
 // errors.As see through the mark.
 func Permanent(err error) error { return backoff.Permanent(err) }
 
+// Again marks err as worth retrying, whatever it wraps: for a caller that
+// knows better than Retryable, such as an operation safe in any session
+// whose session ended under it. errors.Is and errors.As see through it.
+func Again(err error) error { return &againError{err} }
+
+type againError struct{ err error }
+
+func (e *againError) Error() string { return e.err.Error() }
+func (e *againError) Unwrap() error { return e.err }
+
 // Retryable reports whether err is worth retrying on the same session: the
 // connection was lost or closed while the request was in flight, no server
 // could be reached, the session moved to another server, or the server
 // timed out the operation. Session expiry is not retryable: the session
 // that owned ephemeral nodes and watches is gone.
 func Retryable(err error) bool {
+	var again *againError
 	switch {
 	case err == nil:
 		return false
+	case errors.As(err, &again):
+		return true
 	case errors.Is(err, zk.ErrConnectionClosed),
 		errors.Is(err, zk.ErrNoServer),
 		errors.Is(err, zk.ErrSessionMoved):

@@ -10,84 +10,212 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// TestHolderCutOffLearnsBeforeAnotherAcquires: the holder's session
-// expires while it hears nothing. Its Done must close before any other
-// participant acquires, under either error policy.
+// faultShape is one way a holder can be cut off from the ensemble.
+type faultShape struct {
+	name string
+	// start begins the fault on the holder's proxy; the holder's client
+	// hc is given for shapes that prepare watches first. It returns a stop
+	// function for anything it started.
+	start func(t *testing.T, p *zktest.Proxy, hc *connection.Client, ens *zktest.Ensemble, root string) (stop func())
+}
+
+var faultShapes = []faultShape{
+	{"blackhole", func(t *testing.T, p *zktest.Proxy, _ *connection.Client, _ *zktest.Ensemble, _ string) func() {
+		p.Blackhole()
+		return func() {}
+	}},
+	// The server hears every ping, so it never expires the session; the
+	// client hears nothing in time and must give the session up itself
+	// (closing it, which the server does hear).
+	{"replies delayed past the timeout", func(t *testing.T, p *zktest.Proxy, _ *connection.Client, _ *zktest.Ensemble, _ string) func() {
+		p.DelayReplies(3 * time.Second)
+		return func() {}
+	}},
+	{"requests dropped", func(t *testing.T, p *zktest.Proxy, _ *connection.Client, _ *zktest.Ensemble, _ string) func() {
+		p.DropRequests()
+		return func() {}
+	}},
+	// Requests are dropped while watch notifications keep arriving: the
+	// connection never goes quiet, so go-zookeeper never reports a
+	// disconnect; only the client's own watchdog can tell.
+	{"watch events stream during the cut", func(t *testing.T, p *zktest.Proxy, hc *connection.Client, ens *zktest.Ensemble, root string) func() {
+		ctx := ctxFor(t, time.Minute)
+		w := ens.Conn(t)
+		const n = 100
+		for i := range n {
+			node := fmt.Sprintf("%s/stream-%d", root, i)
+			if _, err := w.Create(node, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, _, err := hc.GetW(ctx, node); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p.DropRequests()
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			tick := time.NewTicker(30 * time.Millisecond)
+			defer tick.Stop()
+			for i := 0; i < n; i++ {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					_, _ = w.Set(fmt.Sprintf("%s/stream-%d", root, i), []byte("x"), -1)
+				}
+			}
+		}()
+		return func() { close(stop); <-done }
+	}},
+}
+
+// TestHolderCutOffLearnsBeforeAnotherAcquires: for every shape of fault,
+// under either error policy, the holder's Done must be closed at the
+// instant another participant's Lock returns — checked against the
+// server's view (the other participant holds only once the server has
+// dropped the holder's node), not against a time bound.
 func TestHolderCutOffLearnsBeforeAnotherAcquires(t *testing.T) {
+	for _, shape := range faultShapes {
+		for _, policy := range []connection.ErrorPolicy{connection.StandardPolicy, connection.SessionPolicy} {
+			t.Run(shape.name+"/"+policy.String(), func(t *testing.T) {
+				t.Parallel()
+				ens := shared.Ensemble(t)
+				root := ens.Root(t)
+				checkHolderLearnsFirst(t, ens, root, policy, shape)
+			})
+		}
+	}
+}
+
+func checkHolderLearnsFirst(t *testing.T, ens *zktest.Ensemble, root string, policy connection.ErrorPolicy, shape faultShape) {
+	lock := root + "/lock"
+	p := ens.Proxy(t)
+	hc := open(t, p.Servers(), connection.WithSessionTimeout(time.Second), connection.WithErrorPolicy(policy))
+	holder := newMutex(t, hc, lock)
+	waiter := newMutex(t, open(t, ens.Servers()), lock)
+	ctx := ctxFor(t, time.Minute)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hctx := holder.Context()
+	node := holder.Node()
+
+	var doneAt atomic.Int64
+	go func() {
+		<-holder.Done()
+		doneAt.Store(time.Now().UnixNano())
+	}()
+	type acquisition struct {
+		err        error
+		holderDone bool
+		at         time.Time
+	}
+	acquired := make(chan acquisition, 1)
+	go func() {
+		err := waiter.Lock(ctx)
+		acquired <- acquisition{err: err, holderDone: closed(holder.Done()), at: time.Now()}
+	}()
+
+	cut := time.Now()
+	stop := shape.start(t, p, hc, ens, root)
+	got := <-acquired
+	stop()
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if !got.holderDone {
+		t.Fatalf("another participant acquired %v after the fault began while the holder's Done was still open",
+			got.at.Sub(cut))
+	}
+	if d := doneAt.Load(); d != 0 {
+		t.Logf("holder's Done %v after the fault began; the waiter acquired %v after it",
+			time.Duration(d-cut.UnixNano()).Round(time.Millisecond), got.at.Sub(cut).Round(time.Millisecond))
+	}
+	if !errors.Is(context.Cause(hctx), mutex.ErrLockLost) {
+		t.Fatalf("holder's context cause = %v, want ErrLockLost", context.Cause(hctx))
+	}
+	// The server's view: the holder's node is gone.
+	if ok, _, err := ens.Conn(t).Exists(node); err != nil || ok {
+		t.Fatalf("holder's node %s: exists=%v err=%v", node, ok, err)
+	}
+	// Unlock reports the loss and frees the Mutex.
+	if err := holder.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) || !errors.Is(err, connection.ErrSessionLost) {
+		t.Fatalf("Unlock after the loss = %v, want ErrLockLost", err)
+	}
+	if holder.Held() {
+		t.Fatal("the Mutex still holds after reporting the loss")
+	}
+	if err := waiter.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Restore()
+	// The Mutex can be used again, in the next session.
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatalf("Lock after a lost hold: %v", err)
+	}
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHolderOnPausedServerLearnsFirst: the server the holder is connected
+// to stops (SIGSTOP) — the holder hears nothing, the rest of the ensemble
+// goes on and expires its session.
+func TestHolderOnPausedServerLearnsFirst(t *testing.T) {
+	ens := zktest.Start(t, zktest.WithServers(3))
+	ens.RequireFaults(t)
+	root := "/paused"
+	servers := ens.Servers()
 	for _, policy := range []connection.ErrorPolicy{connection.StandardPolicy, connection.SessionPolicy} {
 		t.Run(policy.String(), func(t *testing.T) {
-			t.Parallel()
-			ens := shared.Ensemble(t)
-			root := ens.Root(t)
-			lock := root + "/lock"
-			p := ens.Proxy(t)
-			hc := open(t, p.Servers(), connection.WithSessionTimeout(time.Second), connection.WithErrorPolicy(policy))
+			// The holder talks to a follower only, the waiter to the others.
+			leader := ens.MustLeader(t)
+			follower := (leader + 1) % 3
+			hc := open(t, servers[follower:follower+1], connection.WithSessionTimeout(time.Second), connection.WithErrorPolicy(policy))
+			var rest []string
+			for i, s := range servers {
+				if i != follower {
+					rest = append(rest, s)
+				}
+			}
+			lock := root + "/" + policy.String()
 			holder := newMutex(t, hc, lock)
-			waiter := newMutex(t, open(t, ens.Servers()), lock)
-			ctx := ctxFor(t, 30*time.Second)
+			waiter := newMutex(t, open(t, rest), lock)
+			ctx := ctxFor(t, time.Minute)
 			if err := holder.Lock(ctx); err != nil {
 				t.Fatal(err)
 			}
-			hctx := holder.Context()
-
-			// The order is checked where it happens: at the instant the
-			// waiter holds, the holder's Done must already be closed.
-			var doneAt atomic.Int64
-			go func() {
-				<-holder.Done()
-				doneAt.Store(time.Now().UnixNano())
-			}()
-			type acquisition struct {
-				err        error
-				holderDone bool
-				at         time.Time
-			}
-			acquired := make(chan acquisition, 1)
+			acquired := make(chan bool, 1)
 			go func() {
 				err := waiter.Lock(ctx)
-				acquired <- acquisition{err: err, holderDone: closed(holder.Done()), at: time.Now()}
+				if err != nil {
+					t.Error(err)
+				}
+				acquired <- closed(holder.Done())
 			}()
-
-			cut := time.Now()
-			p.Blackhole()
-			got := <-acquired
-			if got.err != nil {
-				t.Fatal(got.err)
-			}
-			if !got.holderDone {
-				t.Fatalf("another participant acquired %v after the cut while the holder's Done was still open",
-					got.at.Sub(cut))
-			}
-			if d := doneAt.Load(); d != 0 {
-				t.Logf("%s policy: holder's Done seen %v after the cut, the waiter acquired %v after it",
-					policy, time.Duration(d-cut.UnixNano()).Round(time.Millisecond), got.at.Sub(cut).Round(time.Millisecond))
-			}
-			if !errors.Is(context.Cause(hctx), mutex.ErrLockLost) {
-				t.Fatalf("holder's context cause = %v, want ErrLockLost", context.Cause(hctx))
-			}
-			// Another participant acquired only after the server expired the
-			// holder's session, and the client declares LOST no later than
-			// that: Unlock reports the loss and frees the Mutex.
-			if err := holder.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) || !errors.Is(err, connection.ErrSessionLost) {
-				t.Fatalf("Unlock after the session was lost = %v, want ErrLockLost", err)
-			}
-			if holder.Held() {
-				t.Fatal("the Mutex still holds after reporting the loss")
-			}
-			if err := waiter.Unlock(ctx); err != nil {
+			if err := ens.Pause(follower); err != nil {
 				t.Fatal(err)
 			}
-			p.Restore()
-			// The Mutex can be used again, in the next session.
-			if err := holder.Lock(ctx); err != nil {
-				t.Fatalf("Lock after a lost hold: %v", err)
+			holderDone := <-acquired
+			if err := ens.Resume(follower); err != nil {
+				t.Fatal(err)
 			}
-			if err := holder.Unlock(ctx); err != nil {
+			if !holderDone {
+				t.Fatal("another participant acquired while the holder's Done was still open")
+			}
+			if err := holder.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) {
+				t.Fatalf("Unlock after the loss = %v, want ErrLockLost", err)
+			}
+			if err := waiter.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
 		})

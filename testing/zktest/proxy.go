@@ -11,10 +11,11 @@ import (
 type proxyMode int
 
 const (
-	modeForward     proxyMode = iota // deliver, after the delay if any
-	modeCut                          // close connections, refuse new ones
-	modeBlackhole                    // keep connections open, deliver nothing
-	modeDropReplies                  // deliver requests, drop the answers
+	modeForward      proxyMode = iota // deliver, after the delay if any
+	modeCut                           // close connections, refuse new ones
+	modeBlackhole                     // keep connections open, deliver nothing
+	modeDropReplies                   // deliver requests, drop the answers
+	modeDropRequests                  // drop requests, deliver what servers send
 )
 
 // Proxy is a TCP proxy between clients and an ensemble, one loopback
@@ -29,10 +30,11 @@ type Proxy struct {
 	targets   []string
 	listeners []net.Listener
 
-	mu    sync.Mutex
-	mode  proxyMode
-	delay time.Duration
-	links map[*link]struct{}
+	mu         sync.Mutex
+	mode       proxyMode
+	delay      time.Duration // both directions
+	replyDelay time.Duration // added to what servers send
+	links      map[*link]struct{}
 	done  bool
 
 	wg sync.WaitGroup // accept loops and link goroutines
@@ -109,6 +111,16 @@ func (p *Proxy) DropReplies() {
 	p.mu.Unlock()
 }
 
+// DropRequests drops everything clients send but delivers what the
+// servers send, until Restore: the server hears nothing (not even pings)
+// and expires the session after its timeout, while watch notifications
+// still reach the client. Restore closes the connections that lost bytes.
+func (p *Proxy) DropRequests() {
+	p.mu.Lock()
+	p.mode = modeDropRequests
+	p.mu.Unlock()
+}
+
 // Delay delivers every byte d after it arrived, in both directions, so a
 // request and its answer take at least 2d more. Delay(0) removes it.
 func (p *Proxy) Delay(d time.Duration) {
@@ -118,12 +130,22 @@ func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Unlock()
 }
 
+// DelayReplies delivers what clients send at once and what servers send d
+// later: the server hears the client (its session stays alive), while
+// every answer comes late. DelayReplies(0) removes it.
+func (p *Proxy) DelayReplies(d time.Duration) {
+	p.mu.Lock()
+	p.mode = modeForward
+	p.replyDelay = d
+	p.mu.Unlock()
+}
+
 // Restore delivers traffic normally again, without delay, and closes the
 // connections that lost bytes to a blackhole.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.mode = modeForward
-	p.delay = 0
+	p.delay, p.replyDelay = 0, 0
 	links := p.takeLinks(func(l *link) bool { return l.lost })
 	p.mu.Unlock()
 	closeLinks(links)
@@ -228,7 +250,10 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 		if n > 0 {
 			p.mu.Lock()
 			mode, delay := p.mode, p.delay
-			drop := mode == modeBlackhole || (mode == modeDropReplies && toClient)
+			if toClient {
+				delay += p.replyDelay
+			}
+			drop := mode == modeBlackhole || (mode == modeDropReplies && toClient) || (mode == modeDropRequests && !toClient)
 			if drop {
 				l.lost = true
 			}
