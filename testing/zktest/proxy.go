@@ -35,7 +35,7 @@ type Proxy struct {
 	delay      time.Duration // both directions
 	replyDelay time.Duration // added to what servers send
 	links      map[*link]struct{}
-	done  bool
+	done       bool
 
 	wg sync.WaitGroup // accept loops and link goroutines
 }
