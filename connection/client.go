@@ -238,6 +238,10 @@ func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 		timeout = c.opts.sessionTimeout
 	}
 	c.session = newSession(id, timeout)
+	if c.opts.serverLag > 0 && timeout-c.opts.serverLag < timeout/2 {
+		c.opts.logger.Warn("zookeeper session timeout hardly above the server lag: holds end early, and a longer lag is unsafe",
+			"timeout", timeout, "server lag", c.opts.serverLag)
+	}
 	close(c.ready)
 	c.opts.logger.Info("zookeeper session established", "session", fmt.Sprintf("%#x", id), "timeout", timeout)
 	if c.connected {
@@ -286,12 +290,14 @@ func (c *Client) replaceHandleLocked() {
 func (c *Client) suspendAfter() time.Duration { return c.sessionTimeoutLocked() * 2 / 3 }
 
 // lostAfter is how long after the server last certainly heard from the
-// client the session is declared lost: the session timeout, less a small
-// margin for the scheduling of this goroutine, so that the client says
-// Lost before the server can expire the session, never after.
+// client the session is declared lost: the session timeout, less the
+// server lag (WithServerLag) and a margin of an eighth of the timeout (at
+// most 250 ms) for the scheduling of this process under load, so that the
+// client says Lost before the server can expire the session, never after.
+// It is never below a third of the timeout: go-zookeeper's ping interval.
 func (c *Client) lostAfter() time.Duration {
 	t := c.sessionTimeoutLocked()
-	return t - min(t/20, 250*time.Millisecond)
+	return max(t-min(t/8, 250*time.Millisecond)-c.opts.serverLag, t/3)
 }
 
 func (c *Client) sessionTimeoutLocked() time.Duration {

@@ -43,6 +43,7 @@ type options struct {
 	errorPolicy    ErrorPolicy
 	maxBufferSize  int
 	defaultData    []byte
+	serverLag      time.Duration
 	noLocalExpiry  bool // tests only: rely on the server's word alone
 }
 
@@ -64,6 +65,9 @@ func newOptions(opts []Option) (*options, error) {
 		if err := opt(o); err != nil {
 			return nil, err
 		}
+	}
+	if o.serverLag >= o.sessionTimeout {
+		return nil, invalid("server lag %v must be below the session timeout %v", o.serverLag, o.sessionTimeout)
 	}
 	return o, nil
 }
@@ -195,6 +199,30 @@ func WithErrorPolicy(p ErrorPolicy) Option {
 			return invalid("unknown error policy %d", int(p))
 		}
 		o.errorPolicy = p
+		return nil
+	}
+}
+
+// WithServerLag tells the client how long a server of the ensemble may go
+// on answering it after the leader last heard of its session: for a
+// follower cut off from the leader (or a paused leader), the ensemble's
+// syncLimit × tickTime, plus a tick. The client then declares its session
+// Lost that much earlier than the session timeout after the server last
+// heard from it, so that a hold is ended before the leader can expire the
+// session even while a follower keeps answering.
+//
+// The default, 0, trusts every answer. With it, a session timeout at or
+// below syncLimit × tickTime (10 s with ZooKeeper's sample settings) can
+// expire on the leader while the client still hears answers; under
+// StandardPolicy a session timeout above syncLimit × tickTime is enough,
+// under SessionPolicy this option is needed too (docs/safety.md). The lag
+// must be below the session timeout.
+func WithServerLag(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return invalid("server lag %v must not be negative", d)
+		}
+		o.serverLag = d
 		return nil
 	}
 }

@@ -171,12 +171,25 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 		c.Conn.Close()
 		return 0, errSpent
 	}
-	if c.out.atBoundary() && c.out.frames > 0 {
+	handshaken := c.out.frames > 0
+	if c.out.atBoundary() && handshaken {
 		c.upgradeCreate(b)
 	}
 	c.out.feed(b, func([]byte) { c.sent = append(c.sent, now) })
 	c.mu.Unlock()
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	if err != nil && handshaken {
+		// go-zookeeper answers a request whose write failed at once, and
+		// again when it flushes the connection's pending requests; a
+		// request queued while the handle was closing has had a third
+		// answer, and its two-slot channel then blocks go-zookeeper's loop
+		// forever. Closing the connection and reporting the write done
+		// leaves a single answer, the flush's, which comes as soon as the
+		// read side sees the close.
+		c.Conn.Close()
+		return len(b), nil
+	}
+	return n, err
 }
 
 // mayConnect reports whether the connect request at the start of b may be

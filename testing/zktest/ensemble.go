@@ -52,6 +52,7 @@ type Option func(*config) error
 type config struct {
 	servers      int
 	tickTime     time.Duration
+	syncLimit    time.Duration // 0: the default, 5 s
 	startTimeout time.Duration
 	backend      string
 	dockerImage  string
@@ -100,6 +101,23 @@ func WithTickTime(d time.Duration) Option {
 			return fmt.Errorf("zktest: WithTickTime(%v): want at least 10ms", d)
 		}
 		c.tickTime = d
+		return nil
+	}
+}
+
+// WithSyncLimit sets how long a follower waits for the leader before it
+// gives up on it and drops its clients (syncLimit × tickTime, rounded up
+// to whole ticks, at least 2; local backend). The default is 5 s, so that
+// a loaded machine does not drop followers. A client connected to a
+// follower cut off from the leader hears answers for up to this long while
+// the leader may expire its session: tests of that case lower it below the
+// session timeout.
+func WithSyncLimit(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("zktest: WithSyncLimit(%v): want a positive duration", d)
+		}
+		c.syncLimit = d
 		return nil
 	}
 }

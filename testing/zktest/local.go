@@ -175,7 +175,11 @@ func (s *localServer) writeConfig(cfg *config, clientPort int, quorum string) er
 	}
 	tick := cfg.tickTime.Milliseconds()
 	// initLimit and syncLimit are counted in ticks: 10 s and 5 s, so that a
-	// loaded CI machine does not drop followers.
+	// loaded CI machine does not drop followers (WithSyncLimit lowers it).
+	syncTicks := max(5, 5000/tick)
+	if cfg.syncLimit > 0 {
+		syncTicks = max(2, (cfg.syncLimit.Milliseconds()+tick-1)/tick)
+	}
 	conf := fmt.Sprintf(`tickTime=%d
 initLimit=%d
 syncLimit=%d
@@ -188,7 +192,7 @@ maxSessionTimeout=%d
 4lw.commands.whitelist=*
 admin.enableServer=false
 reconfigEnabled=false
-%s`, tick, max(10, 10000/tick), max(5, 5000/tick), data, clientPort, 2*tick, max(60000, 20*tick), quorum)
+%s`, tick, max(10, 10000/tick), syncTicks, data, clientPort, 2*tick, max(60000, 20*tick), quorum)
 	return os.WriteFile(s.cfgPath, []byte(conf), 0o644)
 }
 
