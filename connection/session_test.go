@@ -104,9 +104,6 @@ func TestLostWhileStillCutOff(t *testing.T) {
 	suspended := time.Since(cut)
 	expect(t, states, 2*timeout, connection.Lost)
 	lost := time.Since(cut)
-	if lost > timeout+time.Second {
-		t.Fatalf("LOST %v after the cut, want within the session timeout plus 1s (%v)", lost, timeout+time.Second)
-	}
 	if !closed(sess.Done()) || !errors.Is(sess.Err(), connection.ErrSessionLost) {
 		t.Fatalf("old session: done=%v err=%v", closed(sess.Done()), sess.Err())
 	}
@@ -126,6 +123,11 @@ func TestLostWhileStillCutOff(t *testing.T) {
 	}
 	if expired == 0 {
 		t.Fatal("the server never expired the blackholed session")
+	}
+	// The server's view decides: the client must have said LOST before the
+	// server deleted the session's node (and another client could take it).
+	if lost >= expired {
+		t.Fatalf("LOST %v after the cut, but the server deleted the session's node already %v after it", lost, expired)
 	}
 	t.Logf("timeout %v: SUSPENDED %v, LOST %v, server deleted the ephemeral node %v after the cut",
 		timeout, suspended.Round(time.Millisecond), lost.Round(time.Millisecond), expired.Round(time.Millisecond))

@@ -330,8 +330,11 @@ func TestHerd(t *testing.T) {
 
 // TestMutualExclusionThroughLeaderFailover: 10 participants with their
 // own sessions take the lock 200 times each on a 3-node ensemble whose
-// leader is restarted mid-run. No two holds overlap, and fencing tokens
-// strictly increase from hold to hold.
+// leader is restarted mid-run. Each hold lasts a millisecond, long enough
+// for an overlap to be seen. No participant acquires while another's hold
+// still has its Done open, no Lock returns a hold whose Done is already
+// closed, Unlock never says "not locked", and fencing tokens strictly
+// increase from hold to hold.
 func TestMutualExclusionThroughLeaderFailover(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
@@ -342,12 +345,13 @@ func TestMutualExclusionThroughLeaderFailover(t *testing.T) {
 	ctx := ctxFor(t, 5*time.Minute)
 
 	var (
-		inside    atomic.Int32
-		overlaps  atomic.Int32
-		mu        sync.Mutex
-		lastToken int64
-		badTokens []string
-		holds     atomic.Int32
+		mu         sync.Mutex
+		inside     = map[int]<-chan struct{}{}
+		overlaps   int
+		lostOnLock int
+		lastToken  int64
+		badTokens  []string
+		holds      atomic.Int32
 	)
 	failover := make(chan struct{})
 	var wg sync.WaitGroup
@@ -366,10 +370,17 @@ func TestMutualExclusionThroughLeaderFailover(t *testing.T) {
 					}
 					continue // a fault surfaced; try again
 				}
-				if inside.Add(1) != 1 {
-					overlaps.Add(1)
-				}
+				done := m.Done()
 				mu.Lock()
+				if closed(done) {
+					lostOnLock++
+				}
+				for _, other := range inside {
+					if !closed(other) {
+						overlaps++
+					}
+				}
+				inside[p] = done
 				if tok := m.Token(); tok <= lastToken {
 					badTokens = append(badTokens, fmt.Sprintf("%d after %d", tok, lastToken))
 				} else {
@@ -379,14 +390,17 @@ func TestMutualExclusionThroughLeaderFailover(t *testing.T) {
 				if holds.Add(1) == participants*cycles/2 {
 					close(failover)
 				}
-				inside.Add(-1)
+				time.Sleep(time.Millisecond)
+				mu.Lock()
+				delete(inside, p)
+				mu.Unlock()
 				for {
 					err := m.Unlock(ctx)
-					if err == nil || errors.Is(err, mutex.ErrLockLost) || errors.Is(err, mutex.ErrNotLocked) {
+					if err == nil || errors.Is(err, mutex.ErrLockLost) {
 						break
 					}
-					if ctx.Err() != nil {
-						errs <- err
+					if errors.Is(err, mutex.ErrNotLocked) || ctx.Err() != nil {
+						errs <- fmt.Errorf("participant %d: Unlock: %w", p, err)
 						return
 					}
 				}
@@ -407,8 +421,8 @@ func TestMutualExclusionThroughLeaderFailover(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := overlaps.Load(); n != 0 {
-		t.Fatalf("%d overlapping holds", n)
+	if overlaps != 0 || lostOnLock != 0 {
+		t.Fatalf("%d acquisitions while another hold's Done was open, %d Lock calls returned a lost hold", overlaps, lostOnLock)
 	}
 	if len(badTokens) > 0 {
 		t.Fatalf("fencing tokens went backwards: %s", strings.Join(badTokens, "; "))
