@@ -2,6 +2,8 @@ package connection
 
 import (
 	"encoding/binary"
+	"errors"
+	"net"
 	"testing"
 	"time"
 )
@@ -154,5 +156,64 @@ func TestTrackerUpgradesProtectedCreates(t *testing.T) {
 	}
 	if _, ok := tr.takeCreated(name + "0000000003"); ok {
 		t.Fatal("a create2 stat was taken twice")
+	}
+}
+
+// connectRequest is go-zookeeper's handshake asking to resume session (0
+// for a new one): protocolVersion, lastZxidSeen, timeOut, sessionID,
+// passwd.
+func connectRequest(session int64) []byte {
+	body := binary.BigEndian.AppendUint32(nil, 0)
+	body = binary.BigEndian.AppendUint64(body, 0)
+	body = binary.BigEndian.AppendUint32(body, 1000)
+	body = binary.BigEndian.AppendUint64(body, uint64(session))
+	body = binary.BigEndian.AppendUint32(body, 16)
+	body = append(body, make([]byte, 16)...)
+	return frame(body)
+}
+
+// nopConn is a net.Conn that accepts every write.
+type nopConn struct{ net.Conn }
+
+func (nopConn) Write(b []byte) (int, error) { return len(b), nil }
+func (nopConn) Close() error                { return nil }
+
+func TestTrackerAllowsOneSessionPerHandle(t *testing.T) {
+	tr := newTracker()
+	dial := tr.dialer(func(string, string, time.Duration) (net.Conn, error) { return nopConn{}, nil })
+	handshake := func(session int64) error {
+		c, err := dial("tcp", "x", time.Second)
+		if err != nil {
+			return err
+		}
+		_, err = c.Write(connectRequest(session))
+		return err
+	}
+	answer := func(session int64) {
+		c := &trackedConn{t: tr}
+		c.mu.Lock()
+		c.in.feed(connectResponse(1000, session), c.reply)
+		c.mu.Unlock()
+	}
+
+	if err := handshake(0); err != nil {
+		t.Fatalf("first handshake refused: %v", err)
+	}
+	answer(0x42)
+	if err := handshake(0x42); err != nil {
+		t.Fatalf("resuming the handle's session refused: %v", err)
+	}
+	if err := handshake(0); !errors.Is(err, errSpent) {
+		t.Fatalf("a new session on a handle that had one: %v, want errSpent", err)
+	}
+	if err := handshake(0x43); !errors.Is(err, errSpent) {
+		t.Fatalf("another session on the handle: %v, want errSpent", err)
+	}
+	answer(0) // the server says the session expired
+	if !tr.spent.Load() {
+		t.Fatal("an expiry answer did not spend the handle")
+	}
+	if err := handshake(0x42); !errors.Is(err, errSpent) {
+		t.Fatalf("handshake on a spent handle: %v, want errSpent", err)
 	}
 }
