@@ -38,6 +38,9 @@ type Client struct {
 
 	nsReady atomic.Bool // the namespace node exists
 
+	watchMu sync.Mutex
+	watches map[watchKey]*Watch // pending shared data watches (GetWatch)
+
 	notifications atomic.Int64 // watch notifications received, all handles
 	replies       atomic.Int64 // replies received, all handles
 
@@ -454,11 +457,17 @@ type Stats struct {
 	Notifications int64
 	// Replies is the number of answers to requests, pings included.
 	Replies int64
+	// PendingWatches is the number of shared data watches (GetWatch) set
+	// and not fired yet: at most one per watched node per session.
+	PendingWatches int
 }
 
 // Stats returns the client's counters, summed over all its sessions.
 func (c *Client) Stats() Stats {
-	return Stats{Notifications: c.notifications.Load(), Replies: c.replies.Load()}
+	c.watchMu.Lock()
+	pending := len(c.watches)
+	c.watchMu.Unlock()
+	return Stats{Notifications: c.notifications.Load(), Replies: c.replies.Load(), PendingWatches: pending}
 }
 
 // ErrorPolicy returns the client's error policy.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"reflect"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -103,7 +104,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 		return Acquired{}, err
 	}
 	cs := Sort(children, l.Accept)
-	watches := map[string]<-chan zk.Event{}
+	watches := map[string]*connection.Watch{}
 	for {
 		i := Index(cs, ours)
 		if i < 0 {
@@ -122,7 +123,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 			if _, ok := watches[name]; ok {
 				continue
 			}
-			_, _, ch, err := l.Client.GetW(ctx, path.Join(l.Dir, name))
+			_, _, w, err := l.Client.GetWatch(ctx, path.Join(l.Dir, name))
 			if errors.Is(err, zk.ErrNoNode) {
 				stale = true
 				break
@@ -130,7 +131,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 			if err := restartOn(err); err != nil {
 				return Acquired{}, err
 			}
-			watches[name] = ch
+			watches[name] = w
 		}
 		if !stale {
 			gone, ev, err := waitAny(ctx, sess, watches)
@@ -216,35 +217,32 @@ func (l *Lock) first(ctx context.Context, created connection.Created) (Acquired,
 	return a, children, nil
 }
 
-// waitAny waits for one of the watches (at most two), the session's end
-// or ctx, and returns the name of the watched node that fired.
-func waitAny(ctx context.Context, sess *connection.Session, watches map[string]<-chan zk.Event) (string, zk.Event, error) {
-	var names [2]string
-	var chans [2]<-chan zk.Event
-	i := 0
-	for n, ch := range watches {
-		if i == len(chans) {
-			return "", zk.Event{}, fmt.Errorf("lockcore: %d watches at once, want at most 2", len(watches))
-		}
-		names[i], chans[i] = n, ch
-		i++
+// waitAny waits for one of the watches, the session's end or ctx, and
+// returns the name of the watched node that fired. A watch a wait gives
+// up on stays pending until its node changes (see connection.Watch); it is
+// shared, so giving up and waiting again adds none.
+func waitAny(ctx context.Context, sess *connection.Session, watches map[string]*connection.Watch) (string, zk.Event, error) {
+	names := make([]string, 0, len(watches))
+	cases := make([]reflect.SelectCase, 0, len(watches)+2)
+	for name, w := range watches {
+		names = append(names, name)
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.Done())})
 	}
-	var ev zk.Event
-	var which int
-	select {
-	case ev = <-chans[0]:
-		which = 0
-	case ev = <-chans[1]:
-		which = 1
-	case <-sess.Done():
+	cases = append(cases,
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(sess.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+	i, _, _ := reflect.Select(cases)
+	switch i {
+	case len(names):
 		return "", zk.Event{}, errRestart
-	case <-ctx.Done():
+	case len(names) + 1:
 		return "", zk.Event{}, ctx.Err()
 	}
-	if ev.Type == zk.EventNotWatching {
+	w := watches[names[i]]
+	if w.Err() != nil {
 		return "", zk.Event{}, errRestart // the session ended
 	}
-	return names[which], ev, nil
+	return names[i], w.Event(), nil
 }
 
 // restartOn turns a lost session into errRestart and passes other errors.

@@ -93,7 +93,7 @@ func (h *Hold) Stop() {
 // ends with the hold's context (GetW and WaitEvent honour it).
 func (h *Hold) watchRevocation(c *connection.Client, onRevoke func()) {
 	for {
-		data, _, ch, err := c.GetW(h.ctx, h.Path)
+		data, _, w, err := c.GetWatch(h.ctx, h.Path)
 		if err != nil {
 			return // node gone, session lost, or hold over
 		}
@@ -105,8 +105,12 @@ func (h *Hold) watchRevocation(c *connection.Client, onRevoke func()) {
 			}
 			return
 		}
-		ev, err := connection.WaitEvent(h.ctx, ch)
-		if err != nil || ev.Type == zk.EventNodeDeleted {
+		select {
+		case <-w.Done():
+		case <-h.ctx.Done():
+			return
+		}
+		if w.Err() != nil || w.Event().Type == zk.EventNodeDeleted {
 			return
 		}
 	}

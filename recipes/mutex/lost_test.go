@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,4 +206,69 @@ func TestCancelledLocksLeaveNothing(t *testing.T) {
 	if err != nil && !errors.Is(err, zk.ErrNoNode) || len(kids) != 0 {
 		t.Fatalf("after the holder's release: %v, %v", kids, err)
 	}
+}
+
+// TestAbandonedWaitsDoNotPileUpWatches: a waiter that gives up over and
+// over on the same predecessor leaves the watch of one wait (on its
+// predecessor), counted on the client and on the server (wchc, by
+// session), and none once the predecessor is gone.
+func TestAbandonedWaitsDoNotPileUpWatches(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	lock := root + "/lock"
+	holder := newMutex(t, open(t, ens.Servers()), lock)
+	wc := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		m := newMutex(t, wc, lock)
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		err := m.Lock(wctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Lock = %v, want DeadlineExceeded", err)
+		}
+	}
+	// Exactly one: the holder's node, which every wait watched.
+	if n := wc.Stats().PendingWatches; n != 1 {
+		t.Fatalf("%d pending watches on the client after 50 abandoned waits, want 1", n)
+	}
+	if n := serverWatches(t, ens, wc.Session().ID()); n != 1 {
+		t.Fatalf("%d watches of the waiter's session on the server, want 1", n)
+	}
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 10*time.Second, "the watch goes with its node", func() error {
+		if n := wc.Stats().PendingWatches; n != 0 {
+			return fmt.Errorf("%d pending", n)
+		}
+		return nil
+	})
+}
+
+// serverWatches counts the watches of session id on every server, from
+// the wchc four-letter word (sessions, each followed by its watched paths).
+func serverWatches(t *testing.T, ens *zktest.Ensemble, id int64) int {
+	t.Helper()
+	n := 0
+	for _, addr := range ens.Servers() {
+		out, err := zktest.FourLetter(addr, "wchc", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := false
+		for _, line := range strings.Split(out, "\n") {
+			switch {
+			case strings.HasPrefix(line, "0x"):
+				in = line == fmt.Sprintf("%#x", id)
+			case in && strings.TrimSpace(line) != "":
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -108,7 +108,7 @@ var errAgain = errors.New("naive: released meanwhile")
 
 // try creates the node or finds whose it is. It returns a confirmed hold,
 // or the watch on another holder's node.
-func (l *Lock) try(ctx context.Context) (lockcore.Acquired, <-chan zk.Event, error) {
+func (l *Lock) try(ctx context.Context) (lockcore.Acquired, <-chan struct{}, error) {
 	sess, err := l.client.WaitSession(ctx)
 	if err != nil {
 		return lockcore.Acquired{}, nil, err
@@ -119,7 +119,7 @@ func (l *Lock) try(ctx context.Context) (lockcore.Acquired, <-chan zk.Event, err
 	}
 	// Created, or it exists: whose is it? A create retried after a lost
 	// answer finds its own node here.
-	_, st, ch, err := l.client.GetW(ctx, l.path)
+	_, st, w, err := l.client.GetWatch(ctx, l.path)
 	if errors.Is(err, zk.ErrNoNode) {
 		return lockcore.Acquired{}, nil, errAgain
 	}
@@ -132,7 +132,7 @@ func (l *Lock) try(ctx context.Context) (lockcore.Acquired, <-chan zk.Event, err
 	if st.EphemeralOwner != sess.ID() || st.Czxid == stale || !l.client.Live(sess) {
 		// Another participant's, or the node of our own lost hold, which
 		// is being deleted: wait for it like any other.
-		return lockcore.Acquired{Session: sess}, ch, nil
+		return lockcore.Acquired{Session: sess}, w.Done(), nil
 	}
 	a, err := lockcore.Confirm(ctx, lockcore.Acquired{Path: l.path, Session: sess, Token: st.Czxid})
 	return a, nil, err
