@@ -89,7 +89,7 @@ type againError struct{ err error }
 func (e *againError) Error() string { return e.err.Error() }
 func (e *againError) Unwrap() error { return e.err }
 
-// Retryable reports whether err is worth retrying on the same session: the
+// Retryable reports whether err is worth retrying in the same session: the
 // connection was lost or closed while the request was in flight, no server
 // could be reached, the session moved to another server, or the server
 // timed out the operation. Session expiry is not retryable: the session

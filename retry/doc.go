@@ -17,4 +17,11 @@
 // moved session. Session expiry is not retryable: a new session means every
 // ephemeral node and watch of the old one is gone, and a lock that depended
 // on it must hear so rather than carry on.
+//
+// Do itself knows nothing of sessions. The connection package binds each
+// retried write to the session of its first attempt (the same go-zookeeper
+// handle, which never opens a second session), and ends it with
+// connection.ErrSessionLost once that session is gone; only operations that
+// are safe in any session mark a failure with Again to be retried in the
+// next one.
 package retry

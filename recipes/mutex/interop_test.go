@@ -239,3 +239,31 @@ func TestKazooInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCuratorAndKazooOnOnePathAreNotSafe shows what happens when Curator
+// and Kazoo share a lock path: Curator 5.4 sorts a child without "lock-"
+// by its whole name, so Kazoo's "<hex>__lock__<seq>" node does not sort
+// ahead of Curator's "…-lock-<seq>", and Curator takes the lock while
+// Kazoo holds it. (Kazoo, with extra_lock_patterns=["-lock-"], does see
+// Curator's node.) Go pairs safely with either; docs/locks.md says which
+// pairs share a lock.
+func TestCuratorAndKazooOnOnePathAreNotSafe(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	kazoo := startKazoo(t, ens.ConnectString(), lock)
+	curator := startCurator(t, ens.ConnectString(), lock)
+
+	kazoo.send("acquire")
+	kazoo.expect("ACQUIRED", 10*time.Second)
+	curator.send("acquire 3000")
+	got := curator.expect("", 10*time.Second)
+	if !strings.HasPrefix(got, "ACQUIRED") {
+		t.Fatalf("Curator answered %q while Kazoo holds; Curator 5.4 was expected to take the lock beside Kazoo", got)
+	}
+	t.Logf("Kazoo holds and Curator acquired too: %s", got)
+	curator.send("release")
+	curator.expect("RELEASED", 10*time.Second)
+	kazoo.send("release")
+	kazoo.expect("RELEASED", 10*time.Second)
+}
