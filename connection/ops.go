@@ -129,62 +129,85 @@ func (c *Client) sessionErr(sess *Session, cause error) error {
 // run runs f, returning early with ctx's error when ctx ends first.
 // go-zookeeper calls take no context; an abandoned call finishes in the
 // background when its answer comes or its handle closes (Close waits).
+// f must not write anything its caller reads: results travel with value.
 func (c *Client) run(ctx context.Context, f func() error) error {
-	return c.runThen(ctx, f, nil)
+	_, err := value(c, ctx, func() (struct{}, error) { return struct{}{}, f() })
+	return err
 }
 
-// runThen is run that, when ctx ends before f returns, calls abandoned
+// value is run for a call with a result: the result travels back with the
+// error, so an abandoned call never writes to a variable its caller may
+// still read.
+func value[T any](c *Client, ctx context.Context, f func() (T, error)) (T, error) {
+	return valueThen(c, ctx, f, nil)
+}
+
+// valueThen is value that, when ctx ends before f returns, calls abandoned
 // with f's result once f has returned, in the goroutine that ran f. It is
 // how a caller that gives up cleans up after a request whose effect it
 // cannot know yet: only after f returned has the request been answered or
 // its connection closed.
-func (c *Client) runThen(ctx context.Context, f func() error, abandoned func(error)) error {
+func valueThen[T any](c *Client, ctx context.Context, f func() (T, error), abandoned func(T, error)) (T, error) {
+	var zero T
 	if ctx.Done() == nil {
 		return f()
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return zero, err
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return ErrClosed
+		return zero, ErrClosed
 	}
 	c.wg.Add(1)
 	c.mu.Unlock()
+	type result struct {
+		v   T
+		err error
+	}
 	var (
 		mu   sync.Mutex
 		gone bool // the caller left
 	)
-	done := make(chan error, 1)
+	done := make(chan result, 1)
 	go func() {
 		defer c.wg.Done()
-		err := f()
+		v, err := f()
 		mu.Lock()
 		if !gone {
-			done <- err // buffered; sent under mu, so the caller either takes it or has left
+			done <- result{v, err} // buffered; sent under mu, so the caller either takes it or has left
 			mu.Unlock()
 			return
 		}
 		mu.Unlock()
 		if abandoned != nil {
-			abandoned(err)
+			abandoned(v, err)
 		}
 	}()
 	select {
-	case err := <-done:
-		return err
+	case r := <-done:
+		return r.v, r.err
 	case <-ctx.Done():
 		mu.Lock()
 		defer mu.Unlock()
 		select {
-		case err := <-done: // f finished meanwhile: its result counts
-			return err
+		case r := <-done: // f finished meanwhile: its result counts
+			return r.v, r.err
 		default:
 		}
 		gone = true
-		return ctx.Err()
+		return zero, ctx.Err()
 	}
+}
+
+// node is what a read of one node returns.
+type node struct {
+	data     []byte
+	children []string
+	exists   bool
+	stat     *zk.Stat
+	ch       <-chan zk.Event
 }
 
 // mapErr turns go-zookeeper's errors about the session into the client's.
@@ -226,19 +249,16 @@ func (c *Client) ensureNamespace(ctx context.Context, zc *zk.Conn) error {
 // where the server lacks containers.
 func (c *Client) createRaw(ctx context.Context, zc *zk.Conn, spath string, data []byte, mode Mode) (string, error) {
 	acl := aclFor(c.opts.acl, c.client(spath))
-	var created string
-	err := c.run(ctx, func() (err error) {
+	return value(c, ctx, func() (string, error) {
 		if mode == Container {
-			created, err = zc.CreateContainer(spath, data, zk.FlagContainer, acl)
+			created, err := zc.CreateContainer(spath, data, zk.FlagContainer, acl)
 			if err == nil || err.Error() != errUnimplemented {
-				return err
+				return created, err
 			}
-			mode = Persistent
+			return zc.Create(spath, data, int32(Persistent), acl)
 		}
-		created, err = zc.Create(spath, data, int32(mode), acl)
-		return err
+		return zc.Create(spath, data, int32(mode), acl)
 	})
-	return created, err
 }
 
 // createParents creates the missing ancestors of server path spath with
@@ -342,7 +362,9 @@ func (c *Client) EnsurePath(ctx context.Context, path string) error {
 // session: a retry may follow the client into a new one.
 func (c *Client) Get(ctx context.Context, path string) (data []byte, stat *zk.Stat, err error) {
 	err = c.call(ctx, "get", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		return c.run(ctx, func() (err error) { data, stat, err = zc.Get(c.server(path)); return })
+		n, err := value(c, ctx, func() (n node, err error) { n.data, n.stat, err = zc.Get(c.server(path)); return })
+		data, stat = n.data, n.stat
+		return err
 	})
 	return data, stat, err
 }
@@ -353,7 +375,9 @@ func (c *Client) Get(ctx context.Context, path string) (data []byte, stat *zk.St
 // namespace).
 func (c *Client) GetW(ctx context.Context, path string) (data []byte, stat *zk.Stat, ch <-chan zk.Event, err error) {
 	err = c.call(ctx, "get", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		return c.run(ctx, func() (err error) { data, stat, ch, err = zc.GetW(c.server(path)); return })
+		n, err := value(c, ctx, func() (n node, err error) { n.data, n.stat, n.ch, err = zc.GetW(c.server(path)); return })
+		data, stat, ch = n.data, n.stat, n.ch
+		return err
 	})
 	return data, stat, ch, err
 }
@@ -361,7 +385,9 @@ func (c *Client) GetW(ctx context.Context, path string) (data []byte, stat *zk.S
 // Children returns the names of the children of path, unsorted.
 func (c *Client) Children(ctx context.Context, path string) (children []string, stat *zk.Stat, err error) {
 	err = c.call(ctx, "children", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		return c.run(ctx, func() (err error) { children, stat, err = zc.Children(c.server(path)); return })
+		n, err := value(c, ctx, func() (n node, err error) { n.children, n.stat, err = zc.Children(c.server(path)); return })
+		children, stat = n.children, n.stat
+		return err
 	})
 	return children, stat, err
 }
@@ -369,7 +395,9 @@ func (c *Client) Children(ctx context.Context, path string) (children []string, 
 // ChildrenW is Children that also sets a child watch.
 func (c *Client) ChildrenW(ctx context.Context, path string) (children []string, stat *zk.Stat, ch <-chan zk.Event, err error) {
 	err = c.call(ctx, "children", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		return c.run(ctx, func() (err error) { children, stat, ch, err = zc.ChildrenW(c.server(path)); return })
+		n, err := value(c, ctx, func() (n node, err error) { n.children, n.stat, n.ch, err = zc.ChildrenW(c.server(path)); return })
+		children, stat, ch = n.children, n.stat, n.ch
+		return err
 	})
 	return children, stat, ch, err
 }
@@ -377,15 +405,16 @@ func (c *Client) ChildrenW(ctx context.Context, path string) (children []string,
 // Exists reports whether the node at path exists, with its Stat.
 func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Stat, err error) {
 	err = c.call(ctx, "exists", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		return c.run(ctx, func() (err error) {
-			// go-zookeeper can return (true, stat, ErrNoServer): look at
-			// err first.
-			ok, stat, err = zc.Exists(c.server(path))
-			if err != nil {
-				ok, stat = false, nil
-			}
-			return err
+		n, err := value(c, ctx, func() (n node, err error) {
+			n.exists, n.stat, err = zc.Exists(c.server(path))
+			return
 		})
+		// go-zookeeper can return (true, stat, ErrNoServer): look at err
+		// first.
+		if err == nil {
+			ok, stat = n.exists, n.stat
+		}
+		return err
 	})
 	return ok, stat, err
 }
@@ -395,13 +424,14 @@ func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Sta
 // node that exists to go, prefer GetW.
 func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.Stat, ch <-chan zk.Event, err error) {
 	err = c.call(ctx, "exists", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		return c.run(ctx, func() (err error) {
-			ok, stat, ch, err = zc.ExistsW(c.server(path))
-			if err != nil {
-				ok, stat, ch = false, nil, nil
-			}
-			return err
+		n, err := value(c, ctx, func() (n node, err error) {
+			n.exists, n.stat, n.ch, err = zc.ExistsW(c.server(path))
+			return
 		})
+		if err == nil {
+			ok, stat, ch = n.exists, n.stat, n.ch
+		}
+		return err
 	})
 	return ok, stat, ch, err
 }
@@ -410,7 +440,9 @@ func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.St
 // any) and returns the new Stat. It runs in one session only (see Create).
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (stat *zk.Stat, err error) {
 	err = c.call(ctx, "set", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
-		return c.run(ctx, func() (err error) { stat, err = zc.Set(c.server(path), data, version); return })
+		var err error
+		stat, err = value(c, ctx, func() (*zk.Stat, error) { return zc.Set(c.server(path), data, version) })
+		return err
 	})
 	return stat, err
 }
@@ -471,10 +503,8 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	}
 	var res []zk.MultiResponse
 	err := c.call(ctx, "multi", "/", inSession, func(ctx context.Context, zc *zk.Conn) error {
-		err := c.run(ctx, func() (err error) {
-			res, err = zc.Multi(server...)
-			return err
-		})
+		var err error
+		res, err = value(c, ctx, func() ([]zk.MultiResponse, error) { return zc.Multi(server...) })
 		// Not retried: the transaction may have been applied.
 		return retry.Permanent(err)
 	})

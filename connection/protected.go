@@ -99,13 +99,11 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 				return nil
 			}
 		}
-		var created string
-		err = c.runThen(ctx, func() (err error) {
+		created, err := valueThen(c, ctx, func() (string, error) {
 			// Not cancellable: it returns when the server answers or the
 			// connection closes, and only then is its outcome known.
-			created, err = c.createWithParents(context.Background(), zc, spath, data, mode, Container)
-			return err
-		}, func(err error) {
+			return c.createWithParents(context.Background(), zc, spath, data, mode, Container)
+		}, func(created string, err error) {
 			c.cleanupAbandoned(zc, created, err, c.server(dir), id)
 		})
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
@@ -188,8 +186,7 @@ func (c *Client) checkOwner(ctx context.Context, zc *zk.Conn, sess *Session, spa
 	if current {
 		return nil
 	}
-	var stat *zk.Stat
-	err := c.run(ctx, func() (err error) { _, stat, err = zc.Get(spath); return })
+	stat, err := c.stat(ctx, zc, spath)
 	if err == nil && stat.EphemeralOwner == sess.ID() {
 		return nil
 	}
@@ -207,8 +204,7 @@ func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, 
 	if err := c.run(ctx, func() error { _, err := zc.Sync(sdir); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return "", err
 	}
-	var children []string
-	err := c.run(ctx, func() (err error) { children, _, err = zc.Children(sdir); return })
+	children, err := c.children(ctx, zc, sdir)
 	if errors.Is(err, zk.ErrNoNode) {
 		return "", nil
 	}
@@ -223,8 +219,7 @@ func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, 
 		if !mode.ephemeral() {
 			return found, nil
 		}
-		var stat *zk.Stat
-		err := c.run(ctx, func() (err error) { _, stat, err = zc.Get(found); return })
+		stat, err := c.stat(ctx, zc, found)
 		if errors.Is(err, zk.ErrNoNode) {
 			return "", nil
 		}
@@ -255,8 +250,7 @@ func (c *Client) deleteProtectedLater(sdir, id string) {
 		if err := c.run(ctx, func() error { _, err := zc.Sync(sdir); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return c.mapErr(err)
 		}
-		var children []string
-		err := c.run(ctx, func() (err error) { children, _, err = zc.Children(sdir); return })
+		children, err := c.children(ctx, zc, sdir)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -296,8 +290,7 @@ func (c *Client) GuaranteedDelete(sess *Session, path string, czxid int64) {
 	c.background(sess, func(ctx context.Context, zc *zk.Conn) error {
 		version := int32(-1)
 		if czxid != 0 {
-			var stat *zk.Stat
-			err := c.run(ctx, func() (err error) { _, stat, err = zc.Get(sp); return })
+			stat, err := c.stat(ctx, zc, sp)
 			if errors.Is(err, zk.ErrNoNode) {
 				return nil
 			}
@@ -350,6 +343,16 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 			return op(ctx, zc)
 		})
 	}()
+}
+
+// stat reads the Stat of server path sp on handle zc.
+func (c *Client) stat(ctx context.Context, zc *zk.Conn, sp string) (*zk.Stat, error) {
+	return value(c, ctx, func() (*zk.Stat, error) { _, st, err := zc.Get(sp); return st, err })
+}
+
+// children lists server path sp on handle zc.
+func (c *Client) children(ctx context.Context, zc *zk.Conn, sp string) ([]string, error) {
+	return value(c, ctx, func() ([]string, error) { kids, _, err := zc.Children(sp); return kids, err })
 }
 
 // detached returns a context for cleanup that outlives the caller's: it

@@ -62,18 +62,24 @@ func (c *Client) GetWatch(ctx context.Context, path string) (data []byte, stat *
 		shared := c.watches[key]
 		c.watchMu.Unlock()
 		if shared != nil {
-			err := c.run(ctx, func() (err error) { data, stat, err = zc.Get(key.spath); return })
+			n, err := value(c, ctx, func() (n node, err error) { n.data, n.stat, err = zc.Get(key.spath); return })
 			if err == nil {
-				w = shared
+				data, stat, w = n.data, n.stat, shared
 			}
 			return err
 		}
-		var ch <-chan zk.Event
-		err := c.run(ctx, func() (err error) { data, stat, ch, err = zc.GetW(key.spath); return })
+		n, err := valueThen(c, ctx, func() (n node, err error) {
+			n.data, n.stat, n.ch, err = zc.GetW(key.spath)
+			return
+		}, func(n node, err error) {
+			if err == nil {
+				c.share(key, n.ch) // set all the same: offer it to the next waiter
+			}
+		})
 		if err != nil {
 			return err
 		}
-		w = c.share(key, ch)
+		data, stat, w = n.data, n.stat, c.share(key, n.ch)
 		return nil
 	})
 	return data, stat, w, err

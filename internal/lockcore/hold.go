@@ -23,7 +23,8 @@ var ErrReleased = errors.New("lockcore: lock released")
 type Hold struct {
 	Acquired
 
-	lost    chan struct{} // closed when the hold is untrusted or released
+	lost      chan struct{}   // closed when the hold is untrusted or released
+	untrusted <-chan struct{} // the session's, for the hold's period
 	release chan struct{} // closed by Stop
 	done    chan struct{} // closed when the goroutine has ended
 	ctx     context.Context
@@ -50,6 +51,7 @@ func NewHold(c *connection.Client, a Acquired, lostErr error, onRevoke func()) *
 	if untrusted == nil {
 		untrusted = a.Session.Untrusted()
 	}
+	h.untrusted = untrusted
 	revoking := make(chan struct{})
 	if onRevoke != nil {
 		go func() {
@@ -75,6 +77,20 @@ func NewHold(c *connection.Client, a Acquired, lostErr error, onRevoke func()) *
 
 // Done is closed when the hold can no longer be trusted, or was released.
 func (h *Hold) Done() <-chan struct{} { return h.lost }
+
+// Lost reports whether the hold can no longer be trusted or was released.
+// Unlike a look at Done, it also sees the session's distrust at once,
+// before the hold's goroutine has passed it on to Done.
+func (h *Hold) Lost() bool {
+	select {
+	case <-h.lost:
+		return true
+	case <-h.untrusted:
+		return true
+	default:
+		return false
+	}
+}
 
 // Context is cancelled when Done closes; its cause says why.
 func (h *Hold) Context() context.Context { return h.ctx }

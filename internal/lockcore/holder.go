@@ -172,14 +172,7 @@ func (h *Holder) Unlock(ctx context.Context) error {
 	return h.errorf("unlock", err) // still held
 }
 
-func lost(hold *Hold) bool {
-	select {
-	case <-hold.Done():
-		return true
-	default:
-		return false
-	}
-}
+func lost(hold *Hold) bool { return hold.Lost() }
 
 func (h *Holder) current() *Hold {
 	h.mu.Lock()

@@ -38,10 +38,15 @@
 //
 // Stop, Start, Kill (SIGKILL), Pause and Resume (SIGSTOP and SIGCONT) act on
 // one server; Leader finds the leader with the "srvr" four-letter word. A
-// Proxy sits between a client and the ensemble and can Cut, Blackhole or
-// Delay that client's traffic. A blackhole longer than the session timeout
-// expires the session on the server for real, because the server hears
-// nothing from the client.
+// Proxy sits between a client and the ensemble and can Cut, Blackhole,
+// Delay (both ways) or DelayReplies that client's traffic, or drop one
+// direction of it (DropReplies, DropRequests). A blackhole or dropped
+// requests longer than the session timeout expire the session on the
+// server for real, because the server hears nothing from the client;
+// delayed replies do not (the server hears every ping), which tests the
+// client's own deadline. WithSyncLimit sets how long a follower serves
+// without its leader: the window in which the leader can expire the
+// session of a client that still hears answers.
 //
 // # Sharing one ensemble per package
 //
