@@ -25,10 +25,10 @@ type Hold struct {
 
 	lost      chan struct{}   // closed when the hold is untrusted or released
 	untrusted <-chan struct{} // the session's, for the hold's period
-	release chan struct{} // closed by Stop
-	done    chan struct{} // closed when the goroutine has ended
-	ctx     context.Context
-	cancel  context.CancelCauseFunc
+	release   chan struct{}   // closed by Stop
+	done      chan struct{}   // closed when the goroutine has ended
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
 }
 
 // NewHold starts watching a hold: it is lost when its session can no
