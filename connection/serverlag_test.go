@@ -40,12 +40,37 @@ func (l stateLog) first(s connection.State) time.Time {
 	return time.Time{}
 }
 
-// pauseLeaderUnderFollowerClient connects a client with opts to one
-// follower only, gives it an ephemeral node, pauses the leader for pause,
-// and returns when the node was deleted (zero if it was not within 5 s of
-// the resume),
-// when the pause began, and the client's states until then.
-func pauseLeaderUnderFollowerClient(t *testing.T, ens *zktest.Ensemble, pause time.Duration, opts ...connection.Option) (deleted, paused time.Time, log stateLog) {
+// A serverFault cuts the follower off from the leader, or the leader from
+// everyone; it returns how to heal it.
+type serverFault func(t *testing.T, ens *zktest.Ensemble, leader, follower int) (heal func())
+
+func pauseLeader(t *testing.T, ens *zktest.Ensemble, leader, _ int) func() {
+	if err := ens.Pause(leader); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := ens.Resume(leader); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func partitionFollower(t *testing.T, ens *zktest.Ensemble, leader, follower int) func() {
+	if err := ens.Partition(follower, leader); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := ens.Heal(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// faultUnderFollowerClient connects a client with opts to one follower
+// only, gives it an ephemeral node, applies fault for hold, and returns
+// when the node was deleted (zero if it was not within 5 s of the heal),
+// when the fault began, and the client's states until then.
+func faultUnderFollowerClient(t *testing.T, ens *zktest.Ensemble, fault serverFault, hold time.Duration, opts ...connection.Option) (deleted, paused time.Time, log stateLog) {
 	leader := ens.MustLeader(t)
 	follower := (leader + 1) % 3
 	servers := ens.Servers()
@@ -70,19 +95,29 @@ func pauseLeaderUnderFollowerClient(t *testing.T, ens *zktest.Ensemble, pause ti
 		t.Fatalf("observer: %v %v", ok, err)
 	}
 	paused = time.Now()
-	if err := ens.Pause(leader); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(pause) // the fault's length, not an ordering device
-	if err := ens.Resume(leader); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case ev := <-ch:
-		if ev.Type == zk.EventNodeDeleted {
-			deleted = time.Now()
+	heal := fault(t, ens, leader, follower)
+	healTimer := time.NewTimer(hold) // the fault's length, not an ordering device
+	defer healTimer.Stop()
+	giveUp := time.NewTimer(hold + 5*time.Second)
+	defer giveUp.Stop()
+	healed := false
+wait:
+	for {
+		select {
+		case ev := <-ch:
+			if ev.Type == zk.EventNodeDeleted {
+				deleted = time.Now()
+			}
+			break wait
+		case <-healTimer.C:
+			heal()
+			healed = true
+		case <-giveUp.C:
+			break wait
 		}
-	case <-time.After(5 * time.Second):
+	}
+	if !healed {
+		heal()
 	}
 	c.Close()
 	return deleted, paused, <-states
@@ -90,40 +125,47 @@ func pauseLeaderUnderFollowerClient(t *testing.T, ens *zktest.Ensemble, pause ti
 
 // TestFollowerAnswersWhileLeaderExpires shows the limit of what a client
 // can know. With ZooKeeper's usual syncLimit × tickTime (here 5 s) above
-// the session timeout (1 s), a follower goes on answering its clients
-// while the leader is paused; when the leader resumes it expires their
-// sessions at once. The client heard answers the whole time: it saw no
-// state change before its node was gone. docs/safety.md states the rule
-// that avoids it, which the next test checks.
+// the session timeout (1 s), a follower cut off from the leader — by a
+// partition between the servers, or a paused leader — goes on answering
+// its clients, while the leader expires their sessions (at once when it
+// resumes, after a pause). The client heard answers the whole time: it saw
+// no state change before its node was gone. docs/safety.md states the rule
+// that avoids it, which TestServerLagKeepsHoldsSafe checks.
 func TestFollowerAnswersWhileLeaderExpires(t *testing.T) {
 	zktest.SkipIfShort(t)
 	t.Parallel()
-	ens := zktest.Start(t, zktest.WithServers(3))
+	ens := zktest.Start(t, zktest.WithServers(3), zktest.WithServerPartitions())
 	ens.RequireFaults(t)
-	deleted, paused, log := pauseLeaderUnderFollowerClient(t, ens, 2500*time.Millisecond, connection.WithSessionTimeout(time.Second))
-	if deleted.IsZero() {
-		t.Fatal("the leader never expired the session; the test shows nothing")
+	for _, tc := range []struct {
+		name  string
+		fault serverFault
+	}{
+		{"follower partitioned from the leader", partitionFollower},
+		{"leader paused", pauseLeader},
+	} {
+		deleted, began, log := faultUnderFollowerClient(t, ens, tc.fault, 2500*time.Millisecond, connection.WithSessionTimeout(time.Second))
+		if deleted.IsZero() {
+			t.Fatalf("%s: the leader never expired the session; the test shows nothing", tc.name)
+		}
+		if s := log.first(connection.Suspended); !s.IsZero() && s.Before(deleted.Add(-50*time.Millisecond)) {
+			t.Fatalf("%s: the client was suspended %v into the fault, before its node was deleted (%v); the follower was expected to answer until then",
+				tc.name, s.Sub(began).Round(time.Millisecond), deleted.Sub(began).Round(time.Millisecond))
+		}
+		t.Logf("%s (session timeout 1s, syncLimit 5s): the node was deleted %v after the fault began; the client's first state change: %v",
+			tc.name, deleted.Sub(began).Round(time.Millisecond), firstChange(log, began))
 	}
-	if s := log.first(connection.Suspended); !s.IsZero() && s.Before(paused.Add(2500*time.Millisecond)) {
-		t.Fatalf("the client was suspended %v into the leader's pause; the follower was expected to answer throughout",
-			s.Sub(paused).Round(time.Millisecond))
-	}
-	t.Logf("session timeout 1s, syncLimit 5s: the client heard answers for the whole 2.5s pause of the leader; its node was deleted %v after the pause began; its first state change: %v",
-		deleted.Sub(paused).Round(time.Millisecond), firstChange(log, paused))
 }
 
 // TestServerLagKeepsHoldsSafe is the rule at work: with syncLimit ×
-// tickTime below the session timeout, a follower that loses its leader
-// drops its clients in time (the standard policy suspends them), and with
-// WithServerLag the session policy's Lost comes before the leader can
-// expire the session. (With a paused leader the followers elect another
-// one, which keeps the sessions; the session policy's case matters with a
-// follower partitioned from a live leader, which zktest cannot make yet.)
+// tickTime below the session timeout, a follower partitioned from the
+// leader drops its clients in time (the standard policy suspends them),
+// and with WithServerLag the session policy's Lost comes before the leader
+// expires the session.
 func TestServerLagKeepsHoldsSafe(t *testing.T) {
 	zktest.SkipIfShort(t)
 	t.Parallel()
 	const syncLimit = 300 * time.Millisecond
-	ens := zktest.Start(t, zktest.WithServers(3), zktest.WithSyncLimit(syncLimit))
+	ens := zktest.Start(t, zktest.WithServers(3), zktest.WithSyncLimit(syncLimit), zktest.WithServerPartitions())
 	ens.RequireFaults(t)
 	for _, tc := range []struct {
 		policy connection.ErrorPolicy
@@ -132,18 +174,17 @@ func TestServerLagKeepsHoldsSafe(t *testing.T) {
 		{connection.StandardPolicy, connection.Suspended},
 		{connection.SessionPolicy, connection.Lost},
 	} {
-		deleted, paused, log := pauseLeaderUnderFollowerClient(t, ens, 3*time.Second,
+		deleted, began, log := faultUnderFollowerClient(t, ens, partitionFollower, 3*time.Second,
 			connection.WithSessionTimeout(2*time.Second), connection.WithErrorPolicy(tc.policy),
 			connection.WithServerLag(syncLimit+zktest.DefaultTickTime))
 		ended := log.first(tc.ends)
-		if tc.policy == connection.StandardPolicy && ended.IsZero() {
-			t.Fatalf("%v policy: the follower that lost its leader did not drop the client", tc.policy)
+		if deleted.IsZero() {
+			t.Fatalf("%v policy: the leader never expired the partitioned follower's client; the test shows nothing", tc.policy)
 		}
-		if !deleted.IsZero() && (ended.IsZero() || !ended.Before(deleted)) {
-			t.Fatalf("%v policy: %v came %v after the pause began, the node was deleted %v after it",
-				tc.policy, tc.ends, ended.Sub(paused).Round(time.Millisecond), deleted.Sub(paused).Round(time.Millisecond))
+		if ended.IsZero() || !ended.Before(deleted) {
+			t.Fatalf("%v policy: %v %s, but the node was deleted %s", tc.policy, tc.ends, since(ended, began), since(deleted, began))
 		}
-		t.Logf("%v policy: %v %s; node deleted: %v", tc.policy, tc.ends, since(ended, paused), since(deleted, paused))
+		t.Logf("%v policy: %v %s; the leader deleted the node %s", tc.policy, tc.ends, since(ended, began), since(deleted, began))
 	}
 }
 
@@ -151,7 +192,7 @@ func since(t, from time.Time) string {
 	if t.IsZero() {
 		return "never"
 	}
-	return t.Sub(from).Round(time.Millisecond).String() + " after the pause began"
+	return t.Sub(from).Round(time.Millisecond).String() + " after the fault began"
 }
 
 func firstChange(l stateLog, from time.Time) string {

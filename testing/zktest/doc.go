@@ -44,9 +44,11 @@
 // requests longer than the session timeout expire the session on the
 // server for real, because the server hears nothing from the client;
 // delayed replies do not (the server hears every ping), which tests the
-// client's own deadline. WithSyncLimit sets how long a follower serves
-// without its leader: the window in which the leader can expire the
-// session of a client that still hears answers.
+// client's own deadline. WithServerPartitions puts proxies between the
+// servers, so that Partition, Isolate and Heal cut servers off from each
+// other while clients still reach them; WithSyncLimit sets how long a
+// follower serves without its leader: the window in which the leader can
+// expire the session of a client that still hears answers.
 //
 // # Sharing one ensemble per package
 //

@@ -53,6 +53,7 @@ type config struct {
 	servers      int
 	tickTime     time.Duration
 	syncLimit    time.Duration // 0: the default, 5 s
+	partitions   bool          // proxies between servers
 	startTimeout time.Duration
 	backend      string
 	dockerImage  string

@@ -73,6 +73,7 @@ type localBackend struct {
 	install *localInstall
 	dir     string
 	servers []*localServer
+	links   quorumLinks // WithServerPartitions
 }
 
 // localServer is one server process. mu guards proc, exited and paused.
@@ -130,6 +131,12 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 		for i := range n {
 			fmt.Fprintf(&quorum, "server.%d=127.0.0.1:%d:%d\n", i+1, ports[3*i+1], ports[3*i+2])
 		}
+		if cfg.partitions {
+			if b.links, err = newQuorumLinks(n, ports); err != nil {
+				os.RemoveAll(dir)
+				return nil, err
+			}
+		}
 	}
 	for i := range n {
 		s := &localServer{
@@ -139,7 +146,11 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 		}
 		s.cfgPath = filepath.Join(s.dir, "zoo.cfg")
 		s.logPath = filepath.Join(s.dir, "server.log")
-		if err := s.writeConfig(cfg, ports[3*i], quorum.String()); err != nil {
+		q := quorum.String()
+		if b.links != nil {
+			q = b.links.quorum(i, ports)
+		}
+		if err := s.writeConfig(cfg, ports[3*i], q); err != nil {
 			b.close()
 			return nil, err
 		}
@@ -382,6 +393,7 @@ func (b *localBackend) close() error {
 			_ = s.halt(syscall.SIGKILL, 10*time.Second)
 		}
 	}
+	b.links.close()
 	return os.RemoveAll(b.dir)
 }
 
