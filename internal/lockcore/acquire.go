@@ -25,6 +25,12 @@ type Lock struct {
 	Data      []byte          // the node's data
 	Accept    func(Kind) bool // which children are contenders
 	Predicate Predicate       // who holds
+	// Relist answers every deletion with a fresh listing instead of the
+	// 0-RTT handoff: for a queue where a node can be inserted ahead of a
+	// waiter after its listing (a read/write lock's downgrade puts a read
+	// node at its writer's place), so that the kept listing is no longer a
+	// superset of the contenders ahead.
+	Relist bool
 }
 
 // Acquired is a node that holds the lock.
@@ -94,7 +100,10 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 //
 // This relies on nodes being deleted only by their owners or by the end of
 // their session; we watch our session, and any other deletion of our own
-// node is outside the recipe (as it is for Curator).
+// node is outside the recipe (as it is for Curator). It also relies on no
+// node being inserted ahead of ours after our listing: a queue where that
+// can happen (a read/write lock's downgrade) sets Relist, and a waiter
+// then lists again after every deletion, as Curator does.
 func (l *Lock) await(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
 	sess := created.Session
 	ours := path.Base(created.Path)
@@ -143,7 +152,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 				continue // changed, not deleted: watch it again
 			}
 			cs = removeName(cs, gone)
-			if held, _ := l.Predicate(cs, Index(cs, ours)); held {
+			if held, _ := l.Predicate(cs, Index(cs, ours)); held && !l.Relist {
 				return l.confirm(ctx, a) // the 0-RTT handoff
 			}
 		}

@@ -202,6 +202,27 @@ func (h *Holder) endLost(hold *Hold) {
 	h.client.GuaranteedDelete(hold.Session, hold.Path, 0)
 }
 
+// Use runs f with the current hold while no Lock or Unlock of this Holder
+// can change it (it takes the gate). It reports false, without calling f,
+// when nothing is held; a lost hold it finds is ended, as Lock would. A
+// read/write lock's downgrade uses it: the read node must be made while
+// the write hold surely lasts.
+func (h *Holder) Use(ctx context.Context, f func(a Acquired) error) (bool, error) {
+	if err := h.enter(ctx, "use"); err != nil {
+		return false, err
+	}
+	defer h.leave()
+	cur := h.current()
+	if cur == nil {
+		return false, nil
+	}
+	if lost(cur) {
+		h.endLost(cur)
+		return false, nil
+	}
+	return true, f(cur.Acquired)
+}
+
 // Held reports whether this participant has a hold (possibly a lost one
 // that no Lock or Unlock has noticed yet: see Done).
 func (h *Holder) Held() bool { return h.current() != nil }

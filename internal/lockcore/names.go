@@ -134,11 +134,32 @@ func Index(cs []Contender, name string) int {
 // Kazoo reader excludes a writer).
 func MutexKinds(k Kind) bool { return k == Mutex || k == KazooLock || k == KazooRead }
 
+// RWKinds accepts the contenders of a read/write lock: Curator's (and
+// ours) readers and writers, and Kazoo's ReadLock and WriteLock.
+func RWKinds(k Kind) bool { return k == Read || k == Write || k == KazooLock || k == KazooRead }
+
+// writes reports whether a contender of a read/write lock excludes readers.
+func writes(k Kind) bool { return k == Write || k == KazooLock }
+
 // Predicate decides, for contenders in queue order and the index of ours,
 // whether ours holds. If not, it names the contenders to watch, the one
 // whose release matters first, first. Predicates must be monotone: if ours
 // holds with some earlier contenders present, it holds with fewer.
 type Predicate func(cs []Contender, ours int) (held bool, watch []int)
+
+// Shared is the reader's predicate of a read/write lock, Curator's: a
+// reader holds when no writer is ahead of it, however many readers are;
+// otherwise it watches the first writer (Curator watches the first, not
+// the nearest: only the first writer's release can let it in). Monotone:
+// with fewer contenders ahead there is no more writer ahead.
+func Shared(cs []Contender, ours int) (bool, []int) {
+	for i := 0; i < ours; i++ {
+		if writes(cs[i].Kind) {
+			return false, []int{i}
+		}
+	}
+	return true, nil
+}
 
 // Exclusive is the mutex predicate: the first contender holds. A waiter
 // watches its predecessor, and also the predecessor's predecessor, so that

@@ -101,3 +101,71 @@ func TestExclusive(t *testing.T) {
 		}
 	}
 }
+
+func TestShared(t *testing.T) {
+	r := func(n int32) Contender { return Contender{N: n, Kind: Read} }
+	w := func(n int32) Contender { return Contender{N: n, Kind: Write} }
+	kr := func(n int32) Contender { return Contender{N: n, Kind: KazooRead} }
+	kw := func(n int32) Contender { return Contender{N: n, Kind: KazooLock} }
+	cases := []struct {
+		name  string
+		cs    []Contender
+		ours  int
+		held  bool
+		watch []int
+	}{
+		{"alone", []Contender{r(1)}, 0, true, nil},
+		{"readers ahead", []Contender{r(1), kr(2), r(3)}, 2, true, nil},
+		{"a writer ahead", []Contender{r(1), w(2), r(3)}, 2, false, []int{1}},
+		{"the first writer is watched", []Contender{w(1), r(2), w(3), r(4)}, 3, false, []int{0}},
+		{"a Kazoo writer ahead", []Contender{kw(1), r(2)}, 1, false, []int{0}},
+		{"writers behind do not count", []Contender{r(1), w(2)}, 0, true, nil},
+	}
+	for _, c := range cases {
+		held, watch := Shared(c.cs, c.ours)
+		if held != c.held || !slices.Equal(watch, c.watch) {
+			t.Errorf("%s: Shared = %v %v, want %v %v", c.name, held, watch, c.held, c.watch)
+		}
+	}
+}
+
+// TestPredicatesAreMonotone checks the property the 0-RTT handoff relies
+// on, for every predicate: if a contender holds with some contenders ahead
+// of it, it holds with any subset of them.
+func TestPredicatesAreMonotone(t *testing.T) {
+	kinds := []Kind{Read, Write, KazooRead, KazooLock}
+	for name, pred := range map[string]Predicate{"Exclusive": Exclusive, "Shared": Shared} {
+		// Every queue of up to 4 contenders ahead of ours, every subset.
+		for n := 0; n <= 4; n++ {
+			total := 1
+			for range n {
+				total *= len(kinds)
+			}
+			for code := range total {
+				ahead := make([]Contender, n)
+				c := code
+				for i := range ahead {
+					ahead[i] = Contender{N: int32(i), Kind: kinds[c%len(kinds)]}
+					c /= len(kinds)
+				}
+				cs := append(ahead, Contender{N: int32(n), Kind: Read})
+				held, _ := pred(cs, n)
+				if !held {
+					continue
+				}
+				for mask := range 1 << n {
+					var sub []Contender
+					for i := range n {
+						if mask&(1<<i) != 0 {
+							sub = append(sub, ahead[i])
+						}
+					}
+					sub = append(sub, cs[n])
+					if h, _ := pred(sub, len(sub)-1); !h {
+						t.Fatalf("%s holds with %v ahead but not with %v", name, ahead, sub[:len(sub)-1])
+					}
+				}
+			}
+		}
+	}
+}

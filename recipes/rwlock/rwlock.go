@@ -1,0 +1,217 @@
+package rwlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+)
+
+// Errors of the read/write lock. Match them with errors.Is.
+var (
+	// ErrLocked is returned by TryLock when the side cannot be taken
+	// without waiting.
+	ErrLocked = errors.New("rwlock: locked by another participant")
+	// ErrNotLocked is returned by Unlock when the side is not held.
+	ErrNotLocked = errors.New("rwlock: not locked")
+	// ErrLockLost is returned by Lock and Unlock when the side's hold was
+	// lost (its Done closed) before; the hold is then ended. It wraps
+	// connection.ErrSessionLost.
+	ErrLockLost = fmt.Errorf("rwlock: lock lost: %w", connection.ErrSessionLost)
+	// ErrUpgrade is returned at once by the write side's Lock while this
+	// RWMutex holds the read side: the writer would wait for itself.
+	ErrUpgrade = errors.New("rwlock: write lock asked while holding the read lock (upgrade)")
+)
+
+// Curator's markers, in place of the mutex's "lock-".
+const (
+	readName  = "__READ__"
+	writeName = "__WRIT__"
+)
+
+// RWMutex is one participant of a read/write lock at a path: a read side
+// and a write side. Goroutines that must exclude each other use separate
+// RWMutex values, as processes do.
+type RWMutex struct {
+	client *connection.Client
+	path   string
+	read   *Side
+	write  *Side
+}
+
+// Side is one side of an RWMutex: the read lock or the write lock.
+type Side struct {
+	rw   *RWMutex
+	core lockcore.Lock
+	h    *lockcore.Holder
+}
+
+// Option configures an RWMutex.
+type Option func(*RWMutex) error
+
+// WithData sets the data of both sides' nodes. By default it is the
+// client's DefaultData, the host's address, as in Curator.
+func WithData(data []byte) Option {
+	return func(rw *RWMutex) error {
+		rw.read.core.Data = append([]byte{}, data...)
+		rw.write.core.Data = append([]byte{}, data...)
+		return nil
+	}
+}
+
+// New returns a participant of the read/write lock at path. Nothing is
+// created until a side is locked.
+func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
+	if c == nil {
+		return nil, errors.New("rwlock: nil client")
+	}
+	if err := connection.ValidatePath(p); err != nil {
+		return nil, fmt.Errorf("rwlock: %w", err)
+	}
+	if p == "/" {
+		return nil, fmt.Errorf("rwlock: %w: the root cannot be a lock", connection.ErrInvalidPath)
+	}
+	rw := &RWMutex{client: c, path: p}
+	side := func(name string, pred lockcore.Predicate) *Side {
+		return &Side{rw: rw, core: lockcore.Lock{
+			Client: c, Dir: p, Name: name, Data: c.DefaultData(),
+			Accept: lockcore.RWKinds, Predicate: pred,
+		}}
+	}
+	rw.read, rw.write = side(readName, lockcore.Shared), side(writeName, lockcore.Exclusive)
+	// A downgrade puts a read node at its writer's place, ahead of writers
+	// that listed before it: a writer must list again after every
+	// deletion rather than take the 0-RTT handoff. (A reader need not: an
+	// inserted reader never blocks it.)
+	rw.write.core.Relist = true
+	for _, o := range opts {
+		if err := o(rw); err != nil {
+			return nil, err
+		}
+	}
+	for s, acquire := range map[*Side]func(context.Context, bool) (lockcore.Acquired, error){
+		rw.read: rw.acquireRead, rw.write: rw.acquireWrite,
+	} {
+		s.h = lockcore.NewHolder(c, lockcore.HolderConfig{
+			Name:         "rwlock",
+			Path:         p,
+			Acquire:      acquire,
+			Release:      s.core.Release,
+			ErrLocked:    ErrLocked,
+			ErrNotLocked: ErrNotLocked,
+			ErrLockLost:  ErrLockLost,
+		})
+	}
+	return rw, nil
+}
+
+// Path returns the lock's path.
+func (rw *RWMutex) Path() string { return rw.path }
+
+// ReadLock returns the read side; the same value on every call.
+func (rw *RWMutex) ReadLock() *Side { return rw.read }
+
+// WriteLock returns the write side; the same value on every call.
+func (rw *RWMutex) WriteLock() *Side { return rw.write }
+
+// acquireWrite refuses an upgrade, then queues as a writer.
+func (rw *RWMutex) acquireWrite(ctx context.Context, wait bool) (lockcore.Acquired, error) {
+	if rw.read.h.Held() {
+		return lockcore.Acquired{}, ErrUpgrade
+	}
+	return rw.write.core.Acquire(ctx, wait)
+}
+
+// acquireRead downgrades when the write side is held, and otherwise
+// queues as a reader.
+//
+// The downgrade's safety: the read node is made while the write hold
+// surely lasts (under the write side's gate, its Done open), so at every
+// moment from then on either our writer's node or our reader's node sits
+// at the writer's place in the queue; every writer behind keeps waiting,
+// and readers behind may share, as they may with any reader.
+func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquired, error) {
+	var a lockcore.Acquired
+	held, err := rw.write.h.Use(ctx, func(w lockcore.Acquired) error {
+		c, ok := lockcore.Parse(path.Base(w.Path))
+		if !ok {
+			return fmt.Errorf("rwlock: the write node %s has no sequence", w.Path)
+		}
+		created, err := rw.client.CreateProtected(ctx, path.Join(rw.path, readName+c.Seq), rw.read.core.Data, connection.Ephemeral)
+		if err != nil {
+			return err
+		}
+		if created.Session != w.Session {
+			// Made in a later session than the write hold's: that hold is
+			// gone, and a downgrade from it would be a new, unordered reader.
+			rw.client.GuaranteedDelete(created.Session, created.Path, 0)
+			return ErrLockLost
+		}
+		a = lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}
+		if a.Token == 0 {
+			_, st, err := rw.client.Exists(ctx, created.Path)
+			if err != nil || st == nil {
+				rw.client.GuaranteedDelete(created.Session, created.Path, 0)
+				return fmt.Errorf("rwlock: read the downgrade node: %w", err)
+			}
+			a.Token = st.Czxid
+		}
+		a, err = lockcore.Confirm(ctx, a)
+		return err
+	})
+	if held || err != nil {
+		return a, err
+	}
+	return rw.read.core.Acquire(ctx, wait)
+}
+
+// Lock blocks until this side is held or ctx is done; see the mutex's
+// Lock for the contract. The write side returns an error matching
+// ErrUpgrade at once while this RWMutex holds the read side.
+func (s *Side) Lock(ctx context.Context) error { return s.h.Lock(ctx, true) }
+
+// TryLock takes this side if it can be taken without waiting, and
+// otherwise returns an error matching ErrLocked.
+func (s *Side) TryLock(ctx context.Context) error { return s.h.Lock(ctx, false) }
+
+// Unlock releases one hold of this side; the last deletes its node. A lost
+// hold is ended and the error matches ErrLockLost.
+func (s *Side) Unlock(ctx context.Context) error { return s.h.Unlock(ctx) }
+
+// Held reports whether this side is held (possibly a lost hold no Lock or
+// Unlock has noticed yet: see Done).
+func (s *Side) Held() bool { return s.h.Held() }
+
+// Done is closed when this side's hold can no longer be trusted, or was
+// released; when the side is not held it is already closed.
+func (s *Side) Done() <-chan struct{} { return s.h.Done() }
+
+// Context is cancelled when Done closes.
+func (s *Side) Context() context.Context { return s.h.Context() }
+
+// Token returns the fencing token of this side's hold: its node's czxid.
+// Write tokens strictly increase across successive writers; 0 when not
+// held.
+func (s *Side) Token() int64 { return s.h.Token() }
+
+// Node returns the path of this side's node, or "".
+func (s *Side) Node() string { return s.h.Node() }
+
+// Participant is one contender of the lock.
+type Participant = lockcore.Participant
+
+// Participants lists the readers and writers of the lock at path in
+// queue order, Curator's and Kazoo's included.
+func Participants(ctx context.Context, c *connection.Client, p string) ([]Participant, error) {
+	if err := connection.ValidatePath(p); err != nil {
+		return nil, fmt.Errorf("rwlock: %w", err)
+	}
+	ps, err := lockcore.Participants(ctx, c, p, lockcore.RWKinds)
+	if err != nil {
+		return nil, fmt.Errorf("rwlock: participants of %s: %w", p, err)
+	}
+	return ps, nil
+}
