@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/peertest"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
@@ -20,21 +21,21 @@ func TestCuratorInterop(t *testing.T) {
 	ens := shared.Ensemble(t)
 	lock := ens.Root(t) + "/lock"
 	ctx := ctxFor(t, 2*time.Minute)
-	curator := startCurator(t, ens.ConnectString(), lock)
+	curator := peertest.Curator(t, ens.ConnectString(), lock, "mutex")
 	g := newMutex(t, open(t, ens.Servers()), lock)
 
 	// Go holds: Curator waits until Go releases.
 	if err := g.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	curator.send("acquire 300")
-	curator.expect("TIMEOUT", 10*time.Second)
-	curator.send("acquire")
-	curator.quiet(500 * time.Millisecond)
+	curator.Send("acquire 300")
+	curator.Expect("TIMEOUT", 10*time.Second)
+	curator.Send("acquire")
+	curator.Quiet(500 * time.Millisecond)
 	if err := g.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	node := curator.expect("ACQUIRED", 10*time.Second)
+	node := curator.Expect("ACQUIRED", 10*time.Second)
 	if !strings.Contains(node, "-lock-") {
 		t.Fatalf("Curator's node %q", node)
 	}
@@ -50,8 +51,8 @@ func TestCuratorInterop(t *testing.T) {
 		t.Fatalf("Go acquired while Curator holds: %v", err)
 	case <-time.After(500 * time.Millisecond):
 	}
-	curator.send("release")
-	curator.expect("RELEASED", 10*time.Second)
+	curator.Send("release")
+	curator.Expect("RELEASED", 10*time.Second)
 	if err := <-locked; err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +68,8 @@ func TestCuratorFIFOAcrossLanguages(t *testing.T) {
 	ens := shared.Ensemble(t)
 	lock := ens.Root(t) + "/lock"
 	ctx := ctxFor(t, 2*time.Minute)
-	c1 := startCurator(t, ens.ConnectString(), lock)
-	c2 := startCurator(t, ens.ConnectString(), lock)
+	c1 := peertest.Curator(t, ens.ConnectString(), lock, "mutex")
+	c2 := peertest.Curator(t, ens.ConnectString(), lock, "mutex")
 	holder := newMutex(t, open(t, ens.Servers()), lock)
 	g1 := newMutex(t, open(t, ens.Servers()), lock)
 	if err := holder.Lock(ctx); err != nil {
@@ -84,21 +85,21 @@ func TestCuratorFIFOAcrossLanguages(t *testing.T) {
 		})
 	}
 	// Queue: Curator 1, Go 1, Curator 2.
-	c1.send("acquire")
+	c1.Send("acquire")
 	queued(2)
 	g1Locked := make(chan error, 1)
 	go func() { g1Locked <- g1.Lock(ctx) }()
 	queued(3)
-	c2.send("acquire")
+	c2.Send("acquire")
 	queued(4)
 
 	// Curator's own view lists the Go contenders, in the same order.
-	c1.send("participants") // answered after c1's acquire returns
+	c1.Send("participants") // answered after c1's acquire returns
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c1.expect("ACQUIRED", 10*time.Second)
-	if got := c1.expect("PARTICIPANTS", 10*time.Second); len(strings.Split(got, ",")) != 3 {
+	c1.Expect("ACQUIRED", 10*time.Second)
+	if got := c1.Expect("PARTICIPANTS", 10*time.Second); len(strings.Split(got, ",")) != 3 {
 		t.Fatalf("Curator's participants %q, want 3 (itself, Go, Curator)", got)
 	}
 	select {
@@ -106,18 +107,18 @@ func TestCuratorFIFOAcrossLanguages(t *testing.T) {
 		t.Fatalf("Go waiter acquired before the Curator ahead of it released: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	c1.send("release")
-	c1.expect("RELEASED", 10*time.Second)
+	c1.Send("release")
+	c1.Expect("RELEASED", 10*time.Second)
 	if err := <-g1Locked; err != nil {
 		t.Fatal(err)
 	}
-	c2.quiet(300 * time.Millisecond)
+	c2.Quiet(300 * time.Millisecond)
 	if err := g1.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c2.expect("ACQUIRED", 10*time.Second)
-	c2.send("release")
-	c2.expect("RELEASED", 10*time.Second)
+	c2.Expect("ACQUIRED", 10*time.Second)
+	c2.Send("release")
+	c2.Expect("RELEASED", 10*time.Second)
 }
 
 // TestCuratorSeesGoParticipants: Curator's getParticipantNodes lists Go
@@ -152,9 +153,9 @@ func TestCuratorSeesGoParticipants(t *testing.T) {
 		goNodes = []string{ps[0].Path, ps[1].Path}
 		return nil
 	})
-	curator := startCurator(t, ens.ConnectString(), lock)
-	curator.send("participants")
-	got := strings.Split(curator.expect("PARTICIPANTS", 10*time.Second), ",")
+	curator := peertest.Curator(t, ens.ConnectString(), lock, "mutex")
+	curator.Send("participants")
+	got := strings.Split(curator.Expect("PARTICIPANTS", 10*time.Second), ",")
 	if len(got) != 2 || got[0] != goNodes[0] || got[1] != goNodes[1] {
 		t.Fatalf("Curator lists %v, want the Go contenders %v", got, goNodes)
 	}
@@ -173,11 +174,11 @@ func TestRevokeReachesCurator(t *testing.T) {
 	ens := shared.Ensemble(t)
 	lock := ens.Root(t) + "/lock"
 	ctx := ctxFor(t, 2*time.Minute)
-	curator := startCurator(t, ens.ConnectString(), lock)
-	curator.send("revocable")
-	curator.expect("REVOCABLE", 10*time.Second)
-	curator.send("acquire")
-	node := curator.expect("ACQUIRED", 10*time.Second)
+	curator := peertest.Curator(t, ens.ConnectString(), lock, "mutex")
+	curator.Send("revocable")
+	curator.Expect("REVOCABLE", 10*time.Second)
+	curator.Send("acquire")
+	node := curator.Expect("ACQUIRED", 10*time.Second)
 	c := open(t, ens.Servers())
 	ps, err := mutex.Participants(ctx, c, lock)
 	if err != nil || len(ps) != 1 || ps[0].Path != node {
@@ -186,9 +187,9 @@ func TestRevokeReachesCurator(t *testing.T) {
 	if err := mutex.Revoke(ctx, c, ps[0].Path); err != nil {
 		t.Fatal(err)
 	}
-	curator.expect("REVOKE_REQUESTED", 10*time.Second)
-	curator.send("release")
-	curator.expect("RELEASED", 10*time.Second)
+	curator.Expect("REVOKE_REQUESTED", 10*time.Second)
+	curator.Send("release")
+	curator.Expect("RELEASED", 10*time.Second)
 }
 
 // TestKazooInterop: a Kazoo Lock (with extra_lock_patterns=["-lock-"])
@@ -198,20 +199,20 @@ func TestKazooInterop(t *testing.T) {
 	ens := shared.Ensemble(t)
 	lock := ens.Root(t) + "/lock"
 	ctx := ctxFor(t, 2*time.Minute)
-	kazoo := startKazoo(t, ens.ConnectString(), lock)
+	kazoo := peertest.Kazoo(t, ens.ConnectString(), lock)
 	g := newMutex(t, open(t, ens.Servers()), lock)
 
 	if err := g.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	kazoo.send("acquire 0.3")
-	kazoo.expect("TIMEOUT", 10*time.Second)
-	kazoo.send("acquire")
-	kazoo.quiet(500 * time.Millisecond)
+	kazoo.Send("acquire 0.3")
+	kazoo.Expect("TIMEOUT", 10*time.Second)
+	kazoo.Send("acquire")
+	kazoo.Quiet(500 * time.Millisecond)
 	if err := g.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	kazoo.expect("ACQUIRED", 10*time.Second)
+	kazoo.Expect("ACQUIRED", 10*time.Second)
 
 	ps, err := g.Participants(ctx)
 	if err != nil || len(ps) != 1 || ps[0].Kind.String() != "kazoo-lock" || string(ps[0].Data) != "kazoo" {
@@ -227,8 +228,8 @@ func TestKazooInterop(t *testing.T) {
 		t.Fatalf("Go acquired while Kazoo holds: %v", err)
 	case <-time.After(500 * time.Millisecond):
 	}
-	kazoo.send("release")
-	kazoo.expect("RELEASED", 10*time.Second)
+	kazoo.Send("release")
+	kazoo.Expect("RELEASED", 10*time.Second)
 	if err := <-locked; err != nil {
 		t.Fatal(err)
 	}
@@ -251,19 +252,19 @@ func TestCuratorAndKazooOnOnePathAreNotSafe(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	lock := ens.Root(t) + "/lock"
-	kazoo := startKazoo(t, ens.ConnectString(), lock)
-	curator := startCurator(t, ens.ConnectString(), lock)
+	kazoo := peertest.Kazoo(t, ens.ConnectString(), lock)
+	curator := peertest.Curator(t, ens.ConnectString(), lock, "mutex")
 
-	kazoo.send("acquire")
-	kazoo.expect("ACQUIRED", 10*time.Second)
-	curator.send("acquire 3000")
-	got := curator.expect("", 10*time.Second)
+	kazoo.Send("acquire")
+	kazoo.Expect("ACQUIRED", 10*time.Second)
+	curator.Send("acquire 3000")
+	got := curator.Expect("", 10*time.Second)
 	if !strings.HasPrefix(got, "ACQUIRED") {
 		t.Fatalf("Curator answered %q while Kazoo holds; Curator 5.4 was expected to take the lock beside Kazoo", got)
 	}
 	t.Logf("Kazoo holds and Curator acquired too: %s", got)
-	curator.send("release")
-	curator.expect("RELEASED", 10*time.Second)
-	kazoo.send("release")
-	kazoo.expect("RELEASED", 10*time.Second)
+	curator.Send("release")
+	curator.Expect("RELEASED", 10*time.Second)
+	kazoo.Send("release")
+	kazoo.Expect("RELEASED", 10*time.Second)
 }

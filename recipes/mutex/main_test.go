@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/peertest"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -16,7 +17,7 @@ var shared = zktest.NewShared()
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(shared.Wrap(runFunc(func() int {
-		defer removeCuratorDriver()
+		defer peertest.Cleanup()
 		return m.Run()
 	})))
 }

@@ -12,13 +12,23 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/peertest"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 var shared = zktest.NewShared()
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(shared.Wrap(m)) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(shared.Wrap(runFunc(func() int {
+		defer peertest.Cleanup()
+		return m.Run()
+	})))
+}
+
+type runFunc func() int
+
+func (f runFunc) Run() int { return f() }
 
 func open(t testing.TB, servers []string) *connection.Client {
 	t.Helper()

@@ -1,5 +1,6 @@
-// A Curator InterProcessMutex steered line by line over stdin, for the
-// interop tests. Usage: CuratorDriver <connect string> <lock path>
+// A Curator lock steered line by line over stdin, for the interop tests.
+// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write]
+// (an InterProcessMutex, or one side of an InterProcessReadWriteLock).
 // Commands: acquire [timeoutMs] | release | participants | revocable | quit
 // Answers:  READY | ACQUIRED <node> | TIMEOUT | RELEASED | PARTICIPANTS <p1,p2,...>
 //           | REVOCABLE | REVOKE_REQUESTED (at any time) | ERROR <message>
@@ -10,6 +11,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorDriver {
@@ -26,7 +28,19 @@ public class CuratorDriver {
             say("ERROR not connected");
             System.exit(1);
         }
-        InterProcessMutex mutex = new InterProcessMutex(client, args[1]);
+        String kind = args.length > 2 ? args[2] : "mutex";
+        InterProcessMutex mutex;
+        switch (kind) {
+            case "read":
+                mutex = new InterProcessReadWriteLock(client, args[1]).readLock();
+                break;
+            case "write":
+                mutex = new InterProcessReadWriteLock(client, args[1]).writeLock();
+                break;
+            default:
+                mutex = new InterProcessMutex(client, args[1]);
+        }
+        boolean rw = !kind.equals("mutex");
         say("READY");
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
         for (String line; (line = in.readLine()) != null; ) {
@@ -40,7 +54,9 @@ public class CuratorDriver {
                         } else {
                             mutex.acquire();
                         }
-                        say(ok ? "ACQUIRED " + currentNode(mutex) : "TIMEOUT");
+                        // A read/write lock's participants are all its
+                        // readers and writers: no node names the hold.
+                        say(ok ? "ACQUIRED " + (rw ? kind : currentNode(mutex)) : "TIMEOUT");
                         break;
                     case "release":
                         mutex.release();

@@ -1,0 +1,187 @@
+// Package peertest runs the real Curator (Java) and Kazoo (Python) as
+// peers of the Go recipes in interop tests: each peer is a process steered
+// line by line over stdin, answering on stdout. The drivers are Debian's
+// libcurator-recipes-java and python3-kazoo, which make test installs.
+package peertest
+
+import (
+	"bufio"
+	_ "embed"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Debian's packages: libcurator-recipes-java (its manifest names the
+// rest of the class path) and python3-kazoo, for /usr/bin/python3.
+const (
+	curatorJar = "/usr/share/java/curator-recipes.jar"
+	slf4jNop   = "/usr/share/java/slf4j-nop.jar"
+	python     = "/usr/bin/python3"
+)
+
+//go:embed CuratorDriver.java
+var curatorDriver []byte
+
+//go:embed kazoo_driver.py
+var kazooDriver []byte
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// build writes the drivers and compiles the Curator one, once per test
+// binary.
+func build(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "zkrecipes-peers-"); buildErr != nil {
+			return
+		}
+		src := filepath.Join(buildDir, "CuratorDriver.java")
+		if buildErr = os.WriteFile(src, curatorDriver, 0o644); buildErr != nil {
+			return
+		}
+		if buildErr = os.WriteFile(filepath.Join(buildDir, "kazoo_driver.py"), kazooDriver, 0o644); buildErr != nil {
+			return
+		}
+		if _, err := os.Stat(curatorJar); err != nil {
+			buildErr = fmt.Errorf("Curator is missing (%v): apt-get install libcurator-recipes-java, or run make test", err)
+			return
+		}
+		javac, err := exec.LookPath("javac")
+		if err != nil {
+			buildErr = fmt.Errorf("no javac: apt-get install default-jdk-headless, or run make test")
+			return
+		}
+		if out, err := exec.Command(javac, "-cp", curatorJar, "-d", buildDir, src).CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("javac: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildDir
+}
+
+// Cleanup removes the built drivers; call it from TestMain after the tests.
+func Cleanup() {
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+}
+
+// Peer is a Curator or Kazoo process steered over stdin and stdout.
+type Peer struct {
+	t     testing.TB
+	name  string
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines chan string
+	done  chan struct{}
+}
+
+// Curator starts a Curator lock on path: kind "mutex" (InterProcessMutex),
+// "read" or "write" (a side of InterProcessReadWriteLock).
+func Curator(t testing.TB, connect, path, kind string) *Peer {
+	dir := build(t)
+	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
+	return start(t, "curator "+kind, "java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDriver", connect, path, kind)
+}
+
+// Kazoo starts a Kazoo Lock on path (with extra_lock_patterns=["-lock-"]).
+func Kazoo(t testing.TB, connect, path string) *Peer {
+	dir := build(t)
+	if err := exec.Command(python, "-c", "import kazoo").Run(); err != nil {
+		t.Fatalf("Kazoo is missing for %s (%v): apt-get install python3-kazoo, or run make test", python, err)
+	}
+	return start(t, "kazoo", python, filepath.Join(dir, "kazoo_driver.py"), connect, path)
+}
+
+func start(t testing.TB, name string, argv ...string) *Peer {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &Peer{t: t, name: name, cmd: cmd, in: in, lines: make(chan string, 100), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	t.Cleanup(func() {
+		fmt.Fprintln(p.in, "quit")
+		p.in.Close()
+		exited := make(chan error, 1)
+		go func() { <-p.done; exited <- cmd.Wait() }()
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() && stderr.Len() > 0 {
+			t.Logf("%s stderr:\n%s", name, stderr.String())
+		}
+	})
+	p.Expect("READY", 60*time.Second)
+	return p
+}
+
+// Send writes one command line.
+func (p *Peer) Send(format string, args ...any) {
+	p.t.Helper()
+	if _, err := fmt.Fprintf(p.in, format+"\n", args...); err != nil {
+		p.t.Fatalf("%s: send: %v", p.name, err)
+	}
+}
+
+// Expect returns the rest of the next line, which must start with prefix.
+func (p *Peer) Expect(prefix string, timeout time.Duration) string {
+	p.t.Helper()
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			p.t.Fatalf("%s exited while %q was expected", p.name, prefix)
+		}
+		if !strings.HasPrefix(line, prefix) {
+			p.t.Fatalf("%s said %q, want %q", p.name, line, prefix)
+		}
+		return strings.TrimSpace(strings.TrimPrefix(line, prefix))
+	case <-time.After(timeout):
+		p.t.Fatalf("%s: no %q within %v", p.name, prefix, timeout)
+	}
+	return ""
+}
+
+// Quiet asserts that the peer says nothing for d.
+func (p *Peer) Quiet(d time.Duration) {
+	p.t.Helper()
+	select {
+	case line := <-p.lines:
+		p.t.Fatalf("%s said %q, want silence (still waiting)", p.name, line)
+	case <-time.After(d):
+	}
+}
