@@ -1,17 +1,23 @@
 // A Curator lock steered line by line over stdin, for the interop tests.
-// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write]
-// (an InterProcessMutex, or one side of an InterProcessReadWriteLock).
+// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write|semaphore N]
+// (an InterProcessMutex, one side of an InterProcessReadWriteLock, or an
+// InterProcessSemaphoreV2 of N leases, whose acquire takes one lease and
+// release gives back the newest).
 // Commands: acquire [timeoutMs] | release | participants | revocable | quit
 // Answers:  READY | ACQUIRED <node> | TIMEOUT | RELEASED | PARTICIPANTS <p1,p2,...>
 //           | REVOCABLE | REVOKE_REQUESTED (at any time) | ERROR <message>
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.util.ArrayDeque;
+import java.util.Deque;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorDriver {
@@ -29,6 +35,10 @@ public class CuratorDriver {
             System.exit(1);
         }
         String kind = args.length > 2 ? args[2] : "mutex";
+        if (kind.equals("semaphore")) {
+            semaphore(client, new InterProcessSemaphoreV2(client, args[1], Integer.parseInt(args[3])));
+            return;
+        }
         InterProcessMutex mutex;
         switch (kind) {
             case "read":
@@ -68,6 +78,42 @@ public class CuratorDriver {
                     case "revocable":
                         mutex.makeRevocable(m -> say("REVOKE_REQUESTED"));
                         say("REVOCABLE");
+                        break;
+                    case "quit":
+                        client.close();
+                        return;
+                    default:
+                        say("ERROR unknown command " + cmd[0]);
+                }
+            } catch (Exception e) {
+                say("ERROR " + e);
+            }
+        }
+        client.close();
+    }
+
+    private static void semaphore(CuratorFramework client, InterProcessSemaphoreV2 sem) throws Exception {
+        Deque<Lease> leases = new ArrayDeque<>();
+        say("READY");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        for (String line; (line = in.readLine()) != null; ) {
+            String[] cmd = line.trim().split("\\s+");
+            try {
+                switch (cmd[0]) {
+                    case "acquire":
+                        Lease lease = cmd.length > 1
+                            ? sem.acquire(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS)
+                            : sem.acquire();
+                        if (lease == null) {
+                            say("TIMEOUT");
+                        } else {
+                            leases.push(lease);
+                            say("ACQUIRED " + lease.getNodeName());
+                        }
+                        break;
+                    case "release":
+                        sem.returnLease(leases.pop());
+                        say("RELEASED");
                         break;
                     case "quit":
                         client.close();

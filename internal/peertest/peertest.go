@@ -97,6 +97,14 @@ func Curator(t testing.TB, connect, path, kind string) *Peer {
 	return start(t, "curator "+kind, "java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDriver", connect, path, kind)
 }
 
+// CuratorSemaphore starts a Curator InterProcessSemaphoreV2 of max leases
+// on path; acquire takes one lease, release gives back the newest.
+func CuratorSemaphore(t testing.TB, connect, path string, max int) *Peer {
+	dir := build(t)
+	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
+	return start(t, "curator semaphore", "java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDriver", connect, path, "semaphore", fmt.Sprint(max))
+}
+
 // Kazoo starts a Kazoo Lock on path (with extra_lock_patterns=["-lock-"]).
 func Kazoo(t testing.TB, connect, path string) *Peer {
 	dir := build(t)

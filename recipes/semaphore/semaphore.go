@@ -1,0 +1,360 @@
+package semaphore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+)
+
+// Errors of the semaphore. Match them with errors.Is.
+var (
+	// ErrNoLeases is returned by TryAcquire when the leases are not
+	// available without waiting.
+	ErrNoLeases = errors.New("semaphore: no leases available")
+	// ErrTooMany is returned when more leases are asked for in one call
+	// than the fixed maximum: they could never all be granted.
+	ErrTooMany = errors.New("semaphore: more leases asked for than exist")
+	// ErrLeaseLost is returned by Release when the lease was lost with its
+	// session (or its session's trust) before; it wraps
+	// connection.ErrSessionLost.
+	ErrLeaseLost = fmt.Errorf("semaphore: lease lost: %w", connection.ErrSessionLost)
+	// ErrReleased is returned by Release on a lease released before.
+	ErrReleased = errors.New("semaphore: lease already released")
+	// ErrBadCount means the shared count node does not hold a 4-byte count.
+	ErrBadCount = errors.New("semaphore: shared count node is not a 4-byte count")
+)
+
+// Semaphore is a counting semaphore at a path. Its methods are safe for
+// concurrent use; each Acquire call is a participant of its own.
+type Semaphore struct {
+	client    *connection.Client
+	path      string
+	max       int
+	countPath string // WithSharedCount, or ""
+	data      []byte
+}
+
+// Option configures a Semaphore.
+type Option func(*Semaphore) error
+
+// WithSharedCount reads the maximum number of leases from the node at
+// countPath, Curator's SharedCount format (a 4-byte big-endian integer),
+// and wakes a waiting acquirer when it changes. If the node does not
+// exist, it is created with the maximum given to New, as SharedCount's
+// seed.
+func WithSharedCount(countPath string) Option {
+	return func(s *Semaphore) error {
+		if err := connection.ValidatePath(countPath); err != nil {
+			return fmt.Errorf("semaphore: shared count: %w", err)
+		}
+		s.countPath = countPath
+		return nil
+	}
+}
+
+// WithData sets the data of the lease nodes (and of the locks mutex's).
+// By default it is the client's DefaultData, the host's address.
+func WithData(data []byte) Option {
+	return func(s *Semaphore) error {
+		s.data = append([]byte{}, data...)
+		return nil
+	}
+}
+
+// New returns a semaphore at path with at most maxLeases leases held at
+// once. Nothing is created until Acquire.
+func New(c *connection.Client, p string, maxLeases int, opts ...Option) (*Semaphore, error) {
+	if c == nil {
+		return nil, errors.New("semaphore: nil client")
+	}
+	if err := connection.ValidatePath(p); err != nil {
+		return nil, fmt.Errorf("semaphore: %w", err)
+	}
+	if p == "/" {
+		return nil, fmt.Errorf("semaphore: %w: the root cannot be a semaphore", connection.ErrInvalidPath)
+	}
+	if maxLeases < 1 || maxLeases > math.MaxInt32 {
+		return nil, fmt.Errorf("semaphore: %w: maximum of %d leases", connection.ErrInvalidOption, maxLeases)
+	}
+	s := &Semaphore{client: c, path: p, max: maxLeases, data: c.DefaultData()}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Path returns the semaphore's path.
+func (s *Semaphore) Path() string { return s.path }
+
+func (s *Semaphore) leasesDir() string { return path.Join(s.path, "leases") }
+
+// Acquire blocks until it holds n leases, or ctx is done: all n or none.
+// On failure every lease node it made is deleted and the error wraps
+// ctx.Err() (or says what else went wrong).
+func (s *Semaphore) Acquire(ctx context.Context, n int) ([]*Lease, error) {
+	return s.acquire(ctx, n, true)
+}
+
+// TryAcquire takes n leases if they are available now, and otherwise
+// returns an error matching ErrNoLeases without waiting (another
+// participant acquiring at the same moment counts as unavailable).
+func (s *Semaphore) TryAcquire(ctx context.Context, n int) ([]*Lease, error) {
+	return s.acquire(ctx, n, false)
+}
+
+func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("semaphore: acquire %d leases: %w", n, connection.ErrInvalidOption)
+	}
+	if s.countPath == "" && n > s.max {
+		return nil, fmt.Errorf("semaphore: acquire %d of %d: %w", n, s.max, ErrTooMany)
+	}
+	// A mutex value of its own: acquirers exclude each other, goroutines
+	// of this process included.
+	m, err := mutex.New(s.client, path.Join(s.path, "locks"), mutex.WithData(s.data))
+	if err != nil {
+		return nil, err
+	}
+	if wait {
+		err = m.Lock(ctx)
+	} else {
+		err = m.TryLock(ctx)
+	}
+	if errors.Is(err, mutex.ErrLocked) {
+		return nil, fmt.Errorf("semaphore: acquire at %s: %w", s.path, ErrNoLeases)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("semaphore: acquire at %s: %w", s.path, err)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = m.Unlock(uctx) // a lost hold is ended either way
+	}()
+	var leases []*Lease
+	for range n {
+		l, err := s.one(ctx, wait, m)
+		if err != nil {
+			for _, l := range leases {
+				l.drop()
+			}
+			return nil, fmt.Errorf("semaphore: acquire %d at %s: %w", n, s.path, err)
+		}
+		leases = append(leases, l)
+	}
+	return leases, nil
+}
+
+// one creates a lease node and waits until it is within the maximum. The
+// caller holds the locks mutex m.
+func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease, error) {
+	created, err := s.client.CreateProtected(ctx, path.Join(s.leasesDir(), "lease-"), s.data, connection.EphemeralSequential)
+	if err != nil {
+		return nil, err
+	}
+	l := &Lease{sem: s, a: lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}}
+	ok := false
+	defer func() {
+		if !ok {
+			l.drop()
+		}
+	}()
+	if l.a.Token == 0 {
+		_, st, err := s.client.Exists(ctx, created.Path)
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			return nil, ErrLeaseLost
+		}
+		l.a.Token = st.Czxid
+	}
+	name := path.Base(created.Path)
+	for {
+		limit, countWatch, err := s.limit(ctx)
+		if err != nil {
+			return nil, err
+		}
+		children, _, ch, err := s.client.ChildrenW(ctx, s.leasesDir())
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(children, name) {
+			return nil, fmt.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
+		}
+		if len(children) <= limit {
+			a, err := lockcore.Confirm(ctx, l.a)
+			if err != nil {
+				return nil, err
+			}
+			l.a = a
+			l.hold = lockcore.NewHold(s.client, a, ErrLeaseLost, nil)
+			ok = true
+			return l, nil
+		}
+		if !wait {
+			return nil, ErrNoLeases
+		}
+		select {
+		case <-ch:
+		case <-countWatch:
+		case <-created.Session.Done():
+			return nil, ErrLeaseLost
+		case <-m.Done():
+			// The locks mutex can no longer be trusted: another acquirer
+			// may add leases. Give up rather than count on a stale view.
+			return nil, fmt.Errorf("semaphore: the acquire mutex was lost: %w", mutex.ErrLockLost)
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// limit returns the maximum number of leases, and for a shared count a
+// channel that closes when the count changes.
+func (s *Semaphore) limit(ctx context.Context) (int, <-chan struct{}, error) {
+	if s.countPath == "" {
+		return s.max, nil, nil
+	}
+	for {
+		data, _, w, err := s.client.GetWatch(ctx, s.countPath)
+		if errors.Is(err, zk.ErrNoNode) {
+			seed := binary.BigEndian.AppendUint32(nil, uint32(s.max))
+			if _, err := s.client.CreateAll(ctx, s.countPath, seed, connection.Persistent); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				return 0, nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		if len(data) != 4 {
+			return 0, nil, fmt.Errorf("%w: %d bytes at %s", ErrBadCount, len(data), s.countPath)
+		}
+		return int(int32(binary.BigEndian.Uint32(data))), w.Done(), nil
+	}
+}
+
+// SetCount writes the shared count (WithSharedCount) as Curator's
+// SharedCount does: a 4-byte big-endian integer. It wakes a waiting
+// acquirer.
+func (s *Semaphore) SetCount(ctx context.Context, n int) error {
+	if s.countPath == "" {
+		return fmt.Errorf("semaphore: %w: no shared count", connection.ErrInvalidOption)
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return fmt.Errorf("semaphore: %w: count %d", connection.ErrInvalidOption, n)
+	}
+	data := binary.BigEndian.AppendUint32(nil, uint32(n))
+	_, err := s.client.Set(ctx, s.countPath, data, -1)
+	if errors.Is(err, zk.ErrNoNode) {
+		_, err = s.client.CreateAll(ctx, s.countPath, data, connection.Persistent)
+	}
+	if err != nil {
+		return fmt.Errorf("semaphore: set count %s: %w", s.countPath, err)
+	}
+	return nil
+}
+
+// Lease is one granted lease.
+type Lease struct {
+	sem  *Semaphore
+	a    lockcore.Acquired
+	hold *lockcore.Hold
+
+	mu       sync.Mutex
+	released bool
+}
+
+// Done is closed when the lease can no longer be trusted (its session's
+// trust ended under the connection's error policy), or was released.
+func (l *Lease) Done() <-chan struct{} { return l.hold.Done() }
+
+// Context is cancelled when Done closes.
+func (l *Lease) Context() context.Context { return l.hold.Context() }
+
+// Token returns the lease node's czxid: a fencing token that grows with
+// every lease granted at this semaphore.
+func (l *Lease) Token() int64 { return l.a.Token }
+
+// Node returns the lease node's path.
+func (l *Lease) Node() string { return l.a.Path }
+
+// Release gives the lease back by deleting its node, in its session. It
+// returns an error matching ErrReleased if it was released before, and
+// one matching ErrLeaseLost if it was lost first (its node goes with its
+// session, or is deleted in the background). If the delete fails while the
+// lease is still trusted, the lease is still held and Release may be called
+// again.
+func (l *Lease) Release(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, ErrReleased)
+	}
+	if l.hold.Lost() {
+		l.released = true
+		l.hold.Stop()
+		l.sem.client.GuaranteedDelete(l.a.Session, l.a.Path, 0)
+		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, ErrLeaseLost)
+	}
+	err := (&lockcore.Lock{Client: l.sem.client}).Release(ctx, l.a)
+	switch {
+	case err == nil:
+	case errors.Is(err, connection.ErrSessionLost):
+		err = ErrLeaseLost
+	case l.hold.Lost():
+		l.sem.client.GuaranteedDelete(l.a.Session, l.a.Path, 0)
+		err = errors.Join(ErrLeaseLost, err)
+	default:
+		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, err) // still held
+	}
+	l.released = true
+	l.hold.Stop()
+	if err != nil {
+		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, err)
+	}
+	return nil
+}
+
+// drop deletes the node of a lease that was never handed out.
+func (l *Lease) drop() {
+	if l.hold != nil {
+		l.hold.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := l.sem.client.Delete(ctx, l.a.Path, -1)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
+		l.sem.client.GuaranteedDelete(l.a.Session, l.a.Path, 0)
+	}
+}
+
+// Participant is one lease holder.
+type Participant = lockcore.Participant
+
+// Leases lists the leases held at the semaphore at path, oldest first.
+func Leases(ctx context.Context, c *connection.Client, p string) ([]Participant, error) {
+	if err := connection.ValidatePath(p); err != nil {
+		return nil, fmt.Errorf("semaphore: %w", err)
+	}
+	ps, err := lockcore.Participants(ctx, c, path.Join(p, "leases"), func(k lockcore.Kind) bool { return k == lockcore.Lease })
+	if err != nil {
+		return nil, fmt.Errorf("semaphore: leases of %s: %w", p, err)
+	}
+	return ps, nil
+}

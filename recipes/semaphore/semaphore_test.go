@@ -1,0 +1,378 @@
+package semaphore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/peertest"
+	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+var shared = zktest.NewShared()
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(shared.Wrap(runFunc(func() int {
+		defer peertest.Cleanup()
+		return m.Run()
+	})))
+}
+
+type runFunc func() int
+
+func (f runFunc) Run() int { return f() }
+
+func open(t testing.TB, servers []string, opts ...connection.Option) *connection.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := connection.Open(ctx, servers, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func newSem(t testing.TB, c *connection.Client, path string, max int, opts ...semaphore.Option) *semaphore.Semaphore {
+	t.Helper()
+	s, err := semaphore.New(c, path, max, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// leaseNodes counts the lease nodes on the server.
+func leaseNodes(t testing.TB, obs *zk.Conn, path string) int {
+	t.Helper()
+	kids, _, err := obs.Children(path + "/leases")
+	if errors.Is(err, zk.ErrNoNode) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(kids)
+}
+
+func TestNewRefusesBadInput(t *testing.T) {
+	if _, err := semaphore.New(nil, "/s", 1); err == nil {
+		t.Fatal("nil client accepted")
+	}
+	c := &connection.Client{}
+	if _, err := semaphore.New(c, "rel", 1); !errors.Is(err, connection.ErrInvalidPath) {
+		t.Fatalf("relative path: %v", err)
+	}
+	for _, n := range []int{0, -1} {
+		if _, err := semaphore.New(c, "/s", n); !errors.Is(err, connection.ErrInvalidOption) {
+			t.Fatalf("max %d: %v", n, err)
+		}
+	}
+	if _, err := semaphore.New(c, "/s", 1, semaphore.WithSharedCount("bad")); !errors.Is(err, connection.ErrInvalidPath) {
+		t.Fatalf("bad count path: %v", err)
+	}
+}
+
+func TestTryAcquireAndRelease(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/sem"
+	ctx := ctxFor(t, 30*time.Second)
+	s := newSem(t, open(t, ens.Servers()), path, 2)
+	other := newSem(t, open(t, ens.Servers()), path, 2)
+	if _, err := s.Acquire(ctx, 3); !errors.Is(err, semaphore.ErrTooMany) {
+		t.Fatalf("3 of 2 = %v, want ErrTooMany", err)
+	}
+	if _, err := s.Acquire(ctx, 0); !errors.Is(err, connection.ErrInvalidOption) {
+		t.Fatalf("0 leases = %v", err)
+	}
+	leases, err := s.Acquire(ctx, 2)
+	if err != nil || len(leases) != 2 {
+		t.Fatalf("Acquire 2 = %v, %v", leases, err)
+	}
+	if leases[1].Token() <= leases[0].Token() {
+		t.Fatalf("tokens %d then %d", leases[0].Token(), leases[1].Token())
+	}
+	if _, err := other.TryAcquire(ctx, 1); !errors.Is(err, semaphore.ErrNoLeases) {
+		t.Fatalf("TryAcquire when full = %v, want ErrNoLeases", err)
+	}
+	if err := leases[0].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := leases[0].Release(ctx); !errors.Is(err, semaphore.ErrReleased) {
+		t.Fatalf("second Release = %v, want ErrReleased", err)
+	}
+	got, err := other.TryAcquire(ctx, 1)
+	if err != nil {
+		t.Fatalf("TryAcquire after a release: %v", err)
+	}
+	for _, l := range append(got, leases[1]) {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := leaseNodes(t, ens.Conn(t), path); n != 0 {
+		t.Fatalf("%d lease nodes left", n)
+	}
+}
+
+// TestLimitNeverExceeded: 10 clients take one or two leases at a time,
+// over and over, from a semaphore of 3. The checker never sees more than 3
+// leases granted at once. On the server, the lease directory holds the
+// granted leases plus the nodes of the one participant acquiring (it holds
+// the locks mutex, its nodes wait to be counted in): never more than 3 + 2.
+func TestLimitNeverExceeded(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/sem"
+	ctx := ctxFor(t, 2*time.Minute)
+	obs := ens.Conn(t)
+	const clients, rounds, max = 10, 15, 3
+	var (
+		mu           sync.Mutex
+		inside, peak int
+		grants       int
+		serverPeak   int
+		wg           sync.WaitGroup
+	)
+	errs := make(chan error, clients)
+	for i := range clients {
+		s := newSem(t, open(t, ens.Servers()), path, max)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				n := 1 + (i+r)%2 // one or two leases
+				leases, err := s.Acquire(ctx, n)
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				inside += n
+				peak = max2(peak, inside)
+				grants++
+				mu.Unlock()
+				kids, _, err := obs.Children(path + "/leases")
+				if err == nil {
+					mu.Lock()
+					serverPeak = max2(serverPeak, len(kids))
+					mu.Unlock()
+				}
+				time.Sleep(time.Duration(1+rand.IntN(3)) * time.Millisecond)
+				mu.Lock()
+				inside -= n
+				mu.Unlock()
+				for _, l := range leases {
+					if err := l.Release(ctx); err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if peak > max || serverPeak > max+2 {
+		t.Fatalf("%d leases held at once by the checker's count (max %d), %d nodes on the server (max %d + 2 being acquired)", peak, max, serverPeak, max)
+	}
+	t.Logf("%d grants; at most %d leases at once (server: %d nodes)", grants, peak, serverPeak)
+}
+
+func max2(a, b int) int { return max(a, b) }
+
+// TestAllOrNone: two leases asked when one is free; the call times out
+// and leaves no lease node behind.
+func TestAllOrNone(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/sem"
+	ctx := ctxFor(t, 30*time.Second)
+	holder := newSem(t, open(t, ens.Servers()), path, 3)
+	held, err := holder.Acquire(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSem(t, open(t, ens.Servers()), path, 3)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, err = s.Acquire(short, 2)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Acquire 2 with 1 free = %v, want DeadlineExceeded", err)
+	}
+	obs := ens.Conn(t)
+	zktest.Eventually(t, 10*time.Second, "only the holder's leases remain", func() error {
+		if n := leaseNodes(t, obs, path); n != 2 {
+			return fmt.Errorf("%d lease nodes", n)
+		}
+		return nil
+	})
+	for _, l := range held {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCancelledAcquiresLeaveNoLease is CURATOR-462's scenario: acquires
+// cancelled at random moments while the semaphore is full leave no lease
+// node behind.
+func TestCancelledAcquiresLeaveNoLease(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/sem"
+	ctx := ctxFor(t, time.Minute)
+	holder := newSem(t, open(t, ens.Servers()), path, 1)
+	held, err := holder.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ens.Proxy(t)
+	s := newSem(t, open(t, p.Servers()), path, 1)
+	p.Delay(time.Millisecond)
+	for i := range 200 {
+		d := time.Duration(i%20) * 500 * time.Microsecond
+		actx, cancel := context.WithTimeout(ctx, d)
+		if _, err := s.Acquire(actx, 1); err == nil {
+			t.Fatal("Acquire succeeded on a full semaphore")
+		}
+		cancel()
+	}
+	p.Restore()
+	obs := ens.Conn(t)
+	zktest.Eventually(t, 15*time.Second, "only the holder's lease remains", func() error {
+		if n := leaseNodes(t, obs, path); n != 1 {
+			return fmt.Errorf("%d lease nodes", n)
+		}
+		return nil
+	})
+	if err := held[0].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSharedCountWakesWaiter: a waiter on a full semaphore acquires when
+// the shared count grows, without any lease being released.
+func TestSharedCountWakesWaiter(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	path, count := root+"/sem", root+"/count"
+	ctx := ctxFor(t, 30*time.Second)
+	a := newSem(t, open(t, ens.Servers()), path, 1, semaphore.WithSharedCount(count))
+	held, err := a.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _, err := ens.Conn(t).Get(count)
+	if err != nil || len(data) != 4 || data[3] != 1 {
+		t.Fatalf("seeded count node %v, %v; want 4 bytes holding 1", data, err)
+	}
+	b := newSem(t, open(t, ens.Servers()), path, 1, semaphore.WithSharedCount(count))
+	got := make(chan error, 1)
+	go func() {
+		leases, err := b.Acquire(ctx, 1)
+		if err == nil {
+			err = leases[0].Release(ctx)
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("acquired beyond the count: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := a.SetCount(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if err := held[0].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLostSessionFreesLeases: a holder cut off loses its lease — its Done
+// closes before another participant is granted it — and a closed client
+// frees its lease at once.
+func TestLostSessionFreesLeases(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/sem"
+	ctx := ctxFor(t, 30*time.Second)
+	p := ens.Proxy(t)
+	a := newSem(t, open(t, p.Servers(), connection.WithSessionTimeout(time.Second)), path, 1)
+	held, err := a.Acquire(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newSem(t, open(t, ens.Servers()), path, 1)
+	granted := make(chan bool, 1)
+	var bLeases []*semaphore.Lease
+	go func() {
+		var err error
+		bLeases, err = b.Acquire(ctx, 1)
+		if err != nil {
+			t.Error(err)
+		}
+		granted <- closedCh(held[0].Done())
+	}()
+	p.Blackhole()
+	if !<-granted {
+		t.Fatal("another participant was granted the lease while the holder's Done was open")
+	}
+	p.Restore()
+	if err := held[0].Release(ctx); !errors.Is(err, semaphore.ErrLeaseLost) {
+		t.Fatalf("Release of a lost lease = %v, want ErrLeaseLost", err)
+	}
+
+	// A closed client frees its lease at once.
+	cc := open(t, ens.Servers())
+	c := newSem(t, cc, path, 1)
+	waiting := make(chan error, 1)
+	go func() {
+		leases, err := c.Acquire(ctx, 1)
+		if err == nil {
+			err = leases[0].Release(ctx)
+		}
+		waiting <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // most likely queued; either order must work
+	if err := bLeases[0].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func closedCh(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
