@@ -103,11 +103,15 @@ func parseSeq(s string) (int32, bool) {
 }
 
 // Sort returns the children whose kind accept takes, in queue order: by
-// sequence number as a signed number (Kazoo's order; Curator compares the
-// text, which agrees until the counter wraps past 2^31-1), then by name.
-// All sequential children of one parent share the parent's counter, so
-// the order is the order of creation whichever client made them, until
-// the counter wraps.
+// sequence number as a signed number, then by name. All sequential
+// children of one parent share the parent's counter, so the order is the
+// order of creation whichever client made them, until the counter wraps
+// past 2^31-1. Curator and Kazoo compare the suffix as text, which agrees
+// for the counter's non-negative values; past the wrap they disagree with
+// this order and with each other (Kazoo 2.8's pattern, -?\d{10}, does not
+// even match "-000000005"), so peers sharing a directory agree only before
+// its counter wraps. A lock directory is a container: emptied, it is
+// deleted and its counter starts again.
 func Sort(children []string, accept func(Kind) bool) []Contender {
 	out := make([]Contender, 0, len(children))
 	for _, name := range children {

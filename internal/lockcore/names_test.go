@@ -65,8 +65,8 @@ func TestSortMixesPeersBySequence(t *testing.T) {
 }
 
 func TestSortOrdersSignedSequences(t *testing.T) {
-	// ZooKeeper's counter wrapped: the newest nodes have negative numbers.
-	// Ordered as signed numbers, as Kazoo and ZooKeeper's own recipes do.
+	// ZooKeeper's counter wrapped: the newest nodes have negative numbers,
+	// handed out upwards from -2^31. Ordered as signed numbers.
 	children := []string{
 		"a-lock-0000000007",
 		"b-lock--000000001",
