@@ -17,7 +17,7 @@ import (
 // participant is one line of inspect's output.
 type participant struct {
 	Position int       `json:"position"`
-	Role     string    `json:"role"`   // holder or waiter (for a mutex: the first holds)
+	Role     string    `json:"role"`   // holder, waiter, or lease (a semaphore's)
 	Recipe   string    `json:"recipe"` // which recipe made the node
 	Node     string    `json:"node"`
 	Session  string    `json:"session"` // ephemeralOwner, hex
@@ -62,13 +62,21 @@ func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	roles := lockRoles(ps)
+	if len(ps) == 0 {
+		// A semaphore: its leases are under leases/.
+		if ps, err = lockcore.Participants(ctx, client, path+"/leases", func(k lockcore.Kind) bool { return k == lockcore.Lease }); err != nil {
+			return err
+		}
+		roles = make([]string, len(ps))
+		for i := range roles {
+			roles[i] = "lease"
+		}
+	}
 	now := time.Now()
 	rows := make([]participant, len(ps))
 	for i, p := range ps {
-		role := "waiter"
-		if i == 0 {
-			role = "holder"
-		}
+		role := roles[i]
 		rows[i] = participant{
 			Position: i, Role: role, Recipe: recipeName(p.Kind), Node: p.Path,
 			Session: fmt.Sprintf("%#x", p.Session), Created: p.Created,
@@ -91,6 +99,31 @@ func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Position, r.Role, r.Recipe, r.Session, r.Age, r.Token, node, r.Data)
 	}
 	return tw.Flush()
+}
+
+// lockRoles says who holds and who waits in a lock directory: in a
+// read/write lock (any reader or writer node in it), each contender by
+// its side's predicate — readers with no writer ahead hold together;
+// otherwise the first holds.
+func lockRoles(ps []lockcore.Participant) []string {
+	cs := make([]lockcore.Contender, len(ps))
+	rw := false
+	for i, p := range ps {
+		cs[i] = lockcore.Contender{Kind: p.Kind}
+		rw = rw || p.Kind == lockcore.Read || p.Kind == lockcore.Write
+	}
+	roles := make([]string, len(ps))
+	for i, p := range ps {
+		pred := lockcore.Exclusive
+		if rw && (p.Kind == lockcore.Read || p.Kind == lockcore.KazooRead) {
+			pred = lockcore.Shared
+		}
+		roles[i] = "waiter"
+		if held, _ := pred(cs, i); held {
+			roles[i] = "holder"
+		}
+	}
+	return roles
 }
 
 // recipeName says who made a node, as far as its name tells: Go and

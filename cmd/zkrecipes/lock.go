@@ -15,7 +15,25 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 )
+
+// hold is what a command runs under: a lock (a mutex, a side of a
+// read/write lock) or a set of semaphore leases.
+type hold interface {
+	Token() int64
+	Node() string
+	Done() <-chan struct{}
+	Context() context.Context
+}
+
+// sideLock is a lock the lock command can take.
+type sideLock interface {
+	hold
+	Lock(ctx context.Context) error
+	TryLock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+}
 
 // Exit codes of lock, besides the command's own.
 const (
@@ -43,12 +61,15 @@ func runLock(ctx context.Context, args []string, out, errOut io.Writer) error {
 	grace := fs.Duration("grace", 10*time.Second, "after the lock is lost, how long CMD has between SIGTERM and SIGKILL")
 	connect := fs.Duration("connect-timeout", 15*time.Second, "give up if no ZooKeeper session is established within this time")
 	standard := fs.Bool("standard-policy", true, "treat a lost connection (SUSPENDED) as a lost lock, as Curator does; false waits for the session to be LOST")
+	read := fs.Bool("read", false, "take the read side of the read/write lock at PATH (Curator's InterProcessReadWriteLock) instead of the mutex")
+	write := fs.Bool("write", false, "take the write side of the read/write lock at PATH")
 	fs.Usage = func() {
 		fmt.Fprint(out, `Usage: zkrecipes lock [flags] PATH -- CMD [ARGS...]
 
 Runs CMD while holding the mutex at PATH, the same lock a Curator
-InterProcessMutex or a zkrecipes Mutex takes on that path. CMD gets the
-fencing token in ZKRECIPES_FENCING_TOKEN and the lock node in
+InterProcessMutex or a zkrecipes Mutex takes on that path (with --read or
+--write: a side of the read/write lock, Curator's InterProcessReadWriteLock).
+CMD gets the fencing token in ZKRECIPES_FENCING_TOKEN and the lock node in
 ZKRECIPES_LOCK_NODE. zkrecipes exits with CMD's status.
 
 If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after the
@@ -77,32 +98,31 @@ Flags:
 		fs.Usage()
 		return errUsage
 	}
-	list := serverList(*servers)
-	if len(list) == 0 {
-		return errors.New("no ZooKeeper servers: give --servers host:port,... or set ZK_SERVERS")
+	if *read && *write {
+		fmt.Fprintln(errOut, "zkrecipes lock: --read and --write exclude each other")
+		return errUsage
 	}
-	if err := connection.ValidatePath(path); err != nil {
-		return err
-	}
-	if _, err := exec.LookPath(cmdArgs[0]); err != nil {
-		return fmt.Errorf("command %q: %w", cmdArgs[0], err)
-	}
-
-	policy := connection.SessionPolicy
-	if *standard {
-		policy = connection.StandardPolicy
-	}
-	openCtx, cancel := context.WithTimeout(ctx, *connect)
-	defer cancel()
-	client, err := connection.Open(openCtx, list, connection.WithSessionTimeout(*session), connection.WithErrorPolicy(policy))
+	client, err := openForCommand(ctx, *servers, path, cmdArgs, *connect, *session, *standard)
 	if err != nil {
-		return fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(list, ","), err)
+		return err
 	}
 	defer client.Close()
-	host, _ := os.Hostname()
-	m, err := mutex.New(client, path, mutex.WithData([]byte(fmt.Sprintf("zkrecipes lock pid %d on %s: %s", os.Getpid(), host, strings.Join(cmdArgs, " ")))))
-	if err != nil {
-		return err
+	data := commandData("lock", cmdArgs)
+	var m sideLock
+	switch {
+	case *read || *write:
+		rw, err := rwlock.New(client, path, rwlock.WithData(data))
+		if err != nil {
+			return err
+		}
+		m = rw.WriteLock()
+		if *read {
+			m = rw.ReadLock()
+		}
+	default:
+		if m, err = mutex.New(client, path, mutex.WithData(data)); err != nil {
+			return err
+		}
 	}
 
 	lockCtx := ctx
@@ -117,7 +137,7 @@ Flags:
 		err = m.Lock(lockCtx)
 	}
 	switch {
-	case errors.Is(err, mutex.ErrLocked):
+	case errors.Is(err, mutex.ErrLocked) || errors.Is(err, rwlock.ErrLocked):
 		return &exitError{exitFailure, fmt.Sprintf("%s is held by another participant (--try)", path)}
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return &exitError{exitFailure, fmt.Sprintf("%s not acquired within %v", path, *timeout)}
@@ -127,16 +147,47 @@ Flags:
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), *session)
 		defer cancel()
-		if err := m.Unlock(rctx); err != nil && !errors.Is(err, mutex.ErrLockLost) {
+		if err := m.Unlock(rctx); err != nil && !errors.Is(err, connection.ErrSessionLost) {
 			fmt.Fprintf(errOut, "zkrecipes lock: release %s: %v\n", path, err)
 		}
 	}()
-	return runUnderLock(m, cmdArgs, *grace, out, errOut)
+	return runUnderLock(m, "lock "+path, cmdArgs, *grace, out, errOut)
 }
 
-// runUnderLock runs the command while m is held and returns its exit
+// openForCommand checks a command's arguments and opens its client.
+func openForCommand(ctx context.Context, servers, path string, cmdArgs []string, connect, session time.Duration, standard bool) (*connection.Client, error) {
+	list := serverList(servers)
+	if len(list) == 0 {
+		return nil, errors.New("no ZooKeeper servers: give --servers host:port,... or set ZK_SERVERS")
+	}
+	if err := connection.ValidatePath(path); err != nil {
+		return nil, err
+	}
+	if _, err := exec.LookPath(cmdArgs[0]); err != nil {
+		return nil, fmt.Errorf("command %q: %w", cmdArgs[0], err)
+	}
+	policy := connection.SessionPolicy
+	if standard {
+		policy = connection.StandardPolicy
+	}
+	openCtx, cancel := context.WithTimeout(ctx, connect)
+	defer cancel()
+	client, err := connection.Open(openCtx, list, connection.WithSessionTimeout(session), connection.WithErrorPolicy(policy))
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(list, ","), err)
+	}
+	return client, nil
+}
+
+// commandData is the node data that tells inspect who holds: the command.
+func commandData(what string, cmdArgs []string) []byte {
+	host, _ := os.Hostname()
+	return []byte(fmt.Sprintf("zkrecipes %s pid %d on %s: %s", what, os.Getpid(), host, strings.Join(cmdArgs, " ")))
+}
+
+// runUnderLock runs the command while h is held and returns its exit
 // status, or a failure when the hold is lost first.
-func runUnderLock(m *mutex.Mutex, cmdArgs []string, grace time.Duration, out, errOut io.Writer) error {
+func runUnderLock(m hold, what string, cmdArgs []string, grace time.Duration, out, errOut io.Writer) error {
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwarded...)
 	defer signal.Stop(sigc)
@@ -167,7 +218,7 @@ func runUnderLock(m *mutex.Mutex, cmdArgs []string, grace time.Duration, out, er
 			_ = cmd.Process.Signal(sig)
 		case <-lost:
 			lost = nil
-			lostReason = fmt.Errorf("lock %s lost: %v", m.Path(), context.Cause(m.Context()))
+			lostReason = fmt.Errorf("%s lost: %v", what, context.Cause(m.Context()))
 			fmt.Fprintf(errOut, "zkrecipes lock: %v; sending SIGTERM to %s\n", lostReason, cmdArgs[0])
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			killTimer = time.After(grace)

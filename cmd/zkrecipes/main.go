@@ -1,7 +1,8 @@
 // Command zkrecipes runs the zkrecipes recipes from a shell: a command under
 // a lock, a look at who holds and waits, a demo, and the benchmarks.
 //
-//	zkrecipes lock [--timeout d] [--try] PATH -- CMD [ARGS...]
+//	zkrecipes lock [--timeout d] [--try] [--read|--write] PATH -- CMD [ARGS...]
+//	zkrecipes semaphore --max N [--leases n] PATH -- CMD [ARGS...]
 //	zkrecipes inspect [--json] PATH
 //	zkrecipes demo [--servers host:port,...]
 //	zkrecipes bench [--servers host:port,...] [--rounds 3] [--participants 2,10,100]
@@ -32,7 +33,8 @@ type command struct {
 
 var commands = []command{
 	{"lock", "run a command while holding a lock (the same lock Curator's InterProcessMutex takes)", runLock},
-	{"inspect", "show who holds a lock and who waits, in queue order", runInspect},
+	{"semaphore", "run a command while holding leases of a semaphore (Curator's InterProcessSemaphoreV2)", runSemaphore},
+	{"inspect", "show who holds a lock (or a semaphore's leases) and who waits, in queue order", runInspect},
 	{"demo", "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", runDemo},
 	{"bench", "compare the locks side by side: latency, handoffs/s and wake-ups per release", runBench},
 }
