@@ -74,6 +74,9 @@ func New(c *connection.Client, path string) (*Lock, error) {
 	return l, nil
 }
 
+// Path returns the lock node's path.
+func (l *Lock) Path() string { return l.path }
+
 // Lock blocks until this participant holds the lock or ctx is done.
 func (l *Lock) Lock(ctx context.Context) error { return l.h.Lock(ctx, true) }
 

@@ -1,0 +1,196 @@
+// Package multilock takes several distributed locks as one: all or none,
+// in one order every participant shares, under one context, released in
+// reverse, with one lost-lock signal — Curator's InterProcessMultiLock,
+// without its deadlock.
+//
+// Curator takes the locks in the order it was given them, so two
+// participants that list the same locks in different orders can deadlock;
+// and it gives each lock the whole timeout. A Multi sorts its locks by
+// path, so every participant takes any two locks in the same order (no
+// cycle can form: a participant holding a lock only ever waits for one with
+// a greater path), and all the waits share the caller's context.
+package multilock
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Lock is one lock a Multi takes: a mutex, a side of a read/write lock, a
+// naive lock — anything with a path, Lock, Unlock and Done.
+type Lock interface {
+	Path() string
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+	Done() <-chan struct{}
+}
+
+// Errors of the multi-lock. Match them with errors.Is.
+var (
+	// ErrDuplicate is returned by New when two locks share a path: a
+	// participant would wait for itself.
+	ErrDuplicate = errors.New("multilock: two locks on one path")
+	// ErrNotLocked is returned by Unlock when the Multi does not hold.
+	ErrNotLocked = errors.New("multilock: not locked")
+	// ErrHeld is returned by Lock when the Multi already holds.
+	ErrHeld = errors.New("multilock: already held")
+	// ErrLost is the cause of Context after one of the locks was lost.
+	ErrLost = errors.New("multilock: a lock was lost")
+)
+
+// Multi is several locks taken as one. It is not reentrant.
+type Multi struct {
+	locks []Lock        // sorted by path
+	gate  chan struct{} // one Lock or Unlock at a time
+
+	mu     sync.Mutex // guards what follows
+	held   bool
+	done   chan struct{}
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// New returns a Multi of locks, which it will take in path order.
+func New(locks ...Lock) (*Multi, error) {
+	if len(locks) == 0 {
+		return nil, errors.New("multilock: no locks")
+	}
+	sorted := slices.Clone(locks)
+	for _, l := range sorted {
+		if l == nil {
+			return nil, errors.New("multilock: nil lock")
+		}
+	}
+	slices.SortStableFunc(sorted, func(a, b Lock) int { return cmp.Compare(a.Path(), b.Path()) })
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].Path() == sorted[i-1].Path() {
+			return nil, fmt.Errorf("%w: %s", ErrDuplicate, sorted[i].Path())
+		}
+	}
+	return &Multi{locks: sorted, gate: make(chan struct{}, 1)}, nil
+}
+
+// Lock takes every lock, in path order, or none: on failure the ones
+// taken are released in reverse order and the error wraps the failing
+// lock's (ctx.Err() when ctx ended).
+func (m *Multi) Lock(ctx context.Context) error {
+	select {
+	case m.gate <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("multilock: lock: %w", ctx.Err())
+	}
+	defer func() { <-m.gate }()
+	if m.isHeld() {
+		return ErrHeld
+	}
+	for i, l := range m.locks {
+		if err := l.Lock(ctx); err != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			for j := i - 1; j >= 0; j-- {
+				_ = m.locks[j].Unlock(rctx)
+			}
+			return fmt.Errorf("multilock: lock %s: %w", l.Path(), err)
+		}
+	}
+	m.mu.Lock()
+	m.held = true
+	m.watch()
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *Multi) isHeld() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held
+}
+
+// watch closes Done, and cancels Context, when any lock's Done closes.
+func (m *Multi) watch() {
+	m.done = make(chan struct{})
+	m.stop = make(chan struct{})
+	m.ctx, m.cancel = context.WithCancelCause(context.Background())
+	var once sync.Once
+	for _, l := range m.locks {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			select {
+			case <-l.Done():
+				once.Do(func() {
+					m.cancel(fmt.Errorf("%w: %s", ErrLost, l.Path()))
+					close(m.done)
+				})
+			case <-m.stop:
+			}
+		}()
+	}
+}
+
+// Unlock releases every lock in reverse order, all of them even when some
+// fail; the error joins the failures (a lost lock's wraps its recipe's
+// lost error).
+func (m *Multi) Unlock(ctx context.Context) error {
+	select {
+	case m.gate <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("multilock: unlock: %w", ctx.Err())
+	}
+	defer func() { <-m.gate }()
+	m.mu.Lock()
+	if !m.held {
+		m.mu.Unlock()
+		return ErrNotLocked
+	}
+	close(m.stop)
+	m.wg.Wait()
+	m.cancel(errReleased)
+	m.held = false
+	m.mu.Unlock()
+	var errs []error
+	for i := len(m.locks) - 1; i >= 0; i-- {
+		if err := m.locks[i].Unlock(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("multilock: unlock %s: %w", m.locks[i].Path(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var errReleased = errors.New("multilock: released")
+
+// closedChan is what Done returns when nothing is held.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done is closed when any of the locks is lost; when the Multi does not
+// hold, it is already closed.
+func (m *Multi) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.held {
+		return closedChan
+	}
+	return m.done
+}
+
+// Context is cancelled when Done closes, or at Unlock.
+func (m *Multi) Context() context.Context {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.held {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(ErrNotLocked)
+		return ctx
+	}
+	return m.ctx
+}
+
+// Locks returns the locks in the order they are taken.
+func (m *Multi) Locks() []Lock { return slices.Clone(m.locks) }
