@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/chaos"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
+	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -21,10 +24,50 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var recipes = []chaos.Recipe{
 	{Name: "mutex", New: func(c *connection.Client, path string) (chaos.Locker, error) { return mutex.New(c, path) }},
 	{Name: "naive", New: func(c *connection.Client, path string) (chaos.Locker, error) { return naive.New(c, path) }},
+	{Name: "rwlock-write", New: func(c *connection.Client, path string) (chaos.Locker, error) {
+		rw, err := rwlock.New(c, path)
+		if err != nil {
+			return nil, err
+		}
+		return rw.WriteLock(), nil
+	}},
+	{Name: "semaphore-1", New: func(c *connection.Client, path string) (chaos.Locker, error) {
+		s, err := semaphore.New(c, path, 1)
+		return &leaseLocker{sem: s}, err
+	}},
 }
 
-// TestShortFaultRun is the short fault run of make test: 10 participants
-// per recipe with 2 s sessions, half under each error policy, for 20 s
+// leaseLocker is a semaphore of one lease as a lock.
+type leaseLocker struct {
+	sem   *semaphore.Semaphore
+	lease *semaphore.Lease
+}
+
+func (l *leaseLocker) Lock(ctx context.Context) error {
+	got, err := l.sem.Acquire(ctx, 1)
+	if err == nil {
+		l.lease = got[0]
+	}
+	return err
+}
+
+func (l *leaseLocker) Unlock(ctx context.Context) error {
+	if l.lease == nil {
+		return semaphore.ErrReleased
+	}
+	err := l.lease.Release(ctx)
+	if err == nil || errors.Is(err, connection.ErrSessionLost) || errors.Is(err, semaphore.ErrReleased) {
+		l.lease = nil
+	}
+	return err
+}
+
+func (l *leaseLocker) Done() <-chan struct{} { return l.lease.Done() }
+func (l *leaseLocker) Token() int64          { return l.lease.Token() }
+
+// TestShortFaultRun is the short fault run of make test: 6 participants
+// per recipe (mutex, naive lock, write side of the read/write lock, a
+// semaphore of one lease) with 2 s sessions, half under each error policy, for 20 s
 // (ZKRECIPES_FAULT_RUN sets another duration), on a 3-node ensemble whose
 // nemesis blackholes, delays and drops the traffic of participants,
 // pauses servers and restarts the leader. Every promise is checked; the
@@ -55,7 +98,7 @@ func TestShortFaultRun(t *testing.T) {
 		Ensemble:       ens,
 		Root:           "/chaos",
 		Recipes:        recipes,
-		Participants:   10,
+		Participants:   6,
 		Duration:       d,
 		SessionTimeout: 2 * time.Second,
 		ServerLag:      syncLimit + zktest.DefaultTickTime,
