@@ -376,3 +376,48 @@ func closedCh(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// TestMutexIsNotReentrant: the semaphore-backed mutex excludes another
+// participant, refuses a second Lock of its own (Curator's
+// InterProcessSemaphoreMutex), and is usable again after Unlock.
+func TestMutexIsNotReentrant(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/sm"
+	ctx := ctxFor(t, 30*time.Second)
+	m, err := semaphore.NewMutex(newSem(t, open(t, ens.Servers()), path, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := semaphore.NewMutex(newSem(t, open(t, ens.Servers()), path, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := semaphore.NewMutex(newSem(t, open(t, ens.Servers()), path, 2)); err == nil {
+		t.Fatal("a mutex on a semaphore of 2 accepted")
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); !errors.Is(err, semaphore.ErrHeld) {
+		t.Fatalf("second Lock = %v, want ErrHeld", err)
+	}
+	if err := other.TryLock(ctx); !errors.Is(err, semaphore.ErrLocked) {
+		t.Fatalf("other's TryLock = %v, want ErrLocked", err)
+	}
+	if m.Token() == 0 || closedCh(m.Done()) {
+		t.Fatal("the hold has no token or a closed Done")
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, semaphore.ErrNotLocked) {
+		t.Fatalf("second Unlock = %v, want ErrNotLocked", err)
+	}
+	if err := other.TryLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

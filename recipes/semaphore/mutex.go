@@ -1,0 +1,115 @@
+package semaphore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Errors of the semaphore-backed mutex. Match them with errors.Is.
+var (
+	// ErrLocked is returned by Mutex.TryLock when the lock is held.
+	ErrLocked = errors.New("semaphore: mutex locked by another participant")
+	// ErrNotLocked is returned by Mutex.Unlock when it does not hold.
+	ErrNotLocked = errors.New("semaphore: mutex not locked")
+	// ErrHeld is returned by Mutex.Lock when it holds already: the mutex
+	// is not reentrant.
+	ErrHeld = errors.New("semaphore: mutex already held (not reentrant)")
+)
+
+// Mutex is a non-reentrant lock on a semaphore of one lease: Curator's
+// InterProcessSemaphoreMutex, on the same znodes. Unlike the reentrant
+// mutex (recipes/mutex), a second Lock on the same Mutex does not succeed:
+// it returns ErrHeld.
+type Mutex struct {
+	sem *Semaphore
+
+	mu    sync.Mutex
+	lease *Lease
+}
+
+// NewMutex returns a mutex on sem, which must have exactly one lease (a
+// fixed maximum of 1).
+func NewMutex(sem *Semaphore) (*Mutex, error) {
+	if sem == nil {
+		return nil, errors.New("semaphore: nil semaphore")
+	}
+	if sem.max != 1 || sem.countPath != "" {
+		return nil, fmt.Errorf("semaphore: a mutex needs a semaphore of exactly one lease, not %d", sem.max)
+	}
+	return &Mutex{sem: sem}, nil
+}
+
+// Path returns the semaphore's path.
+func (m *Mutex) Path() string { return m.sem.path }
+
+// Lock blocks until it holds the lease or ctx is done.
+func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
+
+// TryLock takes the lease if it is free, and otherwise returns an error
+// matching ErrLocked.
+func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
+
+func (m *Mutex) lock(ctx context.Context, wait bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lease != nil {
+		return fmt.Errorf("semaphore: lock %s: %w", m.sem.path, ErrHeld)
+	}
+	var got []*Lease
+	var err error
+	if wait {
+		got, err = m.sem.Acquire(ctx, 1)
+	} else {
+		got, err = m.sem.TryAcquire(ctx, 1)
+	}
+	if errors.Is(err, ErrNoLeases) {
+		return fmt.Errorf("semaphore: lock %s: %w", m.sem.path, ErrLocked)
+	}
+	if err != nil {
+		return err
+	}
+	m.lease = got[0]
+	return nil
+}
+
+// Unlock releases the lease. A lost lease is ended and the error matches
+// ErrLeaseLost; if the delete fails while the lease is trusted, it is
+// still held and Unlock may be called again.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lease == nil {
+		return fmt.Errorf("semaphore: unlock %s: %w", m.sem.path, ErrNotLocked)
+	}
+	err := m.lease.Release(ctx)
+	if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrReleased) {
+		m.lease = nil
+	}
+	return err
+}
+
+// closedChan is what Done returns when nothing is held.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Done is closed when the hold is lost or released; already closed when
+// nothing is held.
+func (m *Mutex) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lease == nil {
+		return closedChan
+	}
+	return m.lease.Done()
+}
+
+// Token is the lease's fencing token, or 0.
+func (m *Mutex) Token() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lease == nil {
+		return 0
+	}
+	return m.lease.Token()
+}
