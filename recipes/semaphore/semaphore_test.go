@@ -315,8 +315,8 @@ func TestSharedCountWakesWaiter(t *testing.T) {
 }
 
 // TestLostSessionFreesLeases: a holder cut off loses its lease — its Done
-// closes before another participant is granted it — and a closed client
-// frees its lease at once.
+// closes before another participant is granted it, and Release says so —
+// and a closed client frees its lease at once.
 func TestLostSessionFreesLeases(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -328,7 +328,8 @@ func TestLostSessionFreesLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newSem(t, open(t, ens.Servers()), path, 1)
+	bc := open(t, ens.Servers())
+	b := newSem(t, bc, path, 1)
 	granted := make(chan bool, 1)
 	var bLeases []*semaphore.Lease
 	go func() {
@@ -348,7 +349,7 @@ func TestLostSessionFreesLeases(t *testing.T) {
 		t.Fatalf("Release of a lost lease = %v, want ErrLeaseLost", err)
 	}
 
-	// A closed client frees its lease at once.
+	// A closed client frees its lease at once: a waiter gets it.
 	cc := open(t, ens.Servers())
 	c := newSem(t, cc, path, 1)
 	waiting := make(chan error, 1)
@@ -359,12 +360,17 @@ func TestLostSessionFreesLeases(t *testing.T) {
 		}
 		waiting <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // most likely queued; either order must work
-	if err := bLeases[0].Release(ctx); err != nil {
-		t.Fatal(err)
+	select {
+	case err := <-waiting:
+		t.Fatalf("acquired while another client holds the only lease: %v", err)
+	case <-time.After(300 * time.Millisecond):
 	}
+	bc.Close() // the holder's client, with its lease
 	if err := <-waiting; err != nil {
 		t.Fatal(err)
+	}
+	if err := bLeases[0].Release(ctx); !errors.Is(err, semaphore.ErrLeaseLost) {
+		t.Fatalf("Release after Close = %v, want ErrLeaseLost", err)
 	}
 }
 
