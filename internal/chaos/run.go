@@ -360,7 +360,7 @@ func work(ctx context.Context, p int, l Locker, session time.Duration, reg *regi
 				break
 			}
 			if attempt == 10 {
-				st.err = fmt.Errorf("Unlock keeps failing: %w", err)
+				st.err = fmt.Errorf("unlock keeps failing: %w", err)
 				return st
 			}
 		}
