@@ -106,65 +106,61 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 // then lists again after every deletion, as Curator does.
 func (l *Lock) await(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
 	sess := created.Session
-	ours := path.Base(created.Path)
-
 	a, children, err := l.first(ctx, created)
 	if err != nil {
 		return Acquired{}, err
 	}
-	cs := Sort(children, l.Accept)
+	w := newWaiter(path.Base(created.Path), l.Predicate, l.Accept, l.Relist)
 	watches := map[string]*connection.Watch{}
+	next, names := w.listed(children)
 	for {
-		i := Index(cs, ours)
-		if i < 0 {
-			return Acquired{}, errRestart // our node is gone
-		}
-		held, watch := l.Predicate(cs, i)
-		if held {
+		switch next {
+		case stepHeld:
 			return l.confirm(ctx, a)
+		case stepRestart:
+			return Acquired{}, errRestart // our node is gone
+		case stepList:
+			children, _, err := l.Client.Children(ctx, l.Dir)
+			if err := restartOn(err); err != nil {
+				return Acquired{}, err
+			}
+			next, names = w.listed(children)
+			for name := range watches {
+				if !w.watching[name] {
+					delete(watches, name)
+				}
+			}
+			continue
 		}
+		// stepWatch
 		if !wait {
 			return Acquired{}, ErrWouldWait
 		}
-		stale := false
-		for _, w := range watch {
-			name := cs[w].Name
-			if _, ok := watches[name]; ok {
-				continue
-			}
-			_, _, w, err := l.Client.GetWatch(ctx, path.Join(l.Dir, name))
+		next = stepWatch
+		for _, name := range names {
+			_, _, watch, err := l.Client.GetWatch(ctx, path.Join(l.Dir, name))
 			if errors.Is(err, zk.ErrNoNode) {
-				stale = true
+				next = w.missing()
 				break
 			}
 			if err := restartOn(err); err != nil {
 				return Acquired{}, err
 			}
-			watches[name] = w
+			watches[name] = watch
+			w.watched(name)
 		}
-		if !stale {
-			gone, ev, err := waitAny(ctx, sess, watches)
-			if err != nil {
-				return Acquired{}, err
-			}
-			delete(watches, gone)
-			if ev.Type != zk.EventNodeDeleted {
-				continue // changed, not deleted: watch it again
-			}
-			cs = removeName(cs, gone)
-			if held, _ := l.Predicate(cs, Index(cs, ours)); held && !l.Relist {
-				return l.confirm(ctx, a) // the 0-RTT handoff
-			}
+		if next != stepWatch {
+			continue
 		}
-		children, _, err := l.Client.Children(ctx, l.Dir)
-		if err := restartOn(err); err != nil {
+		gone, ev, err := waitAny(ctx, sess, watches)
+		if err != nil {
 			return Acquired{}, err
 		}
-		cs = Sort(children, l.Accept)
-		for name := range watches {
-			if Index(cs, name) < 0 {
-				delete(watches, name) // its event is on its way; nobody needs it
-			}
+		delete(watches, gone)
+		if ev.Type == zk.EventNodeDeleted {
+			next, names = w.deleted(gone)
+		} else {
+			next, names = w.changed(gone)
 		}
 	}
 }

@@ -140,9 +140,17 @@ func checkHandoff(t *testing.T, rng *rand.Rand) {
 			}
 			ct.held = false
 		} else {
-			how = append(how, fmt.Sprintf("%d cancelled", i))
 			ct.cancel()
-			if err := <-ct.locked; !errors.Is(err, context.Canceled) {
+			switch err := <-ct.locked; {
+			case err == nil:
+				// It acquired just before the cancel: release it instead.
+				how = append(how, fmt.Sprintf("%d released", i))
+				if err := ct.m.Unlock(ctx); err != nil {
+					t.Fatalf("contender %d: Unlock: %v", i, err)
+				}
+			case errors.Is(err, context.Canceled):
+				how = append(how, fmt.Sprintf("%d cancelled", i))
+			default:
 				t.Fatalf("contender %d: cancelled Lock = %v", i, err)
 			}
 		}

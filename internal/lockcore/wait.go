@@ -1,0 +1,94 @@
+package lockcore
+
+// waiter is the decision logic of one contender's wait, without I/O: it
+// keeps the listing it last saw, shrunk as deletions are seen, and the
+// names it watches, and after each thing that happens it says what to do
+// next. Lock.await performs the actions; wait_test.go drives it through
+// sequences of events without a server.
+//
+// See Lock.await for why a kept listing may decide a hold (the 0-RTT
+// handoff) and when it must not (Relist).
+type waiter struct {
+	ours     string
+	pred     Predicate
+	accept   func(Kind) bool
+	relist   bool
+	cs       []Contender
+	watching map[string]bool
+}
+
+// step is what the waiter asks for next.
+type step int
+
+const (
+	stepHeld    step = iota // ours holds: confirm the session and report the hold
+	stepWatch               // set watches on the names given (possibly none), then wait for one
+	stepList                // list the directory again, then call listed
+	stepRestart             // our node is gone: start over with a new node
+)
+
+func (s step) String() string {
+	return [...]string{"held", "watch", "list", "restart"}[s]
+}
+
+func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool) *waiter {
+	return &waiter{ours: ours, pred: pred, accept: accept, relist: relist, watching: map[string]bool{}}
+}
+
+// listed takes a fresh listing of the directory.
+func (w *waiter) listed(children []string) (step, []string) {
+	w.cs = Sort(children, w.accept)
+	for name := range w.watching {
+		if Index(w.cs, name) < 0 {
+			delete(w.watching, name) // its event is on its way; nobody needs it
+		}
+	}
+	return w.decide()
+}
+
+// decide evaluates the predicate on the kept listing.
+func (w *waiter) decide() (step, []string) {
+	i := Index(w.cs, w.ours)
+	if i < 0 {
+		return stepRestart, nil
+	}
+	held, watch := w.pred(w.cs, i)
+	if held {
+		return stepHeld, nil
+	}
+	var names []string
+	for _, j := range watch {
+		if name := w.cs[j].Name; !w.watching[name] {
+			names = append(names, name)
+		}
+	}
+	return stepWatch, names
+}
+
+// watched records that a watch on name is set.
+func (w *waiter) watched(name string) { w.watching[name] = true }
+
+// missing: setting a watch found its node already gone. The listing is
+// stale; one fresh listing answers for every node that left unseen.
+func (w *waiter) missing() step { return stepList }
+
+// deleted: a watched node was deleted. If ours now holds against the kept
+// listing — a superset of the contenders really ahead — it holds without
+// another request (the 0-RTT handoff), unless nodes may be inserted ahead
+// (relist); otherwise list again.
+func (w *waiter) deleted(name string) (step, []string) {
+	delete(w.watching, name)
+	w.cs = removeName(w.cs, name)
+	if i := Index(w.cs, w.ours); i >= 0 && !w.relist {
+		if held, _ := w.pred(w.cs, i); held {
+			return stepHeld, nil
+		}
+	}
+	return stepList, nil
+}
+
+// changed: a watched node changed but is still there; watch it again.
+func (w *waiter) changed(name string) (step, []string) {
+	delete(w.watching, name)
+	return w.decide()
+}

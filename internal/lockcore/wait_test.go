@@ -1,0 +1,149 @@
+package lockcore
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// name makes a Curator-layout node name with sequence n and marker m.
+func name(m string, n int) string {
+	return fmt.Sprintf("_c_00000000-0000-4000-8000-%012d-%s%010d", n, m, n)
+}
+
+func lk(n int) string { return name("lock-", n) }
+func rd(n int) string { return name("__READ__", n) }
+func wr(n int) string { return name("__WRIT__", n) }
+
+// event is one thing that happens to a waiter, and what it must answer.
+type event struct {
+	kind     string // "list", "deleted", "changed", "missing"
+	children []string
+	node     string
+	want     step
+	watch    []string // for stepWatch: the new watches asked for
+}
+
+func TestWaiterStateMachine(t *testing.T) {
+	cases := []struct {
+		name   string
+		ours   string
+		pred   Predicate
+		accept func(Kind) bool
+		relist bool
+		events []event
+	}{
+		{
+			name: "first in line holds at once", ours: lk(1), pred: Exclusive, accept: MutexKinds,
+			events: []event{{kind: "list", children: []string{lk(1), lk(2)}, want: stepHeld}},
+		},
+		{
+			name: "0-RTT handoff: the predecessor was the holder", ours: lk(3), pred: Exclusive, accept: MutexKinds,
+			events: []event{
+				{kind: "list", children: []string{lk(2), lk(3)}, want: stepWatch, watch: []string{lk(2)}},
+				{kind: "deleted", node: lk(2), want: stepHeld},
+			},
+		},
+		{
+			name: "the predecessor's predecessor goes: list again off the critical path", ours: lk(3), pred: Exclusive, accept: MutexKinds,
+			events: []event{
+				{kind: "list", children: []string{lk(1), lk(2), lk(3)}, want: stepWatch, watch: []string{lk(2), lk(1)}},
+				{kind: "deleted", node: lk(1), want: stepList},
+				{kind: "list", children: []string{lk(2), lk(3)}, want: stepWatch, watch: nil}, // 2 is watched already
+				{kind: "deleted", node: lk(2), want: stepHeld},
+			},
+		},
+		{
+			name: "nodes ahead left unseen: the deletion does not decide, a listing does", ours: lk(5), pred: Exclusive, accept: MutexKinds,
+			events: []event{
+				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5)}, want: stepWatch, watch: []string{lk(4), lk(3)}},
+				// 1 and 2 left without our knowing; 4 (cancelled) goes.
+				{kind: "deleted", node: lk(4), want: stepList},
+				{kind: "list", children: []string{lk(3), lk(5)}, want: stepWatch, watch: nil},
+				{kind: "deleted", node: lk(3), want: stepHeld},
+			},
+		},
+		{
+			name: "a watch finds its node gone: list again", ours: lk(3), pred: Exclusive, accept: MutexKinds,
+			events: []event{
+				{kind: "list", children: []string{lk(1), lk(2), lk(3)}, want: stepWatch, watch: []string{lk(2), lk(1)}},
+				{kind: "missing", want: stepList},
+				{kind: "list", children: []string{lk(3)}, want: stepHeld},
+			},
+		},
+		{
+			name: "a changed node is watched again", ours: lk(2), pred: Exclusive, accept: MutexKinds,
+			events: []event{
+				{kind: "list", children: []string{lk(1), lk(2)}, want: stepWatch, watch: []string{lk(1)}},
+				{kind: "changed", node: lk(1), want: stepWatch, watch: []string{lk(1)}},
+			},
+		},
+		{
+			name: "our node is gone: restart", ours: lk(2), pred: Exclusive, accept: MutexKinds,
+			events: []event{
+				{kind: "list", children: []string{lk(1), lk(2)}, want: stepWatch, watch: []string{lk(1)}},
+				{kind: "list", children: []string{lk(1)}, want: stepRestart},
+			},
+		},
+		{
+			name: "a reader behind readers holds; behind a writer it watches the first writer", ours: rd(5), pred: Shared, accept: RWKinds,
+			events: []event{
+				{kind: "list", children: []string{rd(1), wr(2), rd(3), wr(4), rd(5)}, want: stepWatch, watch: []string{wr(2)}},
+				// Another writer is ahead: a deletion that does not make us
+				// the holder is answered with a fresh listing.
+				{kind: "deleted", node: wr(2), want: stepList},
+				{kind: "list", children: []string{rd(1), rd(3), wr(4), rd(5)}, want: stepWatch, watch: []string{wr(4)}},
+			},
+		},
+		{
+			name: "a reader's 0-RTT: the only writer ahead goes", ours: rd(3), pred: Shared, accept: RWKinds,
+			events: []event{
+				{kind: "list", children: []string{rd(1), wr(2), rd(3)}, want: stepWatch, watch: []string{wr(2)}},
+				{kind: "deleted", node: wr(2), want: stepHeld},
+			},
+		},
+		{
+			name: "relist: a writer lists again even when the kept listing says it holds (a downgrade may have inserted a reader)", ours: wr(3), pred: Exclusive, accept: RWKinds, relist: true,
+			events: []event{
+				{kind: "list", children: []string{wr(2), wr(3)}, want: stepWatch, watch: []string{wr(2)}},
+				{kind: "deleted", node: wr(2), want: stepList},
+				// The downgrade's read node sits at the writer's place.
+				{kind: "list", children: []string{rd(2), wr(3)}, want: stepWatch, watch: []string{rd(2)}},
+				{kind: "deleted", node: rd(2), want: stepList},
+				{kind: "list", children: []string{wr(3)}, want: stepHeld},
+			},
+		},
+		{
+			name: "Kazoo and Curator contenders share the mutex's queue", ours: lk(3), pred: Exclusive, accept: MutexKinds,
+			events: []event{
+				{kind: "list", children: []string{"abc__lock__0000000002", lk(3), "readers"}, want: stepWatch, watch: []string{"abc__lock__0000000002"}},
+				{kind: "deleted", node: "abc__lock__0000000002", want: stepHeld},
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWaiter(c.ours, c.pred, c.accept, c.relist)
+			for i, ev := range c.events {
+				var got step
+				var names []string
+				switch ev.kind {
+				case "list":
+					got, names = w.listed(ev.children)
+				case "deleted":
+					got, names = w.deleted(ev.node)
+				case "changed":
+					got, names = w.changed(ev.node)
+				case "missing":
+					got = w.missing()
+				}
+				if got != ev.want || (got == stepWatch && !slices.Equal(names, ev.watch)) {
+					t.Fatalf("event %d (%s %s): %v %v, want %v %v", i, ev.kind, ev.node, got, names, ev.want, ev.watch)
+				}
+				for _, n := range names {
+					w.watched(n)
+				}
+			}
+		})
+	}
+}
