@@ -27,8 +27,26 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	impls := fs.String("impls", "mutex,naive,zk.Lock,Curator,Kazoo,raw floor", "implementations to compare (Curator and Kazoo need Debian's libcurator-recipes-java, a JDK and python3-kazoo)")
 	output := fs.String("o", "", "also write the markdown report to this file")
 	docs := fs.String("docs", "", "also write benchmarks.md and benchmarks.svg (the chart) into this directory")
+	scenarios := fs.String("scenarios", "locks,recipes", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's)")
+	readers := fs.Int("readers", 50, "recipes: readers started together on a free read lock")
+	semClients := fs.Int("sem-clients", 10, "recipes: clients taking and returning semaphore leases")
+	semLeases := fs.Int("sem-leases", 3, "recipes: the semaphore's leases")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	doLocks, doRecipes := false, false
+	for _, s := range strings.Split(*scenarios, ",") {
+		switch strings.TrimSpace(s) {
+		case "locks":
+			doLocks = true
+		case "recipes":
+			doRecipes = true
+		default:
+			return fmt.Errorf("--scenarios: %q is neither locks nor recipes", s)
+		}
+	}
+	if *docs != "" && !(doLocks && doRecipes) {
+		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes")
 	}
 	var counts []int
 	for _, s := range strings.Split(*parts, ",") {
@@ -53,15 +71,34 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	}
 	defer stop()
 	start := time.Now()
-	res, err := bench.Run(ctx, bench.Config{
-		Servers: list, Impls: chosen, Participants: counts, Duration: *duration,
-		Iterations: *iterations, Rounds: *rounds, Progress: out,
-	})
-	if err != nil {
-		return err
+	report := fmt.Sprintf("Measured %s on %s: %s, %d CPUs, %s. Each participant has its own session.\n",
+		time.Now().UTC().Format("2006-01-02"), ensemble, runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+	var res *bench.Results
+	if doLocks {
+		if res, err = bench.Run(ctx, bench.Config{
+			Servers: list, Impls: chosen, Participants: counts, Duration: *duration,
+			Iterations: *iterations, Rounds: *rounds, Progress: out,
+		}); err != nil {
+			return err
+		}
+		report += "\n" + res.Markdown("mutex")
 	}
-	report := fmt.Sprintf("Measured %s on %s: %s, %d CPUs, %s. Each participant has its own session.\n\n%s",
-		time.Now().UTC().Format("2006-01-02"), ensemble, runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), runtime.Version(), res.Markdown("mutex"))
+	if doRecipes {
+		var peers []string
+		for _, i := range chosen {
+			if i.Name == "Curator" || i.Name == "Kazoo" {
+				peers = append(peers, i.Name)
+			}
+		}
+		rr, err := bench.RunRecipes(ctx, bench.RecipeConfig{
+			Servers: list, Peers: peers, Rounds: *rounds, Readers: *readers, Iterations: max(20, *iterations/3),
+			SemClients: *semClients, SemLeases: *semLeases, Duration: *duration, Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		report += "\n### The read/write lock and the semaphore\n\n" + rr.Markdown()
+	}
 	fmt.Fprintf(out, "\n%s\n(%v in all)\n", report, time.Since(start).Round(time.Second))
 	if *output != "" {
 		if err := os.WriteFile(*output, []byte(report), 0o644); err != nil {
@@ -73,7 +110,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		if err := os.WriteFile(filepath.Join(*docs, "benchmarks.md"), []byte(page), 0o644); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(*docs, "benchmarks.svg"), res.SVG(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*docs, "benchmarks.svg"), res.SVG(), 0o644); err != nil { // res is set: --docs needs both
 			return err
 		}
 		fmt.Fprintf(out, "wrote %s and %s\n", filepath.Join(*docs, "benchmarks.md"), filepath.Join(*docs, "benchmarks.svg"))
@@ -91,7 +128,10 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
 	fmt.Fprintf(&b, "- **Uncontended**: one participant takes and releases a free lock %d times per round (after a warm-up); p50 of Lock+Unlock. The *raw floor* is the requests an uncontended lock needs with no lock logic: create an ephemeral-sequential node, list the directory, delete the node.\n", iterations)
 	b.WriteString("- **Handoff latency**: one holder, one waiter on another server; the time from the holder's Unlock call to the return of the waiter's Lock.\n")
 	fmt.Fprintf(&b, "- **Contended**: 2, 10 or 100 participants take and release the lock in a loop; handoffs counted in a %v window after the queue filled.\n", d)
-	b.WriteString("- **Wake-ups per release**: watch notifications the servers sent during the contended window (the sum of `mntr`'s `zk_sum_node_*_watch_count` over all servers), per handoff — counted on the servers, so every client library is measured alike.\n\n")
+	b.WriteString("- **Wake-ups per release**: watch notifications the servers sent during the contended window (the sum of `mntr`'s `zk_sum_node_*_watch_count` over all servers), per handoff — counted on the servers, so every client library is measured alike.\n")
+	b.WriteString("- **Readers together**: 50 readers of a read/write lock, each with its own session, started at once on a free lock; the time until every one holds (zkrecipes `rwlock`, Curator's InterProcessReadWriteLock, Kazoo's ReadLock).\n")
+	b.WriteString("- **Write handoff**: the handoff latency above, with the write side of each read/write lock.\n")
+	b.WriteString("- **Semaphore**: 10 clients take and return one lease of a semaphore of 3, in a loop, for the contended window; leases per second (zkrecipes `semaphore`, Curator's InterProcessSemaphoreV2, Kazoo's Semaphore, each in its own layout).\n\n")
 	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
 	b.WriteString("## Versions\n\n")
 	for _, v := range versions(servers) {

@@ -69,3 +69,21 @@ func BenchmarkContended(b *testing.B) {
 		}
 	}
 }
+
+// TestRunRecipesSmoke runs the recipe scenarios once, small, with
+// zkrecipes alone: every figure comes out positive.
+func TestRunRecipesSmoke(t *testing.T) {
+	ens := shared.Ensemble(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := RunRecipes(ctx, RecipeConfig{
+		Servers: ens.Servers(), Rounds: 1, Readers: 3, Iterations: 3,
+		SemClients: 2, SemLeases: 1, Duration: 200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Readers["zkrecipes"] <= 0 || r.WriteHandoff["zkrecipes"] <= 0 || r.Semaphore["zkrecipes"] <= 0 {
+		t.Fatalf("results %+v", r)
+	}
+}

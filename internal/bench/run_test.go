@@ -63,3 +63,23 @@ func TestSVGIsWellFormed(t *testing.T) {
 		t.Fatalf("%d lines drawn, want 4", lines)
 	}
 }
+
+func TestRecipeMarkdownRatios(t *testing.T) {
+	r := &RecipeResults{
+		Cfg:          RecipeConfig{Rounds: 3, Readers: 50, SemClients: 10, SemLeases: 3},
+		Impls:        []string{"zkrecipes", "Curator"},
+		Readers:      map[string]time.Duration{"zkrecipes": 30 * time.Millisecond, "Curator": 150 * time.Millisecond},
+		WriteHandoff: map[string]time.Duration{"zkrecipes": 2 * time.Millisecond, "Curator": 3 * time.Millisecond},
+		Semaphore:    map[string]float64{"zkrecipes": 300, "Curator": 200},
+	}
+	md := r.Markdown()
+	for _, want := range []string{
+		"| 50 readers started together: until all hold | 30ms | 150ms | 5.00 |",
+		"| write handoff p50, one waiting writer | 2ms | 3ms | 1.50 |",
+		"| semaphore, 10 clients, 3 leases: leases/s | 300 | 200 | 1.50 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}

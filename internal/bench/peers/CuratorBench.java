@@ -8,6 +8,13 @@
 //   contended <n>             n participants, participant i on server i mod count, each taking
 //                             and releasing the lock in a loop; prints READY, then answers
 //                             "mark" with MARK <handoffs so far> and ends on "stop"
+//   readers <n>               n readers of an InterProcessReadWriteLock, reader i on server
+//                             i mod count, started together on a free lock; prints
+//                             RESULT <ns until all hold> <same>
+//   writehandoff <iterations> handoff with the write side of an InterProcessReadWriteLock
+//   semaphore <n> <leases> <ms>  n clients take and return one lease of an
+//                             InterProcessSemaphoreV2 of <leases> for <ms>; prints
+//                             RESULT <leases taken> <elapsed ns>
 // Each participant has its own CuratorFramework (its own session) and its own
 // thread: an InterProcessMutex is owned by the thread that acquired it.
 import java.io.BufferedReader;
@@ -24,6 +31,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
+import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorBench {
@@ -52,6 +62,8 @@ public class CuratorBench {
         final SynchronousQueue<Long> done = new SynchronousQueue<>();
 
         Participant(CuratorFramework c, String path) { mutex = new InterProcessMutex(c, path); }
+
+        Participant(InterProcessMutex m) { mutex = m; }
 
         public void run() {
             try {
@@ -89,13 +101,16 @@ public class CuratorBench {
                 c.close();
                 break;
             }
-            case "handoff": {
+            case "handoff":
+            case "writehandoff": {
                 int n = Integer.parseInt(args[3]);
                 Participant[] ps = new Participant[2];
                 CuratorFramework[] cs = new CuratorFramework[2];
                 for (int i = 0; i < 2; i++) {
                     cs[i] = client(servers[i % servers.length]);
-                    ps[i] = new Participant(cs[i], path);
+                    ps[i] = args[2].equals("handoff")
+                        ? new Participant(cs[i], path)
+                        : new Participant(new InterProcessReadWriteLock(cs[i], path).writeLock());
                     new Thread(ps[i]).start();
                 }
                 ps[0].commands.put("acquire");
@@ -158,6 +173,74 @@ public class CuratorBench {
                 }
                 stop.set(true);
                 for (Thread t : threads) t.join(30000);
+                for (CuratorFramework c : cs) c.close();
+                break;
+            }
+            case "readers": {
+                int n = Integer.parseInt(args[3]);
+                List<CuratorFramework> cs = new ArrayList<>();
+                List<Thread> threads = new ArrayList<>();
+                CountDownLatch start = new CountDownLatch(1), held = new CountDownLatch(n), release = new CountDownLatch(1);
+                for (int i = 0; i < n; i++) {
+                    CuratorFramework c = client(servers[i % servers.length]);
+                    cs.add(c);
+                    InterProcessMutex r = new InterProcessReadWriteLock(c, path).readLock();
+                    Thread t = new Thread(() -> {
+                        try {
+                            start.await();
+                            r.acquire();
+                            held.countDown();
+                            release.await();
+                            r.release();
+                        } catch (Exception e) {
+                            e.printStackTrace();
+                            System.exit(1);
+                        }
+                    });
+                    threads.add(t);
+                    t.start();
+                }
+                long t0 = System.nanoTime();
+                start.countDown();
+                held.await();
+                long d = System.nanoTime() - t0;
+                release.countDown();
+                for (Thread t : threads) t.join(30000);
+                System.out.println("RESULT " + d + " " + d);
+                for (CuratorFramework c : cs) c.close();
+                break;
+            }
+            case "semaphore": {
+                int n = Integer.parseInt(args[3]), leases = Integer.parseInt(args[4]);
+                long ms = Long.parseLong(args[5]);
+                AtomicLong count = new AtomicLong();
+                List<CuratorFramework> cs = new ArrayList<>();
+                List<Thread> threads = new ArrayList<>();
+                List<InterProcessSemaphoreV2> sems = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    CuratorFramework c = client(servers[i % servers.length]);
+                    cs.add(c);
+                    sems.add(new InterProcessSemaphoreV2(c, path, leases));
+                }
+                long t0 = System.nanoTime(), deadline = t0 + ms * 1_000_000L;
+                for (InterProcessSemaphoreV2 sem : sems) {
+                    Thread t = new Thread(() -> {
+                        try {
+                            while (System.nanoTime() < deadline) {
+                                Lease l = sem.acquire();
+                                sem.returnLease(l);
+                                count.incrementAndGet();
+                            }
+                        } catch (Exception e) {
+                            e.printStackTrace();
+                            System.exit(1);
+                        }
+                    });
+                    threads.add(t);
+                    t.start();
+                }
+                for (Thread t : threads) t.join();
+                System.out.println("RESULT " + count.get() + " " + (System.nanoTime() - t0));
                 for (CuratorFramework c : cs) c.close();
                 break;
             }

@@ -2,7 +2,9 @@
 
 Usage: kazoo_bench.py <server,server,...> <lock path> <scenario> [args]
 Scenarios and output as CuratorBench.java: uncontended <iterations>,
-handoff <iterations>, contended <n> (READY, then "mark" / "stop" on stdin).
+handoff <iterations>, contended <n> (READY, then "mark" / "stop" on stdin),
+readers <n> and writehandoff <iterations> (Kazoo's ReadLock and WriteLock),
+semaphore <n> <leases> <ms> (Kazoo's Semaphore).
 Each participant has its own KazooClient (its own session) and its own thread.
 """
 import queue
@@ -26,9 +28,9 @@ def result(lat):
 
 
 class Participant(threading.Thread):
-    def __init__(self, c, path):
+    def __init__(self, c, path, lock=None):
         super().__init__(daemon=True)
-        self.lock = c.Lock(path, "kazoo-bench")
+        self.lock = lock if lock is not None else c.Lock(path, "kazoo-bench")
         self.commands = queue.Queue()
         self.done = queue.Queue()
 
@@ -60,10 +62,13 @@ def main():
         result(lat)
         c.stop()
         c.close()
-    elif scenario == "handoff":
+    elif scenario in ("handoff", "writehandoff"):
         n = int(sys.argv[4])
         cs = [client(servers[i % len(servers)]) for i in range(2)]
-        ps = [Participant(c, path) for c in cs]
+        if scenario == "handoff":
+            ps = [Participant(c, path) for c in cs]
+        else:
+            ps = [Participant(c, path, c.WriteLock(path, "kazoo-bench")) for c in cs]
         for p in ps:
             p.start()
         ps[0].commands.put("acquire")
@@ -117,6 +122,60 @@ def main():
         stop.set()
         for t in threads:
             t.join(30)
+        for c in cs:
+            c.stop()
+            c.close()
+    elif scenario == "readers":
+        n = int(sys.argv[4])
+        cs = [client(servers[i % len(servers)]) for i in range(n)]
+        locks = [c.ReadLock(path, "kazoo-bench") for c in cs]
+        start, release = threading.Event(), threading.Event()
+        held = threading.Semaphore(0)
+
+        def reader(lock):
+            start.wait()
+            lock.acquire()
+            held.release()
+            release.wait()
+            lock.release()
+
+        threads = [threading.Thread(target=reader, args=(l,), daemon=True) for l in locks]
+        for t in threads:
+            t.start()
+        t0 = time.perf_counter_ns()
+        start.set()
+        for _ in range(n):
+            held.acquire()
+        d = time.perf_counter_ns() - t0
+        release.set()
+        for t in threads:
+            t.join(30)
+        print("RESULT %d %d" % (d, d), flush=True)
+        for c in cs:
+            c.stop()
+            c.close()
+    elif scenario == "semaphore":
+        n, leases, ms = int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+        cs = [client(servers[i % len(servers)]) for i in range(n)]
+        count = [0]
+        count_lock = threading.Lock()
+        t0 = time.perf_counter_ns()
+        deadline = t0 + ms * 1000000
+
+        def loop(c):
+            sem = c.Semaphore(path, "kazoo-bench", max_leases=leases)
+            while time.perf_counter_ns() < deadline:
+                sem.acquire()
+                sem.release()
+                with count_lock:
+                    count[0] += 1
+
+        threads = [threading.Thread(target=loop, args=(c,), daemon=True) for c in cs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("RESULT %d %d" % (count[0], time.perf_counter_ns() - t0), flush=True)
         for c in cs:
             c.stop()
             c.close()
