@@ -1,6 +1,8 @@
 """A Kazoo Lock steered line by line over stdin, for the interop tests.
 
-Usage: kazoo_driver.py <hosts> <lock path>
+Usage: kazoo_driver.py <hosts> <lock path> [lock|write]
+(a Lock that also sees Curator-layout mutex nodes, or a WriteLock that also
+sees Curator-layout read/write lock nodes)
 Commands: acquire [timeoutSeconds] | release | contenders | quit
 Answers:  READY | ACQUIRED | TIMEOUT | RELEASED | CONTENDERS <a,b,...> | ERROR <message>
 """
@@ -17,10 +19,15 @@ def say(line):
 
 def main():
     hosts, path = sys.argv[1], sys.argv[2]
+    kind = sys.argv[3] if len(sys.argv) > 3 else "lock"
     client = KazooClient(hosts=hosts, timeout=10.0)
     client.start(timeout=20)
-    # "-lock-" makes Kazoo see Curator-layout (and zkrecipes) contenders.
-    lock = client.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
+    if kind == "write":
+        # Curator-layout readers and writers block a Kazoo writer.
+        lock = client.WriteLock(path, "kazoo", extra_lock_patterns=["__WRIT__", "__READ__"])
+    else:
+        # "-lock-" makes Kazoo see Curator-layout (and zkrecipes) contenders.
+        lock = client.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
     say("READY")
     for line in sys.stdin:
         cmd = line.split()

@@ -106,12 +106,21 @@ func CuratorSemaphore(t testing.TB, connect, path string, max int) *Peer {
 }
 
 // Kazoo starts a Kazoo Lock on path (with extra_lock_patterns=["-lock-"]).
-func Kazoo(t testing.TB, connect, path string) *Peer {
+func Kazoo(t testing.TB, connect, path string) *Peer { return kazoo(t, connect, path, "lock") }
+
+// KazooWriteLock starts a Kazoo WriteLock on path that also sees
+// Curator-layout readers and writers (extra_lock_patterns=["__WRIT__",
+// "__READ__"]).
+func KazooWriteLock(t testing.TB, connect, path string) *Peer {
+	return kazoo(t, connect, path, "write")
+}
+
+func kazoo(t testing.TB, connect, path, kind string) *Peer {
 	dir := build(t)
 	if err := exec.Command(python, "-c", "import kazoo").Run(); err != nil {
 		t.Fatalf("Kazoo is missing for %s (%v): apt-get install python3-kazoo, or run make test", python, err)
 	}
-	return start(t, "kazoo", python, filepath.Join(dir, "kazoo_driver.py"), connect, path)
+	return start(t, "kazoo "+kind, python, filepath.Join(dir, "kazoo_driver.py"), connect, path, kind)
 }
 
 func start(t testing.TB, name string, argv ...string) *Peer {
