@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -83,20 +84,9 @@ Flags:
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	rest := fs.Args()
-	if len(rest) < 1 {
-		fmt.Fprintln(errOut, "zkrecipes lock: missing PATH")
-		fs.Usage()
-		return errUsage
-	}
-	path, cmdArgs := rest[0], rest[1:]
-	if len(cmdArgs) > 0 && cmdArgs[0] == "--" {
-		cmdArgs = cmdArgs[1:]
-	}
-	if len(cmdArgs) == 0 {
-		fmt.Fprintln(errOut, "zkrecipes lock: missing CMD after PATH --")
-		fs.Usage()
-		return errUsage
+	path, cmdArgs, err := pathAndCommand(fs, "lock", errOut)
+	if err != nil {
+		return err
 	}
 	if *read && *write {
 		fmt.Fprintln(errOut, "zkrecipes lock: --read and --write exclude each other")
@@ -152,6 +142,27 @@ Flags:
 		}
 	}()
 	return runUnderLock(m, "lock "+path, cmdArgs, *grace, out, errOut)
+}
+
+// pathAndCommand reads PATH -- CMD [ARGS...] from a command's arguments,
+// printing the usage when either is missing.
+func pathAndCommand(fs *flag.FlagSet, name string, errOut io.Writer) (string, []string, error) {
+	rest := fs.Args()
+	if len(rest) < 1 {
+		fmt.Fprintf(errOut, "zkrecipes %s: missing PATH\n", name)
+		fs.Usage()
+		return "", nil, errUsage
+	}
+	path, cmdArgs := rest[0], rest[1:]
+	if len(cmdArgs) > 0 && cmdArgs[0] == "--" {
+		cmdArgs = cmdArgs[1:]
+	}
+	if len(cmdArgs) == 0 {
+		fmt.Fprintf(errOut, "zkrecipes %s: missing CMD after PATH --\n", name)
+		fs.Usage()
+		return "", nil, errUsage
+	}
+	return path, cmdArgs, nil
 }
 
 // openForCommand checks a command's arguments and opens its client.

@@ -43,20 +43,9 @@ Flags:
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	rest := fs.Args()
-	if len(rest) < 1 {
-		fmt.Fprintln(errOut, "zkrecipes semaphore: missing PATH")
-		fs.Usage()
-		return errUsage
-	}
-	path, cmdArgs := rest[0], rest[1:]
-	if len(cmdArgs) > 0 && cmdArgs[0] == "--" {
-		cmdArgs = cmdArgs[1:]
-	}
-	if len(cmdArgs) == 0 {
-		fmt.Fprintln(errOut, "zkrecipes semaphore: missing CMD after PATH --")
-		fs.Usage()
-		return errUsage
+	path, cmdArgs, err := pathAndCommand(fs, "semaphore", errOut)
+	if err != nil {
+		return err
 	}
 	if *max < 1 && *count == "" {
 		fmt.Fprintln(errOut, "zkrecipes semaphore: give --max N or --count PATH")
