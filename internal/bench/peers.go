@@ -173,19 +173,8 @@ func lastLines(s string, n int) string {
 
 // latencies runs a scenario that prints RESULT <p50 ns> <p99 ns>.
 func (p *peer) latencies(ctx context.Context, servers []string, lockPath, scenario string, iterations int) (p50, p99 time.Duration, err error) {
-	d, err := p.start(ctx, servers, lockPath, scenario, strconv.Itoa(iterations))
-	if err != nil {
-		return 0, 0, err
-	}
-	res, err := d.next("RESULT")
-	if err != nil {
-		return 0, 0, err
-	}
-	var a, b int64
-	if _, err := fmt.Sscanf(res, "%d %d", &a, &b); err != nil {
-		return 0, 0, fmt.Errorf("%s driver said %q: %w", p.name, res, err)
-	}
-	return time.Duration(a), time.Duration(b), d.wait()
+	a, b, err := p.result(ctx, servers, lockPath, scenario, iterations)
+	return time.Duration(a), time.Duration(b), err
 }
 
 // contended runs n participants in the driver and counts the handoffs in
