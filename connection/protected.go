@@ -42,9 +42,9 @@ type Created struct {
 	// Session is the session the node was made in; for ephemeral modes it
 	// is the node's owner.
 	Session *Session
-	// Czxid is the zxid of the create, when the server said it in its
-	// reply (create2, ZooKeeper 3.5+); 0 when it is not known (a node found
-	// again after a lost reply).
+	// Czxid is the zxid of the create: the server says it in its reply
+	// (create2, ZooKeeper 3.5+); for a node found again after a lost reply
+	// it is read.
 	Czxid int64
 }
 
@@ -90,12 +90,12 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 			return c.mapErr(err)
 		}
 		if attempt > 1 {
-			found, err := c.findProtected(ctx, zc, sess, c.server(dir), id, mode)
+			found, czxid, err := c.findProtected(ctx, zc, sess, c.server(dir), id, mode)
 			if err != nil {
 				return c.mapErr(err)
 			}
 			if found != "" {
-				out = Created{Path: c.client(found), Session: sess}
+				out = Created{Path: c.client(found), Session: sess, Czxid: czxid}
 				return nil
 			}
 		}
@@ -114,16 +114,25 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 			return c.mapErr(err)
 		}
 		out = Created{Path: c.client(created), Session: sess}
-		if st, ok := c.createdStat(zc, created); ok {
-			out.Czxid = st.czxid
-			if mode.ephemeral() && st.owner != sess.ID() {
-				_ = c.run(ctx, func() error { return zc.Delete(created, -1) })
-				return retry.Permanent(fmt.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.owner, sess.ID()))
+		st, ok := c.createdStat(zc, created)
+		if !ok {
+			// No create2 reply was read (the handle was replaced, or the
+			// reply forgotten): one read settles the owner and the czxid.
+			stat, err := c.stat(ctx, zc, created)
+			if errors.Is(err, zk.ErrNoNode) && mode.ephemeral() {
+				err = fmt.Errorf("%w: node %s is gone", ErrSessionLost, out.Path)
 			}
-		} else if mode.ephemeral() {
-			if err := c.checkOwner(ctx, zc, sess, created); err != nil {
-				return retry.Permanent(err)
+			if err != nil {
+				return retry.Permanent(c.opErr(sess, err))
 			}
+			st = createdStat{czxid: stat.Czxid, owner: stat.EphemeralOwner}
+		}
+		out.Czxid = st.czxid
+		if mode.ephemeral() && st.owner != sess.ID() {
+			// go-zookeeper ran the create in another session than sess
+			// (CURATOR-604's double holders).
+			_ = c.run(ctx, func() error { return zc.Delete(created, -1) })
+			return retry.Permanent(fmt.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.owner, sess.ID()))
 		}
 		return nil
 	}, func(err error, next time.Duration) {
@@ -169,74 +178,44 @@ func (c *Client) createdStat(zc *zk.Conn, spath string) (createdStat, bool) {
 	return tr.takeCreated(spath)
 }
 
-// checkOwner makes sure the ephemeral node spath belongs to sess, which
-// go-zookeeper does not promise: after an expiry it opens the next session
-// on the same handle by itself, and a request queued for the old session
-// runs in the new one (CURATOR-604's double holders).
-//
-// Usually this costs nothing: the handle's tracker saw the handshake of
-// every connection, so if its session is still sess after the create
-// returned, the answer came over a connection of sess, and the node is
-// sess's (session IDs are never reused). Otherwise one read settles it. A
-// node of another session is deleted and the error wraps ErrSessionLost.
-func (c *Client) checkOwner(ctx context.Context, zc *zk.Conn, sess *Session, spath string) error {
-	c.mu.Lock()
-	current := c.zc == zc && c.tr.sessionID.Load() == sess.ID()
-	c.mu.Unlock()
-	if current {
-		return nil
-	}
-	stat, err := c.stat(ctx, zc, spath)
-	if err == nil && stat.EphemeralOwner == sess.ID() {
-		return nil
-	}
-	if err == nil {
-		_ = c.run(ctx, func() error { return zc.Delete(spath, -1) })
-	}
-	return fmt.Errorf("%w: node %s was created outside session %#x", ErrSessionLost, c.client(spath), sess.ID())
-}
-
 // findProtected looks in server directory sdir for the child with the
 // protection prefix id. A sync first makes the server catch up with the
 // leader, so that a create from an earlier connection of the session is
 // either visible or was refused (the session moved).
-func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, sdir, id string, mode Mode) (string, error) {
+func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, sdir, id string, mode Mode) (found string, czxid int64, err error) {
 	if err := c.run(ctx, func() error { _, err := zc.Sync(sdir); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return "", err
+		return "", 0, err
 	}
 	children, err := c.children(ctx, zc, sdir)
 	if errors.Is(err, zk.ErrNoNode) {
-		return "", nil
+		return "", 0, nil
 	}
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	for _, child := range children {
 		if !strings.HasPrefix(child, id) {
 			continue
 		}
 		found := childPath(sdir, child)
-		if !mode.ephemeral() {
-			return found, nil
-		}
 		stat, err := c.stat(ctx, zc, found)
 		if errors.Is(err, zk.ErrNoNode) {
-			return "", nil
+			return "", 0, nil
 		}
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
-		if stat.EphemeralOwner == sess.ID() {
-			return found, nil
+		if !mode.ephemeral() || stat.EphemeralOwner == sess.ID() {
+			return found, stat.Czxid, nil
 		}
 		// Made by an earlier session (CURATOR-498): it dies with that
 		// session; delete it now so that it blocks nobody until then.
 		if err := c.run(ctx, func() error { return zc.Delete(found, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return "", err
+			return "", 0, err
 		}
-		return "", nil
+		return "", 0, nil
 	}
-	return "", nil
+	return "", 0, nil
 }
 
 // deleteProtectedLater deletes, in the background, any child of sdir with

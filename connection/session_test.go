@@ -279,6 +279,9 @@ func TestCreateProtectedFindsNodeAfterLostReply(t *testing.T) {
 	if err != nil || st.EphemeralOwner != r.created.Session.ID() || r.created.Session != c.Session() {
 		t.Fatalf("owner %#x, session %#x: %v", st.EphemeralOwner, r.created.Session.ID(), err)
 	}
+	if r.created.Czxid != st.Czxid {
+		t.Fatalf("czxid %d of a node found again after a lost reply, want %d", r.created.Czxid, st.Czxid)
+	}
 }
 
 func TestCreateProtectedAbandonedLeavesNothing(t *testing.T) {

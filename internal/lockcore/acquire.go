@@ -188,38 +188,14 @@ func Confirm(ctx context.Context, a Acquired) (Acquired, error) {
 	return a, nil
 }
 
-// first lists the directory and learns our node's czxid (the fencing
-// token) and owner. The create usually told both (create2); otherwise our
-// node's Stat is read while the listing is in flight.
+// first lists the directory. The create told our node's czxid (the
+// fencing token) and checked its owner against the session.
 func (l *Lock) first(ctx context.Context, created connection.Created) (Acquired, []string, error) {
-	a := Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}
-	if created.Czxid != 0 { // owner already checked against the session
-		children, _, err := l.Client.Children(ctx, l.Dir)
-		return a, children, restartOn(err)
-	}
-	type statResult struct {
-		stat *zk.Stat
-		ok   bool
-		err  error
-	}
-	statc := make(chan statResult, 1)
-	go func() {
-		ok, stat, err := l.Client.Exists(ctx, created.Path)
-		statc <- statResult{stat, ok, err}
-	}()
 	children, _, err := l.Client.Children(ctx, l.Dir)
-	st := <-statc
 	if err := restartOn(err); err != nil {
 		return Acquired{}, nil, err
 	}
-	if err := restartOn(st.err); err != nil {
-		return Acquired{}, nil, err
-	}
-	if !st.ok || st.stat.EphemeralOwner != created.Session.ID() {
-		return Acquired{}, nil, errRestart // gone, or not ours (CURATOR-604)
-	}
-	a.Token = st.stat.Czxid
-	return a, children, nil
+	return Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}, children, nil
 }
 
 // waitAny waits for one of the watches, the session's end or ctx, and

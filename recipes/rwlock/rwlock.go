@@ -150,16 +150,7 @@ func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquire
 			rw.client.GuaranteedDelete(created.Session, created.Path, 0)
 			return ErrLockLost
 		}
-		a = lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}
-		if a.Token == 0 {
-			_, st, err := rw.client.Exists(ctx, created.Path)
-			if err != nil || st == nil {
-				rw.client.GuaranteedDelete(created.Session, created.Path, 0)
-				return fmt.Errorf("rwlock: read the downgrade node: %w", err)
-			}
-			a.Token = st.Czxid
-		}
-		a, err = lockcore.Confirm(ctx, a)
+		a, err = lockcore.Confirm(ctx, lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid})
 		return err
 	})
 	if held || err != nil {

@@ -173,16 +173,6 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 			l.drop()
 		}
 	}()
-	if l.a.Token == 0 {
-		_, st, err := s.client.Exists(ctx, created.Path)
-		if err != nil {
-			return nil, err
-		}
-		if st == nil {
-			return nil, ErrLeaseLost
-		}
-		l.a.Token = st.Czxid
-	}
 	name := path.Base(created.Path)
 	for {
 		limit, countWatch, err := s.limit(ctx)
