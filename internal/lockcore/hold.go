@@ -22,6 +22,7 @@ var ErrReleased = errors.New("lockcore: lock released")
 // the work done under it. It owns one goroutine, which Stop ends.
 type Hold struct {
 	Acquired
+	client *connection.Client
 
 	lost      chan struct{}   // closed when the hold is untrusted or released
 	untrusted <-chan struct{} // the session's, for the hold's period
@@ -41,6 +42,7 @@ func NewHold(c *connection.Client, a Acquired, lostErr error, onRevoke func()) *
 	ctx, cancel := context.WithCancelCause(context.Background())
 	h := &Hold{
 		Acquired: a,
+		client:   c,
 		lost:     make(chan struct{}),
 		release:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -94,6 +96,49 @@ func (h *Hold) Lost() bool {
 
 // Context is cancelled when Done closes; its cause says why.
 func (h *Hold) Context() context.Context { return h.ctx }
+
+// End releases the hold's node with release and ends the hold, by the
+// rules every recipe shares:
+//   - a lost hold ends at once, without a request: its node goes with its
+//     session, or abandon gets rid of it while the session lives;
+//   - released, or found gone with its session: the hold ends;
+//   - the release failed and the hold is lost by now (a cut, say): it ends
+//     all the same, and abandon gets rid of the node;
+//   - the release failed while the hold is trusted: it is still held
+//     (ended is false) and the caller may try again.
+//
+// When the hold was lost the error wraps lostErr. A nil abandon deletes
+// the node in the background while its session lives.
+func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) error, abandon func(Acquired), lostErr error) (ended bool, err error) {
+	if h.Lost() {
+		h.drop(abandon)
+		return true, lostErr
+	}
+	err = release(ctx, h.Acquired)
+	switch {
+	case err == nil:
+		h.Stop()
+		return true, nil
+	case errors.Is(err, connection.ErrSessionLost):
+		h.Stop() // the node went with its session
+		return true, lostErr
+	case h.Lost():
+		h.drop(abandon)
+		return true, errors.Join(lostErr, err)
+	}
+	return false, err // still held
+}
+
+// drop ends a lost hold: its goroutine stops, and abandon (nil: a
+// background delete while the session lives) gets rid of its node.
+func (h *Hold) drop(abandon func(Acquired)) {
+	h.Stop()
+	if abandon != nil {
+		abandon(h.Acquired)
+		return
+	}
+	h.client.GuaranteedDelete(h.Session, h.Path, 0)
+}
 
 // Stop ends the hold's goroutine; the hold's context is cancelled.
 func (h *Hold) Stop() {

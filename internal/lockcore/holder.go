@@ -94,7 +94,7 @@ func (h *Holder) Lock(ctx context.Context, wait bool) error {
 	}
 	defer h.leave()
 	if cur := h.current(); cur != nil {
-		if lost(cur) {
+		if cur.Lost() {
 			h.endLost(cur)
 			return h.errorf("lock", h.cfg.ErrLockLost)
 		}
@@ -115,7 +115,7 @@ func (h *Holder) Lock(ctx context.Context, wait bool) error {
 			return h.errorf("lock", err)
 		}
 		hold := NewHold(h.client, a, h.cfg.ErrLockLost, h.cfg.OnRevoke)
-		if lost(hold) {
+		if hold.Lost() {
 			// The period Acquire confirmed ended in the meantime.
 			h.endLost(hold)
 			if err := ctx.Err(); err != nil {
@@ -143,36 +143,22 @@ func (h *Holder) Unlock(ctx context.Context) error {
 	if cur == nil {
 		return h.errorf("unlock", h.cfg.ErrNotLocked)
 	}
-	if lost(cur) {
-		h.endLost(cur)
-		return h.errorf("unlock", h.cfg.ErrLockLost)
-	}
 	h.mu.Lock()
-	if h.count > 1 {
+	if h.count > 1 && !cur.Lost() {
 		h.count--
 		h.mu.Unlock()
 		return nil
 	}
 	h.mu.Unlock()
-
-	err := h.cfg.Release(ctx, cur.Acquired)
-	switch {
-	case err == nil:
+	ended, err := cur.End(ctx, h.cfg.Release, h.cfg.Abandon, h.cfg.ErrLockLost)
+	if ended {
 		h.end(cur)
-		return nil
-	case errors.Is(err, connection.ErrSessionLost):
-		h.end(cur) // the node went with its session
-		return h.errorf("unlock", h.cfg.ErrLockLost)
-	case lost(cur):
-		// The release failed and the hold is no longer trusted (a cut, say):
-		// it ends here all the same.
-		h.endLost(cur)
-		return h.errorf("unlock", errors.Join(h.cfg.ErrLockLost, err))
 	}
-	return h.errorf("unlock", err) // still held
+	if err != nil {
+		return h.errorf("unlock", err)
+	}
+	return nil
 }
-
-func lost(hold *Hold) bool { return hold.Lost() }
 
 func (h *Holder) current() *Hold {
 	h.mu.Lock()
@@ -195,11 +181,7 @@ func (h *Holder) end(hold *Hold) {
 // back, and with it the node, which would block everyone).
 func (h *Holder) endLost(hold *Hold) {
 	h.end(hold)
-	if h.cfg.Abandon != nil {
-		h.cfg.Abandon(hold.Acquired)
-		return
-	}
-	h.client.GuaranteedDelete(hold.Session, hold.Path, 0)
+	hold.drop(h.cfg.Abandon)
 }
 
 // Use runs f with the current hold while no Lock or Unlock of this Holder
@@ -216,7 +198,7 @@ func (h *Holder) Use(ctx context.Context, f func(a Acquired) error) (bool, error
 	if cur == nil {
 		return false, nil
 	}
-	if lost(cur) {
+	if cur.Lost() {
 		h.endLost(cur)
 		return false, nil
 	}

@@ -296,25 +296,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	if l.released {
 		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, ErrReleased)
 	}
-	if l.hold.Lost() {
-		l.released = true
-		l.hold.Stop()
-		l.sem.client.GuaranteedDelete(l.a.Session, l.a.Path, 0)
-		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, ErrLeaseLost)
-	}
-	err := (&lockcore.Lock{Client: l.sem.client}).Release(ctx, l.a)
-	switch {
-	case err == nil:
-	case errors.Is(err, connection.ErrSessionLost):
-		err = ErrLeaseLost
-	case l.hold.Lost():
-		l.sem.client.GuaranteedDelete(l.a.Session, l.a.Path, 0)
-		err = errors.Join(ErrLeaseLost, err)
-	default:
-		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, err) // still held
-	}
-	l.released = true
-	l.hold.Stop()
+	ended, err := l.hold.End(ctx, (&lockcore.Lock{Client: l.sem.client}).Release, nil, ErrLeaseLost)
+	l.released = ended
 	if err != nil {
 		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, err)
 	}
