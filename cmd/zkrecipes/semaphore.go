@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
 )
 
@@ -105,41 +105,19 @@ Flags:
 // leaseHold is a set of leases as one hold: lost when any lease is.
 type leaseHold struct {
 	leases []*semaphore.Lease
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-	wg     sync.WaitGroup
+	*lockcore.AnyLost
 }
 
 func newLeaseHold(leases []*semaphore.Lease) *leaseHold {
-	h := &leaseHold{leases: leases, done: make(chan struct{})}
-	h.ctx, h.cancel = context.WithCancelCause(context.Background())
-	var once sync.Once
-	for _, l := range leases {
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			select {
-			case <-l.Done():
-				once.Do(func() {
-					h.cancel(context.Cause(l.Context()))
-					close(h.done)
-				})
-			case <-h.ctx.Done():
-			}
-		}()
+	dones := make([]<-chan struct{}, len(leases))
+	for i, l := range leases {
+		dones[i] = l.Done()
 	}
-	return h
+	return &leaseHold{leases, lockcore.NewAnyLost(dones, func(i int) error { return context.Cause(leases[i].Context()) })}
 }
 
 // stop ends the watching goroutines.
-func (h *leaseHold) stop() {
-	h.cancel(context.Canceled)
-	h.wg.Wait()
-}
-
-func (h *leaseHold) Done() <-chan struct{}    { return h.done }
-func (h *leaseHold) Context() context.Context { return h.ctx }
+func (h *leaseHold) stop() { h.Stop(context.Canceled) }
 
 // Token is the newest lease's token.
 func (h *leaseHold) Token() int64 {

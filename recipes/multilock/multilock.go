@@ -19,6 +19,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
 // Lock is one lock a Multi takes: a mutex, a side of a read/write lock, a
@@ -48,13 +50,9 @@ type Multi struct {
 	locks []Lock        // sorted by path
 	gate  chan struct{} // one Lock or Unlock at a time
 
-	mu     sync.Mutex // guards what follows
-	held   bool
-	done   chan struct{}
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	mu   sync.Mutex // guards what follows
+	held bool
+	lost *lockcore.AnyLost // while held
 }
 
 // New returns a Multi of locks, which it will take in path order.
@@ -115,24 +113,11 @@ func (m *Multi) isHeld() bool {
 
 // watch closes Done, and cancels Context, when any lock's Done closes.
 func (m *Multi) watch() {
-	m.done = make(chan struct{})
-	m.stop = make(chan struct{})
-	m.ctx, m.cancel = context.WithCancelCause(context.Background())
-	var once sync.Once
-	for _, l := range m.locks {
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			select {
-			case <-l.Done():
-				once.Do(func() {
-					m.cancel(fmt.Errorf("%w: %s", ErrLost, l.Path()))
-					close(m.done)
-				})
-			case <-m.stop:
-			}
-		}()
+	dones := make([]<-chan struct{}, len(m.locks))
+	for i, l := range m.locks {
+		dones[i] = l.Done()
 	}
+	m.lost = lockcore.NewAnyLost(dones, func(i int) error { return fmt.Errorf("%w: %s", ErrLost, m.locks[i].Path()) })
 }
 
 // Unlock releases every lock in reverse order, all of them even when some
@@ -150,9 +135,7 @@ func (m *Multi) Unlock(ctx context.Context) error {
 		m.mu.Unlock()
 		return ErrNotLocked
 	}
-	close(m.stop)
-	m.wg.Wait()
-	m.cancel(errReleased)
+	m.lost.Stop(errReleased)
 	m.held = false
 	m.mu.Unlock()
 	var errs []error
@@ -177,7 +160,7 @@ func (m *Multi) Done() <-chan struct{} {
 	if !m.held {
 		return closedChan
 	}
-	return m.done
+	return m.lost.Done()
 }
 
 // Context is cancelled when Done closes, or at Unlock.
@@ -189,7 +172,7 @@ func (m *Multi) Context() context.Context {
 		cancel(ErrNotLocked)
 		return ctx
 	}
-	return m.ctx
+	return m.lost.Context()
 }
 
 // Locks returns the locks in the order they are taken.
