@@ -223,9 +223,8 @@ func (c *Client) suspendLocked() {
 func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 	c.zkUp = true
 	if c.session != nil && c.session.id == id {
-		if c.state == Suspended && c.tr.silence() < c.suspendAfter() {
-			c.session.retrust()
-			c.setStateLocked(Reconnected)
+		if c.tr.silence() < c.suspendAfter() {
+			c.resumeLocked()
 		}
 		return
 	}
@@ -361,9 +360,17 @@ func (c *Client) watchdogLocked() {
 		c.localExpiryLocked(silence)
 	case silence >= c.suspendAfter():
 		c.suspendLocked()
-	case c.state == Suspended && c.zkUp:
+	case c.zkUp:
 		// Answers came back on the same connection (the watchdog had
 		// suspended it, go-zookeeper had not).
+		c.resumeLocked()
+	}
+}
+
+// resumeLocked reports Reconnected after Suspended, with the same session:
+// holds taken from now on are trusted again.
+func (c *Client) resumeLocked() {
+	if c.state == Suspended {
 		c.session.retrust()
 		c.setStateLocked(Reconnected)
 	}
