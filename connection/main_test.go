@@ -1,38 +1,24 @@
 package connection_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 var shared = zktest.NewShared()
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(shared.Wrap(m)) }
+func TestMain(m *testing.M) { testkit.Main(m, shared) }
 
-// open connects a client for the test and closes it when the test ends.
-func open(t *testing.T, servers []string, opts ...connection.Option) *connection.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	c, err := connection.Open(ctx, servers, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func ctxFor(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// The shared helpers, under the names these tests use.
+var (
+	open   = testkit.Open
+	ctxFor = testkit.Ctx
+	closed = testkit.Closed
+)
 
 // expect reads the next states from ch and compares them with want.
 func expect(t *testing.T, ch <-chan connection.State, timeout time.Duration, want ...connection.State) {
@@ -50,14 +36,5 @@ func expect(t *testing.T, ch <-chan connection.State, timeout time.Duration, wan
 		case <-deadline:
 			t.Fatalf("no state %d (%v) within %v", i, w, timeout)
 		}
-	}
-}
-
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
@@ -18,19 +17,13 @@ import (
 
 var shared = zktest.NewShared()
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(shared.Wrap(m)) }
+func TestMain(m *testing.M) { testkit.Main(m, shared) }
 
-func open(t testing.TB, servers []string, opts ...connection.Option) *connection.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	c, err := connection.Open(ctx, servers, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// The shared helpers, under the names these tests use.
+var (
+	open     = testkit.Open
+	closedCh = testkit.Closed
+)
 
 func mu(t testing.TB, c *connection.Client, p string) *mutex.Mutex {
 	t.Helper()
@@ -202,14 +195,5 @@ func TestDoneWhenOneIsLost(t *testing.T) {
 	p.Restore()
 	if err := m.Unlock(ctx); !errors.Is(err, connection.ErrSessionLost) {
 		t.Fatalf("Unlock with a lost lock = %v, want one wrapping ErrSessionLost", err)
-	}
-}
-
-func closedCh(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }

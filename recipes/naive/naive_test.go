@@ -7,28 +7,20 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 var shared = zktest.NewShared()
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(shared.Wrap(m)) }
+func TestMain(m *testing.M) { testkit.Main(m, shared) }
 
-func open(t *testing.T, servers []string) *connection.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	c, err := connection.Open(ctx, servers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// The shared helpers, under the names these tests use.
+var (
+	open = testkit.Open
+)
 
 func newLock(t *testing.T, c *connection.Client, path string) *naive.Lock {
 	t.Helper()

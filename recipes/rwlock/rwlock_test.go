@@ -9,38 +9,22 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/peertest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 var shared = zktest.NewShared()
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(shared.Wrap(runFunc(func() int {
-		defer peertest.Cleanup()
-		return m.Run()
-	})))
-}
+func TestMain(m *testing.M) { testkit.Main(m, shared, peertest.Cleanup) }
 
-type runFunc func() int
-
-func (f runFunc) Run() int { return f() }
-
-func open(t testing.TB, servers []string) *connection.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	c, err := connection.Open(ctx, servers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
+// The shared helpers, under the names these tests use.
+var (
+	open   = testkit.Open
+	ctxFor = testkit.Ctx
+)
 
 func newRW(t testing.TB, c *connection.Client, path string) *rwlock.RWMutex {
 	t.Helper()
@@ -49,12 +33,6 @@ func newRW(t testing.TB, c *connection.Client, path string) *rwlock.RWMutex {
 		t.Fatal(err)
 	}
 	return rw
-}
-
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 func TestNewRefusesBadInput(t *testing.T) {

@@ -9,46 +9,25 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/peertest"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 var shared = zktest.NewShared()
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(shared.Wrap(runFunc(func() int {
-		defer peertest.Cleanup()
-		return m.Run()
-	})))
-}
+func TestMain(m *testing.M) { testkit.Main(m, shared, peertest.Cleanup) }
 
-type runFunc func() int
-
-func (f runFunc) Run() int { return f() }
-
-func open(t testing.TB, servers []string, opts ...connection.Option) *connection.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	c, err := connection.Open(ctx, servers, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func ctxFor(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// The shared helpers, under the names these tests use.
+var (
+	open     = testkit.Open
+	ctxFor   = testkit.Ctx
+	closedCh = testkit.Closed
+)
 
 func newSem(t testing.TB, c *connection.Client, path string, max int, opts ...semaphore.Option) *semaphore.Semaphore {
 	t.Helper()
@@ -371,15 +350,6 @@ func TestLostSessionFreesLeases(t *testing.T) {
 	}
 	if err := bLeases[0].Release(ctx); !errors.Is(err, semaphore.ErrLeaseLost) {
 		t.Fatalf("Release after Close = %v, want ErrLeaseLost", err)
-	}
-}
-
-func closedCh(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }
 

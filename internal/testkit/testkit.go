@@ -1,0 +1,63 @@
+// Package testkit holds the helpers every package's integration tests
+// share: a client per test, a context per test, a look at a channel, and
+// a TestMain that stops the shared ensemble before checking for leaked
+// goroutines.
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// Open connects a client for the test and closes it when the test ends.
+func Open(t testing.TB, servers []string, opts ...connection.Option) *connection.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	c, err := connection.Open(ctx, servers, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Ctx returns a context that ends after d or with the test.
+func Ctx(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Closed reports whether ch is closed (without waiting).
+func Closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Main runs the tests, then after (in order) and stops the shared
+// ensemble, then fails if a goroutine leaked. Call it from TestMain.
+func Main(m *testing.M, shared *zktest.Shared, after ...func()) {
+	goleak.VerifyTestMain(shared.Wrap(runFunc(func() int {
+		defer func() {
+			for _, f := range after {
+				f()
+			}
+		}()
+		return m.Run()
+	})))
+}
+
+type runFunc func() int
+
+func (f runFunc) Run() int { return f() }
