@@ -86,6 +86,10 @@ func TestProxyShortBlackholeKeepsSession(t *testing.T) {
 	}
 	p.Restore()
 	<-got // the request was lost with its connection, or answered
+	// Restore closes the link that lost bytes; the client reconnects. Wait
+	// for the disconnect first: the channel still holds the first
+	// connection's StateHasSession, which says nothing about the second.
+	events.wait(t, zk.StateDisconnected, 5*time.Second)
 	events.wait(t, zk.StateHasSession, 5*time.Second)
 	if _, _, err := conn.Get(root); err != nil {
 		t.Fatalf("Get after Restore: %v", err)
