@@ -464,7 +464,8 @@ type Stats struct {
 	Notifications int64
 	// Replies is the number of answers to requests, pings included.
 	Replies int64
-	// PendingWatches is the number of shared data watches (GetWatch) set
+	// PendingWatches is the number of shared watches (GetWatch,
+	// ChildrenWatch) set
 	// and not fired yet: at most one per watched node per session.
 	PendingWatches int
 }

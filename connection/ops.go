@@ -52,6 +52,24 @@ const (
 	anySession
 )
 
+type pinKey struct{}
+
+// Pin returns a context under which the client's writes run in s only. A
+// write (Create, Set, Delete, Multi...) made with it whose first attempt
+// would go to another session fails with an error wrapping ErrSessionLost
+// and sends nothing; its retries stay in s, as every write's do. Reads
+// ignore the pin. A recipe pins the release of a node that only its
+// session may touch (a queue item's taken marker, say): without the pin a
+// write begun just after the session changed would run in the next one.
+func Pin(ctx context.Context, s *Session) context.Context {
+	return context.WithValue(ctx, pinKey{}, s)
+}
+
+func pinned(ctx context.Context) *Session {
+	s, _ := ctx.Value(pinKey{}).(*Session)
+	return s
+}
+
 // call runs op under the retry policy, waiting for a session when there is
 // none. With inSession, every attempt runs on the handle and session of
 // the first. Errors are wrapped with what and path.
@@ -68,6 +86,12 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 			var err error
 			if zc, sess, err = c.current(ctx); err != nil {
 				return retry.Permanent(err)
+			}
+			if p := pinned(ctx); p != nil && sc == inSession && p != sess {
+				if err := c.sessionErr(p, nil); err != nil {
+					return retry.Permanent(err)
+				}
+				return retry.Permanent(fmt.Errorf("%w: pinned session %#x is not the current one", ErrSessionLost, p.ID()))
 			}
 		} else if err := c.sessionErr(sess, nil); err != nil {
 			return retry.Permanent(err)

@@ -7,9 +7,10 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Watch is a one-shot data watch on a node, made by GetWatch. Done closes
-// at the first change of the node after the watch was set (data changed,
-// node deleted), or when the watch ends with its session.
+// Watch is a one-shot watch on a node, made by GetWatch (its data) or
+// ChildrenWatch (its children). Done closes at the first change after the
+// watch was set (data changed, node deleted, a child created or deleted),
+// or when the watch ends with its session.
 //
 // Watches are shared. ZooKeeper 3.6 can remove a watch, go-zookeeper
 // cannot ask it to, so a wait that gives up leaves its watch registered
@@ -46,8 +47,9 @@ func (w *Watch) Err() error {
 }
 
 type watchKey struct {
-	zc    *zk.Conn
-	spath string
+	zc       *zk.Conn
+	spath    string
+	children bool // a child watch, else a data watch
 }
 
 // GetWatch is GetW with a shared Watch (see Watch). The data and Stat are
@@ -57,7 +59,7 @@ type watchKey struct {
 // any session: the watch belongs to the session of the read.
 func (c *Client) GetWatch(ctx context.Context, path string) (data []byte, stat *zk.Stat, w *Watch, err error) {
 	err = c.call(ctx, "get", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		key := watchKey{zc, c.server(path)}
+		key := watchKey{zc, c.server(path), false}
 		c.watchMu.Lock()
 		shared := c.watches[key]
 		c.watchMu.Unlock()
@@ -83,6 +85,40 @@ func (c *Client) GetWatch(ctx context.Context, path string) (data []byte, stat *
 		return nil
 	})
 	return data, stat, w, err
+}
+
+// ChildrenWatch is ChildrenW with a shared Watch (see Watch), on the same
+// terms as GetWatch: the listing is read when it is called, the watch may
+// be older, so a wake-up may be spurious but is never missed. It is safe
+// in any session.
+func (c *Client) ChildrenWatch(ctx context.Context, path string) (children []string, stat *zk.Stat, w *Watch, err error) {
+	err = c.call(ctx, "children", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
+		key := watchKey{zc, c.server(path), true}
+		c.watchMu.Lock()
+		shared := c.watches[key]
+		c.watchMu.Unlock()
+		if shared != nil {
+			n, err := value(c, ctx, func() (n node, err error) { n.children, n.stat, err = zc.Children(key.spath); return })
+			if err == nil {
+				children, stat, w = n.children, n.stat, shared
+			}
+			return err
+		}
+		n, err := valueThen(c, ctx, func() (n node, err error) {
+			n.children, n.stat, n.ch, err = zc.ChildrenW(key.spath)
+			return
+		}, func(n node, err error) {
+			if err == nil {
+				c.share(key, n.ch)
+			}
+		})
+		if err != nil {
+			return err
+		}
+		children, stat, w = n.children, n.stat, c.share(key, n.ch)
+		return nil
+	})
+	return children, stat, w, err
 }
 
 // share makes a Watch of go-zookeeper's channel ch and offers it to later

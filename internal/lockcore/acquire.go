@@ -252,7 +252,7 @@ func (l *Lock) abandon(created connection.Created) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout(created.Session))
 	defer cancel()
-	err := l.Client.Delete(ctx, created.Path, -1)
+	err := l.Client.Delete(connection.Pin(ctx, created.Session), created.Path, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
 		l.Client.GuaranteedDelete(created.Session, created.Path, 0)
 	}
@@ -271,7 +271,7 @@ func (l *Lock) Release(ctx context.Context, a Acquired) error {
 	if !l.Client.Live(a.Session) {
 		return lost()
 	}
-	err := l.Client.Delete(ctx, a.Path, -1)
+	err := l.Client.Delete(connection.Pin(ctx, a.Session), a.Path, -1)
 	switch {
 	case err == nil:
 		return nil

@@ -179,7 +179,7 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 		if err != nil {
 			return nil, err
 		}
-		children, _, ch, err := s.client.ChildrenW(ctx, s.leasesDir())
+		children, _, w, err := s.client.ChildrenWatch(ctx, s.leasesDir())
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +200,7 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 			return nil, ErrNoLeases
 		}
 		select {
-		case <-ch:
+		case <-w.Done():
 		case <-countWatch:
 		case <-created.Session.Done():
 			return nil, ErrLeaseLost
