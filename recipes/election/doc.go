@@ -1,0 +1,40 @@
+// Package election is leader election on ZooKeeper: Curator's LeaderLatch
+// and LeaderSelector in Go, on the same znodes.
+//
+// Each candidate creates an ephemeral-sequential node
+//
+//	<path>/_c_<uuid>-latch-<10-digit sequence>
+//
+// holding its id (Curator's protected LeaderLatch layout), and the lowest
+// sequence leads. A candidate watches only its predecessor (and the
+// predecessor's predecessor, as the mutex does): a leader's departure wakes
+// at most two candidates, and candidates lead in the order they joined.
+// A Go Election and a Curator LeaderLatch on one path elect exactly one
+// leader between them.
+//
+// Leadership is a Term, and a term is honest about distributed reality:
+//
+//   - Done closes, and Context is cancelled, the moment leadership can no
+//     longer be trusted under the connection's error policy: at SUSPENDED
+//     (the standard policy, the default) or LOST (the session policy). The
+//     client learns of LOST no later than the server can expire the
+//     session, so a term's Done closes before another candidate can be
+//     elected.
+//   - A lost term's node is deleted while its session lives (under the
+//     standard policy a suspended session may come back, and with it the
+//     node, which would leave the election without a leader), and the
+//     candidate must campaign again, at the back of the line — as Curator's
+//     LeaderLatch does when it reconnects.
+//   - Token is a fencing token: the czxid of the term's node, strictly
+//     increasing across successive leaders of the election. Pass it to what
+//     the leader writes to, and let that refuse older tokens: "one leader"
+//     holds as the ensemble sees it; fencing makes it hold for the rest.
+//   - After the create, the node is checked to belong to the current
+//     session (CURATOR-604), and a cancelled campaign deletes its node.
+//
+// Run is the selector on top: it runs a function while this candidate
+// leads and cancels its context when the term ends, and with WithRequeue
+// campaigns again, as Curator's LeaderSelector with autoRequeue.
+//
+// See docs/election.md.
+package election

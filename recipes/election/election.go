@@ -1,0 +1,369 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+)
+
+// Errors of the election. Match them with errors.Is.
+var (
+	// ErrNoLeader is returned by Leader when no candidate leads.
+	ErrNoLeader = errors.New("election: no leader")
+	// ErrLeading is returned by Campaign while this Election's term is
+	// still live: one Election is one candidate, with one node.
+	ErrLeading = errors.New("election: already leading")
+	// ErrTermLost is the cause of a term's Context when its session (or
+	// the session's trust) was lost, and what Resign returns then. It
+	// wraps connection.ErrSessionLost.
+	ErrTermLost = fmt.Errorf("election: term lost: %w", connection.ErrSessionLost)
+	// ErrResigned is the cause of a term's Context after Resign, and what
+	// a second Resign returns.
+	ErrResigned = errors.New("election: resigned")
+	// ErrInvalidID means a candidate id is empty or not UTF-8.
+	ErrInvalidID = errors.New("election: invalid candidate id")
+)
+
+// Layout names: Curator's LeaderLatch and LeaderSelector.
+const (
+	latchName    = "latch-"
+	selectorName = "lock-"
+)
+
+// Election is one candidate of the election at a path. Its methods are
+// safe for concurrent use; it has at most one node, and one term at a time.
+type Election struct {
+	client *connection.Client
+	path   string
+	id     string
+	core   lockcore.Lock
+
+	gate chan struct{} // one Campaign at a time
+	mu   sync.Mutex
+	term *Term
+}
+
+// Option configures an Election.
+type Option func(*Election) error
+
+// WithSelectorLayout makes the candidate take part in the election of
+// Curator's LeaderSelector on the path — an InterProcessMutex whose
+// "<prefix>lock-<seq>" nodes hold the ids — instead of a LeaderLatch's.
+// The two layouts are two different elections: every candidate on a path
+// must use the same one. Kazoo's Election does not see these nodes (it
+// would need extra_lock_patterns): do not mix it in.
+func WithSelectorLayout() Option {
+	return func(e *Election) error {
+		e.core.Name = selectorName
+		e.core.Accept = lockcore.MutexKinds
+		return nil
+	}
+}
+
+// New returns a candidate of the election at path, with id as its
+// identity: the data of its node, which Leader and Participants (and
+// Curator's getLeader) report. Nothing is created until Campaign.
+func New(c *connection.Client, path string, id string, opts ...Option) (*Election, error) {
+	if c == nil {
+		return nil, fmt.Errorf("election: nil client: %w", connection.ErrInvalidOption)
+	}
+	if err := connection.ValidatePath(path); err != nil {
+		return nil, fmt.Errorf("election: %w", err)
+	}
+	if path == "/" {
+		return nil, fmt.Errorf("election: %w: the root cannot be an election", connection.ErrInvalidPath)
+	}
+	if id == "" || !utf8.ValidString(id) {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidID, id)
+	}
+	e := &Election{
+		client: c,
+		path:   path,
+		id:     id,
+		gate:   make(chan struct{}, 1),
+		core: lockcore.Lock{
+			Client:    c,
+			Dir:       path,
+			Name:      latchName,
+			Data:      []byte(id),
+			Accept:    isLatch,
+			Predicate: lockcore.Exclusive,
+		},
+	}
+	for _, o := range opts {
+		if err := o(e); err != nil {
+			return nil, err
+		}
+	}
+	return e, nil
+}
+
+func isLatch(k lockcore.Kind) bool { return k == lockcore.Latch }
+
+// Path returns the election's path.
+func (e *Election) Path() string { return e.path }
+
+// ID returns this candidate's id.
+func (e *Election) ID() string { return e.id }
+
+// Campaign blocks until this candidate leads, and returns its term; or
+// until ctx is done, when its node is deleted and the error wraps
+// ctx.Err(). If the session is lost while it waits, it campaigns again in
+// the next session. It returns an error matching ErrLeading while a term
+// of this Election is live (Done not closed). It never returns a term whose
+// Done is already closed.
+func (e *Election) Campaign(ctx context.Context) (*Term, error) {
+	select {
+	case e.gate <- struct{}{}:
+	case <-ctx.Done():
+		return nil, e.errorf("campaign", ctx.Err())
+	}
+	defer func() { <-e.gate }()
+	e.mu.Lock()
+	cur := e.term
+	e.mu.Unlock()
+	if cur != nil {
+		if !cur.hold.Lost() {
+			return nil, e.errorf("campaign", ErrLeading)
+		}
+		cur.end() // lost: its watcher ends it; make sure before a new node
+	}
+	for {
+		a, err := e.core.Acquire(ctx, true)
+		if err != nil {
+			return nil, e.errorf("campaign", err)
+		}
+		t := e.newTerm(a)
+		if t.hold.Lost() {
+			// The connected period Acquire confirmed ended in between.
+			t.end()
+			if err := ctx.Err(); err != nil {
+				return nil, e.errorf("campaign", err)
+			}
+			continue
+		}
+		e.mu.Lock()
+		e.term = t
+		e.mu.Unlock()
+		return t, nil
+	}
+}
+
+func (e *Election) errorf(op string, err error) error {
+	return fmt.Errorf("election: %s %s: %w", op, e.path, err)
+}
+
+// Term is one period of leadership of one candidate.
+type Term struct {
+	e    *Election
+	hold *lockcore.Hold
+	ctx  context.Context // the hold's, with the election's causes
+
+	mu      sync.Mutex
+	ended   bool
+	lost    bool          // ended because the term was lost
+}
+
+// newTerm starts a term's watcher: when the term is lost, its node is
+// deleted while its session lives, so that the election goes on.
+func (e *Election) newTerm(a lockcore.Acquired) *Term {
+	t := &Term{e: e, hold: lockcore.NewHold(e.client, a, ErrTermLost, nil)}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	context.AfterFunc(t.hold.Context(), func() {
+		cause := context.Cause(t.hold.Context())
+		if errors.Is(cause, lockcore.ErrReleased) {
+			cause = ErrResigned
+		}
+		cancel(cause)
+	})
+	t.ctx = ctx
+	go func() {
+		<-t.hold.Done()
+		t.end()
+	}()
+	return t
+}
+
+// end ends a lost term (it does nothing to a term that ended before): the
+// hold stops and its node is deleted in the background while its session
+// lives. It needs no request of its own.
+func (t *Term) end() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	t.ended, t.lost = true, true
+	t.hold.End(context.Background(), t.e.core.Release, nil, ErrTermLost)
+}
+
+// abandon ends a term whose Resign failed: the hold stops and the node is
+// deleted in the background while its session lives.
+func (t *Term) abandon() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		return
+	}
+	t.ended = true
+	t.hold.Stop()
+	t.e.client.GuaranteedDelete(t.hold.Session, t.hold.Path, t.hold.Token)
+}
+
+// Done is closed when leadership can no longer be trusted under the
+// connection's error policy, or after Resign.
+func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+
+// Context is the term's: cancelled when Done closes, with ErrTermLost or
+// ErrResigned as its cause.
+func (t *Term) Context() context.Context { return t.ctx }
+
+// Token is the term's fencing token: the czxid of its node, strictly
+// increasing across successive leaders of the election.
+func (t *Term) Token() int64 { return t.hold.Token }
+
+// Node is the path of the term's node.
+func (t *Term) Node() string { return t.hold.Path }
+
+// Resign ends the term and deletes its node, so that the next candidate
+// leads. It returns an error matching ErrTermLost when the term was lost
+// before (its node went with its session, or is being deleted), and
+// ErrResigned when it was resigned before. If the delete fails while the
+// term is still trusted, it still leads, and Resign may be called again.
+func (t *Term) Resign(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ended {
+		if t.lost {
+			return t.e.errorf("resign", ErrTermLost)
+		}
+		return t.e.errorf("resign", ErrResigned)
+	}
+	lostBefore := t.hold.Lost()
+	ended, err := t.hold.End(ctx, t.e.core.Release, nil, ErrTermLost)
+	if ended {
+		t.ended = true
+		t.lost = lostBefore || err != nil
+		<-t.ctx.Done() // Done is closed when Resign returns
+	}
+	if err != nil {
+		return t.e.errorf("resign", err)
+	}
+	return nil
+}
+
+// Participant is one candidate as ZooKeeper shows it.
+type Participant struct {
+	ID      string // its id (the node's data)
+	Leader  bool   // whether it leads: the first in line
+	Node    string // its node
+	Session int64  // the owning session
+	Token   int64  // its node's czxid: its fencing token once it leads
+}
+
+// Participants lists the candidates in line order, the leader first —
+// Go and Curator candidates alike.
+func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
+	ps, err := lockcore.Participants(ctx, e.client, e.path, e.core.Accept)
+	if err != nil {
+		return nil, e.errorf("participants", err)
+	}
+	out := make([]Participant, len(ps))
+	for i, p := range ps {
+		out[i] = Participant{ID: string(p.Data), Leader: i == 0, Node: p.Path, Session: p.Session, Token: p.Token}
+	}
+	return out, nil
+}
+
+// Leader returns the id of the current leader, as the ensemble sees it
+// now, or an error matching ErrNoLeader.
+func (e *Election) Leader(ctx context.Context) (string, error) {
+	id, _, err := e.look(ctx, false)
+	if err != nil {
+		return "", e.errorf("leader", err)
+	}
+	if id == "" {
+		return "", e.errorf("leader", ErrNoLeader)
+	}
+	return id, nil
+}
+
+// look reads the leader's id ("" for none) and, when watch is set, a
+// channel that is closed when the leader may have changed: a data watch on
+// the leader's node (it fires when the leader leaves, and only then: no
+// other candidate's coming or going wakes an observer), a child watch on
+// the directory while it has no candidate, or a creation watch while
+// there is no directory.
+func (e *Election) look(ctx context.Context, watch bool) (string, <-chan struct{}, error) {
+	for {
+		children, _, err := e.client.Children(ctx, e.path)
+		var changed <-chan struct{}
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			if !watch {
+				return "", nil, nil
+			}
+			ok, _, ch, err := e.client.ExistsW(ctx, e.path)
+			if err != nil {
+				return "", nil, err
+			}
+			if ok {
+				continue // created in between
+			}
+			return "", eventDone(ch), nil
+		case err != nil:
+			return "", nil, err
+		}
+		cs := lockcore.Sort(children, e.core.Accept)
+		if len(cs) == 0 && watch {
+			var w *connection.Watch
+			children, _, w, err = e.client.ChildrenWatch(ctx, e.path)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			if err != nil {
+				return "", nil, err
+			}
+			changed = w.Done()
+			cs = lockcore.Sort(children, e.core.Accept)
+		}
+		if len(cs) == 0 {
+			return "", changed, nil
+		}
+		first := path.Join(e.path, cs[0].Name)
+		if !watch {
+			data, _, err := e.client.Get(ctx, first)
+			if errors.Is(err, zk.ErrNoNode) {
+				continue
+			}
+			return string(data), nil, err
+		}
+		data, _, w, err := e.client.GetWatch(ctx, first)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		return string(data), w.Done(), nil
+	}
+}
+
+// eventDone turns a one-shot watch channel into a closed-once channel.
+// The goroutine ends when the watch fires or its session ends.
+func eventDone(ch <-chan zk.Event) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		<-ch
+		close(done)
+	}()
+	return done
+}

@@ -1,0 +1,79 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// RunOption configures Run.
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	requeue bool
+}
+
+// WithRequeue makes Run campaign again after each term, as Curator's
+// LeaderSelector.autoRequeue: after fn returns nil, and after a term that
+// was lost. Run then returns only when ctx ends or fn fails while its term
+// lasted.
+func WithRequeue() RunOption { return func(c *runConfig) { c.requeue = true } }
+
+// Run campaigns, runs fn while this candidate leads, and resigns when fn
+// returns. fn's context is cancelled when the term ends (Done closes), with
+// the term's cause (ErrTermLost), or when ctx ends; fn should return then,
+// since another candidate may lead from that moment on. Without
+// WithRequeue, Run returns fn's error, joined with an error matching
+// ErrTermLost if the term was lost while fn ran. A failed campaign
+// returns its error (ctx's, when it ends first).
+func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error, opts ...RunOption) error {
+	var cfg runConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	for {
+		t, err := e.Campaign(ctx)
+		if err != nil {
+			return err
+		}
+		err, lost := t.run(ctx, fn)
+		switch {
+		case !cfg.requeue:
+			if lost {
+				return errors.Join(e.errorf("run", ErrTermLost), err)
+			}
+			return err
+		case ctx.Err() != nil:
+			return errors.Join(e.errorf("run", ctx.Err()), err)
+		case err != nil && !lost:
+			return err
+		}
+	}
+}
+
+// run runs fn under the term and resigns after it; lost reports whether
+// the term was lost first.
+func (t *Term) run(ctx context.Context, fn func(ctx context.Context) error) (err error, lost bool) {
+	fctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(t.Context(), func() { cancel(context.Cause(t.Context())) })
+	err = fn(fctx)
+	stop()
+	cancel(nil)
+	rctx, rcancel := context.WithTimeout(context.Background(), resignTimeout(t))
+	defer rcancel()
+	rerr := t.Resign(rctx)
+	if errors.Is(rerr, ErrTermLost) {
+		return err, true
+	}
+	if rerr != nil {
+		// Still leading after a failed delete: give the term up all the
+		// same, so the election goes on, and report the failure.
+		t.abandon()
+		return errors.Join(err, rerr), false
+	}
+	return err, false
+}
+
+func resignTimeout(t *Term) time.Duration {
+	return max(t.hold.Session.Timeout(), time.Second)
+}
