@@ -167,9 +167,9 @@ type Term struct {
 	hold *lockcore.Hold
 	ctx  context.Context // the hold's, with the election's causes
 
-	mu      sync.Mutex
-	ended   bool
-	lost    bool          // ended because the term was lost
+	mu    sync.Mutex
+	ended bool
+	lost  bool // ended because the term was lost
 }
 
 // newTerm starts a term's watcher: when the term is lost, its node is

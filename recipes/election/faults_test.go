@@ -1,0 +1,185 @@
+package election_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/election"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// TestOneLeaderUnderFaults: three candidates, each talking to one server
+// of a 3-node ensemble through a proxy of its own, lead in turn while the
+// leader is cut off (blackhole), the ensemble's leader server is
+// restarted, and the leader's server is paused (SIGSTOP). At the instant
+// any Campaign returns, every other term's Done must be closed; tokens
+// strictly increase from term to term; an observer ends on the leader the
+// ensemble shows.
+func TestOneLeaderUnderFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	ens := zktest.Start(t, zktest.WithServers(3))
+	ens.RequireFaults(t)
+	const path = "/faults"
+	ctx := ctxFor(t, 3*time.Minute)
+
+	type candidate struct {
+		id     string
+		server int
+		proxy  *zktest.Proxy
+		e      *election.Election
+	}
+	// election is one term, announced to the test, which may ask its
+	// leader to resign.
+	type win struct {
+		cd     *candidate
+		term   *election.Term
+		resign chan struct{}
+	}
+	var (
+		mu        sync.Mutex
+		terms     = map[string]*election.Term{} // live terms by candidate
+		overlaps  []string
+		lastToken int64
+		badTokens []string
+		history   []string // leaders, in term order
+		elected   = make(chan win, 1000)
+	)
+	var cands []*candidate
+	for i := range 3 {
+		p := ens.Proxy(t)
+		c := open(t, p.Servers()[i:i+1], connection.WithSessionTimeout(time.Second))
+		id := fmt.Sprintf("c%d", i)
+		cands = append(cands, &candidate{id: id, server: i, proxy: p, e: newElection(t, c, path, id)})
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for _, cd := range cands {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for runCtx.Err() == nil {
+				term, err := cd.e.Campaign(runCtx)
+				if err != nil {
+					if runCtx.Err() == nil && !errors.Is(err, connection.ErrSessionLost) {
+						t.Logf("%s: campaign: %v", cd.id, err)
+					}
+					continue
+				}
+				mu.Lock()
+				for other, ot := range terms {
+					if !closed(ot.Done()) {
+						overlaps = append(overlaps, fmt.Sprintf("%s elected while %s still led", cd.id, other))
+						t.Errorf("%s elected while %s still led", cd.id, other)
+						stop()
+					}
+				}
+				if term.Token() <= lastToken {
+					badTokens = append(badTokens, fmt.Sprintf("%d after %d", term.Token(), lastToken))
+				}
+				lastToken = max(lastToken, term.Token())
+				terms[cd.id] = term
+				history = append(history, cd.id)
+				mu.Unlock()
+				resign := make(chan struct{}, 1)
+				elected <- win{cd, term, resign}
+				// A leader leads until its term ends or the test asks it
+				// to resign: under a fault it holds on as long as it
+				// believes it leads.
+				select {
+				case <-term.Done():
+				case <-resign:
+				case <-runCtx.Done():
+				}
+				mu.Lock()
+				delete(terms, cd.id)
+				mu.Unlock()
+				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := term.Resign(rctx); err != nil && !errors.Is(err, election.ErrTermLost) {
+					t.Errorf("%s: resign: %v", cd.id, err)
+				}
+				cancel()
+			}
+		}()
+	}
+	// next waits for the next election whose term still lasts.
+	next := func() win {
+		for {
+			select {
+			case el := <-elected:
+				if !closed(el.term.Done()) {
+					return el
+				}
+			case <-runCtx.Done():
+				t.Fatal("no election")
+			}
+		}
+	}
+	// Between faults, the candidates take turns for a while.
+	settle := func() {
+		for range 6 {
+			el := next()
+			time.Sleep(20 * time.Millisecond)
+			el.resign <- struct{}{}
+		}
+	}
+	faults := []struct {
+		name string
+		do   func(leader *candidate)
+	}{
+		{"leader cut off", func(l *candidate) {
+			l.proxy.Blackhole()
+			time.Sleep(2500 * time.Millisecond)
+			l.proxy.Restore()
+		}},
+		{"ensemble leader restarted", func(*candidate) {
+			s := ens.MustLeader(t)
+			if err := ens.Stop(s); err != nil {
+				t.Fatal(err)
+			}
+			if err := ens.Start(s); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"leader's server paused", func(l *candidate) {
+			if err := ens.Pause(l.server); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2500 * time.Millisecond)
+			if err := ens.Resume(l.server); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	settle()
+	for _, f := range faults {
+		leader := next()
+		began := time.Now()
+		done := make(chan struct{})
+		go func() { defer close(done); f.do(leader.cd) }()
+		el := next()
+		t.Logf("%s: %s led; %s elected %v after the fault began", f.name, leader.cd.id, el.cd.id, time.Since(began).Round(time.Millisecond))
+		<-done
+		el.resign <- struct{}{}
+		settle()
+	}
+	stop()
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d terms", len(history))
+	if len(overlaps) > 0 {
+		t.Fatalf("%d overlapping terms: %v", len(overlaps), overlaps)
+	}
+	if len(badTokens) > 0 {
+		t.Fatalf("tokens not increasing: %v", badTokens)
+	}
+}
