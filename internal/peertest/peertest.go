@@ -92,17 +92,30 @@ type Peer struct {
 // Curator starts a Curator lock on path: kind "mutex" (InterProcessMutex),
 // "read" or "write" (a side of InterProcessReadWriteLock).
 func Curator(t testing.TB, connect, path, kind string) *Peer {
-	dir := build(t)
-	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
-	return start(t, "curator "+kind, "java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDriver", connect, path, kind)
+	return curator(t, "curator "+kind, connect, path, kind)
 }
 
 // CuratorSemaphore starts a Curator InterProcessSemaphoreV2 of max leases
 // on path; acquire takes one lease, release gives back the newest.
 func CuratorSemaphore(t testing.TB, connect, path string, max int) *Peer {
+	return curator(t, "curator semaphore", connect, path, "semaphore", fmt.Sprint(max))
+}
+
+// CuratorLatch starts a Curator LeaderLatch on path with participant id.
+func CuratorLatch(t testing.TB, connect, path, id string) *Peer {
+	return curator(t, "curator latch", connect, path, "latch", id)
+}
+
+// CuratorSelector starts a Curator LeaderSelector on path with participant
+// id; its takeLeadership says LEADING and lasts until "resign".
+func CuratorSelector(t testing.TB, connect, path, id string) *Peer {
+	return curator(t, "curator selector", connect, path, "selector", id)
+}
+
+func curator(t testing.TB, name string, args ...string) *Peer {
 	dir := build(t)
 	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
-	return start(t, "curator semaphore", "java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDriver", connect, path, "semaphore", fmt.Sprint(max))
+	return start(t, name, append([]string{"java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDriver"}, args...)...)
 }
 
 // Kazoo starts a Kazoo Lock on path (with extra_lock_patterns=["-lock-"]).

@@ -183,3 +183,66 @@ func TestOneLeaderUnderFaults(t *testing.T) {
 		t.Fatalf("tokens not increasing: %v", badTokens)
 	}
 }
+
+// TestSuspendedLeaderStepsAside: under the standard policy a leader whose
+// connection is suspended loses its term; when the same session comes
+// back, the term's node is deleted (the server shows it gone while the
+// session lives), so that the next candidate leads instead of the
+// election staying without a trusted leader.
+func TestSuspendedLeaderStepsAside(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/election"
+	ctx := ctxFor(t, time.Minute)
+	p := ens.Proxy(t)
+	ac := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
+	a := newElection(t, ac, path, "alpha")
+	b := newElection(t, open(t, ens.Servers()), path, "beta")
+	ta, err := a.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := ac.Session()
+	won := make(chan *election.Term, 1)
+	go func() {
+		tb, err := b.Campaign(ctx)
+		if err != nil {
+			t.Error(err)
+		}
+		won <- tb
+	}()
+	waitParticipants(t, ctx, b, 2)
+	states := ac.Listen(ctx)
+	p.Cut()
+	for s := range states {
+		if s == connection.Suspended {
+			break
+		}
+	}
+	<-ta.Done()
+	if !errors.Is(context.Cause(ta.Context()), election.ErrTermLost) {
+		t.Fatalf("cause %v, want ErrTermLost", context.Cause(ta.Context()))
+	}
+	p.Restore()
+	var tb *election.Term
+	select {
+	case tb = <-won:
+	case <-time.After(15 * time.Second):
+		t.Fatal("beta not elected: the lost term's node still blocks the election")
+	}
+	if tb == nil {
+		t.FailNow()
+	}
+	if ac.Session() != sess {
+		t.Fatal("the session did not survive the short cut; the test needs it to")
+	}
+	if ok, _, err := ens.Conn(t).Exists(ta.Node()); err != nil || ok {
+		t.Fatalf("the lost term's node still exists (%v) while its session lives", err)
+	}
+	if err := ta.Resign(ctx); !errors.Is(err, election.ErrTermLost) {
+		t.Fatalf("Resign of a lost term = %v, want ErrTermLost", err)
+	}
+	if err := tb.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
