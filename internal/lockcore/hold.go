@@ -97,6 +97,22 @@ func (h *Hold) Lost() bool {
 // Context is cancelled when Done closes; its cause says why.
 func (h *Hold) Context() context.Context { return h.ctx }
 
+// ContextAs returns a context that is cancelled right after the hold's
+// (in a goroutine of the context package's), with the same cause except
+// that a release is reported as released: a recipe's own word for it
+// ("resigned", "done").
+func (h *Hold) ContextAs(released error) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	context.AfterFunc(h.ctx, func() {
+		cause := context.Cause(h.ctx)
+		if errors.Is(cause, ErrReleased) {
+			cause = released
+		}
+		cancel(cause)
+	})
+	return ctx
+}
+
 // End releases the hold's node with release and ends the hold, by the
 // rules every recipe shares:
 //   - a lost hold ends at once, without a request: its node goes with its

@@ -70,7 +70,7 @@ func Parse(name string) (Contender, bool) {
 			continue
 		}
 		seq := name[i+len(m.marker):]
-		n, ok := parseSeq(seq)
+		n, ok := ParseSeq(seq)
 		if !ok {
 			continue
 		}
@@ -79,8 +79,8 @@ func Parse(name string) (Contender, bool) {
 	return Contender{}, false
 }
 
-// parseSeq reads a sequence suffix in ZooKeeper's format.
-func parseSeq(s string) (int32, bool) {
+// ParseSeq reads a sequence suffix in ZooKeeper's format.
+func ParseSeq(s string) (int32, bool) {
 	digits := s
 	if strings.HasPrefix(s, "-") {
 		digits = s[1:]
@@ -177,4 +177,16 @@ func Exclusive(_ []Contender, ours int) (bool, []int) {
 	default:
 		return false, []int{ours - 1, ours - 2}
 	}
+}
+
+// Predecessor is Curator's mutex predicate: the first contender holds, a
+// waiter watches only its predecessor. A release wakes one waiter instead
+// of Exclusive's two, and the next holder usually lists again first: for
+// a queue where wake-ups count for more than handoff latency (a work
+// queue's line of idle workers).
+func Predecessor(_ []Contender, ours int) (bool, []int) {
+	if ours == 0 {
+		return true, nil
+	}
+	return false, []int{ours - 1}
 }

@@ -176,15 +176,7 @@ type Term struct {
 // deleted while its session lives, so that the election goes on.
 func (e *Election) newTerm(a lockcore.Acquired) *Term {
 	t := &Term{e: e, hold: lockcore.NewHold(e.client, a, ErrTermLost, nil)}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	context.AfterFunc(t.hold.Context(), func() {
-		cause := context.Cause(t.hold.Context())
-		if errors.Is(cause, lockcore.ErrReleased) {
-			cause = ErrResigned
-		}
-		cancel(cause)
-	})
-	t.ctx = ctx
+	t.ctx = t.hold.ContextAs(ErrResigned)
 	go func() {
 		<-t.hold.Done()
 		t.end()

@@ -1,0 +1,34 @@
+// Package queue is a distributed work queue on ZooKeeper: workers take
+// items in the order they were put (by priority, then age), one worker
+// processes an item at a time, and an item whose worker dies goes back to
+// its place. Delivery is at least once.
+//
+// The layout is Kazoo's LockingQueue, so Go and Python workers can share
+// a queue:
+//
+//	<path>/entries/entry-<3-digit priority>-<10-digit sequence>  persistent, the item's data
+//	<path>/taken/<entry name>                                    ephemeral, the taker's data
+//
+// A worker takes an item by creating its taken node: ephemeral, so it
+// goes with the taker's session, and the item is available again at its
+// original place. Done deletes the entry and the taken node in one
+// transaction; Release deletes the taken node only.
+//
+// No herd. Kazoo's idle workers all watch both directories, so every put,
+// take and consume wakes every one of them. Idle Go workers instead line
+// up in <path>/takers, a mutex (Curator's layout): only the first in line
+// watches the queue, the others wait for their predecessor in line. A put
+// wakes the first in line; once it has taken the item, it leaves the line
+// and the next worker moves up. The line is only about wake-ups — the
+// taken node alone decides who has an item, so Kazoo workers, which do not
+// line up, stay safe.
+//
+// Honest about distributed reality: an Item's Lost channel closes when the
+// take can no longer be trusted under the connection's error policy —
+// before another worker can take it — and Done after that fails with
+// ErrItemLost: the item was (or will be) delivered again. Token is the
+// czxid of the taken node, increasing from take to take of one item, for
+// a downstream system that must refuse a stale worker's result.
+//
+// See docs/queue.md.
+package queue

@@ -1,0 +1,67 @@
+package queue
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+)
+
+// Priorities: Kazoo's, three digits, lower first.
+const (
+	MinPriority     = 0
+	MaxPriority     = 999
+	DefaultPriority = 100
+)
+
+// entryPrefix starts every entry name: "entry-<priority>-<sequence>".
+const entryPrefix = "entry-"
+
+// entry is one item's node name, parsed.
+type entry struct {
+	name     string
+	priority int
+	seq      int32
+}
+
+// entryName is the name Put asks for; ZooKeeper appends the sequence.
+func entryName(priority int) string { return fmt.Sprintf("%s%03d-", entryPrefix, priority) }
+
+// parseEntry reads "entry-PPP-<seq>". Other names are not items.
+func parseEntry(name string) (entry, bool) {
+	rest, ok := strings.CutPrefix(name, entryPrefix)
+	if !ok || len(rest) < 5 || rest[3] != '-' {
+		return entry{}, false
+	}
+	p, err := strconv.Atoi(rest[:3])
+	if err != nil || p < MinPriority || rest[0] == '+' || rest[0] == '-' {
+		return entry{}, false
+	}
+	seq, ok := lockcore.ParseSeq(rest[4:])
+	if !ok {
+		return entry{}, false
+	}
+	return entry{name: name, priority: p, seq: seq}, true
+}
+
+// sortEntries returns the items among children in queue order: priority,
+// then sequence as a signed number. Kazoo sorts the names as text, which
+// agrees until the directory's counter wraps past 2^31-1.
+func sortEntries(children []string) []entry {
+	out := make([]entry, 0, len(children))
+	for _, name := range children {
+		if e, ok := parseEntry(name); ok {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b entry) int {
+		if c := cmp.Compare(a.priority, b.priority); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
+	return out
+}

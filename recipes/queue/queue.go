@@ -1,0 +1,481 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+)
+
+// Errors of the queue. Match them with errors.Is.
+var (
+	// ErrEmpty is returned by TryTake when no item is available.
+	ErrEmpty = errors.New("queue: no item available")
+	// ErrItemLost is returned by Done and Release when the take was lost
+	// with its session (or the session's trust) before: the item is back
+	// in the queue, and another worker may process it. It wraps
+	// connection.ErrSessionLost.
+	ErrItemLost = fmt.Errorf("queue: item lost: %w", connection.ErrSessionLost)
+	// ErrFinished is returned by Done and Release on an item that was
+	// done or released before, and is the cause of its Context then.
+	ErrFinished = errors.New("queue: item already done or released")
+	// ErrInvalidPriority means a priority outside MinPriority..MaxPriority.
+	ErrInvalidPriority = errors.New("queue: invalid priority")
+)
+
+// Directory names: Kazoo's LockingQueue, and the line of idle Go workers.
+const (
+	entriesDir = "entries"
+	takenDir   = "taken"
+	takersDir  = "takers"
+)
+
+// Queue is a work queue at a path. Its methods are safe for concurrent
+// use; each Take call is a worker of its own.
+type Queue struct {
+	client  *connection.Client
+	path    string
+	entries string
+	taken   string
+	data    []byte
+	line    lockcore.Lock // idle workers wait here, one watching the queue
+
+	ensured atomic.Bool
+}
+
+// Option configures a Queue.
+type Option func(*Queue) error
+
+// WithData sets the data of this queue's taken nodes (and of its place in
+// the line of idle workers), which Entries shows as the taker. By default
+// it is the client's DefaultData, the host's address.
+func WithData(data []byte) Option {
+	return func(q *Queue) error {
+		q.data = append([]byte{}, data...)
+		return nil
+	}
+}
+
+// New returns the queue at path. Nothing is created until Put or Take.
+func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
+	if c == nil {
+		return nil, fmt.Errorf("queue: nil client: %w", connection.ErrInvalidOption)
+	}
+	if err := connection.ValidatePath(p); err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	if p == "/" {
+		return nil, fmt.Errorf("queue: %w: the root cannot be a queue", connection.ErrInvalidPath)
+	}
+	q := &Queue{
+		client:  c,
+		path:    p,
+		entries: path.Join(p, entriesDir),
+		taken:   path.Join(p, takenDir),
+		data:    c.DefaultData(),
+	}
+	for _, o := range opts {
+		if err := o(q); err != nil {
+			return nil, err
+		}
+	}
+	q.line = lockcore.Lock{
+		Client:    c,
+		Dir:       path.Join(p, takersDir),
+		Name:      "lock-",
+		Data:      q.data,
+		Accept:    lockcore.MutexKinds,
+		Predicate: lockcore.Predecessor,
+	}
+	return q, nil
+}
+
+// Path returns the queue's path.
+func (q *Queue) Path() string { return q.path }
+
+func (q *Queue) errorf(op string, err error) error {
+	return fmt.Errorf("queue: %s %s: %w", op, q.path, err)
+}
+
+// ensure makes the entries and taken directories, once: persistent, as
+// Kazoo does (it remembers that it made them, so they must stay).
+func (q *Queue) ensure(ctx context.Context) error {
+	if q.ensured.Load() {
+		return nil
+	}
+	for _, dir := range []string{q.entries, q.taken} {
+		if err := q.client.EnsurePath(ctx, dir); err != nil {
+			return err
+		}
+	}
+	q.ensured.Store(true)
+	return nil
+}
+
+// PutOption configures Put.
+type PutOption func(*putConfig) error
+
+type putConfig struct{ priority int }
+
+// WithPriority puts the item ahead of every item of a higher number:
+// MinPriority (0) first, MaxPriority (999) last, DefaultPriority (100)
+// unless told — Kazoo's priorities.
+func WithPriority(p int) PutOption {
+	return func(c *putConfig) error {
+		if p < MinPriority || p > MaxPriority {
+			return fmt.Errorf("%w: %d is not in %d..%d", ErrInvalidPriority, p, MinPriority, MaxPriority)
+		}
+		c.priority = p
+		return nil
+	}
+}
+
+// Put adds an item with data to the end of its priority. A sequential
+// create is not retried after a lost connection: if Put fails with a
+// connection error, the item may or may not be in the queue (putting it
+// again may deliver it twice, which at-least-once allows).
+func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
+	cfg := putConfig{priority: DefaultPriority}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return q.errorf("put", err)
+		}
+	}
+	for range 2 {
+		if err := q.ensure(ctx); err != nil {
+			return q.errorf("put", err)
+		}
+		_, err := q.client.Create(ctx, path.Join(q.entries, entryName(cfg.priority)), data, connection.PersistentSequential)
+		if errors.Is(err, zk.ErrNoNode) {
+			q.ensured.Store(false) // someone deleted the directories
+			continue
+		}
+		if err != nil {
+			return q.errorf("put", err)
+		}
+		return nil
+	}
+	return q.errorf("put", fmt.Errorf("%s keeps disappearing: %w", q.entries, zk.ErrNoNode))
+}
+
+// Take waits for the first available item and takes it: it is invisible
+// to other workers until Done, Release, or the end of this client's
+// session (then it is back at its place). Idle workers line up, and only
+// the first in line watches the queue. On failure (ctx's end included)
+// nothing taken is kept.
+func (q *Queue) Take(ctx context.Context) (*Item, error) {
+	if err := q.ensure(ctx); err != nil {
+		return nil, q.errorf("take", err)
+	}
+	for {
+		place, err := q.line.Acquire(ctx, true)
+		if err != nil {
+			return nil, q.errorf("take", err)
+		}
+		it, err := q.await(ctx, place)
+		q.leave(place)
+		if errors.Is(err, errRestart) && ctx.Err() == nil {
+			continue // our place in line went with its session
+		}
+		if errors.Is(err, errRestart) {
+			err = ctx.Err()
+		}
+		if err != nil {
+			return nil, q.errorf("take", err)
+		}
+		return it, nil
+	}
+}
+
+// TryTake takes the first available item, or returns an error matching
+// ErrEmpty without waiting. It still makes requests, and may wait for
+// them up to ctx.
+func (q *Queue) TryTake(ctx context.Context) (*Item, error) {
+	if err := q.ensure(ctx); err != nil {
+		return nil, q.errorf("take", err)
+	}
+	for {
+		it, _, err := q.scan(ctx, false)
+		if errors.Is(err, errRestart) && ctx.Err() == nil {
+			continue
+		}
+		if errors.Is(err, errRestart) {
+			err = ctx.Err()
+		}
+		switch {
+		case err != nil:
+			return nil, q.errorf("take", err)
+		case it == nil:
+			return nil, q.errorf("take", ErrEmpty)
+		}
+		return it, nil
+	}
+}
+
+// errRestart: the session changed under a take; start again.
+var errRestart = errors.New("queue: restart")
+
+// await is the first in line's wait: scan the queue, and if nothing is
+// available, wait for a change of either directory.
+func (q *Queue) await(ctx context.Context, place lockcore.Acquired) (*Item, error) {
+	for {
+		it, changed, err := q.scan(ctx, true)
+		if it != nil || err != nil {
+			return it, err
+		}
+		select {
+		case <-changed[0]:
+		case <-changed[1]:
+		case <-place.Session.Done():
+			return nil, errRestart
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// leave gives up a place in line, so that the next idle worker moves up.
+func (q *Queue) leave(place lockcore.Acquired) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout(place.Session))
+	defer cancel()
+	if err := q.line.Release(ctx, place); err != nil && !errors.Is(err, connection.ErrSessionLost) {
+		q.client.GuaranteedDelete(place.Session, place.Path, place.Token)
+	}
+}
+
+// scan lists the queue and takes the first item not taken. With watch,
+// when it finds none it returns channels that close when that may have
+// changed: a child watch on the entries, and, only while there are
+// entries (all taken), one on the taken nodes — an empty queue's head is
+// not woken by takes and releases.
+func (q *Queue) scan(ctx context.Context, watch bool) (*Item, [2]<-chan struct{}, error) {
+	var changed [2]<-chan struct{}
+	sess, err := q.client.WaitSession(ctx)
+	if err != nil {
+		return nil, changed, err
+	}
+	list := func(dir string, i int) ([]string, error) {
+		if !watch {
+			names, _, err := q.client.Children(ctx, dir)
+			return names, err
+		}
+		names, _, w, err := q.client.ChildrenWatch(ctx, dir)
+		if err == nil {
+			changed[i] = w.Done()
+		}
+		return names, err
+	}
+	entries, err := list(q.entries, 0)
+	var taken []string
+	if err == nil && len(entries) > 0 {
+		taken, err = list(q.taken, 1)
+	}
+	if errors.Is(err, zk.ErrNoNode) {
+		q.ensured.Store(false)
+		if err := q.ensure(ctx); err != nil {
+			return nil, changed, err
+		}
+		return nil, changed, errRestart
+	}
+	if err != nil {
+		return nil, changed, restartOn(err)
+	}
+	busy := make(map[string]bool, len(taken))
+	for _, name := range taken {
+		busy[name] = true
+	}
+	for _, e := range sortEntries(entries) {
+		if busy[e.name] {
+			continue
+		}
+		it, err := q.claim(ctx, sess, e)
+		if it != nil || err != nil {
+			return it, changed, err
+		}
+	}
+	return nil, changed, nil
+}
+
+// claim tries to take entry e in session sess: it creates e's taken node.
+// It returns nil, nil when another worker has it or it is gone.
+func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*Item, error) {
+	tpath := path.Join(q.taken, e.name)
+	// The create is not abandoned half-way when ctx ends: its outcome must
+	// be known, or a taken node could be left behind for the session's
+	// life, hiding the item.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout(sess))
+	defer cancel()
+	_, err := q.client.Create(connection.Pin(cctx, sess), tpath, q.data, connection.Ephemeral)
+	if errors.Is(err, zk.ErrNodeExists) {
+		// Another worker's — or ours, when the answer to our first
+		// attempt was lost and a retry found the node.
+		_, st, gerr := q.client.Get(ctx, tpath)
+		if gerr != nil || st.EphemeralOwner != sess.ID() {
+			return nil, nil
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, restartOn(err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			q.drop(sess, tpath)
+		}
+	}()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data, _, err := q.client.Get(ctx, path.Join(q.entries, e.name))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil // consumed between the listing and the take
+	}
+	if err != nil {
+		return nil, restartOn(err)
+	}
+	_, st, err := q.client.Get(ctx, tpath)
+	if err != nil || st.EphemeralOwner != sess.ID() {
+		return nil, errRestart // our take went with the session
+	}
+	a, err := lockcore.Confirm(ctx, lockcore.Acquired{Path: tpath, Session: sess, Token: st.Czxid})
+	if err != nil {
+		return nil, restartOn(err)
+	}
+	hold := lockcore.NewHold(q.client, a, ErrItemLost, nil)
+	if hold.Lost() {
+		hold.Stop()
+		return nil, errRestart
+	}
+	ok = true
+	return &Item{q: q, e: e, data: data, hold: hold, ctx: hold.ContextAs(ErrFinished)}, nil
+}
+
+// drop deletes a taken node of ours that will not become an item.
+func (q *Queue) drop(sess *connection.Session, tpath string) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout(sess))
+	defer cancel()
+	err := q.client.Delete(connection.Pin(ctx, sess), tpath, -1)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
+		q.client.GuaranteedDelete(sess, tpath, 0)
+	}
+}
+
+func restartOn(err error) error {
+	if errors.Is(err, connection.ErrSessionLost) {
+		return errRestart
+	}
+	return err
+}
+
+func cleanupTimeout(s *connection.Session) time.Duration { return max(s.Timeout(), time.Second) }
+
+// Item is an item taken by this worker.
+type Item struct {
+	q    *Queue
+	e    entry
+	data []byte
+	hold *lockcore.Hold
+	ctx  context.Context
+
+	mu       sync.Mutex
+	finished bool
+}
+
+// Data returns the item's data.
+func (it *Item) Data() []byte { return it.data }
+
+// Name returns the item's node name, "entry-<priority>-<sequence>".
+func (it *Item) Name() string { return it.e.name }
+
+// Priority returns the item's priority.
+func (it *Item) Priority() int { return it.e.priority }
+
+// Token returns the czxid of this take's taken node: it increases from
+// take to take of the item, so a system that records results can refuse a
+// stale worker's.
+func (it *Item) Token() int64 { return it.hold.Token }
+
+// Lost returns a channel that is closed when this take can no longer be
+// trusted under the connection's error policy — from then on another
+// worker may take the item — or when the item is done or released.
+func (it *Item) Lost() <-chan struct{} { return it.ctx.Done() }
+
+// Context returns a context for the item's processing: cancelled when Lost
+// closes, with ErrItemLost or ErrFinished as its cause.
+func (it *Item) Context() context.Context { return it.ctx }
+
+// Done removes the item from the queue: its entry and its taken node go in
+// one transaction, in the take's session only. It returns an error
+// matching ErrItemLost when the take was lost first (the item is back in
+// the queue and will be delivered again), and ErrFinished when the item
+// was done or released before. If it fails while the take is still
+// trusted, the item is still taken and Done may be called again.
+func (it *Item) Done(ctx context.Context) error { return it.finish(ctx, "done", it.consume) }
+
+// Release puts the item back at its place for another worker (or this
+// one) to take; it returns the errors Done does.
+func (it *Item) Release(ctx context.Context) error {
+	return it.finish(ctx, "release", it.untake)
+}
+
+func (it *Item) finish(ctx context.Context, op string, release func(context.Context, lockcore.Acquired) error) error {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.finished {
+		return it.errorf(op, ErrFinished)
+	}
+	ended, err := it.hold.End(ctx, release, nil, ErrItemLost)
+	if ended {
+		it.finished = true
+		<-it.ctx.Done()
+	}
+	if err != nil {
+		return it.errorf(op, err)
+	}
+	return nil
+}
+
+func (it *Item) errorf(op string, err error) error {
+	return fmt.Errorf("queue: %s %s/%s: %w", op, it.q.entries, it.e.name, err)
+}
+
+// consume deletes the entry and the taken node together, pinned to the
+// take's session.
+func (it *Item) consume(ctx context.Context, a lockcore.Acquired) error {
+	_, err := it.q.client.Multi(connection.Pin(ctx, a.Session),
+		&zk.DeleteRequest{Path: path.Join(it.q.entries, it.e.name), Version: -1},
+		&zk.DeleteRequest{Path: a.Path, Version: -1})
+	return it.settle(ctx, a, err)
+}
+
+// untake deletes the taken node, pinned to the take's session.
+func (it *Item) untake(ctx context.Context, a lockcore.Acquired) error {
+	return it.settle(ctx, a, it.q.client.Delete(connection.Pin(ctx, a.Session), a.Path, -1))
+}
+
+// settle reads the outcome of a finishing write. NoNode while the session
+// lives and the taken node is gone means an earlier attempt whose answer
+// was lost did the work (only this take deletes its node while the
+// session lives).
+func (it *Item) settle(ctx context.Context, a lockcore.Acquired, err error) error {
+	if err == nil || !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	if !it.q.client.Live(a.Session) {
+		return fmt.Errorf("%w (%w)", connection.ErrSessionLost, err)
+	}
+	ok, _, xerr := it.q.client.Exists(ctx, a.Path)
+	if xerr == nil && !ok {
+		return nil
+	}
+	return err
+}
