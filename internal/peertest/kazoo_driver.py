@@ -1,10 +1,12 @@
 """A Kazoo Lock steered line by line over stdin, for the interop tests.
 
-Usage: kazoo_driver.py <hosts> <lock path> [lock|write]
-(a Lock that also sees Curator-layout mutex nodes, or a WriteLock that also
-sees Curator-layout read/write lock nodes)
+Usage: kazoo_driver.py <hosts> <lock path> [lock|write|queue]
+(a Lock that also sees Curator-layout mutex nodes, a WriteLock that also
+sees Curator-layout read/write lock nodes, or a LockingQueue)
 Commands: acquire [timeoutSeconds] | release | contenders | quit
 Answers:  READY | ACQUIRED | TIMEOUT | RELEASED | CONTENDERS <a,b,...> | ERROR <message>
+Queue commands: put <value> [priority] | get [timeoutSeconds] | consume | release | len | quit
+Queue answers:  PUT | ITEM <value> | TIMEOUT | CONSUMED <True|False> | RELEASED <True|False> | LEN <n>
 """
 import sys
 
@@ -22,6 +24,11 @@ def main():
     kind = sys.argv[3] if len(sys.argv) > 3 else "lock"
     client = KazooClient(hosts=hosts, timeout=10.0)
     client.start(timeout=20)
+    if kind == "queue":
+        serve_queue(client.LockingQueue(path))
+        client.stop()
+        client.close()
+        return
     if kind == "write":
         # Curator-layout readers and writers block a Kazoo writer.
         lock = client.WriteLock(path, "kazoo", extra_lock_patterns=["__WRIT__", "__READ__"])
@@ -54,6 +61,35 @@ def main():
             say("ERROR %r" % (e,))
     client.stop()
     client.close()
+
+
+def serve_queue(queue):
+    say("READY")
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        try:
+            if cmd[0] == "put":
+                priority = int(cmd[2]) if len(cmd) > 2 else 100
+                queue.put(cmd[1].encode(), priority=priority)
+                say("PUT")
+            elif cmd[0] == "get":
+                timeout = float(cmd[1]) if len(cmd) > 1 else None
+                value = queue.get(timeout=timeout)
+                say("TIMEOUT" if value is None else "ITEM " + value.decode())
+            elif cmd[0] == "consume":
+                say("CONSUMED %s" % queue.consume())
+            elif cmd[0] == "release":
+                say("RELEASED %s" % queue.release())
+            elif cmd[0] == "len":
+                say("LEN %d" % len(queue))
+            elif cmd[0] == "quit":
+                break
+            else:
+                say("ERROR unknown command " + cmd[0])
+        except Exception as e:  # report, keep serving
+            say("ERROR %r" % (e,))
 
 
 if __name__ == "__main__":

@@ -128,6 +128,11 @@ func KazooWriteLock(t testing.TB, connect, path string) *Peer {
 	return kazoo(t, connect, path, "write")
 }
 
+// KazooQueue starts a Kazoo LockingQueue on path.
+func KazooQueue(t testing.TB, connect, path string) *Peer {
+	return kazoo(t, connect, path, "queue")
+}
+
 func kazoo(t testing.TB, connect, path, kind string) *Peer {
 	dir := build(t)
 	if err := exec.Command(python, "-c", "import kazoo").Run(); err != nil {
