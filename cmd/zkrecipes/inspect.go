@@ -6,18 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/queue"
 )
 
 // participant is one line of inspect's output.
 type participant struct {
 	Position int       `json:"position"`
-	Role     string    `json:"role"`   // holder, waiter, or lease (a semaphore's)
+	Role     string    `json:"role"`   // holder, waiter, leader, candidate, or lease (a semaphore's)
 	Recipe   string    `json:"recipe"` // which recipe made the node
 	Node     string    `json:"node"`
 	Session  string    `json:"session"` // ephemeralOwner, hex
@@ -57,6 +59,9 @@ func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 		return err
 	} else if !ok {
 		return fmt.Errorf("%s does not exist (no lock has been taken there, or its directory was removed when empty)", path)
+	}
+	if isQueue, err := inspectQueue(ctx, client, path, *asJSON, out); isQueue || err != nil {
+		return err
 	}
 	ps, err := lockcore.Participants(ctx, client, path, func(k lockcore.Kind) bool { return k != lockcore.Unknown })
 	if err != nil {
@@ -101,6 +106,65 @@ func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 	return tw.Flush()
 }
 
+// queueRow is one item of a queue in inspect's output.
+type queueRow struct {
+	Position int    `json:"position"`
+	State    string `json:"state"` // taken or ready
+	Priority int    `json:"priority"`
+	Item     string `json:"item"`
+	Size     int    `json:"size"`
+	Session  string `json:"taker_session,omitempty"`
+	Taker    string `json:"taker,omitempty"`
+}
+
+// inspectQueue shows the work queue at path, if it is one (it has the
+// entries and taken directories of Kazoo's LockingQueue layout).
+func inspectQueue(ctx context.Context, client *connection.Client, path string, asJSON bool, out io.Writer) (bool, error) {
+	children, _, err := client.Children(ctx, path)
+	if err != nil {
+		return false, err
+	}
+	if !slices.Contains(children, "entries") || !slices.Contains(children, "taken") {
+		return false, nil
+	}
+	q, err := queue.New(client, path)
+	if err != nil {
+		return true, err
+	}
+	ents, err := q.Entries(ctx)
+	if err != nil {
+		return true, err
+	}
+	idle, err := q.Idle(ctx)
+	if err != nil {
+		return true, err
+	}
+	rows := make([]queueRow, len(ents))
+	taken := 0
+	for i, e := range ents {
+		rows[i] = queueRow{Position: i, State: "ready", Priority: e.Priority, Item: e.Name, Size: e.Size}
+		if e.Taken {
+			taken++
+			rows[i].State, rows[i].Session, rows[i].Taker = "taken", fmt.Sprintf("%#x", e.Session), string(e.Taker)
+		}
+	}
+	if asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return true, enc.Encode(map[string]any{"path": path, "queue": rows, "idle_workers": idle})
+	}
+	fmt.Fprintf(out, "%s: work queue, %d item(s), %d taken, %d idle worker(s) in line\n", path, len(rows), taken, idle)
+	if len(rows) == 0 {
+		return true, nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tSTATE\tPRIORITY\tITEM\tSIZE\tTAKER SESSION\tTAKER")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%s\t%s\n", r.Position, r.State, r.Priority, r.Item, r.Size, r.Session, r.Taker)
+	}
+	return true, tw.Flush()
+}
+
 // lockRoles says who holds and who waits in a lock directory: in a
 // read/write lock (any reader or writer node in it), each contender by
 // its side's predicate — readers with no writer ahead hold together;
@@ -118,9 +182,16 @@ func lockRoles(ps []lockcore.Participant) []string {
 		if rw && (p.Kind == lockcore.Read || p.Kind == lockcore.KazooRead) {
 			pred = lockcore.Shared
 		}
-		roles[i] = "waiter"
-		if held, _ := pred(cs, i); held {
+		held, _ := pred(cs, i)
+		switch {
+		case p.Kind == lockcore.Latch && held:
+			roles[i] = "leader"
+		case p.Kind == lockcore.Latch:
+			roles[i] = "candidate"
+		case held:
 			roles[i] = "holder"
+		default:
+			roles[i] = "waiter"
 		}
 	}
 	return roles

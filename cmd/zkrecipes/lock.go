@@ -141,7 +141,7 @@ Flags:
 			fmt.Fprintf(errOut, "zkrecipes lock: release %s: %v\n", path, err)
 		}
 	}()
-	return runUnderLock(m, "lock "+path, cmdArgs, *grace, out, errOut)
+	return runUnder(m, underRun{name: "lock", what: "lock " + path, cmdArgs: cmdArgs, grace: *grace}, out, errOut)
 }
 
 // pathAndCommand reads PATH -- CMD [ARGS...] from a command's arguments,
@@ -196,19 +196,34 @@ func commandData(what string, cmdArgs []string) []byte {
 	return []byte(fmt.Sprintf("zkrecipes %s pid %d on %s: %s", what, os.Getpid(), host, strings.Join(cmdArgs, " ")))
 }
 
-// runUnderLock runs the command while h is held and returns its exit
-// status, or a failure when the hold is lost first.
-func runUnderLock(m hold, what string, cmdArgs []string, grace time.Duration, out, errOut io.Writer) error {
+// underRun is a command to run under a hold.
+type underRun struct {
+	name    string // the subcommand, for messages: "lock"
+	what    string // the hold, for messages: "lock /jobs/nightly"
+	cmdArgs []string
+	grace   time.Duration
+	env     []string  // more environment, besides the token and the node
+	stdin   io.Reader // nil: zkrecipes' own
+}
+
+// runUnder runs the command while h is held and returns its exit status,
+// or a failure when the hold is lost first.
+func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwarded...)
 	defer signal.Stop(sigc)
 
+	cmdArgs, grace, what := r.cmdArgs, r.grace, r.what
 	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
+	if r.stdin != nil {
+		cmd.Stdin = r.stdin
+	}
 	cmd.Env = append(os.Environ(),
 		"ZKRECIPES_FENCING_TOKEN="+strconv.FormatInt(m.Token(), 10),
 		"ZKRECIPES_LOCK_NODE="+m.Node(),
 	)
+	cmd.Env = append(cmd.Env, r.env...)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -230,11 +245,11 @@ func runUnderLock(m hold, what string, cmdArgs []string, grace time.Duration, ou
 		case <-lost:
 			lost = nil
 			lostReason = fmt.Errorf("%s lost: %v", what, context.Cause(m.Context()))
-			fmt.Fprintf(errOut, "zkrecipes lock: %v; sending SIGTERM to %s\n", lostReason, cmdArgs[0])
+			fmt.Fprintf(errOut, "zkrecipes %s: %v; sending SIGTERM to %s\n", r.name, lostReason, cmdArgs[0])
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			killTimer = time.After(grace)
 		case <-killTimer:
-			fmt.Fprintf(errOut, "zkrecipes lock: %s still running %v after SIGTERM; sending SIGKILL\n", cmdArgs[0], grace)
+			fmt.Fprintf(errOut, "zkrecipes %s: %s still running %v after SIGTERM; sending SIGKILL\n", r.name, cmdArgs[0], grace)
 			_ = cmd.Process.Kill()
 		}
 	}

@@ -1,8 +1,12 @@
 // Command zkrecipes runs the zkrecipes recipes from a shell: a command under
-// a lock, a look at who holds and waits, a demo, and the benchmarks.
+// a lock or while leading, a work queue, a look at who holds and waits, a
+// demo, and the benchmarks.
 //
 //	zkrecipes lock [--timeout d] [--try] [--read|--write] PATH -- CMD [ARGS...]
 //	zkrecipes semaphore --max N [--leases n] PATH -- CMD [ARGS...]
+//	zkrecipes elect [--id NAME] [--selector] PATH -- CMD [ARGS...]
+//	zkrecipes queue put [--priority p] PATH [ITEM...]
+//	zkrecipes queue take [--try] [--timeout d] PATH [-- CMD [ARGS...]]
 //	zkrecipes inspect [--json] PATH
 //	zkrecipes demo [--servers host:port,...]
 //	zkrecipes bench [--servers host:port,...] [--rounds 3] [--participants 2,10,100]
@@ -34,7 +38,9 @@ type command struct {
 var commands = []command{
 	{"lock", "run a command while holding a lock (the same lock Curator's InterProcessMutex takes)", runLock},
 	{"semaphore", "run a command while holding leases of a semaphore (Curator's InterProcessSemaphoreV2)", runSemaphore},
-	{"inspect", "show who holds a lock (or a semaphore's leases) and who waits, in queue order", runInspect},
+	{"elect", "run a command while leading an election (Curator's LeaderLatch or LeaderSelector)", runElect},
+	{"queue", "put items in a work queue, or take one (Kazoo's LockingQueue)", runQueue},
+	{"inspect", "show who holds a lock, a semaphore's leases or an election, who waits, and a queue's items", runInspect},
 	{"demo", "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", runDemo},
 	{"bench", "compare the locks side by side: latency, handoffs/s and wake-ups per release", runBench},
 }

@@ -99,7 +99,7 @@ Flags:
 			}
 		}
 	}()
-	return runUnderLock(h, fmt.Sprintf("a lease of %s", path), cmdArgs, *grace, out, errOut)
+	return runUnder(h, underRun{name: "semaphore", what: fmt.Sprintf("a lease of %s", path), cmdArgs: cmdArgs, grace: *grace}, out, errOut)
 }
 
 // leaseHold is a set of leases as one hold: lost when any lease is.

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/election"
+)
+
+func TestElectRunsCommandWhileLeading(t *testing.T) {
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/leader"
+	code, out, errOut := runCLI(t, "elect", "--servers", ens.ConnectString(), "--id", "first", path, "--",
+		"sh", "-c", `echo "$ZKRECIPES_LEADER_ID $ZKRECIPES_FENCING_TOKEN"`)
+	if code != 0 || !strings.HasPrefix(out, "first ") {
+		t.Fatalf("exit %d, out %q, stderr %q", code, out, errOut)
+	}
+	// While a Go candidate leads, elect waits; inspect shows both.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := connection.Open(ctx, ens.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e, err := election.New(c, path, "go-leader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := e.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCLI(t, "elect", "--servers", ens.ConnectString(), "--timeout", "500ms", path, "--", "true")
+	if code != 1 || !strings.Contains(errOut, "not elected") {
+		t.Fatalf("elect while another leads: exit %d, stderr %q", code, errOut)
+	}
+	code, out, _ = runCLI(t, "inspect", "--servers", ens.ConnectString(), path)
+	if code != 0 || !strings.Contains(out, "leader") || !strings.Contains(out, "go-leader") {
+		t.Fatalf("inspect: exit %d, %q", code, out)
+	}
+	if err := term.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestQueuePutTakeInspect(t *testing.T) {
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/work"
+	srv := ens.ConnectString()
+	if code, _, errOut := runCLI(t, "queue", "put", "--servers", srv, path, "a", "b"); code != 0 {
+		t.Fatalf("put: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "queue", "put", "--servers", srv, "--priority", "1", path, "urgent"); code != 0 {
+		t.Fatalf("put: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, "queue", "put", "--servers", srv, "--priority", "1000", path, "x"); code != 1 || !strings.Contains(errOut, "invalid priority") {
+		t.Fatalf("bad priority: exit %d, %q", code, errOut)
+	}
+	code, out, _ := runCLI(t, "inspect", "--servers", srv, path)
+	if code != 0 || !strings.Contains(out, "3 item(s), 0 taken") {
+		t.Fatalf("inspect: exit %d, %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "queue", "take", "--servers", srv, path); code != 0 || out != "urgent" {
+		t.Fatalf("take: exit %d, %q", code, out)
+	}
+	// A failing command puts its item back at its place.
+	code, out, _ = runCLI(t, "queue", "take", "--servers", srv, path, "--", "sh", "-c", `cat; echo " $ZKRECIPES_ITEM"; exit 3`)
+	if code != 3 || !strings.HasPrefix(out, "a entry-100-") {
+		t.Fatalf("take with a failing command: exit %d, %q", code, out)
+	}
+	if code, out, _ := runCLI(t, "queue", "take", "--servers", srv, path, "--", "cat"); code != 0 || out != "a" {
+		t.Fatalf("take after the failure: exit %d, %q, want a again", code, out)
+	}
+	if code, out, _ := runCLI(t, "queue", "take", "--servers", srv, path); code != 0 || out != "b" {
+		t.Fatalf("take: exit %d, %q", code, out)
+	}
+	if code, _, errOut := runCLI(t, "queue", "take", "--servers", srv, "--try", path); code != 1 || !strings.Contains(errOut, "no item") {
+		t.Fatalf("take --try on an empty queue: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := runCLI(t, "queue", "frob"); code != 2 {
+		t.Fatalf("queue frob: exit %d, want 2", code)
+	}
+}
