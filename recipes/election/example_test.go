@@ -1,0 +1,71 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/election"
+)
+
+// One replica of a scheduler leads at a time; a Java replica using
+// Curator's LeaderLatch on the same path takes part in the same election.
+// Work stops when the term can no longer be trusted, and the fencing token
+// lets the store refuse an old leader's writes.
+func Example() {
+	ctx := context.Background()
+	client, err := connection.Open(ctx, []string{"zk1:2181", "zk2:2181", "zk3:2181"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	e, err := election.New(client, "/elections/scheduler", "replica-a")
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = e.Run(ctx, func(ctx context.Context) error {
+		fmt.Println("leading")
+		<-ctx.Done() // schedule until leadership ends
+		return nil
+	}, election.WithRequeue())
+	log.Println(err)
+}
+
+// Campaign and Term, without the selector.
+func ExampleElection_Campaign() {
+	ctx := context.Background()
+	client, err := connection.Open(ctx, []string{"zk1:2181"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	e, err := election.New(client, "/elections/scheduler", "replica-a")
+	if err != nil {
+		log.Fatal(err)
+	}
+	term, err := e.Campaign(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer term.Resign(context.Background())
+	fmt.Println("leading with token", term.Token())
+	<-term.Done() // lost (or resigned)
+}
+
+// Observe follows the leader without taking part.
+func ExampleElection_Observe() {
+	ctx := context.Background()
+	client, err := connection.Open(ctx, []string{"zk1:2181"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	e, err := election.New(client, "/elections/scheduler", "observer")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for id := range e.Observe(ctx) {
+		fmt.Println("leader is now", id) // "" while there is none
+	}
+}
