@@ -27,26 +27,31 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	impls := fs.String("impls", "mutex,naive,zk.Lock,Curator,Kazoo,raw floor", "implementations to compare (Curator and Kazoo need Debian's libcurator-recipes-java, a JDK and python3-kazoo)")
 	output := fs.String("o", "", "also write the markdown report to this file")
 	docs := fs.String("docs", "", "also write benchmarks.md and benchmarks.svg (the chart) into this directory")
-	scenarios := fs.String("scenarios", "locks,recipes", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's)")
+	scenarios := fs.String("scenarios", "locks,recipes,election-queue", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue)")
+	failoverTimeout := fs.Duration("failover-session-timeout", 2*time.Second, "election-queue: the session timeout of the leader and the standby")
+	queueWorkers := fs.Int("queue-workers", 10, "election-queue: workers taking items")
+	queueItems := fs.Int("queue-items", 500, "election-queue: items per round")
 	readers := fs.Int("readers", 50, "recipes: readers started together on a free read lock")
 	semClients := fs.Int("sem-clients", 10, "recipes: clients taking and returning semaphore leases")
 	semLeases := fs.Int("sem-leases", 3, "recipes: the semaphore's leases")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	doLocks, doRecipes := false, false
+	doLocks, doRecipes, doElectionQueue := false, false, false
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch strings.TrimSpace(s) {
 		case "locks":
 			doLocks = true
 		case "recipes":
 			doRecipes = true
+		case "election-queue":
+			doElectionQueue = true
 		default:
-			return fmt.Errorf("--scenarios: %q is neither locks nor recipes", s)
+			return fmt.Errorf("--scenarios: %q is not locks, recipes or election-queue", s)
 		}
 	}
-	if *docs != "" && !(doLocks && doRecipes) {
-		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes")
+	if *docs != "" && !(doLocks && doRecipes && doElectionQueue) {
+		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes,election-queue")
 	}
 	var counts []int
 	for _, s := range strings.Split(*parts, ",") {
@@ -99,6 +104,22 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		}
 		report += "\n### The read/write lock and the semaphore\n\n" + rr.Markdown()
 	}
+	if doElectionQueue {
+		var peers []string
+		for _, i := range chosen {
+			if i.Name == "Curator" || i.Name == "Kazoo" {
+				peers = append(peers, i.Name)
+			}
+		}
+		er, err := bench.RunElectionQueue(ctx, bench.ElectionQueueConfig{
+			Servers: list, Peers: peers, Rounds: *rounds, SessionTimeout: *failoverTimeout,
+			Workers: *queueWorkers, Items: *queueItems, Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		report += "\n### Leader election and the work queue\n\n" + er.Markdown()
+	}
 	fmt.Fprintf(out, "\n%s\n(%v in all)\n", report, time.Since(start).Round(time.Second))
 	if *output != "" {
 		if err := os.WriteFile(*output, []byte(report), 0o644); err != nil {
@@ -131,7 +152,9 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
 	b.WriteString("- **Wake-ups per release**: watch notifications the servers sent during the contended window (the sum of `mntr`'s `zk_sum_node_*_watch_count` over all servers), per handoff — counted on the servers, so every client library is measured alike.\n")
 	b.WriteString("- **Readers together**: 50 readers of a read/write lock, each with its own session, started at once on a free lock; the time until every one holds (zkrecipes `rwlock`, Curator's InterProcessReadWriteLock, Kazoo's ReadLock).\n")
 	b.WriteString("- **Write handoff**: the handoff latency above, with the write side of each read/write lock.\n")
-	b.WriteString("- **Semaphore**: 10 clients take and return one lease of a semaphore of 3, in a loop, for the contended window; leases per second (zkrecipes `semaphore`, Curator's InterProcessSemaphoreV2, Kazoo's Semaphore, each in its own layout).\n\n")
+	b.WriteString("- **Semaphore**: 10 clients take and return one lease of a semaphore of 3, in a loop, for the contended window; leases per second (zkrecipes `semaphore`, Curator's InterProcessSemaphoreV2, Kazoo's Semaphore, each in its own layout).\n")
+	b.WriteString("- **Failover**: a leader (zkrecipes `election`, Curator's LeaderLatch) whose connection goes through a proxy, and a standby waiting on another server, both with a 2 s session timeout; the proxy goes silent, the server expires the leader's session, and the time from the cut until the standby's Campaign (await) returns is the failover. The session timeout is most of it: the figure shows what each library adds.\n")
+	b.WriteString("- **Queue**: 10 workers, each with its own session, take and finish 500 items put beforehand (zkrecipes `queue`, Kazoo's LockingQueue with 10 clients on 10 threads); items per second.\n\n")
 	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
 	b.WriteString("## Versions\n\n")
 	for _, v := range versions(servers) {

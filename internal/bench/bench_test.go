@@ -87,3 +87,22 @@ func TestRunRecipesSmoke(t *testing.T) {
 		t.Fatalf("results %+v", r)
 	}
 }
+
+// TestRunElectionQueueSmoke runs the election and queue scenarios once,
+// small, with zkrecipes alone.
+func TestRunElectionQueueSmoke(t *testing.T) {
+	ens := shared.Ensemble(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := RunElectionQueue(ctx, ElectionQueueConfig{
+		Servers: ens.Servers(), Rounds: 1, SessionTimeout: time.Second, Workers: 2, Items: 20,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The standby cannot lead before the server expires the leader's
+	// session.
+	if r.Failover["zkrecipes"] < r.Negotiated["zkrecipes"]/2 || r.QueueRate["zkrecipes"] <= 0 {
+		t.Fatalf("results %+v", r)
+	}
+}

@@ -15,6 +15,10 @@
 //   semaphore <n> <leases> <ms>  n clients take and return one lease of an
 //                             InterProcessSemaphoreV2 of <leases> for <ms>; prints
 //                             RESULT <leases taken> <elapsed ns>
+//   failover <leader connect> <session ms>  a LeaderLatch leader through <leader connect>
+//                             and a standby on the first server; prints READY <negotiated ms>
+//                             once the standby waits, ELECTED when the standby leads (the
+//                             benchmark cuts the leader's connection in between)
 // Each participant has its own CuratorFramework (its own session) and its own
 // thread: an InterProcessMutex is owned by the thread that acquired it.
 import java.io.BufferedReader;
@@ -30,6 +34,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
@@ -243,6 +248,34 @@ public class CuratorBench {
                 System.out.println("RESULT " + count.get() + " " + (System.nanoTime() - t0));
                 for (CuratorFramework c : cs) c.close();
                 break;
+            }
+            case "failover": {
+                // A LeaderLatch leader on args[3] (a proxy the benchmark
+                // cuts), a standby on the first server; both with session
+                // timeout args[4] ms. Prints READY once the standby waits,
+                // ELECTED when it leads.
+                int timeout = Integer.parseInt(args[4]);
+                CuratorFramework lc = CuratorFrameworkFactory.newClient(args[3], timeout, 10000, new ExponentialBackoffRetry(100, 5));
+                CuratorFramework sc = CuratorFrameworkFactory.newClient(servers[0], timeout, 10000, new ExponentialBackoffRetry(100, 5));
+                lc.start();
+                sc.start();
+                if (!lc.blockUntilConnected(30, TimeUnit.SECONDS) || !sc.blockUntilConnected(30, TimeUnit.SECONDS)) {
+                    throw new IllegalStateException("no session");
+                }
+                LeaderLatch leader = new LeaderLatch(lc, path, "leader");
+                leader.start();
+                leader.await();
+                LeaderLatch standby = new LeaderLatch(sc, path, "standby");
+                standby.start();
+                while (standby.getParticipants().size() < 2) Thread.sleep(2);
+                System.out.println("READY " + sc.getZookeeperClient().getZooKeeper().getSessionTimeout());
+                System.out.flush();
+                standby.await();
+                System.out.println("ELECTED");
+                System.out.flush();
+                standby.close();
+                sc.close();
+                System.exit(0);
             }
             default:
                 throw new IllegalArgumentException("unknown scenario " + args[2]);

@@ -4,9 +4,12 @@ Usage: kazoo_bench.py <server,server,...> <lock path> <scenario> [args]
 Scenarios and output as CuratorBench.java: uncontended <iterations>,
 handoff <iterations>, contended <n> (READY, then "mark" / "stop" on stdin),
 readers <n> and writehandoff <iterations> (Kazoo's ReadLock and WriteLock),
-semaphore <n> <leases> <ms> (Kazoo's Semaphore).
+semaphore <n> <leases> <ms> (Kazoo's Semaphore), queue <n> <items> (n
+LockingQueue workers take and consume <items> put beforehand; prints
+RESULT <items> <elapsed ns>).
 Each participant has its own KazooClient (its own session) and its own thread.
 """
+import os
 import queue
 import sys
 import threading
@@ -179,6 +182,36 @@ def main():
         for c in cs:
             c.stop()
             c.close()
+    elif scenario == "queue":
+        # n workers, each with its own client and LockingQueue, take and
+        # consume items put beforehand until all are done.
+        n, items = int(sys.argv[4]), int(sys.argv[5])
+        putter = client(servers[0])
+        pq = putter.LockingQueue(path)
+        pq.put_all([b"%d" % i for i in range(items)])
+        cs = [client(servers[i % len(servers)]) for i in range(n)]
+        count = [0]
+        count_lock = threading.Lock()
+        finished = threading.Event()
+
+        def worker(c):
+            q = c.LockingQueue(path)
+            while not finished.is_set():
+                if q.get(timeout=0.5) is None:
+                    continue
+                q.consume()
+                with count_lock:
+                    count[0] += 1
+                    if count[0] == items:
+                        finished.set()
+
+        t0 = time.perf_counter_ns()
+        threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in cs]
+        for t in threads:
+            t.start()
+        finished.wait()
+        print("RESULT %d %d" % (count[0], time.perf_counter_ns() - t0), flush=True)
+        os._exit(0)
     else:
         raise SystemExit("unknown scenario " + scenario)
 
