@@ -58,33 +58,10 @@ type watchKey struct {
 // already shows — a spurious wake-up, never a missed one. It is safe in
 // any session: the watch belongs to the session of the read.
 func (c *Client) GetWatch(ctx context.Context, path string) (data []byte, stat *zk.Stat, w *Watch, err error) {
-	err = c.call(ctx, "get", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		key := watchKey{zc, c.server(path), false}
-		c.watchMu.Lock()
-		shared := c.watches[key]
-		c.watchMu.Unlock()
-		if shared != nil {
-			n, err := value(c, ctx, func() (n node, err error) { n.data, n.stat, err = zc.Get(key.spath); return })
-			if err == nil {
-				data, stat, w = n.data, n.stat, shared
-			}
-			return err
-		}
-		n, err := valueThen(c, ctx, func() (n node, err error) {
-			n.data, n.stat, n.ch, err = zc.GetW(key.spath)
-			return
-		}, func(n node, err error) {
-			if err == nil {
-				c.share(key, n.ch) // set all the same: offer it to the next waiter
-			}
-		})
-		if err != nil {
-			return err
-		}
-		data, stat, w = n.data, n.stat, c.share(key, n.ch)
-		return nil
-	})
-	return data, stat, w, err
+	n, w, err := c.sharedRead(ctx, "get", path, false,
+		func(zc *zk.Conn, sp string) (n node, err error) { n.data, n.stat, err = zc.Get(sp); return },
+		func(zc *zk.Conn, sp string) (n node, err error) { n.data, n.stat, n.ch, err = zc.GetW(sp); return })
+	return n.data, n.stat, w, err
 }
 
 // ChildrenWatch is ChildrenW with a shared Watch (see Watch), on the same
@@ -92,33 +69,44 @@ func (c *Client) GetWatch(ctx context.Context, path string) (data []byte, stat *
 // be older, so a wake-up may be spurious but is never missed. It is safe
 // in any session.
 func (c *Client) ChildrenWatch(ctx context.Context, path string) (children []string, stat *zk.Stat, w *Watch, err error) {
-	err = c.call(ctx, "children", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		key := watchKey{zc, c.server(path), true}
+	n, w, err := c.sharedRead(ctx, "children", path, true,
+		func(zc *zk.Conn, sp string) (n node, err error) { n.children, n.stat, err = zc.Children(sp); return },
+		func(zc *zk.Conn, sp string) (n node, err error) {
+			n.children, n.stat, n.ch, err = zc.ChildrenW(sp)
+			return
+		})
+	return n.children, n.stat, w, err
+}
+
+// sharedRead reads path with a shared watch of one kind: when one is
+// pending on the session's handle it reads plainly and returns that one;
+// otherwise it reads with a new watch (watched) and shares it.
+func (c *Client) sharedRead(ctx context.Context, what, path string, children bool,
+	plain, watched func(zc *zk.Conn, spath string) (node, error)) (out node, w *Watch, err error) {
+	err = c.call(ctx, what, path, anySession, func(ctx context.Context, zc *zk.Conn) error {
+		key := watchKey{zc, c.server(path), children}
 		c.watchMu.Lock()
 		shared := c.watches[key]
 		c.watchMu.Unlock()
 		if shared != nil {
-			n, err := value(c, ctx, func() (n node, err error) { n.children, n.stat, err = zc.Children(key.spath); return })
+			n, err := value(c, ctx, func() (node, error) { return plain(zc, key.spath) })
 			if err == nil {
-				children, stat, w = n.children, n.stat, shared
+				out, w = n, shared
 			}
 			return err
 		}
-		n, err := valueThen(c, ctx, func() (n node, err error) {
-			n.children, n.stat, n.ch, err = zc.ChildrenW(key.spath)
-			return
-		}, func(n node, err error) {
+		n, err := valueThen(c, ctx, func() (node, error) { return watched(zc, key.spath) }, func(n node, err error) {
 			if err == nil {
-				c.share(key, n.ch)
+				c.share(key, n.ch) // set all the same: offer it to the next waiter
 			}
 		})
 		if err != nil {
 			return err
 		}
-		children, stat, w = n.children, n.stat, c.share(key, n.ch)
+		out, w = n, c.share(key, n.ch)
 		return nil
 	})
-	return children, stat, w, err
+	return out, w, err
 }
 
 // share makes a Watch of go-zookeeper's channel ch and offers it to later

@@ -66,6 +66,12 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		return err
 	}
 	defer bench.CleanupPeers()
+	var peers []string // the peers of the recipe scenarios
+	for _, i := range chosen {
+		if i.Name == "Curator" || i.Name == "Kazoo" {
+			peers = append(peers, i.Name)
+		}
+	}
 	ensemble := "the ensemble at " + strings.Join(serverList(*servers), ",")
 	if len(serverList(*servers)) == 0 {
 		ensemble = "a local 3-node ZooKeeper ensemble (zktest: tickTime 100 ms, forceSync=no)"
@@ -89,12 +95,6 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		report += "\n" + res.Markdown("mutex")
 	}
 	if doRecipes {
-		var peers []string
-		for _, i := range chosen {
-			if i.Name == "Curator" || i.Name == "Kazoo" {
-				peers = append(peers, i.Name)
-			}
-		}
 		rr, err := bench.RunRecipes(ctx, bench.RecipeConfig{
 			Servers: list, Peers: peers, Rounds: *rounds, Readers: *readers, Iterations: max(20, *iterations/3),
 			SemClients: *semClients, SemLeases: *semLeases, Duration: *duration, Progress: out,
@@ -105,12 +105,6 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		report += "\n### The read/write lock and the semaphore\n\n" + rr.Markdown()
 	}
 	if doElectionQueue {
-		var peers []string
-		for _, i := range chosen {
-			if i.Name == "Curator" || i.Name == "Kazoo" {
-				peers = append(peers, i.Name)
-			}
-		}
 		er, err := bench.RunElectionQueue(ctx, bench.ElectionQueueConfig{
 			Servers: list, Peers: peers, Rounds: *rounds, SessionTimeout: *failoverTimeout,
 			Workers: *queueWorkers, Items: *queueItems, Progress: out,

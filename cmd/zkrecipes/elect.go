@@ -59,12 +59,8 @@ Flags:
 	if err != nil {
 		return err
 	}
-	campaignCtx := ctx
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		campaignCtx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
-	}
+	campaignCtx, cancel := upTo(ctx, *timeout)
+	defer cancel()
 	term, err := e.Campaign(campaignCtx)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:

@@ -115,12 +115,8 @@ Flags:
 		}
 	}
 
-	lockCtx := ctx
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		lockCtx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
-	}
+	lockCtx, cancel := upTo(ctx, *timeout)
+	defer cancel()
 	if *try {
 		err = m.TryLock(lockCtx)
 	} else {

@@ -121,6 +121,14 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// upTo is ctx, ending after d too unless d is 0 (a --timeout flag).
+func upTo(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
+}
+
 // serversOrLocal returns the servers of --servers or ZK_SERVERS, or else
 // starts a local ensemble of n servers (stop stops it).
 func serversOrLocal(flagValue string, n int, out io.Writer) (servers []string, stop func(), err error) {

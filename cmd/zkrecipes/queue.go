@@ -129,12 +129,8 @@ Flags:
 	if err != nil {
 		return err
 	}
-	takeCtx := ctx
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		takeCtx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
-	}
+	takeCtx, cancel := upTo(ctx, *timeout)
+	defer cancel()
 	var it *queue.Item
 	if *try {
 		it, err = q.TryTake(takeCtx)

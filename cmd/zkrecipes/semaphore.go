@@ -68,12 +68,8 @@ Flags:
 	if err != nil {
 		return err
 	}
-	acqCtx := ctx
-	if *timeout > 0 {
-		var cancel context.CancelFunc
-		acqCtx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
-	}
+	acqCtx, cancel := upTo(ctx, *timeout)
+	defer cancel()
 	var got []*semaphore.Lease
 	if *try {
 		got, err = sem.TryAcquire(acqCtx, *leases)
