@@ -174,6 +174,19 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
   counters' window edges can add a hundredth). zk.Lock, Curator and Kazoo
   wake one. The naive lock wakes every waiter, and its throughput falls as
   the queue grows.
+- **Failover** is almost all session timeout: the standby can lead only
+  once the server has expired the cut-off leader's session, which it does
+  at the timeout after it last heard from the leader, rounded up to a tick.
+  What a library adds is its reaction to the notification: the zkrecipes
+  standby needs no request (it listed while the leader led), Curator's
+  lists again. The two measure within a few percent of each other; which
+  is ahead by tens of milliseconds has varied, and that spread was not
+  traced further.
+- **The queue.** Kazoo's idle workers are all woken by every put, take and
+  consume, and each lists both directories again. zkrecipes workers wait
+  in line, so a put wakes one; takes pass through the line one at a time,
+  which bounds the rate at a few hundred takes per second here, whatever
+  the number of workers (processing happens outside the line).
 - **The peers' drivers** run in a fresh JVM or interpreter per scenario,
   warmed up with hundreds of iterations first; a long-running service would
   be warmer still.
