@@ -179,9 +179,10 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
   at the timeout after it last heard from the leader, rounded up to a tick.
   What a library adds is its reaction to the notification: the zkrecipes
   standby needs no request (it listed while the leader led), Curator's
-  lists again. The two measure within a few percent of each other; which
-  is ahead by tens of milliseconds has varied, and that spread was not
-  traced further.
+  lists again. Even so, in the runs so far Curator's standby led 3–75 ms
+  sooner (medians within 4% of each other); the cause — when each
+  leader's client was last heard before the cut, or something in the
+  reaction — has not been traced yet.
 - **The queue.** Kazoo's idle workers are all woken by every put, take and
   consume, and each lists both directories again. zkrecipes workers wait
   in line, so a put wakes one; takes pass through the line one at a time,
