@@ -311,20 +311,28 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*
 	// The create is not abandoned half-way when ctx ends: its outcome must
 	// be known, or a taken node could be left behind for the session's
 	// life, hiding the item.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout(sess))
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*cleanupTimeout(sess))
 	defer cancel()
 	_, err := q.client.Create(connection.Pin(cctx, sess), tpath, q.data, connection.Ephemeral)
-	if errors.Is(err, zk.ErrNodeExists) {
+	switch {
+	case errors.Is(err, zk.ErrNodeExists):
 		// Another worker's — or ours, when the answer to our first
 		// attempt was lost and a retry found the node.
 		_, st, gerr := q.client.Get(ctx, tpath)
-		if gerr != nil || st.EphemeralOwner != sess.ID() {
+		if gerr != nil {
+			q.dropIfOurs(sess, tpath)
+			return nil, restartOn(gerr)
+		}
+		if st.EphemeralOwner != sess.ID() {
 			return nil, nil
 		}
-		err = nil
-	}
-	if err != nil {
-		return nil, restartOn(err)
+	case errors.Is(err, zk.ErrNoNode), errors.Is(err, connection.ErrSessionLost):
+		return nil, restartOn(err) // nothing made, or it went with the session
+	case err != nil:
+		// The create may still apply (its answer is overdue): a taken node
+		// of ours left behind would hide the item for the session's life.
+		q.dropIfOurs(sess, tpath)
+		return nil, err
 	}
 	ok := false
 	defer func() {
@@ -366,6 +374,19 @@ func (q *Queue) drop(sess *connection.Session, tpath string) {
 	err := q.client.Delete(connection.Pin(ctx, sess), tpath, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
 		q.client.GuaranteedDelete(sess, tpath, 0)
+	}
+}
+
+// dropIfOurs deletes tpath if it is a node of session sess, in sess only:
+// after a create whose outcome is unknown. The read goes after the create
+// on the session's connection, so it sees the create if it applied; while
+// sess lives nobody else can replace a node of it.
+func (q *Queue) dropIfOurs(sess *connection.Session, tpath string) {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout(sess))
+	defer cancel()
+	_, st, err := q.client.Get(ctx, tpath)
+	if err == nil && st.EphemeralOwner == sess.ID() {
+		q.client.GuaranteedDelete(sess, tpath, st.Czxid)
 	}
 }
 
