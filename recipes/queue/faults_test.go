@@ -51,7 +51,7 @@ func TestWorkersUnderKillsAndCuts(t *testing.T) {
 		mu        sync.Mutex
 		takes     []take
 		done      = map[int]int{}
-		unknown   = map[int]bool{} // Done's outcome unknown: killed during it
+		unknown   = map[int]bool{}            // Done's outcome unknown: killed during it
 		inside    = map[int]<-chan struct{}{} // trusted takes by item
 		overlaps  []string
 		lostDones int
