@@ -222,7 +222,7 @@ func curatorFailover(ctx context.Context, servers []string, path string, timeout
 	}
 	ms, err := strconv.Atoi(neg)
 	if err != nil {
-		return 0, 0, fmt.Errorf("Curator driver said READY %q", neg)
+		return 0, 0, fmt.Errorf("the Curator driver said READY %q", neg)
 	}
 	cut := time.Now()
 	proxy.Blackhole()
