@@ -30,5 +30,5 @@ deps:
 ## bench: the Go benchmarks, then zkrecipes, Curator, Kazoo and zk.Lock side by side on a local
 ## 3-node ensemble (medians of 3 rounds), rewriting docs/benchmarks.md and docs/benchmarks.svg
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./internal/bench
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkrecipes/internal/bench
 	$(GO) run ./cmd/zkrecipes bench --rounds 3 --docs docs

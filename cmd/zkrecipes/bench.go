@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/bench"
+	"github.com/zkrecipes/zkrecipes/cmd/zkrecipes/internal/bench"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -149,7 +149,7 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
 	b.WriteString("- **Semaphore**: 10 clients take and return one lease of a semaphore of 3, in a loop, for the contended window; leases per second (zkrecipes `semaphore`, Curator's InterProcessSemaphoreV2, Kazoo's Semaphore, each in its own layout).\n")
 	b.WriteString("- **Failover**: a leader (zkrecipes `election`, Curator's LeaderLatch) whose connection goes through a proxy, and a standby waiting on another server, both with a 2 s session timeout; the proxy goes silent, the server expires the leader's session, and the time from the cut until the standby's Campaign (await) returns is the failover. The session timeout is most of it: the figure shows what each library adds.\n")
 	b.WriteString("- **Queue**: 10 workers, each with its own session, take and finish 500 items put beforehand (zkrecipes `queue`, Kazoo's LockingQueue with 10 clients on 10 threads); items per second.\n\n")
-	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
+	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`cmd/zkrecipes/internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
 	b.WriteString("## Versions\n\n")
 	for _, v := range versions(servers) {
 		fmt.Fprintf(&b, "- %s\n", v)
