@@ -1,6 +1,10 @@
 # zkrecipes — each target installs what it needs on a fresh Debian machine.
 
 GO        ?= go
+# The oldest Go the library builds and tests on: the go line of go.mod.
+# make test runs the tests with it too (the toolchain comes from the Go
+# module proxy, as GOTOOLCHAIN fetches it).
+GO_OLDEST ?= go1.22.0
 STATICCHECK_VERSION ?= v0.8.2
 TESTFLAGS ?=
 
@@ -10,13 +14,18 @@ TESTFLAGS ?=
 demo: deps
 	$(GO) run ./cmd/zkrecipes demo
 
-## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race;
+## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
+## (the Docker backend's module too: its tests skip, saying why, without a Docker engine), and
+## once more with the oldest supported Go ($(GO_OLDEST), without -race);
 ## the short fault run (internal/chaos) runs without it: go-zookeeper v1.0.4 reads its last zxid
 ## unsynchronised while it re-registers watches on a reconnect, a race inside the dependency
 ## that the fault run's many reconnects make the detector report
 test: deps
 	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/chaos)
 	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./internal/chaos
+	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
+	@echo "== the same tests with the oldest supported Go, $(GO_OLDEST)"
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 15m $(TESTFLAGS) ./...
 
 ## lint: gofmt, go vet and staticcheck
 lint:

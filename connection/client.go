@@ -478,6 +478,10 @@ func (c *Client) Stats() Stats {
 	return Stats{Notifications: c.notifications.Load(), Replies: c.replies.Load(), PendingWatches: pending}
 }
 
+// Logger returns the client's logger (WithLogger; by default one that
+// drops everything), for the recipes to report their faults.
+func (c *Client) Logger() *slog.Logger { return c.opts.logger }
+
 // ErrorPolicy returns the client's error policy.
 func (c *Client) ErrorPolicy() ErrorPolicy { return c.opts.errorPolicy }
 

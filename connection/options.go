@@ -1,6 +1,7 @@
 package connection
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -58,7 +59,7 @@ func newOptions(opts []Option) (*options, error) {
 		dialTimeout:    DefaultDialTimeout,
 		policy:         DefaultRetryPolicy(),
 		acl:            OpenACL(),
-		logger:         slog.New(slog.DiscardHandler),
+		logger:         slog.New(discard{}),
 		dial:           net.DialTimeout,
 	}
 	for _, opt := range opts {
@@ -248,3 +249,13 @@ func WithDefaultData(data []byte) Option {
 		return nil
 	}
 }
+
+// discard is a slog.Handler that drops everything: the default logger
+// (slog.DiscardHandler, from Go 1.24, would raise the Go version the
+// module needs).
+type discard struct{}
+
+func (discard) Enabled(context.Context, slog.Level) bool  { return false }
+func (discard) Handle(context.Context, slog.Record) error { return nil }
+func (d discard) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discard) WithGroup(string) slog.Handler           { return d }

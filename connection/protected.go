@@ -306,7 +306,7 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 		defer c.wg.Done()
 		ctx, cancel := c.detached(2 * c.opts.sessionTimeout)
 		defer cancel()
-		_ = retry.Do(ctx, c.opts.policy, func(ctx context.Context) error {
+		err := retry.Do(ctx, c.opts.policy, func(ctx context.Context) error {
 			if sess != nil {
 				if err := c.sessionErr(sess, nil); err != nil {
 					return retry.Permanent(err)
@@ -321,6 +321,15 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 			}
 			return op(ctx, zc)
 		})
+		if err != nil && !errors.Is(err, ErrSessionLost) && !errors.Is(err, ErrClosed) {
+			// The session lives and the work is not done: a node may be
+			// left until the session ends.
+			attrs := []any{"error", err}
+			if sess != nil {
+				attrs = append(attrs, "session", fmt.Sprintf("%#x", sess.ID()))
+			}
+			c.opts.logger.Warn("zookeeper background cleanup gave up", attrs...)
+		}
 	}()
 }
 

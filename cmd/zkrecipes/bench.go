@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/cmd/zkrecipes/internal/bench"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
@@ -206,7 +206,7 @@ func versions(servers []string) []string {
 		}
 	}
 	if len(servers) > 0 {
-		if s, err := zktest.FourLetter(servers[0], "srvr", time.Second); err == nil {
+		if s, err := zkserver.FourLetter(servers[0], "srvr", time.Second); err == nil {
 			line, _, _ := strings.Cut(s, "\n")
 			v := strings.TrimSpace(strings.TrimPrefix(line, "Zookeeper version:"))
 			v = strings.Replace(v, "-${mvngit.commit.id}", "", 1) // Debian's build leaves it unexpanded

@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 // command is one subcommand.
@@ -137,7 +137,7 @@ func serversOrLocal(flagValue string, n int, out io.Writer) (servers []string, s
 	}
 	fmt.Fprintf(out, "No servers given: starting a local %d-server ZooKeeper ensemble...\n", n)
 	start := time.Now()
-	ens, err := zktest.New(zktest.WithServers(n))
+	ens, err := zkserver.New(zkserver.WithServers(n))
 	if err != nil {
 		return nil, nil, err
 	}

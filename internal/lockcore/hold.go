@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
@@ -70,6 +71,8 @@ func NewHold(c *connection.Client, a Acquired, lostErr error, onRevoke func()) *
 		select {
 		case <-untrusted:
 			cancel(lostErr)
+			c.Logger().Warn("zkrecipes hold lost", "node", a.Path, "session", fmt.Sprintf("%#x", a.Session.ID()),
+				"token", a.Token, "cause", lostErr, "session_error", a.Session.Err())
 		case <-h.release:
 			cancel(ErrReleased)
 		}

@@ -25,12 +25,17 @@
 //     a 100 ms tick so that session timeouts of a few hundred milliseconds
 //     work, four-letter words enabled and no limit on connections per client
 //     address.
-//   - docker, when ZKTEST_BACKEND=docker, or when there is no local install
-//     and a Docker engine answers: the official "zookeeper" image through
-//     testcontainers-go (tag from ZKTEST_DOCKER_IMAGE, default
-//     DefaultDockerImage).
+//   - docker, in a module of its own so that nobody inherits Docker's client
+//     and testcontainers-go without asking: import
+//     _ "github.com/zkrecipes/zkrecipes/testing/zktest/docker" in the tests,
+//     and it is used when ZKTEST_BACKEND=docker, or when there is no local
+//     install and a Docker engine answers: the official "zookeeper" image
+//     through testcontainers-go (tag from ZKTEST_DOCKER_IMAGE, default
+//     DefaultDockerImage). Other backends register the same way
+//     (RegisterBackend, Backend).
 //
-// ZKTEST_BACKEND=local|docker|external forces a backend. When none can run,
+// ZKTEST_BACKEND=local|docker|external (or another registered name) forces
+// a backend. When none can run,
 // Start fails the test with a message that says how to install ZooKeeper; it
 // never skips silently. In -short mode Start skips the test.
 //

@@ -1,110 +1,56 @@
 package zktest
 
 import (
-	"errors"
-	"fmt"
-	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 // Errors returned by an Ensemble. Match them with errors.Is.
 var (
 	// ErrNoZooKeeper means no backend could start a server: there is no
-	// local install, no Docker engine and no external ensemble.
-	ErrNoZooKeeper = errors.New("zktest: no ZooKeeper available")
+	// local install, no registered backend that can run, and no external
+	// ensemble.
+	ErrNoZooKeeper = zkserver.ErrNoZooKeeper
 	// ErrNoFaults means the backend cannot inject faults (an external
 	// ensemble).
-	ErrNoFaults = errors.New("zktest: fault injection not supported by this backend")
+	ErrNoFaults = zkserver.ErrNoFaults
 	// ErrBadServer means a server index is out of range.
-	ErrBadServer = errors.New("zktest: no such server")
+	ErrBadServer = zkserver.ErrBadServer
 	// ErrServerState means the operation does not fit the server's state,
 	// such as starting a running server or resuming one that is not paused.
-	ErrServerState = errors.New("zktest: server is not in the right state")
+	ErrServerState = zkserver.ErrServerState
 	// ErrNoLeader means no server reported itself as leader or standalone.
-	ErrNoLeader = errors.New("zktest: no leader")
+	ErrNoLeader = zkserver.ErrNoLeader
 	// ErrClosed means the ensemble was closed.
-	ErrClosed = errors.New("zktest: ensemble closed")
+	ErrClosed = zkserver.ErrClosed
+	// ErrNoPartitions means server partitions were asked of an ensemble
+	// made without WithServerPartitions, or not by the local backend.
+	ErrNoPartitions = zkserver.ErrNoPartitions
 )
 
 // Defaults used when no option says otherwise.
 const (
-	DefaultServers      = 1
-	DefaultTickTime     = 100 * time.Millisecond
-	DefaultStartTimeout = 60 * time.Second
-	DefaultDockerImage  = "zookeeper:3.8"
+	DefaultServers      = zkserver.DefaultServers
+	DefaultTickTime     = zkserver.DefaultTickTime
+	DefaultStartTimeout = zkserver.DefaultStartTimeout
+	DefaultDockerImage  = zkserver.DefaultDockerImage
 )
 
-// installHelp is appended to ErrNoZooKeeper so that a failing test says
-// how to fix the machine.
-const installHelp = `install a ZooKeeper server for the tests, one of:
-  - Debian/Ubuntu: apt-get install zookeeper  (and a JDK: apt-get install default-jdk-headless)
-  - set ZOOKEEPER_HOME to an unpacked Apache ZooKeeper release (with lib/*.jar)
-  - set ZKTEST_SERVERS=host:port,... to use an existing ensemble (no fault injection)
-  - set ZKTEST_BACKEND=docker with a running Docker engine
-or run go test -short to skip integration tests`
+// DefaultJVMFlags start a server fast and small, as tests want.
+var DefaultJVMFlags = zkserver.DefaultJVMFlags
 
 // Option configures an Ensemble.
-type Option func(*config) error
-
-type config struct {
-	servers      int
-	tickTime     time.Duration
-	syncLimit    time.Duration // 0: the default, 5 s
-	partitions   bool          // proxies between servers
-	startTimeout time.Duration
-	backend      string
-	dockerImage  string
-	jvmFlags     []string
-	logf         func(format string, args ...any)
-}
-
-func newConfig(opts []Option) (*config, error) {
-	c := &config{
-		servers:      DefaultServers,
-		tickTime:     DefaultTickTime,
-		startTimeout: DefaultStartTimeout,
-		backend:      os.Getenv("ZKTEST_BACKEND"),
-		dockerImage:  DefaultDockerImage,
-		jvmFlags:     DefaultJVMFlags,
-		logf:         func(string, ...any) {},
-	}
-	if img := os.Getenv("ZKTEST_DOCKER_IMAGE"); img != "" {
-		c.dockerImage = img
-	}
-	for _, o := range opts {
-		if err := o(c); err != nil {
-			return nil, err
-		}
-	}
-	return c, nil
-}
+type Option = zkserver.Option
 
 // WithServers sets the number of servers: 1 (standalone) or an odd quorum
 // such as 3 or 5.
-func WithServers(n int) Option {
-	return func(c *config) error {
-		if n < 1 || (n > 1 && n%2 == 0) || n > 9 {
-			return fmt.Errorf("zktest: WithServers(%d): want 1 or an odd number up to 9", n)
-		}
-		c.servers = n
-		return nil
-	}
-}
+func WithServers(n int) Option { return zkserver.WithServers(n) }
 
 // WithTickTime sets the servers' tickTime (local backend). Session
 // timeouts are bounded below by two ticks.
-func WithTickTime(d time.Duration) Option {
-	return func(c *config) error {
-		if d < 10*time.Millisecond {
-			return fmt.Errorf("zktest: WithTickTime(%v): want at least 10ms", d)
-		}
-		c.tickTime = d
-		return nil
-	}
-}
+func WithTickTime(d time.Duration) Option { return zkserver.WithTickTime(d) }
 
 // WithSyncLimit sets how long a follower waits for the leader before it
 // gives up on it and drops its clients (syncLimit × tickTime, rounded up
@@ -113,108 +59,64 @@ func WithTickTime(d time.Duration) Option {
 // follower cut off from the leader hears answers for up to this long while
 // the leader may expire its session: tests of that case lower it below the
 // session timeout.
-func WithSyncLimit(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("zktest: WithSyncLimit(%v): want a positive duration", d)
-		}
-		c.syncLimit = d
-		return nil
-	}
-}
+func WithSyncLimit(d time.Duration) Option { return zkserver.WithSyncLimit(d) }
 
 // WithStartTimeout bounds how long starting the ensemble may take.
-func WithStartTimeout(d time.Duration) Option {
-	return func(c *config) error {
-		if d <= 0 {
-			return fmt.Errorf("zktest: WithStartTimeout(%v): want a positive duration", d)
-		}
-		c.startTimeout = d
-		return nil
-	}
-}
+func WithStartTimeout(d time.Duration) Option { return zkserver.WithStartTimeout(d) }
 
-// WithBackend forces a backend: "local", "docker" or "external". It
-// overrides ZKTEST_BACKEND.
-func WithBackend(name string) Option {
-	return func(c *config) error {
-		switch name {
-		case "local", "docker", "external":
-			c.backend = name
-			return nil
-		}
-		return fmt.Errorf("zktest: WithBackend(%q): want local, docker or external", name)
-	}
-}
+// WithBackend forces a backend: "local", "external", or a registered one
+// such as "docker" (see RegisterBackend). It overrides ZKTEST_BACKEND.
+func WithBackend(name string) Option { return zkserver.WithBackend(name) }
 
-// WithDockerImage sets the image of the docker backend, such as
-// "zookeeper:3.9". It overrides ZKTEST_DOCKER_IMAGE.
-func WithDockerImage(image string) Option {
-	return func(c *config) error {
-		c.dockerImage = image
-		return nil
-	}
-}
-
-// DefaultJVMFlags start a server fast and small, as tests want: the C1
-// compiler only, the serial collector, a 256 MB heap.
-var DefaultJVMFlags = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"}
+// WithDockerImage sets the image of a container backend, such as
+// "zookeeper:3.9"; ZKTEST_DOCKER_IMAGE sets it too.
+func WithDockerImage(image string) Option { return zkserver.WithDockerImage(image) }
 
 // WithJVMFlags sets the java flags of the local backend's servers, in
-// place of DefaultJVMFlags, such as a larger heap for many sessions.
-func WithJVMFlags(flags ...string) Option {
-	return func(c *config) error {
-		c.jvmFlags = append([]string(nil), flags...)
-		return nil
-	}
-}
+// place of DefaultJVMFlags.
+func WithJVMFlags(flags ...string) Option { return zkserver.WithJVMFlags(flags...) }
 
 // WithLogf reports what the ensemble does (starts, stops, faults) through
 // logf, such as t.Logf.
-func WithLogf(logf func(format string, args ...any)) Option {
-	return func(c *config) error {
-		c.logf = logf
-		return nil
-	}
-}
+func WithLogf(logf func(format string, args ...any)) Option { return zkserver.WithLogf(logf) }
 
-// backend runs the servers of one ensemble.
-type backend interface {
-	name() string
-	addrs() []string
-	stop(i int) error
-	start(i int) error
-	kill(i int) error
-	pause(i int) error
-	resume(i int) error
-	// logTail returns the last lines a server wrote, for failure reports.
-	logTail(i int) string
-	close() error
-}
+// WithServerPartitions puts a proxy on every link between two servers
+// (local backend), so that Partition, Isolate and Heal can cut the quorum
+// itself.
+func WithServerPartitions() Option { return zkserver.WithServerPartitions() }
+
+// Backend runs the servers of one ensemble. The local processes and an
+// external ensemble are built in; the Docker backend, in the module
+// github.com/zkrecipes/zkrecipes/testing/zktest/docker, registers itself
+// when imported.
+type Backend = zkserver.Backend
+
+// BackendConfig is what an ensemble asks of a backend.
+type BackendConfig = zkserver.BackendConfig
+
+// BackendFactory makes backends of one kind.
+type BackendFactory = zkserver.BackendFactory
+
+// RegisterBackend makes a backend kind available to WithBackend and
+// ZKTEST_BACKEND by its name, and to the automatic choice after the local
+// install.
+func RegisterBackend(f BackendFactory) { zkserver.RegisterBackend(f) }
 
 // Ensemble is a running ZooKeeper ensemble. Its methods are safe for
 // concurrent use.
 type Ensemble struct {
-	b    backend
-	logf func(string, ...any)
-
-	closeOnce sync.Once
-	closeErr  error
-	admin     adminConn
+	*zkserver.Ensemble
+	admin adminConn
 }
 
 // New starts an ensemble outside of a test, such as for a demo. The caller
 // must Close it. Most tests use Start or Shared instead.
 func New(opts ...Option) (*Ensemble, error) {
-	cfg, err := newConfig(opts)
+	e, err := zkserver.New(opts...)
 	if err != nil {
 		return nil, err
 	}
-	b, err := startBackend(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &Ensemble{b: b, logf: cfg.logf}, nil
+	return &Ensemble{Ensemble: e}, nil
 }
 
 // Start starts an ensemble for the test and stops it when the test ends.
@@ -246,98 +148,12 @@ func SkipIfShort(t testing.TB) {
 	}
 }
 
-func startBackend(cfg *config) (backend, error) {
-	if servers := os.Getenv("ZKTEST_SERVERS"); servers != "" && (cfg.backend == "" || cfg.backend == "external") {
-		return newExternal(servers)
-	}
-	switch cfg.backend {
-	case "external":
-		return nil, fmt.Errorf("%w: ZKTEST_BACKEND=external needs ZKTEST_SERVERS, a comma-separated host:port list", ErrNoZooKeeper)
-	case "local":
-		return startLocal(cfg)
-	case "docker":
-		return startDocker(cfg)
-	case "":
-	default:
-		return nil, fmt.Errorf("zktest: ZKTEST_BACKEND=%q: want local, docker or external", cfg.backend)
-	}
-	localErr := findLocalInstall()
-	if localErr == nil {
-		return startLocal(cfg)
-	}
-	if dockerAvailable() {
-		return startDocker(cfg)
-	}
-	return nil, fmt.Errorf("%w: %v; no Docker engine answers either\n%s", ErrNoZooKeeper, localErr, installHelp)
-}
-
-// Servers returns the client addresses (host:port) of all servers, in
-// server order.
-func (e *Ensemble) Servers() []string { return e.b.addrs() }
-
-// Backend names the backend: "local", "docker" or "external".
-func (e *Ensemble) Backend() string { return e.b.name() }
-
-// ConnectString returns the servers joined by commas, as Curator, Kazoo
-// and the ZooKeeper command line take them.
-func (e *Ensemble) ConnectString() string { return strings.Join(e.Servers(), ",") }
-
-// SupportsFaults reports whether Stop, Start, Kill, Pause and Resume work.
-func (e *Ensemble) SupportsFaults() bool { return e.b.name() != "external" }
-
 // RequireFaults skips the test when the backend cannot inject faults.
 func (e *Ensemble) RequireFaults(t testing.TB) {
 	t.Helper()
 	if !e.SupportsFaults() {
-		t.Skipf("zktest: this test stops or pauses servers; the %s backend cannot", e.b.name())
+		t.Skipf("zktest: this test stops or pauses servers; the %s backend cannot", e.Backend())
 	}
-}
-
-func (e *Ensemble) check(i int) error {
-	if i < 0 || i >= len(e.b.addrs()) {
-		return fmt.Errorf("%w: %d (ensemble has %d)", ErrBadServer, i, len(e.b.addrs()))
-	}
-	return nil
-}
-
-func (e *Ensemble) fault(op string, i int, f func(int) error) error {
-	if err := e.check(i); err != nil {
-		return err
-	}
-	e.logf("zktest: %s server %d (%s)", op, i, e.b.addrs()[i])
-	if err := f(i); err != nil {
-		return fmt.Errorf("zktest: %s server %d: %w", op, i, err)
-	}
-	return nil
-}
-
-// Stop stops server i gracefully (SIGTERM) and waits for it to exit.
-func (e *Ensemble) Stop(i int) error { return e.fault("stop", i, e.b.stop) }
-
-// Start starts a stopped server i again on the same ports and data. When a
-// quorum of servers is running it waits until server i serves clients.
-func (e *Ensemble) Start(i int) error { return e.fault("start", i, e.b.start) }
-
-// Kill kills server i at once (SIGKILL) and waits for it to exit.
-func (e *Ensemble) Kill(i int) error { return e.fault("kill", i, e.b.kill) }
-
-// Pause freezes server i (SIGSTOP): its sockets stay open, it answers
-// nothing.
-func (e *Ensemble) Pause(i int) error { return e.fault("pause", i, e.b.pause) }
-
-// Resume thaws a paused server i (SIGCONT).
-func (e *Ensemble) Resume(i int) error { return e.fault("resume", i, e.b.resume) }
-
-// Leader returns the index of the server that reports "Mode: leader" (or
-// "standalone") to the srvr four-letter word.
-func (e *Ensemble) Leader() (int, error) {
-	for i, addr := range e.b.addrs() {
-		mode, err := ServerMode(addr, time.Second)
-		if err == nil && (mode == "leader" || mode == "standalone") {
-			return i, nil
-		}
-	}
-	return -1, ErrNoLeader
 }
 
 // MustLeader returns the leader's index or fails the test.
@@ -352,17 +168,52 @@ func (e *Ensemble) MustLeader(t testing.TB) int {
 
 // Close stops every server and removes their data. It is idempotent.
 func (e *Ensemble) Close() error {
-	e.closeOnce.Do(func() {
-		e.admin.close()
-		e.closeErr = e.b.close()
-	})
-	return e.closeErr
+	e.admin.close()
+	return e.Ensemble.Close()
 }
 
 func (e *Ensemble) reportLogs(t testing.TB) {
-	for i := range e.b.addrs() {
-		if tail := e.b.logTail(i); tail != "" {
+	for i := range e.Servers() {
+		if tail := e.LogTail(i); tail != "" {
 			t.Logf("zktest: last lines of server %d:\n%s", i, tail)
 		}
 	}
+}
+
+// Proxy is a TCP proxy between clients and an ensemble, one loopback
+// listener per server. Connect a client to Servers() instead of the
+// ensemble's addresses to cut, blackhole or delay its traffic.
+//
+// A blackhole drops bytes, so a connection that lost bytes is closed on
+// Restore (as a real network would reset it); the client reconnects. The
+// server hears nothing from a blackholed client, so a blackhole longer
+// than the session timeout expires the session on the server.
+type Proxy = zkserver.Proxy
+
+// NewProxy starts a proxy in front of targets (host:port each); the
+// caller must Close it.
+func NewProxy(targets []string) (*Proxy, error) { return zkserver.NewProxy(targets) }
+
+// Proxy starts a proxy in front of every server of the ensemble; it is
+// closed when the test ends.
+func (e *Ensemble) Proxy(t testing.TB) *Proxy {
+	t.Helper()
+	p, err := NewProxy(e.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// FourLetter sends a four-letter word (srvr, mntr, cons...) to the server
+// at addr and returns its answer.
+func FourLetter(addr, word string, timeout time.Duration) (string, error) {
+	return zkserver.FourLetter(addr, word, timeout)
+}
+
+// ServerMode returns the Mode line of the server's srvr answer: leader,
+// follower or standalone.
+func ServerMode(addr string, timeout time.Duration) (string, error) {
+	return zkserver.ServerMode(addr, timeout)
 }

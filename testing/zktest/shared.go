@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"log"
 	"path"
 	"strings"
 	"sync"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 // RootPrefix is the znode under which Root creates each test's root.
@@ -80,7 +80,7 @@ func (f runFunc) Run() int { return f() }
 // an ensemble and run in parallel.
 func (e *Ensemble) Root(t testing.TB) string {
 	t.Helper()
-	conn, err := e.admin.get(e.b.addrs())
+	conn, err := e.admin.get(e.Servers())
 	if err != nil {
 		t.Fatalf("zktest: connect to create a test root: %v", err)
 	}
@@ -133,35 +133,7 @@ func (a *adminConn) close() {
 // silenced, and waits until the session exists (at most 10 s). Tests use it
 // to look at what a recipe left in ZooKeeper.
 func Connect(servers []string, sessionTimeout time.Duration, opts ...func(*zk.Conn)) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(servers, sessionTimeout, connOptions(zk.WithLogInfo(false), zk.WithLogger(quietLogger), opts)...)
-	if err != nil {
-		return nil, err
-	}
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case ev := <-events:
-			if ev.State == zk.StateHasSession {
-				return conn, nil
-			}
-		case <-timeout:
-			conn.Close()
-			return nil, fmt.Errorf("zktest: no session with %v after 10s", servers)
-		}
-	}
-}
-
-var quietLogger = log.New(io.Discard, "", 0)
-
-// connOptions builds a slice of go-zookeeper's unexported option type from
-// plain functions, so that callers can pass options such as
-// zk.WithEventCallback through Connect.
-func connOptions[T ~func(*zk.Conn)](a, b T, rest []func(*zk.Conn)) []T {
-	out := []T{a, b}
-	for _, f := range rest {
-		out = append(out, T(f))
-	}
-	return out
+	return zkserver.Connect(servers, sessionTimeout, opts...)
 }
 
 func createAll(conn *zk.Conn, p string) error {

@@ -15,9 +15,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // Participant is one contender with its own session.
@@ -117,7 +117,7 @@ func newNaive(ctx context.Context, servers []string, lockPath string) (Participa
 type plain struct{ conn *zk.Conn }
 
 func openPlain(servers []string) (*plain, error) {
-	conn, err := zktest.Connect(servers, sessionTimeout)
+	conn, err := zkserver.Connect(servers, sessionTimeout)
 	if err != nil {
 		return nil, err
 	}

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // ElectionQueueConfig says how to measure leader failover against
@@ -141,7 +141,7 @@ func (r *ElectionQueueResults) Markdown() string {
 // expires on the server), and the time until the standby's Campaign
 // returns is the failover.
 func runFailover(ctx context.Context, servers []string, path string, timeout time.Duration) (time.Duration, time.Duration, error) {
-	proxy, err := zktest.NewProxy(servers[:1])
+	proxy, err := zkserver.NewProxy(servers[:1])
 	if err != nil {
 		return 0, 0, err
 	}
@@ -206,7 +206,7 @@ func runFailover(ctx context.Context, servers []string, path string, timeout tim
 
 // curatorFailover is runFailover with Curator's LeaderLatch in the driver.
 func curatorFailover(ctx context.Context, servers []string, path string, timeout time.Duration) (time.Duration, time.Duration, error) {
-	proxy, err := zktest.NewProxy(servers[:1])
+	proxy, err := zkserver.NewProxy(servers[:1])
 	if err != nil {
 		return 0, 0, err
 	}

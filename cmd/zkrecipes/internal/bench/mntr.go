@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 // triggerMetrics are mntr's sums of the watchers each server triggered, by
@@ -23,7 +23,7 @@ var triggerMetrics = []string{
 func watchTriggers(servers []string) (int64, error) {
 	var total int64
 	for _, s := range servers {
-		out, err := zktest.FourLetter(s, "mntr", 2*time.Second)
+		out, err := zkserver.FourLetter(s, "mntr", 2*time.Second)
 		if err != nil {
 			return 0, err
 		}

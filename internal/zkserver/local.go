@@ -1,4 +1,4 @@
-package zktest
+package zkserver
 
 import (
 	"errors"
@@ -90,7 +90,7 @@ type localServer struct {
 	paused bool
 }
 
-func startLocal(cfg *config) (backend, error) {
+func startLocal(cfg *config) (Backend, error) {
 	inst, err := lookupLocalInstall()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v\n%s", ErrNoZooKeeper, err, installHelp)
@@ -151,7 +151,7 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 			q = b.links.quorum(i, ports)
 		}
 		if err := s.writeConfig(cfg, ports[3*i], q); err != nil {
-			b.close()
+			b.Close()
 			return nil, err
 		}
 		b.servers = append(b.servers, s)
@@ -159,18 +159,18 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 	start := time.Now()
 	for _, s := range b.servers {
 		if err := s.launch(inst, cfg.jvmFlags); err != nil {
-			b.close()
+			b.Close()
 			return nil, err
 		}
 	}
 	deadline := time.Now().Add(cfg.startTimeout)
 	for _, s := range b.servers {
 		if err := s.waitReady(deadline); err != nil {
-			b.close()
+			b.Close()
 			return nil, err
 		}
 	}
-	cfg.logf("zktest: %d local server(s) serving in %v: %s", n, time.Since(start).Round(time.Millisecond), strings.Join(b.addrs(), ","))
+	cfg.logf("zktest: %d local server(s) serving in %v: %s", n, time.Since(start).Round(time.Millisecond), strings.Join(b.Addrs(), ","))
 	return b, nil
 }
 
@@ -320,9 +320,9 @@ func (s *localServer) logTail() string {
 	return strings.Join(lines, "\n")
 }
 
-func (b *localBackend) name() string { return "local" }
+func (b *localBackend) Name() string { return "local" }
 
-func (b *localBackend) addrs() []string {
+func (b *localBackend) Addrs() []string {
 	out := make([]string, len(b.servers))
 	for i, s := range b.servers {
 		out[i] = s.addr
@@ -330,10 +330,10 @@ func (b *localBackend) addrs() []string {
 	return out
 }
 
-func (b *localBackend) stop(i int) error { return b.servers[i].halt(syscall.SIGTERM, 10*time.Second) }
-func (b *localBackend) kill(i int) error { return b.servers[i].halt(syscall.SIGKILL, 10*time.Second) }
+func (b *localBackend) Stop(i int) error { return b.servers[i].halt(syscall.SIGTERM, 10*time.Second) }
+func (b *localBackend) Kill(i int) error { return b.servers[i].halt(syscall.SIGKILL, 10*time.Second) }
 
-func (b *localBackend) start(i int) error {
+func (b *localBackend) Start(i int) error {
 	s := b.servers[i]
 	if proc, _ := s.running(); proc != nil {
 		return fmt.Errorf("%w: already running", ErrServerState)
@@ -355,7 +355,7 @@ func (b *localBackend) start(i int) error {
 	return s.waitReady(time.Now().Add(b.cfg.startTimeout))
 }
 
-func (b *localBackend) pause(i int) error {
+func (b *localBackend) Pause(i int) error {
 	s := b.servers[i]
 	proc, _ := s.running()
 	s.mu.Lock()
@@ -370,7 +370,7 @@ func (b *localBackend) pause(i int) error {
 	return nil
 }
 
-func (b *localBackend) resume(i int) error {
+func (b *localBackend) Resume(i int) error {
 	s := b.servers[i]
 	proc, _ := s.running()
 	s.mu.Lock()
@@ -385,9 +385,9 @@ func (b *localBackend) resume(i int) error {
 	return nil
 }
 
-func (b *localBackend) logTail(i int) string { return b.servers[i].logTail() }
+func (b *localBackend) LogTail(i int) string { return b.servers[i].logTail() }
 
-func (b *localBackend) close() error {
+func (b *localBackend) Close() error {
 	for _, s := range b.servers {
 		if proc, _ := s.running(); proc != nil {
 			_ = s.halt(syscall.SIGKILL, 10*time.Second)

@@ -1,4 +1,4 @@
-package zktest
+package zkserver
 
 import (
 	"errors"
@@ -94,7 +94,7 @@ func (e *Ensemble) Partition(a, b int) error {
 
 // Isolate partitions server i from every other server.
 func (e *Ensemble) Isolate(i int) error {
-	for j := range e.b.addrs() {
+	for j := range e.b.Addrs() {
 		if j != i {
 			if err := e.Partition(i, j); err != nil {
 				return err

@@ -1,9 +1,8 @@
-package zktest
+package zkserver
 
 import (
 	"net"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -44,18 +43,6 @@ type Proxy struct {
 type link struct {
 	client, server net.Conn
 	lost           bool // bytes were dropped by a blackhole; guarded by Proxy.mu
-}
-
-// Proxy starts a proxy in front of every server of the ensemble; it is
-// closed when the test ends.
-func (e *Ensemble) Proxy(t testing.TB) *Proxy {
-	t.Helper()
-	p, err := NewProxy(e.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
 }
 
 // NewProxy starts a proxy in front of targets (host:port). The caller
