@@ -20,8 +20,9 @@ import (
 // every few hundred milliseconds, a worker is killed (its client closed
 // mid-work, and a new one started in its place) or cut off for longer
 // than its session timeout. Every item must be done, none lost (an item
-// whose worker was killed during its Done may be gone without a Done
-// that returned: the transaction applied, the answer was lost); no item is
+// whose worker was killed or cut off during its Done may be gone although
+// that Done failed with ErrOutcomeUnknown: the transaction applied, the
+// answer was lost); no item is
 // taken by one worker while another's take of it is still trusted; the
 // first takes of the items, in the order the server made them (their
 // tokens), follow the order the items were put. Items delivered more than
@@ -51,7 +52,7 @@ func TestWorkersUnderKillsAndCuts(t *testing.T) {
 		mu        sync.Mutex
 		takes     []take
 		done      = map[int]int{}
-		unknown   = map[int]bool{}            // Done's outcome unknown: killed during it
+		unknown   = map[int]bool{}            // Done failed with ErrOutcomeUnknown
 		inside    = map[int]<-chan struct{}{} // trusted takes by item
 		overlaps  []string
 		lostDones int
@@ -121,13 +122,13 @@ func TestWorkersUnderKillsAndCuts(t *testing.T) {
 					switch {
 					case err == nil:
 						done[n]++
+					case errors.Is(err, queue.ErrOutcomeUnknown):
+						// Killed or cut off during Done: the transaction
+						// may have been applied (the item is gone) or not
+						// (it will be delivered again).
+						unknown[n] = true
 					case errors.Is(err, queue.ErrItemLost):
 						lostDones++
-					case errors.Is(err, connection.ErrClosed):
-						// Killed during Done: the transaction may have
-						// been applied (the item is gone) or not (it
-						// will be delivered again).
-						unknown[n] = true
 					default:
 						t.Errorf("Done: %v", err)
 					}
@@ -249,6 +250,6 @@ nemesis:
 			uncertain++
 		}
 	}
-	t.Logf("%d items, %d workers: %d takes, %d delivered twice or more (%d Done calls found the take lost); %d items removed by a Done its worker was killed in; %d kills, %d cuts",
+	t.Logf("%d items, %d workers: %d takes, %d delivered twice or more (%d Done calls found the take lost); %d items removed by a Done whose answer was lost; %d kills, %d cuts",
 		items, workers, len(takes), len(takes)-items, lostDones, uncertain, kills, cuts)
 }

@@ -27,6 +27,12 @@ var (
 	// ErrFinished is returned by Done and Release on an item that was
 	// done or released before, and is the cause of its Context then.
 	ErrFinished = errors.New("queue: item already done or released")
+	// ErrOutcomeUnknown is returned by Done, together with the error that
+	// says why, when its transaction was sent and no answer came: the item
+	// may have been removed, or may be delivered again. When the take is
+	// still trusted (the error does not match ErrItemLost), Done may be
+	// called again, and tells.
+	ErrOutcomeUnknown = errors.New("queue: outcome unknown: the transaction was sent and not answered")
 	// ErrInvalidPriority means a priority outside MinPriority..MaxPriority.
 	ErrInvalidPriority = errors.New("queue: invalid priority")
 )
@@ -438,9 +444,36 @@ func (it *Item) Context() context.Context { return it.ctx }
 // one transaction, in the take's session only. It returns an error
 // matching ErrItemLost when the take was lost first (the item is back in
 // the queue and will be delivered again), and ErrFinished when the item
-// was done or released before. If it fails while the take is still
-// trusted, the item is still taken and Done may be called again.
-func (it *Item) Done(ctx context.Context) error { return it.finish(ctx, "done", it.consume) }
+// was done or released before. If the transaction was sent and its answer
+// lost, the error also matches ErrOutcomeUnknown: the item may be gone
+// already. If it fails while the take is still trusted, the item is still
+// taken and Done may be called again.
+func (it *Item) Done(ctx context.Context) error {
+	var unknown error
+	err := it.finish(ctx, "done", func(ctx context.Context, a lockcore.Acquired) error {
+		err := it.consume(ctx, a)
+		if err != nil && unanswered(err) {
+			unknown = ErrOutcomeUnknown
+		}
+		return err
+	})
+	if err != nil && unknown != nil {
+		return errors.Join(unknown, err)
+	}
+	return err
+}
+
+// unanswered reports whether err leaves a write's outcome unknown: it was
+// (or may have been) sent, and no answer came.
+func unanswered(err error) bool {
+	for _, e := range []error{connection.ErrSessionLost, connection.ErrClosed, zk.ErrConnectionClosed,
+		zk.ErrClosing, zk.ErrSessionExpired, zk.ErrNoServer, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
 
 // Release puts the item back at its place for another worker (or this
 // one) to take; it returns the errors Done does.
