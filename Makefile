@@ -6,6 +6,9 @@ GO        ?= go
 # module proxy, as GOTOOLCHAIN fetches it).
 GO_OLDEST ?= go1.22.0
 STATICCHECK_VERSION ?= v0.8.2
+FUZZTIME  ?= 5s
+FUZZ_TARGETS = connection:FuzzValidatePath internal/lockcore:FuzzParse \
+	internal/lockcore:FuzzContenderOrder recipes/queue:FuzzParseEntry
 TESTFLAGS ?=
 
 .PHONY: demo test bench lint deps
@@ -24,6 +27,9 @@ test: deps
 	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/chaos)
 	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./internal/chaos
 	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
+	@echo "== fuzzing, $(FUZZTIME) per target (the seeds also run in every go test)"
+	@for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done
 	@echo "== the same tests with the oldest supported Go, $(GO_OLDEST)"
 	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 15m $(TESTFLAGS) ./...
 

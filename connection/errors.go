@@ -11,8 +11,9 @@ var (
 	ErrNoServers = errors.New("connection: no servers")
 	// ErrInvalidPath means a path is not a valid ZooKeeper path.
 	ErrInvalidPath = errors.New("connection: invalid path")
-	// ErrInvalidOption means an option has a value it cannot take, such as
-	// a negative timeout.
+	// ErrInvalidOption means an option or an argument has a value it
+	// cannot take, such as a negative timeout or a nil client; every
+	// package's constructors use it.
 	ErrInvalidOption = errors.New("connection: invalid option")
 	// ErrClosed means the client was closed.
 	ErrClosed = errors.New("connection: client closed")

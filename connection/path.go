@@ -6,13 +6,26 @@ import (
 	"unicode/utf8"
 )
 
+// MaxPathLength is the longest path ValidatePath accepts, in bytes. A
+// request must fit the server's jute.maxbuffer (1 MiB by default), or the
+// server drops the connection, which a client would take for a network
+// fault and retry; a path this long is a mistake long before that.
+const MaxPathLength = 32 << 10
+
 // ValidatePath checks that p is a valid absolute ZooKeeper path: it starts
 // with "/", does not end with "/" (except the root), has no empty, "." or
-// ".." component, and no NUL, control or otherwise forbidden character. The
-// error wraps ErrInvalidPath.
+// ".." component, no NUL, control or otherwise forbidden character, and is
+// at most MaxPathLength bytes. The error wraps ErrInvalidPath.
 func ValidatePath(p string) error {
-	bad := func(why string) error { return fmt.Errorf("%w: %q %s", ErrInvalidPath, p, why) }
+	bad := func(why string) error {
+		if len(p) > 80 {
+			return fmt.Errorf("%w: %q... (%d bytes) %s", ErrInvalidPath, p[:80], len(p), why)
+		}
+		return fmt.Errorf("%w: %q %s", ErrInvalidPath, p, why)
+	}
 	switch {
+	case len(p) > MaxPathLength:
+		return bad(fmt.Sprintf("is longer than %d bytes", MaxPathLength))
 	case p == "":
 		return bad("is empty")
 	case p[0] != '/':

@@ -79,7 +79,9 @@ func Parse(name string) (Contender, bool) {
 	return Contender{}, false
 }
 
-// ParseSeq reads a sequence suffix in ZooKeeper's format.
+// ParseSeq reads a sequence suffix in ZooKeeper's format, and only that:
+// "%010d" of a signed 32-bit number ("0000000007", "-000000005",
+// "-2147483648"; not "-0000000000").
 func ParseSeq(s string) (int32, bool) {
 	digits := s
 	if strings.HasPrefix(s, "-") {
@@ -99,7 +101,15 @@ func ParseSeq(s string) (int32, bool) {
 		}
 	}
 	n, err := strconv.ParseInt(s, 10, 32)
-	return int32(n), err == nil
+	if err != nil {
+		return 0, false
+	}
+	// Only what Java's "%010d" writes: a negative number, padded to ten
+	// characters with its sign, or eleven without padding.
+	if digits != s && (n >= 0 || (len(s) == SeqLen+1 && digits[0] == '0')) {
+		return 0, false
+	}
+	return int32(n), true
 }
 
 // Sort returns the children whose kind accept takes, in queue order: by

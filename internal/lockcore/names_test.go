@@ -27,6 +27,8 @@ func TestParse(t *testing.T) {
 		{"lock-2147483648", 0, "", false},  // not an int32
 		{"lock--2147483649", 0, "", false}, // not an int32
 		{"lock--00000005", 0, "", false},   // sign and 8 digits
+		{"lock--000000000", 0, "", false},  // minus zero: not what %010d writes
+		{"lock--0999999999", 0, "", false}, // eleven characters with a padding zero
 		{"lock-0000000001x", 0, "", false}, // trailing text
 		{"lock-000000001", 0, "", false},   // 9 digits
 		{"lock-00000000x1", 0, "", false},  // not digits

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+
+	"github.com/zkrecipes/zkrecipes/connection"
 )
 
 // Lock is one lock a Multi takes: a mutex, a side of a read/write lock, a
@@ -58,12 +60,12 @@ type Multi struct {
 // New returns a Multi of locks, which it will take in path order.
 func New(locks ...Lock) (*Multi, error) {
 	if len(locks) == 0 {
-		return nil, errors.New("multilock: no locks")
+		return nil, fmt.Errorf("multilock: no locks: %w", connection.ErrInvalidOption)
 	}
 	sorted := slices.Clone(locks)
 	for _, l := range sorted {
 		if l == nil {
-			return nil, errors.New("multilock: nil lock")
+			return nil, fmt.Errorf("multilock: nil lock: %w", connection.ErrInvalidOption)
 		}
 	}
 	slices.SortStableFunc(sorted, func(a, b Lock) int { return cmp.Compare(a.Path(), b.Path()) })

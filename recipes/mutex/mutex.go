@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
@@ -68,7 +69,7 @@ func WithData(data []byte) Option {
 func WithRevocation(onRevoke func()) Option {
 	return func(m *Mutex) error {
 		if onRevoke == nil {
-			return errors.New("mutex: nil revocation listener")
+			return fmt.Errorf("mutex: nil revocation listener: %w", connection.ErrInvalidOption)
 		}
 		m.onRevoke = onRevoke
 		return nil
@@ -79,7 +80,7 @@ func WithRevocation(onRevoke func()) Option {
 // here; nothing is created until Lock.
 func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 	if c == nil {
-		return nil, errors.New("mutex: nil client")
+		return nil, fmt.Errorf("mutex: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("mutex: %w", err)
@@ -191,6 +192,9 @@ func Participants(ctx context.Context, c *connection.Client, path string) ([]Par
 func Revoke(ctx context.Context, c *connection.Client, nodePath string) error {
 	if err := connection.ValidatePath(nodePath); err != nil {
 		return fmt.Errorf("mutex: %w", err)
+	}
+	if _, ok := lockcore.Parse(path.Base(nodePath)); !ok || nodePath == "/" {
+		return fmt.Errorf("mutex: revoke: %w: %q is not a lock node", connection.ErrInvalidPath, nodePath)
 	}
 	if err := lockcore.Revoke(ctx, c, nodePath); err != nil {
 		return fmt.Errorf("mutex: revoke %s: %w", nodePath, err)

@@ -51,7 +51,7 @@ type Lock struct {
 // New returns a participant of the naive lock whose node is path.
 func New(c *connection.Client, path string) (*Lock, error) {
 	if c == nil {
-		return nil, errors.New("naive: nil client")
+		return nil, fmt.Errorf("naive: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(path); err != nil {
 		return nil, fmt.Errorf("naive: %w", err)

@@ -66,7 +66,7 @@ func WithData(data []byte) Option {
 // created until a side is locked.
 func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 	if c == nil {
-		return nil, errors.New("rwlock: nil client")
+		return nil, fmt.Errorf("rwlock: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(p); err != nil {
 		return nil, fmt.Errorf("rwlock: %w", err)

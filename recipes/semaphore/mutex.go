@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/zkrecipes/zkrecipes/connection"
 )
 
 // Errors of the semaphore-backed mutex. Match them with errors.Is.
@@ -33,10 +35,10 @@ type Mutex struct {
 // fixed maximum of 1).
 func NewMutex(sem *Semaphore) (*Mutex, error) {
 	if sem == nil {
-		return nil, errors.New("semaphore: nil semaphore")
+		return nil, fmt.Errorf("semaphore: nil semaphore: %w", connection.ErrInvalidOption)
 	}
 	if sem.max != 1 || sem.countPath != "" {
-		return nil, fmt.Errorf("semaphore: a mutex needs a semaphore of exactly one lease, not %d", sem.max)
+		return nil, fmt.Errorf("semaphore: %w: a mutex needs a semaphore of exactly one lease, not %d", connection.ErrInvalidOption, sem.max)
 	}
 	return &Mutex{sem: sem}, nil
 }

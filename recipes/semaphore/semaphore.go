@@ -59,6 +59,9 @@ func WithSharedCount(countPath string) Option {
 		if err := connection.ValidatePath(countPath); err != nil {
 			return fmt.Errorf("semaphore: shared count: %w", err)
 		}
+		if countPath == "/" {
+			return fmt.Errorf("semaphore: shared count: %w: the root cannot be a count", connection.ErrInvalidPath)
+		}
 		s.countPath = countPath
 		return nil
 	}
@@ -77,7 +80,7 @@ func WithData(data []byte) Option {
 // once. Nothing is created until Acquire.
 func New(c *connection.Client, p string, maxLeases int, opts ...Option) (*Semaphore, error) {
 	if c == nil {
-		return nil, errors.New("semaphore: nil client")
+		return nil, fmt.Errorf("semaphore: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(p); err != nil {
 		return nil, fmt.Errorf("semaphore: %w", err)
