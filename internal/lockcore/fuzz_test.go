@@ -50,7 +50,9 @@ func FuzzContenderOrder(f *testing.F) {
 	f.Add(int32(-5), int32(3), int32(-2147483648), uint8(9))
 	f.Fuzz(func(t *testing.T, a, b, c int32, layout uint8) {
 		layouts := []func(i int, n int32) string{
-			func(i int, n int32) string { return fmt.Sprintf("_c_%08d-0000-0000-0000-000000000000-lock-%010d", i, n) },
+			func(i int, n int32) string {
+				return fmt.Sprintf("_c_%08d-0000-0000-0000-000000000000-lock-%010d", i, n)
+			},
 			func(i int, n int32) string { return fmt.Sprintf("%032d__lock__%010d", i, n) },
 			func(i int, n int32) string { return fmt.Sprintf("%032d__rlock__%010d", i, n) },
 		}

@@ -93,20 +93,37 @@ func TestConstructorsRefuseBadInput(t *testing.T) {
 		}
 	}
 	for name, err := range map[string]error{
-		"semaphore.New(0 leases)":        call(func() error { _, err := semaphore.New(c, "/s", 0); return err }),
-		"semaphore.New(-1 leases)":       call(func() error { _, err := semaphore.New(c, "/s", -1); return err }),
-		"semaphore.NewMutex(nil)":        call(func() error { _, err := semaphore.NewMutex(nil); return err }),
-		"semaphore.NewMutex(2 leases)":   call(func() error { s, _ := semaphore.New(c, "/s", 2); _, err := semaphore.NewMutex(s); return err }),
-		"mutex.WithRevocation(nil)":      call(func() error { _, err := mutex.New(c, "/m", mutex.WithRevocation(nil)); return err }),
-		"multilock.New()":                call(func() error { _, err := multilock.New(); return err }),
-		"multilock.New(nil)":             call(func() error { _, err := multilock.New(nil); return err }),
-		"election.New(empty id)":         call(func() error { _, err := election.New(c, "/e", ""); return err }),
-		"queue.WithPriority(-1)":         call(func() error { q, _ := queue.New(c, "/q"); return q.Put(context.Background(), nil, queue.WithPriority(-1)) }),
-		"queue.WithPriority(1000)":       call(func() error { q, _ := queue.New(c, "/q"); return q.Put(context.Background(), nil, queue.WithPriority(1000)) }),
-		"connection.Open(no servers)":    call(func() error { _, err := connection.Open(context.Background(), nil); return err }),
-		"connection.WithSessionTimeout":  call(func() error { _, err := connection.Open(context.Background(), []string{"x:1"}, connection.WithSessionTimeout(-1)); return err }),
-		"semaphore.Acquire(0)":           call(func() error { s, _ := semaphore.New(c, "/s", 2); _, err := s.Acquire(context.Background(), 0); return err }),
-		"semaphore.Acquire(more than max)": call(func() error { s, _ := semaphore.New(c, "/s", 2); _, err := s.Acquire(context.Background(), 3); return err }),
+		"semaphore.New(0 leases)":      call(func() error { _, err := semaphore.New(c, "/s", 0); return err }),
+		"semaphore.New(-1 leases)":     call(func() error { _, err := semaphore.New(c, "/s", -1); return err }),
+		"semaphore.NewMutex(nil)":      call(func() error { _, err := semaphore.NewMutex(nil); return err }),
+		"semaphore.NewMutex(2 leases)": call(func() error { s, _ := semaphore.New(c, "/s", 2); _, err := semaphore.NewMutex(s); return err }),
+		"mutex.WithRevocation(nil)":    call(func() error { _, err := mutex.New(c, "/m", mutex.WithRevocation(nil)); return err }),
+		"multilock.New()":              call(func() error { _, err := multilock.New(); return err }),
+		"multilock.New(nil)":           call(func() error { _, err := multilock.New(nil); return err }),
+		"election.New(empty id)":       call(func() error { _, err := election.New(c, "/e", ""); return err }),
+		"queue.WithPriority(-1)": call(func() error {
+			q, _ := queue.New(c, "/q")
+			return q.Put(context.Background(), nil, queue.WithPriority(-1))
+		}),
+		"queue.WithPriority(1000)": call(func() error {
+			q, _ := queue.New(c, "/q")
+			return q.Put(context.Background(), nil, queue.WithPriority(1000))
+		}),
+		"connection.Open(no servers)": call(func() error { _, err := connection.Open(context.Background(), nil); return err }),
+		"connection.WithSessionTimeout": call(func() error {
+			_, err := connection.Open(context.Background(), []string{"x:1"}, connection.WithSessionTimeout(-1))
+			return err
+		}),
+		"semaphore.Acquire(0)": call(func() error {
+			s, _ := semaphore.New(c, "/s", 2)
+			_, err := s.Acquire(context.Background(), 0)
+			return err
+		}),
+		"semaphore.Acquire(more than max)": call(func() error {
+			s, _ := semaphore.New(c, "/s", 2)
+			_, err := s.Acquire(context.Background(), 3)
+			return err
+		}),
 	} {
 		want := map[string]error{
 			"election.New(empty id)":           election.ErrInvalidID,
