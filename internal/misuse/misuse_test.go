@@ -277,6 +277,11 @@ func TestMisuseOfLeasesTermsItems(t *testing.T) {
 	if _, err := q.TryTake(ctx); !errors.Is(err, queue.ErrEmpty) {
 		t.Errorf("TryTake on an empty queue: %v, want ErrEmpty", err)
 	}
+	// Data beyond go-zookeeper's 1 MiB buffer: refused at once, before
+	// anything is sent (the server would drop the connection).
+	if err := call(func() error { return q.Put(ctx, make([]byte, 2<<20)) }); !errors.Is(err, zk.ErrShortBuffer) {
+		t.Errorf("Put of 2 MiB: %v, want zk.ErrShortBuffer", err)
+	}
 	if _, err := e.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
 		t.Errorf("Leader with none: %v, want ErrNoLeader", err)
 	}
