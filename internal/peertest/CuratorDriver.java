@@ -34,6 +34,32 @@ public class CuratorDriver {
         System.out.flush();
     }
 
+    // A command of one recipe: it returns its answer line.
+    interface Handler {
+        String handle(String[] cmd) throws Exception;
+    }
+
+    // serve says READY, then answers commands line by line until quit or
+    // the end of stdin; a command the handler does not know (null) is an
+    // error, an exception is reported and serving goes on.
+    private static void serve(CuratorFramework client, Handler h) throws Exception {
+        say("READY");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+        for (String line; (line = in.readLine()) != null; ) {
+            String[] cmd = line.trim().split("\\s+");
+            if (cmd[0].equals("quit")) {
+                break;
+            }
+            try {
+                String answer = h.handle(cmd);
+                say(answer != null ? answer : "ERROR unknown command " + cmd[0]);
+            } catch (Exception e) {
+                say("ERROR " + e);
+            }
+        }
+        client.close();
+    }
+
     public static void main(String[] args) throws Exception {
         CuratorFramework client = CuratorFrameworkFactory.newClient(
             args[0], 10000, 5000, new ExponentialBackoffRetry(100, 5));
@@ -43,148 +69,103 @@ public class CuratorDriver {
             System.exit(1);
         }
         String kind = args.length > 2 ? args[2] : "mutex";
-        if (kind.equals("latch")) {
-            latch(client, new LeaderLatch(client, args[1], args[3]));
-            return;
-        }
-        if (kind.equals("selector")) {
-            selector(client, args[1], args[3]);
-            return;
-        }
-        if (kind.equals("semaphore")) {
-            semaphore(client, new InterProcessSemaphoreV2(client, args[1], Integer.parseInt(args[3])));
-            return;
-        }
-        InterProcessMutex mutex;
         switch (kind) {
+            case "latch":
+                serve(client, latch(new LeaderLatch(client, args[1], args[3])));
+                return;
+            case "selector":
+                serve(client, selector(client, args[1], args[3]));
+                return;
+            case "semaphore":
+                serve(client, semaphore(new InterProcessSemaphoreV2(client, args[1], Integer.parseInt(args[3]))));
+                return;
             case "read":
-                mutex = new InterProcessReadWriteLock(client, args[1]).readLock();
-                break;
+                serve(client, mutex(new InterProcessReadWriteLock(client, args[1]).readLock(), kind));
+                return;
             case "write":
-                mutex = new InterProcessReadWriteLock(client, args[1]).writeLock();
-                break;
+                serve(client, mutex(new InterProcessReadWriteLock(client, args[1]).writeLock(), kind));
+                return;
             default:
-                mutex = new InterProcessMutex(client, args[1]);
+                serve(client, mutex(new InterProcessMutex(client, args[1]), null));
         }
-        boolean rw = !kind.equals("mutex");
-        say("READY");
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-        for (String line; (line = in.readLine()) != null; ) {
-            String[] cmd = line.trim().split("\\s+");
-            try {
-                switch (cmd[0]) {
-                    case "acquire":
-                        boolean ok = true;
-                        if (cmd.length > 1) {
-                            ok = mutex.acquire(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS);
-                        } else {
-                            mutex.acquire();
-                        }
-                        // A read/write lock's participants are all its
-                        // readers and writers: no node names the hold.
-                        say(ok ? "ACQUIRED " + (rw ? kind : currentNode(mutex)) : "TIMEOUT");
-                        break;
-                    case "release":
-                        mutex.release();
-                        say("RELEASED");
-                        break;
-                    case "participants":
-                        say("PARTICIPANTS " + String.join(",", mutex.getParticipantNodes()));
-                        break;
-                    case "revocable":
-                        mutex.makeRevocable(m -> say("REVOKE_REQUESTED"));
-                        say("REVOCABLE");
-                        break;
-                    case "quit":
-                        client.close();
-                        return;
-                    default:
-                        say("ERROR unknown command " + cmd[0]);
-                }
-            } catch (Exception e) {
-                say("ERROR " + e);
-            }
-        }
-        client.close();
     }
 
-    private static void semaphore(CuratorFramework client, InterProcessSemaphoreV2 sem) throws Exception {
+    // mutex serves an InterProcessMutex, or a side of a read/write lock
+    // (side names it: its participants are all readers and writers, so no
+    // node names the hold).
+    private static Handler mutex(InterProcessMutex mutex, String side) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "acquire":
+                    boolean ok = true;
+                    if (cmd.length > 1) {
+                        ok = mutex.acquire(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS);
+                    } else {
+                        mutex.acquire();
+                    }
+                    return ok ? "ACQUIRED " + (side != null ? side : currentNode(mutex)) : "TIMEOUT";
+                case "release":
+                    mutex.release();
+                    return "RELEASED";
+                case "participants":
+                    return "PARTICIPANTS " + String.join(",", mutex.getParticipantNodes());
+                case "revocable":
+                    mutex.makeRevocable(m -> say("REVOKE_REQUESTED"));
+                    return "REVOCABLE";
+                default:
+                    return null;
+            }
+        };
+    }
+
+    private static Handler semaphore(InterProcessSemaphoreV2 sem) {
         Deque<Lease> leases = new ArrayDeque<>();
-        say("READY");
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-        for (String line; (line = in.readLine()) != null; ) {
-            String[] cmd = line.trim().split("\\s+");
-            try {
-                switch (cmd[0]) {
-                    case "acquire":
-                        Lease lease = cmd.length > 1
-                            ? sem.acquire(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS)
-                            : sem.acquire();
-                        if (lease == null) {
-                            say("TIMEOUT");
-                        } else {
-                            leases.push(lease);
-                            say("ACQUIRED " + lease.getNodeName());
-                        }
-                        break;
-                    case "release":
-                        sem.returnLease(leases.pop());
-                        say("RELEASED");
-                        break;
-                    case "quit":
-                        client.close();
-                        return;
-                    default:
-                        say("ERROR unknown command " + cmd[0]);
-                }
-            } catch (Exception e) {
-                say("ERROR " + e);
+        return cmd -> {
+            switch (cmd[0]) {
+                case "acquire":
+                    Lease lease = cmd.length > 1
+                        ? sem.acquire(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS)
+                        : sem.acquire();
+                    if (lease == null) {
+                        return "TIMEOUT";
+                    }
+                    leases.push(lease);
+                    return "ACQUIRED " + lease.getNodeName();
+                case "release":
+                    sem.returnLease(leases.pop());
+                    return "RELEASED";
+                default:
+                    return null;
             }
-        }
-        client.close();
+        };
     }
 
-    private static void latch(CuratorFramework client, LeaderLatch latch) throws Exception {
-        say("READY");
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-        for (String line; (line = in.readLine()) != null; ) {
-            String[] cmd = line.trim().split("\\s+");
-            try {
-                switch (cmd[0]) {
-                    case "start":
-                        latch.start();
-                        say("STARTED");
-                        break;
-                    case "await":
-                        boolean ok = true;
-                        if (cmd.length > 1) {
-                            ok = latch.await(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS);
-                        } else {
-                            latch.await();
-                        }
-                        say(ok ? "LEADER" : "TIMEOUT");
-                        break;
-                    case "leader":
-                        say("LEADER_ID " + latch.getLeader().getId());
-                        break;
-                    case "close":
-                        latch.close();
-                        say("CLOSED");
-                        break;
-                    case "quit":
-                        client.close();
-                        return;
-                    default:
-                        say("ERROR unknown command " + cmd[0]);
-                }
-            } catch (Exception e) {
-                say("ERROR " + e);
+    private static Handler latch(LeaderLatch latch) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "start":
+                    latch.start();
+                    return "STARTED";
+                case "await":
+                    boolean ok = true;
+                    if (cmd.length > 1) {
+                        ok = latch.await(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS);
+                    } else {
+                        latch.await();
+                    }
+                    return ok ? "LEADER" : "TIMEOUT";
+                case "leader":
+                    return "LEADER_ID " + latch.getLeader().getId();
+                case "close":
+                    latch.close();
+                    return "CLOSED";
+                default:
+                    return null;
             }
-        }
-        client.close();
+        };
     }
 
-    private static void selector(CuratorFramework client, String path, String id) throws Exception {
+    private static Handler selector(CuratorFramework client, String path, String id) {
         Semaphore resign = new Semaphore(0);
         LeaderSelector selector = new LeaderSelector(client, path, new LeaderSelectorListenerAdapter() {
             @Override
@@ -194,38 +175,23 @@ public class CuratorDriver {
             }
         });
         selector.setId(id);
-        say("READY");
-        BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-        for (String line; (line = in.readLine()) != null; ) {
-            String[] cmd = line.trim().split("\\s+");
-            try {
-                switch (cmd[0]) {
-                    case "start":
-                        selector.start();
-                        say("STARTED");
-                        break;
-                    case "resign":
-                        resign.release();
-                        say("RESIGNED");
-                        break;
-                    case "leader":
-                        say("LEADER_ID " + selector.getLeader().getId());
-                        break;
-                    case "close":
-                        selector.close();
-                        say("CLOSED");
-                        break;
-                    case "quit":
-                        client.close();
-                        return;
-                    default:
-                        say("ERROR unknown command " + cmd[0]);
-                }
-            } catch (Exception e) {
-                say("ERROR " + e);
+        return cmd -> {
+            switch (cmd[0]) {
+                case "start":
+                    selector.start();
+                    return "STARTED";
+                case "resign":
+                    resign.release();
+                    return "RESIGNED";
+                case "leader":
+                    return "LEADER_ID " + selector.getLeader().getId();
+                case "close":
+                    selector.close();
+                    return "CLOSED";
+                default:
+                    return null;
             }
-        }
-        client.close();
+        };
     }
 
     // The node of the current hold: the lowest participant, which is ours
