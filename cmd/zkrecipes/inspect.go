@@ -50,7 +50,11 @@ func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 	}
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	client, err := connection.Open(openCtx, list)
+	opts, err := openOptions()
+	if err != nil {
+		return err
+	}
+	client, err := connection.Open(openCtx, list, opts...)
 	if err != nil {
 		return fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(list, ","), err)
 	}

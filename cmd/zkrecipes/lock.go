@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -179,17 +180,23 @@ func openForCommand(ctx context.Context, servers, path string, cmdArgs []string,
 	}
 	openCtx, cancel := context.WithTimeout(ctx, connect)
 	defer cancel()
-	client, err := connection.Open(openCtx, list, connection.WithSessionTimeout(session), connection.WithErrorPolicy(policy))
+	opts, err := openOptions(connection.WithSessionTimeout(session), connection.WithErrorPolicy(policy))
+	if err != nil {
+		return nil, err
+	}
+	client, err := connection.Open(openCtx, list, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(list, ","), err)
 	}
 	return client, nil
 }
 
-// commandData is the node data that tells inspect who holds: the command.
+// commandData is the node data that tells inspect who holds: the program,
+// its pid and host. Not its arguments: anyone who may read the lock
+// directory reads the data, and arguments can hold secrets.
 func commandData(what string, cmdArgs []string) []byte {
 	host, _ := os.Hostname()
-	return []byte(fmt.Sprintf("zkrecipes %s pid %d on %s: %s", what, os.Getpid(), host, strings.Join(cmdArgs, " ")))
+	return []byte(fmt.Sprintf("zkrecipes %s pid %d on %s: %s", what, os.Getpid(), host, filepath.Base(cmdArgs[0])))
 }
 
 // underRun is a command to run under a hold.

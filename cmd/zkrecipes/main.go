@@ -96,6 +96,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nServers come from --servers host:port,... or the ZK_SERVERS environment variable.")
+	fmt.Fprintln(w, authHelp)
 	fmt.Fprintln(w, `Run "zkrecipes <command> --help" for a command's flags.`)
 }
 

@@ -191,5 +191,9 @@ func openPlain(ctx context.Context, servers, path string) (*connection.Client, e
 	}
 	openCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	return connection.Open(openCtx, list)
+	opts, err := openOptions()
+	if err != nil {
+		return nil, err
+	}
+	return connection.Open(openCtx, list, opts...)
 }

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// TestAuthFromEnvironment: a lock directory only "alice" may use. Without
+// credentials lock and inspect fail at once, saying why; with ZK_AUTH (or
+// ZK_AUTH_FILE) they work; the password and the command's arguments never
+// appear in what zkrecipes prints or in the lock node's data.
+func TestAuthFromEnvironment(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	admin := ens.Conn(t)
+	if err := admin.AddAuth("digest", []byte("alice:s3cret-pw")); err != nil {
+		t.Fatal(err)
+	}
+	dir := root + "/private"
+	if _, err := admin.Create(dir, nil, 0, zk.DigestACL(zk.PermAll, "alice", "s3cret-pw")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Delete(dir, -1) })
+	srv := ens.ConnectString()
+
+	t.Setenv("ZK_AUTH", "")
+	code, out, errOut := runCLI(t, "lock", "--servers", srv, dir, "--", "true")
+	if code != 1 || !strings.Contains(errOut, "not authenticated") {
+		t.Fatalf("lock without credentials: exit %d, %q %q", code, out, errOut)
+	}
+	t.Setenv("ZK_AUTH", "alice:wrong")
+	if code, _, errOut := runCLI(t, "inspect", "--servers", srv, dir); code != 1 || strings.Contains(errOut, "wrong") {
+		t.Fatalf("inspect with a wrong password: exit %d, %q", code, errOut)
+	}
+	t.Setenv("ZK_AUTH", "alice")
+	if code, _, errOut := runCLI(t, "inspect", "--servers", srv, dir); code != 1 || !strings.Contains(errOut, "user:password") {
+		t.Fatalf("malformed ZK_AUTH: exit %d, %q", code, errOut)
+	}
+
+	t.Setenv("ZK_AUTH", "alice:s3cret-pw")
+	code, out, errOut = runCLI(t, "lock", "--servers", srv, dir, "--", "sh", "-c", "echo held-with-secret-arg", "token=hunter2")
+	if code != 0 || !strings.Contains(out, "held-with-secret-arg") {
+		t.Fatalf("lock with credentials: exit %d, %q %q", code, out, errOut)
+	}
+	// A holder that stays, so that inspect shows its data.
+	file := filepath.Join(t.TempDir(), "auth")
+	if err := os.WriteFile(file, []byte("alice:s3cret-pw\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ZK_AUTH", "")
+	t.Setenv("ZK_AUTH_FILE", file)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runCLI(t, "lock", "--servers", srv, dir, "--", "sh", "-c", "sleep 1", "--password=hunter2")
+	}()
+	var listing string
+	for range 200 {
+		_, listing, _ = runCLI(t, "inspect", "--servers", srv, dir)
+		if strings.Contains(listing, "holder") {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	<-done
+	if !strings.Contains(listing, "holder") || !strings.Contains(listing, ": sh") {
+		t.Fatalf("inspect with ZK_AUTH_FILE: %q", listing)
+	}
+	for _, secret := range []string{"s3cret-pw", "hunter2"} {
+		if strings.Contains(listing+out+errOut, secret) {
+			t.Fatalf("%q printed: %q", secret, listing+out+errOut)
+		}
+	}
+}
