@@ -46,9 +46,13 @@ type Client struct {
 
 	events eventQueue    // go-zookeeper callbacks to the supervisor
 	stop   chan struct{} // closed by Close
-	base   context.Context
-	cancel context.CancelFunc // cancels base, for background cleanups, at Close
-	wg     sync.WaitGroup
+
+	// dialFailed receives a dial error that retrying cannot cure (a
+	// certificate the client does not trust), for Open to report.
+	dialFailed chan error
+	base       context.Context
+	cancel     context.CancelFunc // cancels base, for background cleanups, at Close
+	wg         sync.WaitGroup
 }
 
 // connEvent is a go-zookeeper session event of handle gen, with what the
@@ -86,6 +90,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 		ready:       make(chan struct{}),
 		listeners:   map[*listener]struct{}{},
 		stop:        make(chan struct{}),
+		dialFailed:  make(chan error, 1),
 	}
 	if c.defaultData == nil {
 		c.defaultData = []byte(hostAddress())
@@ -109,6 +114,9 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 	select {
 	case <-ready:
 		return c, nil
+	case err := <-c.dialFailed:
+		c.Close()
+		return nil, fmt.Errorf("connection: open %v: %w", servers, err)
 	case <-ctx.Done():
 		c.Close()
 		return nil, fmt.Errorf("connection: open %v: no session: %w", servers, ctx.Err())
@@ -125,7 +133,15 @@ func (c *Client) dialLocked() error {
 	timeout := c.opts.dialTimeout
 	zopts := []func(*zk.Conn){
 		zk.WithDialer(tr.dialer(func(network, addr string, _ time.Duration) (net.Conn, error) {
-			return dial(network, addr, timeout)
+			conn, err := dial(network, addr, timeout)
+			if err != nil && untrusted(err) {
+				c.opts.logger.Error("zookeeper server certificate not trusted", "server", addr, "error", err)
+				select {
+				case c.dialFailed <- fmt.Errorf("%w: %s: %w", ErrTLS, addr, err):
+				default:
+				}
+			}
+			return conn, err
 		})),
 		zk.WithEventCallback(func(ev zk.Event) {
 			// Called on go-zookeeper's loop goroutine: it must not block.

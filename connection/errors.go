@@ -15,6 +15,9 @@ var (
 	// cannot take, such as a negative timeout or a nil client; every
 	// package's constructors use it.
 	ErrInvalidOption = errors.New("connection: invalid option")
+	// ErrTLS means a server's certificate was not trusted (WithTLS): Open
+	// fails with it at once, wrapping the crypto/x509 or crypto/tls error.
+	ErrTLS = errors.New("connection: TLS: server certificate not trusted")
 	// ErrClosed means the client was closed.
 	ErrClosed = errors.New("connection: client closed")
 	// ErrSessionLost means the session an operation or a hold depended on

@@ -2,6 +2,9 @@ package connection
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -190,6 +193,37 @@ func WithDialer(dial func(network, addr string, timeout time.Duration) (net.Conn
 		o.dial = dial
 		return nil
 	}
+}
+
+// WithTLS connects to the servers' TLS client port (ZooKeeper's
+// secureClientPort) with cfg: the servers' addresses must be those ports.
+// When cfg has no ServerName, the host of each address is checked against
+// the certificate. A certificate cfg does not trust makes Open fail at
+// once with an error matching ErrTLS. SASL is not supported (go-zookeeper
+// has no SASL); digest authentication (WithDigestAuth) works over TLS.
+func WithTLS(cfg *tls.Config) Option {
+	return func(o *options) error {
+		if cfg == nil {
+			return invalid("nil TLS config")
+		}
+		cfg := cfg.Clone()
+		o.dial = func(network, addr string, timeout time.Duration) (net.Conn, error) {
+			return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, cfg)
+		}
+		return nil
+	}
+}
+
+// untrusted reports whether a dial failed on the server's certificate:
+// no retry helps.
+func untrusted(err error) bool {
+	var (
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		verify   *tls.CertificateVerificationError
+	)
+	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify)
 }
 
 // WithErrorPolicy decides whether Suspended already ends the trust in a

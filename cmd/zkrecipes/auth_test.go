@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // TestAuthFromEnvironment: a lock directory only "alice" may use. Without
@@ -75,5 +77,30 @@ func TestAuthFromEnvironment(t *testing.T) {
 		if strings.Contains(listing+out+errOut, secret) {
 			t.Fatalf("%q printed: %q", secret, listing+out+errOut)
 		}
+	}
+}
+
+// TestTLSFromEnvironment: ZK_TLS_CA_FILE makes the commands speak TLS to
+// the servers' TLS ports, trusting that CA; without it they cannot.
+func TestTLSFromEnvironment(t *testing.T) {
+	ens := zktest.Start(t, zktest.WithTLS())
+	secure, err := ens.SecureServers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, ens.TLSCertPEM(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := strings.Join(secure, ",")
+	t.Setenv("ZK_AUTH", "")
+	t.Setenv("ZK_TLS_CA_FILE", caFile)
+	if code, out, errOut := runCLI(t, "lock", "--servers", srv, "/tls-job", "--", "sh", "-c", "echo over-tls"); code != 0 || !strings.Contains(out, "over-tls") {
+		t.Fatalf("lock over TLS: exit %d, %q %q", code, out, errOut)
+	}
+	t.Setenv("ZK_TLS_CA_FILE", "")
+	t.Setenv("ZK_TLS", "system")
+	if code, _, errOut := runCLI(t, "lock", "--servers", srv, "/tls-job", "--", "true"); code != 1 || !strings.Contains(errOut, "certificate") {
+		t.Fatalf("lock trusting only the system roots: exit %d, %q", code, errOut)
 	}
 }

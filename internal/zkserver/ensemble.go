@@ -53,6 +53,7 @@ type config struct {
 	tickTime     time.Duration
 	syncLimit    time.Duration // 0: the default, 5 s
 	partitions   bool          // proxies between servers
+	tls          bool          // a TLS client port too
 	startTimeout time.Duration
 	backend      string
 	dockerImage  string

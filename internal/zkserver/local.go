@@ -64,6 +64,15 @@ func lookupLocalInstall() (*localInstall, error) {
 	if simple := filepath.Join(debianJars, "slf4j-simple.jar"); fileExists(simple) {
 		cp = append(cp, simple)
 	}
+	// Debian's zookeeper.jar names only part of Netty in its manifest; the
+	// Netty server (WithTLS) needs the rest (Debian's netty-all.jar is an
+	// empty aggregate).
+	for _, name := range []string{"netty-buffer", "netty-codec", "netty-common", "netty-handler",
+		"netty-resolver", "netty-transport", "netty-transport-native-epoll", "netty-transport-native-unix-common"} {
+		if jar := filepath.Join(debianJars, name+".jar"); fileExists(jar) {
+			cp = append(cp, jar)
+		}
+	}
 	return &localInstall{java: java, classpath: cp}, nil
 }
 
@@ -74,15 +83,17 @@ type localBackend struct {
 	dir     string
 	servers []*localServer
 	links   quorumLinks // WithServerPartitions
+	tls     *tlsFiles   // WithTLS
 }
 
 // localServer is one server process. mu guards proc, exited and paused.
 type localServer struct {
-	id      int // myid, from 1
-	dir     string
-	cfgPath string
-	logPath string
-	addr    string
+	id         int // myid, from 1
+	dir        string
+	cfgPath    string
+	logPath    string
+	addr       string
+	secureAddr string // WithTLS
 
 	mu     sync.Mutex
 	proc   *os.Process
@@ -120,12 +131,18 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 		return nil, err
 	}
 	n := cfg.servers
-	ports, err := freePorts(3 * n)
+	ports, err := freePorts(4 * n) // client, quorum, election, TLS client
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	b := &localBackend{cfg: cfg, install: inst, dir: dir}
+	if cfg.tls {
+		if b.tls, err = makeKeystore(inst.java, dir); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	var quorum strings.Builder
 	if n > 1 {
 		for i := range n {
@@ -149,6 +166,10 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 		q := quorum.String()
 		if b.links != nil {
 			q = b.links.quorum(i, ports)
+		}
+		if b.tls != nil {
+			s.secureAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[3*n+i]))
+			q += b.tls.configLines(ports[3*n+i])
 		}
 		if err := s.writeConfig(cfg, ports[3*i], q); err != nil {
 			b.Close()

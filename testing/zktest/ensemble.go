@@ -28,6 +28,9 @@ var (
 	// ErrNoPartitions means server partitions were asked of an ensemble
 	// made without WithServerPartitions, or not by the local backend.
 	ErrNoPartitions = zkserver.ErrNoPartitions
+	// ErrNoTLS means TLS was asked of an ensemble started without WithTLS,
+	// or not by the local backend.
+	ErrNoTLS = zkserver.ErrNoTLS
 )
 
 // Defaults used when no option says otherwise.
@@ -84,6 +87,13 @@ func WithLogf(logf func(format string, args ...any)) Option { return zkserver.Wi
 // (local backend), so that Partition, Isolate and Heal can cut the quorum
 // itself.
 func WithServerPartitions() Option { return zkserver.WithServerPartitions() }
+
+// WithTLS gives every server of the local backend a TLS client port as
+// well (ZooKeeper's secureClientPort, on Netty), with a key and a
+// self-signed certificate for 127.0.0.1 that keytool makes for the
+// ensemble. SecureServers returns the TLS addresses, TLSConfig a client
+// configuration that trusts that certificate and nothing else.
+func WithTLS() Option { return zkserver.WithTLS() }
 
 // Backend runs the servers of one ensemble. The local processes and an
 // external ensemble are built in; the Docker backend, in the module

@@ -1,0 +1,70 @@
+package connection_test
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// TestTLS: a server's TLS client port (secureClientPort, with a keystore
+// keytool made for the test) serves a client WithTLS that trusts its
+// certificate — it takes a lock there — refuses a plain client, and a
+// client that does not trust the certificate fails at once with ErrTLS,
+// wrapping the x509 error.
+func TestTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	ens := zktest.Start(t, zktest.WithTLS())
+	secure, err := ens.SecureServers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ens.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, time.Minute)
+
+	c := open(t, secure, connection.WithTLS(cfg))
+	m, err := mutex.New(c, "/tls-lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock over TLS: %v", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	plainCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if pc, err := connection.Open(plainCtx, secure); err == nil {
+		pc.Close()
+		t.Fatal("a plain client got a session on the TLS port")
+	}
+
+	start := time.Now()
+	_, err = connection.Open(ctx, secure, connection.WithTLS(&tls.Config{RootCAs: x509.NewCertPool()}))
+	var unknown x509.UnknownAuthorityError
+	var verify *tls.CertificateVerificationError
+	if !errors.Is(err, connection.ErrTLS) || !(errors.As(err, &unknown) || errors.As(err, &verify)) {
+		t.Fatalf("Open with an untrusted certificate = %v, want ErrTLS wrapping the x509 error", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the certificate error took %v to surface", d)
+	}
+	t.Logf("untrusted: %v", err)
+
+	if _, err := zktest.Start(t).SecureServers(); !errors.Is(err, zktest.ErrNoTLS) {
+		t.Fatalf("SecureServers without WithTLS = %v, want ErrNoTLS", err)
+	}
+}
