@@ -190,14 +190,24 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 			return nil, fmt.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
 		}
 		if len(children) <= limit {
-			a, err := lockcore.Confirm(ctx, l.a)
-			if err != nil {
-				return nil, err
+			// The lease is reported only with a hold whose period is
+			// still trusted: if the period Confirm saw ends before the
+			// hold starts, confirm again. The node stays ours while the
+			// session lives, and it was counted all along.
+			for {
+				a, err := lockcore.Confirm(ctx, l.a)
+				if err != nil {
+					return nil, err
+				}
+				hold := lockcore.NewHold(s.client, a, ErrLeaseLost, nil)
+				if hold.Lost() {
+					hold.Stop()
+					continue
+				}
+				l.a, l.hold = a, hold
+				ok = true
+				return l, nil
 			}
-			l.a = a
-			l.hold = lockcore.NewHold(s.client, a, ErrLeaseLost, nil)
-			ok = true
-			return l, nil
 		}
 		if !wait {
 			return nil, ErrNoLeases
