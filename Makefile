@@ -46,4 +46,5 @@ deps:
 ## 3-node ensemble (medians of 3 rounds), rewriting docs/benchmarks.md and docs/benchmarks.svg
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkrecipes/internal/bench
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./recipes/mutex
 	$(GO) run ./cmd/zkrecipes bench --rounds 3 --docs docs

@@ -158,7 +158,9 @@ func writes(k Kind) bool { return k == Write || k == KazooLock }
 // Predicate decides, for contenders in queue order and the index of ours,
 // whether ours holds. If not, it names the contenders to watch, the one
 // whose release matters first, first. Predicates must be monotone: if ours
-// holds with some earlier contenders present, it holds with fewer.
+// holds with some earlier contenders present, it holds with fewer. They
+// look only at the contenders ahead of ours: a waiter keeps no listing of
+// those behind it.
 type Predicate func(cs []Contender, ours int) (held bool, watch []int)
 
 // Shared is the reader's predicate of a read/write lock, Curator's: a

@@ -1,5 +1,7 @@
 package lockcore
 
+import "slices"
+
 // waiter is the decision logic of one contender's wait, without I/O: it
 // keeps the listing it last saw, shrunk as deletions are seen, and the
 // names it watches, and after each thing that happens it says what to do
@@ -35,9 +37,14 @@ func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool)
 	return &waiter{ours: ours, pred: pred, accept: accept, relist: relist, watching: map[string]bool{}}
 }
 
-// listed takes a fresh listing of the directory.
+// listed takes a fresh listing of the directory. It keeps the contenders
+// up to ours only: predicates look at those ahead of ours, and a waiter
+// deep in a long queue should not hold the names of everyone behind it.
 func (w *waiter) listed(children []string) (step, []string) {
 	w.cs = Sort(children, w.accept)
+	if i := Index(w.cs, w.ours); i >= 0 && i+1 < len(w.cs) {
+		w.cs = slices.Clone(w.cs[:i+1])
+	}
 	for name := range w.watching {
 		if Index(w.cs, name) < 0 {
 			delete(w.watching, name) // its event is on its way; nobody needs it
