@@ -174,12 +174,27 @@ func TestServerLagKeepsHoldsSafe(t *testing.T) {
 		{connection.StandardPolicy, connection.Suspended},
 		{connection.SessionPolicy, connection.Lost},
 	} {
-		deleted, began, log := faultUnderFollowerClient(t, ens, partitionFollower, 3*time.Second,
-			connection.WithSessionTimeout(2*time.Second), connection.WithErrorPolicy(tc.policy),
-			connection.WithServerLag(syncLimit+zktest.DefaultTickTime))
+		var (
+			deleted, began time.Time
+			log            stateLog
+		)
+		// The scenario needs the leader to expire the client's session
+		// while the follower is cut off; on a loaded machine the quorum
+		// sometimes reshuffles instead. Such a run shows nothing either
+		// way, so it is run again (at most three times) before the test
+		// gives up; the assertion below is not relaxed.
+		for attempt := 1; attempt <= 3; attempt++ {
+			deleted, began, log = faultUnderFollowerClient(t, ens, partitionFollower, 3*time.Second,
+				connection.WithSessionTimeout(2*time.Second), connection.WithErrorPolicy(tc.policy),
+				connection.WithServerLag(syncLimit+zktest.DefaultTickTime))
+			if !deleted.IsZero() {
+				break
+			}
+			t.Logf("%v policy, attempt %d: the leader did not expire the partitioned follower's client; again", tc.policy, attempt)
+		}
 		ended := log.first(tc.ends)
 		if deleted.IsZero() {
-			t.Fatalf("%v policy: the leader never expired the partitioned follower's client; the test shows nothing", tc.policy)
+			t.Fatalf("%v policy: the leader never expired the partitioned follower's client in three attempts; the test shows nothing", tc.policy)
 		}
 		if ended.IsZero() || !ended.Before(deleted) {
 			t.Fatalf("%v policy: %v %s, but the node was deleted %s", tc.policy, tc.ends, since(ended, began), since(deleted, began))
