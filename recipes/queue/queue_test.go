@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 )
@@ -168,6 +170,9 @@ func TestCancelledTakeLeavesNothing(t *testing.T) {
 	zc := ens.Conn(t)
 	for _, dir := range []string{"/takers", "/taken"} {
 		children, _, err := zc.Children(path + dir)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // the line is a container: the server removes it once empty
+		}
 		if err != nil || len(children) != 0 {
 			t.Fatalf("%s: %v, %v: want nothing left", dir, children, err)
 		}
