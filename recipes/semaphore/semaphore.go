@@ -143,23 +143,55 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 	if err != nil {
 		return nil, fmt.Errorf("semaphore: acquire at %s: %w", s.path, err)
 	}
-	defer func() {
+	unlock := sync.OnceFunc(func() {
 		uctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = m.Unlock(uctx) // a lost hold is ended either way
-	}()
+	})
+	defer unlock()
 	var leases []*Lease
+	fail := func(err error) ([]*Lease, error) {
+		for _, l := range leases {
+			l.drop()
+		}
+		return nil, fmt.Errorf("semaphore: acquire %d at %s: %w", n, s.path, err)
+	}
 	for range n {
 		l, err := s.one(ctx, wait, m)
 		if err != nil {
-			for _, l := range leases {
-				l.drop()
-			}
-			return nil, fmt.Errorf("semaphore: acquire %d at %s: %w", n, s.path, err)
+			return fail(err)
 		}
 		leases = append(leases, l)
 	}
+	// The leases' holds start after the locks mutex is released (a
+	// request), so that none is reported whose trusted period ended on the
+	// way out.
+	unlock()
+	for _, l := range leases {
+		if err := l.start(ctx); err != nil {
+			return fail(err)
+		}
+	}
 	return leases, nil
+}
+
+// start begins the hold of a granted lease. A lease is reported only with
+// a hold whose period is still trusted: if the period Confirm saw ends
+// before the hold starts, it confirms again. The node stays the lease's
+// while its session lives, and it was counted all along.
+func (l *Lease) start(ctx context.Context) error {
+	for {
+		a, err := lockcore.Confirm(ctx, l.a)
+		if err != nil {
+			return err
+		}
+		hold := lockcore.NewHold(l.sem.client, a, ErrLeaseLost, nil)
+		if !hold.Lost() {
+			l.a, l.hold = a, hold
+			return nil
+		}
+		hold.Stop()
+	}
 }
 
 // one creates a lease node and waits until it is within the maximum. The
@@ -190,24 +222,8 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 			return nil, fmt.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
 		}
 		if len(children) <= limit {
-			// The lease is reported only with a hold whose period is
-			// still trusted: if the period Confirm saw ends before the
-			// hold starts, confirm again. The node stays ours while the
-			// session lives, and it was counted all along.
-			for {
-				a, err := lockcore.Confirm(ctx, l.a)
-				if err != nil {
-					return nil, err
-				}
-				hold := lockcore.NewHold(s.client, a, ErrLeaseLost, nil)
-				if hold.Lost() {
-					hold.Stop()
-					continue
-				}
-				l.a, l.hold = a, hold
-				ok = true
-				return l, nil
-			}
+			ok = true
+			return l, nil // its hold starts once the locks mutex is released
 		}
 		if !wait {
 			return nil, ErrNoLeases
@@ -324,7 +340,7 @@ func (l *Lease) drop() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := l.sem.client.Delete(ctx, l.a.Path, -1)
+	err := l.sem.client.Delete(connection.Pin(ctx, l.a.Session), l.a.Path, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
 		l.sem.client.GuaranteedDelete(l.a.Session, l.a.Path, 0)
 	}
