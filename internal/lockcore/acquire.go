@@ -241,24 +241,33 @@ func removeName(cs []Contender, name string) []Contender {
 	return cs
 }
 
-// abandon deletes the node of a failed attempt with a fresh, bounded
-// context; if that fails while the session lives, the client keeps trying
-// in the background.
+// abandon deletes the node of a failed attempt (see Abandon).
 func (l *Lock) abandon(created connection.Created) {
+	Abandon(l.Client, created.Session, created.Path)
+}
+
+// Abandon deletes a node of session sess that its owner gives up on —
+// a failed attempt, a lease or a take never handed out — with a fresh,
+// bounded context, in sess only; if that fails while the session lives,
+// the client keeps trying in the background (GuaranteedDelete). A node of
+// a session that has ended went with it.
+func Abandon(c *connection.Client, sess *connection.Session, path string) {
 	select {
-	case <-created.Session.Done():
+	case <-sess.Done():
 		return // the node went with its session
 	default:
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout(created.Session))
+	ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout(sess))
 	defer cancel()
-	err := l.Client.Delete(connection.Pin(ctx, created.Session), created.Path, -1)
+	err := c.Delete(connection.Pin(ctx, sess), path, -1)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
-		l.Client.GuaranteedDelete(created.Session, created.Path, 0)
+		c.GuaranteedDelete(sess, path, 0)
 	}
 }
 
-func cleanupTimeout(s *connection.Session) time.Duration {
+// CleanupTimeout bounds a cleanup request of session s: its timeout, at
+// least a second.
+func CleanupTimeout(s *connection.Session) time.Duration {
 	return max(s.Timeout(), time.Second)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // TestACLOnEveryNode: with an ACL provider and digest auth, every node a
@@ -83,7 +84,7 @@ func TestACLOnEveryNode(t *testing.T) {
 		}
 	})
 	var nodes []string
-	testkitEventually(t, func() error {
+	zktest.Eventually(t, 15*time.Second, "every directory and a worker in line", func() error {
 		nodes = nodes[:0]
 		walk(admin, base, &nodes)
 		for _, want := range []string{"/queue/takers", "/queue/taken", "/queue/entries", "/election", "/sem/leases", "/sem/locks", "/rw", "/naive/lock", "/mutex"} {
@@ -153,20 +154,5 @@ func walk(conn *zk.Conn, p string, out *[]string) {
 	}
 	for _, k := range kids {
 		walk(conn, p+"/"+k, out)
-	}
-}
-
-func testkitEventually(t *testing.T, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

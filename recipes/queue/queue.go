@@ -7,7 +7,6 @@ import (
 	"path"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -250,7 +249,7 @@ func (q *Queue) await(ctx context.Context, place lockcore.Acquired) (*Item, erro
 
 // leave gives up a place in line, so that the next idle worker moves up.
 func (q *Queue) leave(place lockcore.Acquired) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout(place.Session))
+	ctx, cancel := context.WithTimeout(context.Background(), lockcore.CleanupTimeout(place.Session))
 	defer cancel()
 	if err := q.line.Release(ctx, place); err != nil && !errors.Is(err, connection.ErrSessionLost) {
 		q.client.GuaranteedDelete(place.Session, place.Path, place.Token)
@@ -317,7 +316,7 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*
 	// The create is not abandoned half-way when ctx ends: its outcome must
 	// be known, or a taken node could be left behind for the session's
 	// life, hiding the item.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*cleanupTimeout(sess))
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*lockcore.CleanupTimeout(sess))
 	defer cancel()
 	_, err := q.client.Create(connection.Pin(cctx, sess), tpath, q.data, connection.Ephemeral)
 	switch {
@@ -343,7 +342,7 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*
 	ok := false
 	defer func() {
 		if !ok {
-			q.drop(sess, tpath)
+			lockcore.Abandon(q.client, sess, tpath)
 		}
 	}()
 	if err := ctx.Err(); err != nil {
@@ -373,22 +372,12 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*
 	return &Item{q: q, e: e, data: data, hold: hold, ctx: hold.ContextAs(ErrFinished)}, nil
 }
 
-// drop deletes a taken node of ours that will not become an item.
-func (q *Queue) drop(sess *connection.Session, tpath string) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout(sess))
-	defer cancel()
-	err := q.client.Delete(connection.Pin(ctx, sess), tpath, -1)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
-		q.client.GuaranteedDelete(sess, tpath, 0)
-	}
-}
-
 // dropIfOurs deletes tpath if it is a node of session sess, in sess only:
 // after a create whose outcome is unknown. The read goes after the create
 // on the session's connection, so it sees the create if it applied; while
 // sess lives nobody else can replace a node of it.
 func (q *Queue) dropIfOurs(sess *connection.Session, tpath string) {
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout(sess))
+	ctx, cancel := context.WithTimeout(context.Background(), lockcore.CleanupTimeout(sess))
 	defer cancel()
 	_, st, err := q.client.Get(ctx, tpath)
 	if err == nil && st.EphemeralOwner == sess.ID() {
@@ -402,8 +391,6 @@ func restartOn(err error) error {
 	}
 	return err
 }
-
-func cleanupTimeout(s *connection.Session) time.Duration { return max(s.Timeout(), time.Second) }
 
 // Item is an item taken by this worker.
 type Item struct {

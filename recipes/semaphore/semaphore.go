@@ -338,12 +338,7 @@ func (l *Lease) drop() {
 	if l.hold != nil {
 		l.hold.Stop()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := l.sem.client.Delete(connection.Pin(ctx, l.a.Session), l.a.Path, -1)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
-		l.sem.client.GuaranteedDelete(l.a.Session, l.a.Path, 0)
-	}
+	lockcore.Abandon(l.sem.client, l.a.Session, l.a.Path)
 }
 
 // Participant is one lease holder.
