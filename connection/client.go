@@ -2,6 +2,7 @@ package connection
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -40,6 +41,10 @@ type Client struct {
 
 	watchMu sync.Mutex
 	watches map[watchKey]*Watch // pending shared data watches (GetWatch)
+
+	// tooLarge holds the server paths whose last reply exceeded
+	// WithMaxBufferSize, until the request that asked fails.
+	tooLarge sync.Map
 
 	notifications atomic.Int64 // watch notifications received, all handles
 	replies       atomic.Int64 // replies received, all handles
@@ -129,17 +134,26 @@ func (c *Client) dialLocked() error {
 	c.gen++
 	gen, tr := c.gen, newTracker()
 	tr.notifications, tr.replies = &c.notifications, &c.replies
+	tr.maxReply, tr.tooLarge = c.opts.maxBufferSize, c.noteTooLarge
 	dial := c.opts.dial
 	timeout := c.opts.dialTimeout
 	zopts := []func(*zk.Conn){
 		zk.WithDialer(tr.dialer(func(network, addr string, _ time.Duration) (net.Conn, error) {
-			conn, err := dial(network, addr, timeout)
-			if err != nil && untrusted(err) {
-				c.opts.logger.Error("zookeeper server certificate not trusted", "server", addr, "error", err)
+			refused := func(err error) {
+				c.opts.logger.Error("zookeeper TLS handshake refused", "server", addr, "error", err)
 				select {
 				case c.dialFailed <- fmt.Errorf("%w: %s: %w", ErrTLS, addr, err):
 				default:
 				}
+			}
+			conn, err := dial(network, addr, timeout)
+			if err != nil && untrusted(err) {
+				refused(err)
+			}
+			if tc, ok := conn.(*tls.Conn); ok && err == nil {
+				// Under TLS 1.3 a server that refuses our certificate
+				// says so after the handshake: on the first read.
+				return &tlsConn{Conn: tc, refused: refused}, nil
 			}
 			return conn, err
 		})),

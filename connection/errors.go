@@ -15,9 +15,17 @@ var (
 	// cannot take, such as a negative timeout or a nil client; every
 	// package's constructors use it.
 	ErrInvalidOption = errors.New("connection: invalid option")
-	// ErrTLS means a server's certificate was not trusted (WithTLS): Open
-	// fails with it at once, wrapping the crypto/x509 or crypto/tls error.
-	ErrTLS = errors.New("connection: TLS: server certificate not trusted")
+	// ErrTLS means a TLS handshake failed on a certificate (WithTLS): the
+	// server's was not trusted, or the server refused ours (none given
+	// where it requires one, or one it does not trust). Open fails with it
+	// at once, wrapping the crypto/x509 or crypto/tls error.
+	ErrTLS = errors.New("connection: TLS: certificate refused")
+	// ErrResponseTooLarge means the server's answer was longer than the
+	// client accepts (WithMaxBufferSize): a directory with too many
+	// children to list, a node with too much data. It is not retried. The
+	// client's connection drops once on such an answer (go-zookeeper reads
+	// no further) and reconnects within the session.
+	ErrResponseTooLarge = errors.New("connection: answer larger than the client's buffer")
 	// ErrClosed means the client was closed.
 	ErrClosed = errors.New("connection: client closed")
 	// ErrSessionLost means the session an operation or a hold depended on

@@ -100,6 +100,11 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 		if err == nil {
 			err = op(ctx, zc)
 		}
+		if noAnswer(err) && c.takeTooLarge(c.server(path)) {
+			// The answer came and was too long for the client's buffer;
+			// asking again would only drop the next connection too.
+			return retry.Permanent(fmt.Errorf("%w (%d bytes): %w", ErrResponseTooLarge, c.opts.maxBufferSize, err))
+		}
 		if sc == anySession && noAnswer(err) && sess.Err() != nil && !errors.Is(sess.Err(), ErrClosed) {
 			// Its session ended under it: try again in the next one.
 			return retry.Again(err)
@@ -112,6 +117,21 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 		return fmt.Errorf("connection: %s %s: %w", what, path, err)
 	}
 	return nil
+}
+
+// noteTooLarge records that the reply to a request on the server path
+// exceeded the client's buffer.
+func (c *Client) noteTooLarge(path string) { c.tooLarge.Store(path, time.Now()) }
+
+// takeTooLarge reports, once, whether a reply for the server path exceeded
+// the client's buffer just now (the request fails as soon as the
+// connection drops; an older note is of a request that gave up).
+func (c *Client) takeTooLarge(path string) bool {
+	if c.opts.maxBufferSize == 0 {
+		return false
+	}
+	at, ok := c.tooLarge.LoadAndDelete(path)
+	return ok && time.Since(at.(time.Time)) < 10*time.Second
 }
 
 // opErr maps the error of an attempt made in sess: once sess has ended,

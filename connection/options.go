@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -198,9 +200,12 @@ func WithDialer(dial func(network, addr string, timeout time.Duration) (net.Conn
 // WithTLS connects to the servers' TLS client port (ZooKeeper's
 // secureClientPort) with cfg: the servers' addresses must be those ports.
 // When cfg has no ServerName, the host of each address is checked against
-// the certificate. A certificate cfg does not trust makes Open fail at
-// once with an error matching ErrTLS. SASL is not supported (go-zookeeper
-// has no SASL); digest authentication (WithDigestAuth) works over TLS.
+// the certificate. For servers that require a client certificate
+// (ssl.clientAuth=need), put it in cfg.Certificates. A server certificate
+// cfg does not trust, or a server that refuses the client's certificate
+// (or its absence), makes Open fail at once with an error matching
+// ErrTLS. SASL is not supported (go-zookeeper has no SASL); digest
+// authentication (WithDigestAuth) works over TLS.
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) error {
 		if cfg == nil {
@@ -223,7 +228,36 @@ func untrusted(err error) bool {
 		invalid  x509.CertificateInvalidError
 		verify   *tls.CertificateVerificationError
 	)
-	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify)
+	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) ||
+		refusedByServer(err)
+}
+
+// refusedByServer reports whether the server ended the TLS handshake with
+// an alert about our certificate: none given where one is required, or
+// one it does not trust.
+func refusedByServer(err error) bool {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "remote error" || op.Err == nil {
+		return false
+	}
+	msg := op.Err.Error()
+	return strings.Contains(msg, "certificate") || strings.Contains(msg, "access denied")
+}
+
+// tlsConn reports a certificate alert the server sends after the
+// handshake.
+type tlsConn struct {
+	*tls.Conn
+	refused func(error)
+	once    sync.Once
+}
+
+func (c *tlsConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil && refusedByServer(err) {
+		c.once.Do(func() { c.refused(err) })
+	}
+	return n, err
 }
 
 // WithErrorPolicy decides whether Suspended already ends the trust in a
@@ -263,7 +297,12 @@ func WithServerLag(d time.Duration) Option {
 }
 
 // WithMaxBufferSize bounds the size of a response the client accepts (the
-// server's jute.maxbuffer counterpart); 0 keeps go-zookeeper's default.
+// server's jute.maxbuffer counterpart); 0, the default, accepts any size
+// (go-zookeeper's default). A longer answer — listing a directory with too
+// many children, say — fails its request with ErrResponseTooLarge, and the
+// connection drops once and reconnects within the session (go-zookeeper
+// reads no further): with StandardPolicy the client's holds are suspended
+// and so lost. Leave it unset unless memory must be bounded.
 func WithMaxBufferSize(n int) Option {
 	return func(o *options) error {
 		if n < 0 {

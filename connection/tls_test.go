@@ -68,3 +68,56 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("SecureServers without WithTLS = %v, want ErrNoTLS", err)
 	}
 }
+
+// TestTLSClientCertificate: servers that require a client certificate
+// (ssl.clientAuth=need) serve a client that presents one they trust — it
+// takes a lock — and refuse one without: Open fails at once with ErrTLS,
+// not after its deadline.
+func TestTLSClientCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	ens := zktest.Start(t, zktest.WithTLSClientAuth())
+	secure, err := ens.SecureServers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ens.TLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Certificates) != 1 {
+		t.Fatalf("TLSConfig of a client-auth ensemble has %d certificates, want 1", len(cfg.Certificates))
+	}
+	ctx := ctxFor(t, time.Minute)
+
+	c := open(t, secure, connection.WithTLS(cfg))
+	m, err := mutex.New(c, "/mtls-lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock with a client certificate: %v", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	noCert := cfg.Clone()
+	noCert.Certificates = nil
+	start := time.Now()
+	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	nc, err := connection.Open(octx, secure, connection.WithTLS(noCert))
+	if err == nil {
+		nc.Close()
+		t.Fatal("a client without a certificate got a session")
+	}
+	if !errors.Is(err, connection.ErrTLS) {
+		t.Fatalf("Open without a client certificate = %v, want ErrTLS", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the refusal took %v to surface", d)
+	}
+	t.Logf("without a client certificate: %v", err)
+}

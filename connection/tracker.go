@@ -61,6 +61,15 @@ type tracker struct {
 	// Counters shared with the client; nil in unit tests.
 	notifications, replies *atomic.Int64
 
+	// maxReply is the client's bound on a reply (WithMaxBufferSize), 0 for
+	// none. With a bound, the tracker notes the path of every request and
+	// tells tooLarge the path of a request whose reply exceeds it:
+	// go-zookeeper drops the connection on such a reply, and the request
+	// fails as if the connection were lost, while trying again only
+	// drops the next connection too.
+	maxReply int
+	tooLarge func(path string)
+
 	mu      sync.Mutex
 	created map[string]createdStat // server path -> Stat of a create2 reply
 }
@@ -151,7 +160,8 @@ type trackedConn struct {
 	t *tracker
 
 	mu      sync.Mutex
-	sent    []int64 // send times of requests not yet answered, oldest first
+	sent    []int64  // send times of requests not yet answered, oldest first
+	paths   []string // their paths, with a maxReply: parallel to sent
 	out     framer
 	in      framer
 	create2 map[int32]bool // xids of creates sent as create2
@@ -175,7 +185,17 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	if c.out.atBoundary() && handshaken {
 		c.upgradeCreate(b)
 	}
-	c.out.feed(b, func([]byte) { c.sent = append(c.sent, now) })
+	path := ""
+	if c.t.maxReply > 0 && c.out.atBoundary() && handshaken {
+		path = requestPath(b)
+	}
+	c.out.feed(b, func([]byte) {
+		c.sent = append(c.sent, now)
+		if c.t.maxReply > 0 {
+			c.paths = append(c.paths, path)
+			path = ""
+		}
+	})
 	c.mu.Unlock()
 	n, err := c.Conn.Write(b)
 	if err != nil && handshaken {
@@ -226,6 +246,20 @@ func (c *trackedConn) upgradeCreate(b []byte) {
 	c.create2[int32(binary.BigEndian.Uint32(b[4:8]))] = true
 }
 
+// requestPath reads the path of a whole request at the start of b:
+// [len][xid][opcode][path]... — the layout of every request with a path.
+// A request without one (a ping) gives a string that names no node.
+func requestPath(b []byte) string {
+	if len(b) < 16 {
+		return ""
+	}
+	n := int(int32(binary.BigEndian.Uint32(b[12:16])))
+	if n <= 0 || 16+n > len(b) || b[16] != '/' {
+		return ""
+	}
+	return string(b[16 : 16+n])
+}
+
 // protectedPath reports whether the last component of a path starts with
 // the protected prefix.
 func protectedPath(p []byte) bool {
@@ -258,11 +292,23 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 		c.mu.Lock()
 		if c.in.grow == nil {
 			c.in.grow = c.isCreate2Reply
+			if c.t.maxReply > 0 {
+				c.in.maxLen, c.in.overLen = c.t.maxReply, c.overLong
+			}
 		}
 		c.in.feed(b[:n], c.reply)
 		c.mu.Unlock()
 	}
 	return n, err
+}
+
+// overLong is told of a reply longer than maxReply: it answers the oldest
+// request not yet answered (replies come in order; notifications are
+// small). c.mu is held.
+func (c *trackedConn) overLong() {
+	if c.in.frames > 0 && len(c.paths) > 0 && c.paths[0] != "" && c.t.tooLarge != nil {
+		c.t.tooLarge(c.paths[0])
+	}
 }
 
 // isCreate2Reply reports whether a reply's header names a create sent as
@@ -306,6 +352,9 @@ func (c *trackedConn) reply(head []byte) {
 	}
 	sent := c.sent[0]
 	c.sent = c.sent[1:]
+	if len(c.paths) > 0 {
+		c.paths = c.paths[1:]
+	}
 	for {
 		old := c.t.lastHeard.Load()
 		if sent <= old || c.t.lastHeard.CompareAndSwap(old, sent) {
@@ -336,6 +385,9 @@ type framer struct {
 	// grow, if set, sees the first headLen bytes of each frame and says
 	// whether to keep longHeadLen bytes of it instead.
 	grow func(head []byte) bool
+	// overLen, if set, is called when a frame's length exceeds maxLen.
+	maxLen  int
+	overLen func()
 }
 
 // atBoundary reports whether the next byte fed starts a frame.
@@ -352,6 +404,9 @@ func (f *framer) feed(b []byte, done func(head []byte)) {
 			}
 			f.lenN = 0
 			f.remain = int(int32(binary.BigEndian.Uint32(f.lenBuf[:])))
+			if f.overLen != nil && f.remain > f.maxLen {
+				f.overLen()
+			}
 			f.head = f.head[:0]
 			f.limit = headLen
 			if f.remain <= 0 {

@@ -217,3 +217,40 @@ func TestTrackerAllowsOneSessionPerHandle(t *testing.T) {
 		t.Fatalf("handshake on a spent handle: %v, want errSpent", err)
 	}
 }
+
+func TestRequestPath(t *testing.T) {
+	req := func(op int32, path string) []byte {
+		body := binary.BigEndian.AppendUint32(nil, 5) // xid
+		body = binary.BigEndian.AppendUint32(body, uint32(op))
+		body = binary.BigEndian.AppendUint32(body, uint32(len(path)))
+		body = append(body, path...)
+		return frame(append(body, 0, 0, 0, 0))
+	}
+	for _, tc := range []struct {
+		b    []byte
+		want string
+	}{
+		{req(8, "/a/b"), "/a/b"},
+		{req(12, "/"), "/"},
+		{req(11, ""), ""},                 // a ping: no path
+		{req(8, "/a/b")[:18], ""},         // cut short
+		{req(8, "xyz"), ""},               // not a path
+		{[]byte{0, 0, 0, 1, 2, 3, 4}, ""}, // too short for a header
+	} {
+		if got := requestPath(tc.b); got != tc.want {
+			t.Errorf("requestPath(%x) = %q, want %q", tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestFramerReportsOverLongFrames(t *testing.T) {
+	var over int
+	f := framer{maxLen: 10, overLen: func() { over++ }}
+	stream := append(frame(make([]byte, 10)), frame(make([]byte, 11))...)
+	for _, b := range stream { // one byte at a time: the length splits
+		f.feed([]byte{b}, func([]byte) {})
+	}
+	if over != 1 || f.frames != 2 {
+		t.Fatalf("over-long frames %d, frames %d; want 1 and 2", over, f.frames)
+	}
+}

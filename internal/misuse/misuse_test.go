@@ -384,3 +384,89 @@ func noOrphans(t *testing.T, ens *zktest.Ensemble, dirs ...string) {
 		}
 	}
 }
+
+// TestFullDirectory: a directory with more children than a client with a
+// bounded buffer (WithMaxBufferSize) can list. Every recipe that lists it
+// returns ErrResponseTooLarge at once — not a retry loop that drops the
+// connection again and again — and leaves nothing of its own there.
+func TestFullDirectory(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	admin := ens.Conn(t)
+	const kids, limit = 150, 4096 // 150 names of 40 bytes: about 6.6 KB to list
+	fill := func(dir string) {
+		t.Helper()
+		for _, p := range []string{dir, dir + "/entries", dir + "/leases"} {
+			if _, err := admin.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range []string{dir, dir + "/entries", dir + "/leases"} {
+			for i := range kids {
+				name := fmt.Sprintf("%s/filler-%033d", p, i)
+				if _, err := admin.Create(name, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	c := open(t, connection.WithMaxBufferSize(limit))
+	ctx := testkit.Ctx(t, time.Minute)
+	for name, f := range map[string]func(dir string) error{
+		"mutex.Lock": func(dir string) error {
+			m, err := mutex.New(c, dir)
+			must(t, err)
+			return m.Lock(ctx)
+		},
+		"rwlock.Lock": func(dir string) error {
+			rw, err := rwlock.New(c, dir)
+			must(t, err)
+			return rw.WriteLock().Lock(ctx)
+		},
+		"election.Campaign": func(dir string) error {
+			e, err := election.New(c, dir, "me")
+			must(t, err)
+			_, err = e.Campaign(ctx)
+			return err
+		},
+		"queue.TryTake": func(dir string) error {
+			q, err := queue.New(c, dir)
+			must(t, err)
+			_, err = q.TryTake(ctx)
+			return err
+		},
+		"semaphore.Acquire": func(dir string) error {
+			s, err := semaphore.New(c, dir, 1)
+			must(t, err)
+			_, err = s.Acquire(ctx, 1)
+			return err
+		},
+	} {
+		dir := root + "/full-" + strings.ReplaceAll(name, ".", "-")
+		fill(dir)
+		start := time.Now()
+		err := call(func() error { return f(dir) })
+		if !errors.Is(err, connection.ErrResponseTooLarge) {
+			t.Errorf("%s on a full directory: %v, want ErrResponseTooLarge", name, err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("%s took %v: a retry loop", name, d)
+		}
+		t.Logf("%s: %v", name, err)
+		for _, p := range []string{dir, dir + "/entries", dir + "/leases"} {
+			got, _, err := admin.Children(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, k := range got {
+				if !strings.HasPrefix(k, "filler-") && k != "entries" && k != "leases" && k != "locks" && k != "taken" && k != "takers" {
+					left = append(left, k)
+				}
+			}
+			if len(left) > 0 {
+				t.Errorf("%s left in %s: %v", name, p, left)
+			}
+		}
+	}
+}

@@ -49,16 +49,17 @@ or run go test -short to skip integration tests`
 type Option func(*config) error
 
 type config struct {
-	servers      int
-	tickTime     time.Duration
-	syncLimit    time.Duration // 0: the default, 5 s
-	partitions   bool          // proxies between servers
-	tls          bool          // a TLS client port too
-	startTimeout time.Duration
-	backend      string
-	dockerImage  string
-	jvmFlags     []string
-	logf         func(format string, args ...any)
+	servers       int
+	tickTime      time.Duration
+	syncLimit     time.Duration // 0: the default, 5 s
+	partitions    bool          // proxies between servers
+	tls           bool          // a TLS client port too
+	tlsClientAuth bool          // the TLS port requires a client certificate
+	startTimeout  time.Duration
+	backend       string
+	dockerImage   string
+	jvmFlags      []string
+	logf          func(format string, args ...any)
 }
 
 func newConfig(opts []Option) (*config, error) {

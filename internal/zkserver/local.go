@@ -138,7 +138,7 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 	}
 	b := &localBackend{cfg: cfg, install: inst, dir: dir}
 	if cfg.tls {
-		if b.tls, err = makeKeystore(inst.java, dir); err != nil {
+		if b.tls, err = makeKeystore(inst.java, dir, cfg.tlsClientAuth); err != nil {
 			os.RemoveAll(dir)
 			return nil, err
 		}

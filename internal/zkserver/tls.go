@@ -1,13 +1,20 @@
 package zkserver
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 )
 
 // ErrNoTLS is returned by the TLS accessors of an ensemble started
@@ -26,6 +33,17 @@ func WithTLS() Option {
 	}
 }
 
+// WithTLSClientAuth is WithTLS with servers that require a client
+// certificate (ssl.clientAuth=need): a certificate for the client is made
+// with the ensemble's keys and trusted by the servers, and TLSConfig
+// presents it. A TLS client without it cannot connect.
+func WithTLSClientAuth() Option {
+	return func(c *config) error {
+		c.tls, c.tlsClientAuth = true, true
+		return nil
+	}
+}
+
 // keystorePassword protects a throwaway test keystore.
 const keystorePassword = "zktest-keystore"
 
@@ -35,11 +53,15 @@ type tlsFiles struct {
 	keystore   string // PKCS12: the servers' key and certificate
 	truststore string // PKCS12: the certificate, trusted
 	certPEM    []byte
+	// client is the client's certificate and key, WithTLSClientAuth; the
+	// truststore trusts it too.
+	client *tls.Certificate
 }
 
 // makeKeystore makes a key pair and a self-signed certificate for
-// 127.0.0.1 and localhost in dir, with the JDK's keytool next to java.
-func makeKeystore(java, dir string) (*tlsFiles, error) {
+// 127.0.0.1 and localhost in dir, with the JDK's keytool next to java;
+// with clientAuth, a client certificate too, trusted by the servers.
+func makeKeystore(java, dir string, clientAuth bool) (*tlsFiles, error) {
 	keytool := filepath.Join(filepath.Dir(java), "keytool")
 	if _, err := os.Stat(keytool); err != nil {
 		if keytool, err = exec.LookPath("keytool"); err != nil {
@@ -71,7 +93,45 @@ func makeKeystore(java, dir string) (*tlsFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tlsFiles{keystore: ks, truststore: ts, certPEM: cert}, nil
+	files := &tlsFiles{keystore: ks, truststore: ts, certPEM: cert}
+	if clientAuth {
+		client, certPEM, err := clientCertificate()
+		if err != nil {
+			return nil, err
+		}
+		cpem := filepath.Join(dir, "client.pem")
+		if err := os.WriteFile(cpem, certPEM, 0o600); err != nil {
+			return nil, err
+		}
+		if err := run("-importcert", "-noprompt", "-alias", "zktest-client", "-file", cpem, "-keystore", ts,
+			"-storetype", "PKCS12", "-storepass", keystorePassword); err != nil {
+			return nil, err
+		}
+		files.client = client
+	}
+	return files, nil
+}
+
+// clientCertificate makes a key and a self-signed client certificate.
+func clientCertificate() (*tls.Certificate, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: "zktest-client"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(7 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
 }
 
 // tlsConfigLines are the zoo.cfg lines of a server's TLS port.
@@ -85,8 +145,15 @@ ssl.keyStore.type=PKCS12
 ssl.trustStore.location=%s
 ssl.trustStore.password=%s
 ssl.trustStore.type=PKCS12
-ssl.clientAuth=none
-`, securePort, f.keystore, keystorePassword, f.truststore, keystorePassword)
+ssl.clientAuth=%s
+`, securePort, f.keystore, keystorePassword, f.truststore, keystorePassword, f.clientAuth())
+}
+
+func (f *tlsFiles) clientAuth() string {
+	if f.client != nil {
+		return "need"
+	}
+	return "none"
 }
 
 // SecureServers returns the TLS client addresses of the servers.
@@ -103,7 +170,8 @@ func (e *Ensemble) SecureServers() ([]string, error) {
 }
 
 // TLSConfig returns a client configuration that trusts the ensemble's
-// certificate (and nothing else).
+// certificate (and nothing else) and, WithTLSClientAuth, presents the
+// client certificate the servers trust.
 func (e *Ensemble) TLSConfig() (*tls.Config, error) {
 	lb, ok := e.b.(*localBackend)
 	if !ok || lb.tls == nil {
@@ -113,7 +181,11 @@ func (e *Ensemble) TLSConfig() (*tls.Config, error) {
 	if !pool.AppendCertsFromPEM(lb.tls.certPEM) {
 		return nil, errors.New("zktest: the ensemble's certificate does not parse")
 	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if lb.tls.client != nil {
+		cfg.Certificates = []tls.Certificate{*lb.tls.client}
+	}
+	return cfg, nil
 }
 
 // TLSCertPEM returns the ensemble's certificate in PEM, for clients that

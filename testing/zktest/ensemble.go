@@ -95,6 +95,11 @@ func WithServerPartitions() Option { return zkserver.WithServerPartitions() }
 // configuration that trusts that certificate and nothing else.
 func WithTLS() Option { return zkserver.WithTLS() }
 
+// WithTLSClientAuth is WithTLS with servers that require a client
+// certificate (ssl.clientAuth=need): the harness makes one that the servers
+// trust, and TLSConfig presents it. A client without it cannot connect.
+func WithTLSClientAuth() Option { return zkserver.WithTLSClientAuth() }
+
 // Backend runs the servers of one ensemble. The local processes and an
 // external ensemble are built in; the Docker backend, in the module
 // github.com/zkrecipes/zkrecipes/testing/zktest/docker, registers itself
