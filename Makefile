@@ -11,7 +11,7 @@ FUZZ_TARGETS = connection:FuzzValidatePath internal/lockcore:FuzzParse \
 	internal/lockcore:FuzzContenderOrder recipes/queue:FuzzParseEntry
 TESTFLAGS ?=
 
-.PHONY: demo test bench lint deps
+.PHONY: demo test bench chaos lint deps
 
 ## demo: show fair locking, fencing tokens and the herd effect (starts a local ZooKeeper unless ZK_SERVERS is set)
 demo: deps
@@ -32,6 +32,13 @@ test: deps
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done
 	@echo "== the same tests with the oldest supported Go, $(GO_OLDEST)"
 	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 15m $(TESTFLAGS) ./...
+
+## chaos: participant processes of every exclusive recipe under a nemesis on a local 3-node ensemble
+## for CHAOS_DURATION (default 1m; try 5m, 15m), printing the tables and writing docs/chaos.svg
+CHAOS_DURATION ?= 1m
+CHAOS_FLAGS ?=
+chaos: deps
+	$(GO) run ./internal/chaos/zkchaos -duration $(CHAOS_DURATION) -svg docs/chaos.svg $(CHAOS_FLAGS)
 
 ## lint: gofmt, go vet and staticcheck
 lint:

@@ -1,450 +1,406 @@
-// Package chaos runs lock participants against a real ensemble while a
-// nemesis injects faults, and checks what the library promises: no two
-// holds whose Done is open at once, no Lock that returns nil on a lost
-// hold, fencing tokens that fence, no orphan nodes once everyone is idle.
+// Package chaos runs participants of every exclusive recipe as separate
+// processes against a real 3-node ensemble while a nemesis injects faults
+// — into the network between each participant and the servers, into the
+// servers, between the servers, and into the participants themselves
+// (SIGSTOP, as a long GC pause) — and checks what the library promises:
+// no two holds whose Done is open at once, no Lock that returns a hold
+// whose Done is closed, no orphan znode once everyone is idle, no leaked
+// goroutine; and what fencing adds: every participant increments two
+// registers under its holds, one that checks fencing tokens and one that
+// does not, and the run counts the acknowledged increments each lost and
+// checks each history for linearizability (porcupine).
 //
-// The participants of one run share the process but not their sessions:
-// each has its own client and its own proxy in front of every server, so a
-// fault can cut one participant off while the others go on.
+// Every participant is its own process with its own client and its own
+// proxy in front of every server, so that one can be cut off or paused
+// while the others go on. The runner keeps the registers and hears every
+// participant's events over a loopback connection; all processes share
+// the machine's clock.
 package chaos
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
+	"net"
+	"os"
+	"os/exec"
 	"sync"
-	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
-
-// Locker is what the run needs of a lock recipe.
-type Locker interface {
-	Lock(ctx context.Context) error
-	Unlock(ctx context.Context) error
-	Done() <-chan struct{}
-	Token() int64
-}
-
-// Recipe makes a participant of one lock recipe.
-type Recipe struct {
-	Name string
-	New  func(c *connection.Client, path string) (Locker, error)
-}
 
 // Config is one run.
 type Config struct {
-	Ensemble     *zktest.Ensemble // a 3-node ensemble with faults
-	Root         string           // a znode of the run's own
-	Recipes      []Recipe
-	Participants int           // per recipe
-	Duration     time.Duration // of the faulty part; a calm part follows
-	// SessionTimeout of every participant; faults last from half of it to
-	// a little more than it, so that some sessions survive and some expire.
+	// Ensemble has 3 servers, started WithServerPartitions for the
+	// partitions between servers (without, those faults are left out).
+	Ensemble *zkserver.Ensemble
+	// Exe is the executable participants run as: it must call
+	// MaybeParticipant first (os.Args[0] of a test whose TestMain does).
+	Exe          string
+	Root         string   // a znode of the run's own
+	Recipes      []string // names from Recipes; all when empty
+	Participants int      // per recipe
+	Duration     time.Duration
+	// SessionTimeout of every participant; network faults last from half
+	// of it to one and a half, so that some sessions survive and some
+	// expire; client pauses last longer than it.
 	SessionTimeout time.Duration
 	// ServerLag is the ensemble's syncLimit × tickTime plus a tick
 	// (connection.WithServerLag).
 	ServerLag time.Duration
+	Faults    []string // kinds to inject; all when empty
 	Seed      uint64
 	Logf      func(format string, args ...any)
 }
 
-// Fault kinds the nemesis injects.
+// The fault kinds. One is injected at a time, then healed, then a short
+// calm.
 const (
-	FaultBlackhole    = "blackhole"     // one participant: nothing passes, longer than its session
-	FaultDelayReplies = "delay replies" // one participant: answers come a session timeout late
-	FaultDropRequests = "drop requests" // one participant: the server hears nothing, answers pass
-	FaultPauseServer  = "pause server"  // SIGSTOP a server (leader or follower)
-	FaultRestartLead  = "restart leader"
+	FaultBlackhole        = "blackhole clients" // 3 participants, holders first: nothing passes
+	FaultDelayReplies     = "delay replies"     // 3 participants: answers a session timeout late
+	FaultDropRequests     = "drop requests"     // 3 participants: the servers hear nothing, answers pass
+	FaultPauseServer      = "pause server"      // SIGSTOP a server, leader or follower
+	FaultKillLeader       = "kill leader"       // SIGKILL the leader, start it again
+	FaultIsolateFollower  = "isolate follower"  // a follower cut off from the other servers
+	FaultIsolateLeader    = "isolate leader"    // the leader alone in a minority
+	FaultPauseClient      = "pause client"      // SIGSTOP a holder after its last look at Done, longer than its session
+	calm                  = "none (before the first fault)"
+	participantStartLimit = 60 * time.Second
 )
 
-// Report is what a run measured.
-type Report struct {
-	Recipe string
-	Faults map[string]int // injected, by kind
-	// Holds is the number of Lock calls that returned nil.
-	Holds int
-	// LostInTime counts holds whose Done closed before their Unlock: the
-	// holder was told in time that it had lost the lock.
-	LostInTime int
-	// Overlaps counts acquisitions made while another participant's hold
-	// still had its Done open. Must be 0.
-	Overlaps int
-	// LostOnReturn counts Lock calls that returned nil with Done already
-	// closed. Must be 0.
-	LostOnReturn int
-	// StaleFenced counts writes the register refused because a newer
-	// token had written: what fencing catches that the lock alone cannot.
-	StaleFenced int
-	// Orphans counts nodes left in the lock directory once every
-	// participant is idle. Must be 0.
-	Orphans int
-	// SessionsLost counts Lost states across the participants' clients.
-	SessionsLost int
-	// Details describes each overlap.
-	Details []string
-}
+// FaultKinds lists every kind, in the order of the reports.
+var FaultKinds = []string{FaultBlackhole, FaultDelayReplies, FaultDropRequests, FaultPauseServer,
+	FaultKillLeader, FaultIsolateFollower, FaultIsolateLeader, FaultPauseClient}
 
-// Violations is the number of broken promises.
-func (r Report) Violations() int { return r.Overlaps + r.LostOnReturn + r.Orphans }
+// runner is one run in progress.
+type runner struct {
+	cfg     Config
+	ens     *zkserver.Ensemble
+	ln      net.Listener
+	parts   []*peer
+	regs    map[string]*register // recipe + "/" + regFenced or regPlain
+	started int64
 
-func (r Report) String() string {
-	var kinds []string
-	for _, k := range []string{FaultBlackhole, FaultDelayReplies, FaultDropRequests, FaultPauseServer, FaultRestartLead} {
-		kinds = append(kinds, fmt.Sprintf("%s %d", k, r.Faults[k]))
-	}
-	return fmt.Sprintf("%s: %d holds, %d lost in time, %d sessions lost, %d stale writes fenced; overlaps %d, nil on a lost hold %d, orphans %d; faults: %s",
-		r.Recipe, r.Holds, r.LostInTime, r.SessionsLost, r.StaleFenced, r.Overlaps, r.LostOnReturn, r.Orphans, strings.Join(kinds, ", "))
-}
-
-// register is the storage the participants write to under the lock: it
-// refuses a token older than the newest it accepted (fencing).
-type register struct {
 	mu     sync.Mutex
-	newest int64
-	fenced int
+	faults []faultSpan
+	pauses map[int][]span // participant → when it was stopped
 }
 
-func (r *register) write(token int64) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if token < r.newest {
-		r.fenced++
-		return false
-	}
-	r.newest = token
-	return true
+// peer is the runner's side of one participant process.
+type peer struct {
+	id     int
+	recipe string
+	proxy  *zkserver.Proxy
+	cmd    *exec.Cmd
+	output *bytes.Buffer // its stdout and stderr
+	w      *wire
+	pid    int
+
+	mu      sync.Mutex
+	events  []message
+	armed   chan struct{} // the nemesis waits for a pause to land
+	stopped bool          // SIGSTOPped now
+	stopAt  int64         // since when
+	idle    chan message
+	bye     chan message
+	gone    chan struct{} // its connection ended
 }
 
-// holders tracks who is inside the critical section.
-type holders struct {
-	mu       sync.Mutex
-	inside   map[int]inside
-	overlaps int
-	details  []string
+type span struct{ Start, End int64 }
+
+type faultSpan struct {
+	Kind       string
+	Start, End int64
+	What       string
 }
 
-type inside struct {
-	done  <-chan struct{}
-	token int64
-	since time.Time
-}
-
-// enter records participant p, whose hold's Done is done, and counts the
-// others inside whose Done is still open.
-func (h *holders) enter(p int, done <-chan struct{}, token int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for q, in := range h.inside {
-		select {
-		case <-in.done:
-		default:
-			h.overlaps++
-			h.details = append(h.details, fmt.Sprintf("participant %d (token %d) entered while %d (token %d, inside for %v) had Done open",
-				p, token, q, in.token, time.Since(in.since).Round(time.Millisecond)))
-		}
-	}
-	h.inside[p] = inside{done, token, time.Now()}
-}
-
-// holding returns the participants inside now.
-func (h *holders) holding() []int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []int
-	for p := range h.inside {
-		out = append(out, p)
-	}
-	return out
-}
-
-func (h *holders) leave(p int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.inside, p)
-}
-
-// participant is one client with its own proxy and its lockers.
-type participant struct {
-	proxy  *zktest.Proxy
-	client *connection.Client
-	lost   atomic.Int32
-}
-
-// Run runs every recipe's participants at once, each recipe on its own
-// lock path, while the nemesis injects faults, and reports per recipe.
-func Run(ctx context.Context, cfg Config) ([]Report, error) {
+// Run runs cfg and returns what it measured. It returns an error when the
+// run itself could not be made (no participants, a server that would not
+// start); broken promises are in the Result.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	ens := cfg.Ensemble
-	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
-	n := cfg.Participants * len(cfg.Recipes)
-	parts := make([]*participant, n)
-	defer func() {
-		for _, p := range parts {
-			if p == nil {
-				continue
-			}
-			if p.client != nil {
-				p.client.Close()
-			}
-			p.proxy.Close()
-		}
-	}()
-	for i := range parts {
-		proxy, err := zktest.NewProxy(ens.Servers())
-		if err != nil {
+	if len(cfg.Recipes) == 0 {
+		cfg.Recipes = RecipeNames()
+	}
+	if len(cfg.Faults) == 0 {
+		cfg.Faults = FaultKinds
+	}
+	for _, name := range cfg.Recipes {
+		if _, err := recipeNamed(name); err != nil {
 			return nil, err
 		}
-		parts[i] = &participant{proxy: proxy}
-		policy := connection.StandardPolicy
-		if i%2 == 1 {
-			policy = connection.SessionPolicy
-		}
-		octx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		c, err := connection.Open(octx, proxy.Servers(), connection.WithSessionTimeout(cfg.SessionTimeout),
-			connection.WithErrorPolicy(policy), connection.WithServerLag(cfg.ServerLag))
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		parts[i].client = c
-		states := c.Listen(ctx)
-		p := parts[i]
-		go func() {
-			for s := range states {
-				if s == connection.Lost {
-					p.lost.Add(1)
-				}
-			}
-		}()
 	}
-
-	faults := map[string]int{}
-	stop := make(chan struct{})
-	nemesisDone := make(chan error, 1)
-	reports := make([]Report, len(cfg.Recipes))
-	regs := make([]*register, len(cfg.Recipes))
-	hs := make([]*holders, len(cfg.Recipes))
-	for r := range cfg.Recipes {
-		regs[r], hs[r] = &register{}, &holders{inside: map[int]inside{}}
-	}
-	go func() { nemesisDone <- nemesis(ctx, ens, parts, hs, rng, cfg.SessionTimeout, faults, stop, cfg.Logf) }()
-
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	runCtx, cancelRun := context.WithTimeout(ctx, cfg.Duration)
-	defer cancelRun()
-	for r, recipe := range cfg.Recipes {
-		reports[r].Recipe = recipe.Name
-		path := cfg.Root + "/" + recipe.Name
-		for k := range cfg.Participants {
-			i := r*cfg.Participants + k
-			l, err := recipe.New(parts[i].client, path)
-			if err != nil {
-				return nil, err
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				st := work(runCtx, i, l, cfg.SessionTimeout, regs[r], hs[r])
-				mu.Lock()
-				defer mu.Unlock()
-				reports[r].Holds += st.holds
-				reports[r].LostInTime += st.lostInTime
-				reports[r].LostOnReturn += st.lostOnReturn
-				if st.err != nil && firstErr == nil {
-					firstErr = fmt.Errorf("%s participant %d: %w", recipe.Name, i, st.err)
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	close(stop)
-	if err := <-nemesisDone; err != nil {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		return nil, err
 	}
-	if firstErr != nil {
-		return nil, firstErr
+	r := &runner{cfg: cfg, ens: cfg.Ensemble, ln: ln, regs: map[string]*register{}, pauses: map[int][]span{}}
+	defer r.shutdown()
+	for _, name := range cfg.Recipes {
+		r.regs[name+"/"+regFenced] = newRegister(true)
+		r.regs[name+"/"+regPlain] = newRegister(false)
 	}
-
-	// Everyone is idle and every fault healed: whatever is left in a lock
-	// directory after the clients had time to reconnect and clean up is
-	// an orphan.
-	for r, recipe := range cfg.Recipes {
-		path := cfg.Root + "/" + recipe.Name
-		reports[r].Orphans = orphans(ctx, parts[0].client, path)
-		reports[r].Overlaps = hs[r].overlaps
-		reports[r].Details = hs[r].details
-		reports[r].StaleFenced = regs[r].fenced
-		reports[r].Faults = faults
-		for k := range cfg.Participants {
-			reports[r].SessionsLost += int(parts[r*cfg.Participants+k].lost.Load())
-		}
+	if err := r.spawn(); err != nil {
+		return nil, err
 	}
-	return reports, nil
-}
+	cfg.Logf("%d participants running", len(r.parts))
 
-// orphans waits up to 15 s for the directory to empty and counts what is
-// left.
-func orphans(ctx context.Context, c *connection.Client, dir string) int {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		kids, _, err := c.Children(ctx, dir)
-		if errors.Is(err, zk.ErrNoNode) || err == nil && len(kids) == 0 {
-			return 0
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return len(kids)
-		}
-		time.Sleep(50 * time.Millisecond)
+	r.started = now()
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	err = r.nemesis(runCtx)
+	cancel()
+	if err != nil {
+		return nil, err
 	}
-}
-
-type workStats struct {
-	holds, lostInTime, lostOnReturn int
-	err                             error
-}
-
-// work takes the lock over and over until ctx ends: a read-modify-write of
-// the register with the hold's fencing token, a few milliseconds long, so
-// that an overlap would be seen.
-func work(ctx context.Context, p int, l Locker, session time.Duration, reg *register, hs *holders) workStats {
-	var st workStats
-	for ctx.Err() == nil {
-		lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		err := l.Lock(lctx)
-		cancel()
+	end := now()
+	cfg.Logf("faults healed; stopping the participants")
+	for _, p := range r.parts {
+		p.w.send(message{K: msgStop})
+	}
+	var failed []string
+	for _, p := range r.parts {
+		m, err := p.await(ctx, p.idle, 2*time.Minute)
 		if err != nil {
-			continue // deadline, a lost session, a lost hold noticed by Lock: try again
+			return nil, fmt.Errorf("participant %d did not stop: %w\n%s", p.id, err, p.tail())
 		}
-		done := l.Done()
-		select {
-		case <-done:
-			st.lostOnReturn++
-		default:
-		}
-		st.holds++
-		hs.enter(p, done, l.Token())
-		// Work under the hold as an application would, and stop when Done
-		// closes: mostly 2–30 ms, and one hold in ten as long as half a
-		// session timeout to one, so that faults (aimed at holders) land
-		// while the holder works.
-		work := time.Duration(2+rand.IntN(28)) * time.Millisecond
-		if rand.IntN(10) == 0 {
-			work = session/2 + time.Duration(rand.Int64N(int64(session/2)))
-		}
-		reg.write(l.Token())
-		select {
-		case <-done:
-			st.lostInTime++
-		case <-time.After(work):
-			reg.write(l.Token())
-		}
-		hs.leave(p)
-		for attempt := 0; ; attempt++ {
-			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err := l.Unlock(uctx)
-			cancel()
-			if err == nil || isLost(err) {
-				break
-			}
-			if attempt == 10 {
-				st.err = fmt.Errorf("unlock keeps failing: %w", err)
-				return st
-			}
+		if m.Err != "" {
+			failed = append(failed, fmt.Sprintf("participant %d (%s): %s", p.id, p.recipe, m.Err))
 		}
 	}
-	return st
+	res := &Result{Config: cfg, Start: r.started, End: end, Failures: failed}
+	// Everyone is idle, every fault healed: a node left in a lock
+	// directory once the clients had time to clean up is an orphan.
+	orphans, err := r.orphans(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range r.parts {
+		p.w.send(message{K: msgClose})
+	}
+	byes := map[int]message{}
+	for _, p := range r.parts {
+		m, err := p.await(ctx, p.bye, time.Minute)
+		if err != nil {
+			return nil, fmt.Errorf("participant %d did not close: %w\n%s", p.id, err, p.tail())
+		}
+		byes[p.id] = m
+	}
+	for _, p := range r.parts {
+		if err := p.cmd.Wait(); err != nil {
+			res.Failures = append(res.Failures, fmt.Sprintf("participant %d exited: %v\n%s", p.id, err, p.tail()))
+		}
+	}
+	r.report(res, orphans, byes)
+	return res, nil
 }
 
-func isLost(err error) bool { return errors.Is(err, connection.ErrSessionLost) }
-
-// nemesis injects one fault at a time, each lasting from half the session
-// timeout to one and a half, with calm between them, until stop closes;
-// it heals each fault before the next.
-func nemesis(ctx context.Context, ens *zktest.Ensemble, parts []*participant, hs []*holders, rng *rand.Rand, session time.Duration, faults map[string]int, stop <-chan struct{}, logf func(string, ...any)) error {
-	// target is a participant that holds a lock now, when there is one,
-	// else any: the faults that matter hit holders.
-	target := func() *zktest.Proxy {
-		var holding []int
-		for _, h := range hs {
-			holding = append(holding, h.holding()...)
-		}
-		if len(holding) > 0 && rng.IntN(4) != 0 {
-			return parts[holding[rng.IntN(len(holding))]].proxy
-		}
-		return parts[rng.IntN(len(parts))].proxy
-	}
-	kinds := []string{FaultBlackhole, FaultDelayReplies, FaultDropRequests, FaultPauseServer, FaultRestartLead}
-	sleep := func(d time.Duration) bool {
-		select {
-		case <-stop:
-			return false
-		case <-ctx.Done():
-			return false
-		case <-time.After(d):
-			return true
-		}
-	}
-	for sleep(500 * time.Millisecond) {
-		kind := kinds[rng.IntN(len(kinds))]
-		faults[kind]++
-		hold := session/2 + time.Duration(rng.Int64N(int64(session)))
-		switch kind {
-		case FaultBlackhole, FaultDelayReplies, FaultDropRequests:
-			// Three participants at once, holders first, so that a
-			// holder and its successors are often hit together.
-			var hit []*zktest.Proxy
-			for range 3 {
-				p := target()
-				switch kind {
-				case FaultBlackhole:
-					p.Blackhole()
-				case FaultDelayReplies:
-					p.DelayReplies(session)
-				case FaultDropRequests:
-					p.DropRequests()
-				}
-				hit = append(hit, p)
-			}
-			sleep(hold)
-			for _, p := range hit {
-				p.Restore()
-			}
-		case FaultPauseServer:
-			i := rng.IntN(3)
-			if err := ens.Pause(i); err != nil {
-				return err
-			}
-			sleep(hold)
-			if err := ens.Resume(i); err != nil {
-				return err
-			}
-		case FaultRestartLead:
-			leader, err := ens.Leader()
+// spawn starts every participant, each behind its own proxy, and waits
+// for all to say hello.
+func (r *runner) spawn() error {
+	accepted := make(chan net.Conn)
+	go func() {
+		for {
+			c, err := r.ln.Accept()
 			if err != nil {
-				logf("nemesis: no leader to restart: %v", err)
-				continue
+				close(accepted)
+				return
 			}
-			if err := ens.Stop(leader); err != nil {
+			accepted <- c
+		}
+	}()
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, 2))
+	byID := map[int]*peer{}
+	for ri, name := range r.cfg.Recipes {
+		for k := range r.cfg.Participants {
+			id := ri*r.cfg.Participants + k
+			proxy, err := zkserver.NewProxy(r.ens.Servers())
+			if err != nil {
 				return err
 			}
-			if err := ens.Start(leader); err != nil {
+			pc := participantConfig{
+				ID: id, Recipe: name, Path: r.cfg.Root + "/" + name, Servers: proxy.Servers(),
+				SessionTimeout: r.cfg.SessionTimeout, ServerLag: r.cfg.ServerLag,
+				SessionPolicy: k%2 == 1, Runner: r.ln.Addr().String(), Seed: rng.Uint64(),
+			}
+			raw, err := json.Marshal(pc)
+			if err != nil {
 				return err
+			}
+			p := &peer{id: id, recipe: name, proxy: proxy, output: &bytes.Buffer{},
+				idle: make(chan message, 1), bye: make(chan message, 1), gone: make(chan struct{})}
+			p.cmd = exec.Command(r.cfg.Exe)
+			p.cmd.Env = append(os.Environ(), ParticipantEnv+"="+string(raw))
+			p.cmd.Stdout, p.cmd.Stderr = syncWriter{p}, syncWriter{p}
+			if err := p.cmd.Start(); err != nil {
+				proxy.Close()
+				return err
+			}
+			r.parts = append(r.parts, p)
+			byID[id] = p
+		}
+	}
+	deadline := time.After(participantStartLimit)
+	for range r.parts {
+		var c net.Conn
+		select {
+		case c = <-accepted:
+		case <-deadline:
+			return errors.New("chaos: participants did not connect within a minute")
+		}
+		w := newWire(c)
+		hello, err := w.recv()
+		if err != nil {
+			return err
+		}
+		var id int
+		if hello.K != msgHello {
+			return fmt.Errorf("chaos: a participant began with %q", hello.K)
+		}
+		// The hello carries the pid; match it to the process.
+		var p *peer
+		for _, q := range r.parts {
+			if q.cmd.Process.Pid == hello.N {
+				p, id = q, q.id
 			}
 		}
-		logf("nemesis: %s", kind)
+		if p == nil {
+			return fmt.Errorf("chaos: hello from unknown pid %d", hello.N)
+		}
+		p.w, p.pid = w, hello.N
+		go r.serve(byID[id])
 	}
 	return nil
+}
+
+// syncWriter collects a participant's output.
+type syncWriter struct{ p *peer }
+
+func (s syncWriter) Write(b []byte) (int, error) {
+	s.p.mu.Lock()
+	defer s.p.mu.Unlock()
+	return s.p.output.Write(b)
+}
+
+func (p *peer) tail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	b := p.output.Bytes()
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+func (p *peer) await(ctx context.Context, ch <-chan message, limit time.Duration) (message, error) {
+	select {
+	case m := <-ch:
+		return m, nil
+	case <-p.gone:
+		select {
+		case m := <-ch:
+			return m, nil
+		default:
+		}
+		return message{}, errors.New("its connection ended")
+	case <-time.After(limit):
+		return message{}, context.DeadlineExceeded
+	case <-ctx.Done():
+		return message{}, ctx.Err()
+	}
+}
+
+// serve answers one participant's requests and records its events.
+func (r *runner) serve(p *peer) {
+	defer close(p.gone)
+	for {
+		m, err := p.w.recv()
+		if err != nil {
+			return
+		}
+		switch m.K {
+		case msgRead:
+			v, ok := r.regs[p.recipe+"/"+m.Reg].read(p.id, m.Tok)
+			p.w.send(message{K: msgReply, V: v, OK: ok})
+		case msgWrite:
+			ok := r.regs[p.recipe+"/"+m.Reg].write(p.id, m.Tok, m.V)
+			p.w.send(message{K: msgReply, OK: ok})
+		case msgCrit:
+			p.mu.Lock()
+			if p.armed != nil {
+				// The pause lands here: after the last look at Done,
+				// before the writes.
+				if syscall.Kill(p.pid, syscall.SIGSTOP) == nil {
+					p.stopped, p.stopAt = true, now()
+					close(p.armed)
+					p.armed = nil
+				}
+			}
+			p.mu.Unlock()
+		case msgIdle:
+			p.idle <- m
+		case msgBye:
+			p.bye <- m
+		default:
+			p.mu.Lock()
+			p.events = append(p.events, m)
+			p.mu.Unlock()
+		}
+	}
+}
+
+// orphans waits up to 15 s for every lock directory to empty and counts
+// what is left in each.
+func (r *runner) orphans(ctx context.Context) (map[string]int, error) {
+	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	c, err := connection.Open(octx, r.ens.Servers())
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	out := map[string]int{}
+	for _, name := range r.cfg.Recipes {
+		dir := r.cfg.Root + "/" + name
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			kids, _, err := c.Children(ctx, dir)
+			if errors.Is(err, zk.ErrNoNode) || err == nil && len(kids) == 0 {
+				out[name] = 0
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				out[name] = len(kids)
+				r.cfg.Logf("%s: left in %s: %v", name, dir, kids)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return out, nil
+}
+
+// shutdown kills what is left of the run.
+func (r *runner) shutdown() {
+	r.ln.Close()
+	for _, p := range r.parts {
+		if p.cmd.ProcessState == nil {
+			syscall.Kill(p.cmd.Process.Pid, syscall.SIGCONT)
+			p.cmd.Process.Kill()
+			p.cmd.Wait()
+		}
+		if p.w != nil {
+			p.w.conn.Close()
+		}
+		p.proxy.Close()
+	}
 }
