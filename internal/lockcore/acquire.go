@@ -31,6 +31,12 @@ type Lock struct {
 	// node at its writer's place), so that the kept listing is no longer a
 	// superset of the contenders ahead.
 	Relist bool
+	// Window, when positive, says the predicate looks at no contender
+	// more than Window places ahead of ours, other than to see that there
+	// is one (Exclusive: 2, Predecessor: 1): a waiter then keeps Window+1
+	// contenders ahead of it instead of all of them, so that a waiter deep
+	// in a long queue costs the same memory as the second in line.
+	Window int
 }
 
 // Acquired is a node that holds the lock.
@@ -110,7 +116,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 	if err != nil {
 		return Acquired{}, err
 	}
-	w := newWaiter(path.Base(created.Path), l.Predicate, l.Accept, l.Relist)
+	w := newWaiter(path.Base(created.Path), l.Predicate, l.Accept, l.Relist, l.Window)
 	watches := map[string]*connection.Watch{}
 	next, names := w.listed(children)
 	for {

@@ -15,6 +15,7 @@ type waiter struct {
 	pred     Predicate
 	accept   func(Kind) bool
 	relist   bool
+	window   int // see Lock.Window; 0 keeps every contender ahead
 	cs       []Contender
 	watching map[string]bool
 }
@@ -33,17 +34,28 @@ func (s step) String() string {
 	return [...]string{"held", "watch", "list", "restart"}[s]
 }
 
-func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool) *waiter {
-	return &waiter{ours: ours, pred: pred, accept: accept, relist: relist, watching: map[string]bool{}}
+func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool, window int) *waiter {
+	return &waiter{ours: ours, pred: pred, accept: accept, relist: relist, window: window, watching: map[string]bool{}}
 }
 
 // listed takes a fresh listing of the directory. It keeps the contenders
 // up to ours only: predicates look at those ahead of ours, and a waiter
 // deep in a long queue should not hold the names of everyone behind it.
+// With a window it keeps only the window's contenders right ahead of ours
+// and, when there are more, the nearest of the others as a stand-in for
+// all of them: then ours is not first, and the predicate asks for no
+// watch beyond the window, so it decides as it would on the whole
+// listing. A deletion never makes a kept listing with a stand-in hold:
+// the waiter lists again, as it does for any deletion that does not.
 func (w *waiter) listed(children []string) (step, []string) {
 	w.cs = Sort(children, w.accept)
-	if i := Index(w.cs, w.ours); i >= 0 && i+1 < len(w.cs) {
-		w.cs = slices.Clone(w.cs[:i+1])
+	if i := Index(w.cs, w.ours); i >= 0 {
+		switch {
+		case w.window > 0 && i > w.window+1:
+			w.cs = slices.Clone(w.cs[i-w.window-1 : i+1])
+		case i+1 < len(w.cs):
+			w.cs = slices.Clone(w.cs[:i+1])
+		}
 	}
 	for name := range w.watching {
 		if Index(w.cs, name) < 0 {

@@ -31,6 +31,7 @@ func TestWaiterStateMachine(t *testing.T) {
 		pred   Predicate
 		accept func(Kind) bool
 		relist bool
+		window int
 		events []event
 	}{
 		{
@@ -114,6 +115,38 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
+			name: "a window keeps a waiter deep in the queue small and decides as the whole listing does", ours: lk(10), pred: Exclusive, accept: MutexKinds, window: 2,
+			events: []event{
+				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5), lk(6), lk(7), lk(8), lk(9), lk(10), lk(11)}, want: stepWatch, watch: []string{lk(9), lk(8)}},
+				// A waiter ahead gives up: the stand-in for 1-7 keeps ours
+				// from holding, and a listing tells who is now ahead.
+				{kind: "deleted", node: lk(8), want: stepList},
+				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5), lk(6), lk(7), lk(9), lk(10)}, want: stepWatch, watch: []string{lk(7)}},
+				{kind: "deleted", node: lk(9), want: stepList},
+				{kind: "list", children: []string{lk(6), lk(7), lk(10)}, want: stepWatch, watch: []string{lk(6)}},
+				{kind: "deleted", node: lk(6), want: stepList},
+				{kind: "list", children: []string{lk(7), lk(10)}, want: stepWatch, watch: nil},
+				{kind: "deleted", node: lk(7), want: stepHeld}, // the 0-RTT handoff, as without a window
+			},
+		},
+		{
+			name: "with a window, both watched nodes going does not make ours first: others are ahead", ours: lk(10), pred: Exclusive, accept: MutexKinds, window: 2,
+			events: []event{
+				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5), lk(6), lk(7), lk(8), lk(9), lk(10)}, want: stepWatch, watch: []string{lk(9), lk(8)}},
+				{kind: "deleted", node: lk(9), want: stepList},
+				{kind: "deleted", node: lk(8), want: stepList},
+			},
+		},
+		{
+			name: "a window of one for the line's predicate", ours: lk(5), pred: Predecessor, accept: MutexKinds, window: 1,
+			events: []event{
+				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5)}, want: stepWatch, watch: []string{lk(4)}},
+				{kind: "deleted", node: lk(4), want: stepList},
+				{kind: "list", children: []string{lk(3), lk(5)}, want: stepWatch, watch: []string{lk(3)}},
+				{kind: "deleted", node: lk(3), want: stepHeld},
+			},
+		},
+		{
 			name: "Kazoo and Curator contenders share the mutex's queue", ours: lk(3), pred: Exclusive, accept: MutexKinds,
 			events: []event{
 				{kind: "list", children: []string{"abc__lock__0000000002", lk(3), "readers"}, want: stepWatch, watch: []string{"abc__lock__0000000002"}},
@@ -121,9 +154,18 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 	}
+	// Every Exclusive case decides the same with the mutex's window of 2
+	// as with the whole listing kept.
+	for _, c := range cases {
+		if c.window == 0 && c.accept != nil && fmt.Sprint(c.pred) == fmt.Sprint(Predicate(Exclusive)) {
+			c.name += ", window 2"
+			c.window = 2
+			cases = append(cases, c)
+		}
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := newWaiter(c.ours, c.pred, c.accept, c.relist)
+			w := newWaiter(c.ours, c.pred, c.accept, c.relist, c.window)
 			for i, ev := range c.events {
 				var got step
 				var names []string
@@ -142,6 +184,9 @@ func TestWaiterStateMachine(t *testing.T) {
 				}
 				for _, n := range names {
 					w.watched(n)
+				}
+				if c.window > 0 && len(w.cs) > c.window+2 {
+					t.Fatalf("event %d: the waiter keeps %d contenders with a window of %d", i, len(w.cs), c.window)
 				}
 			}
 		})

@@ -96,6 +96,7 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 			Data:      []byte(id),
 			Accept:    isLatch,
 			Predicate: lockcore.Exclusive,
+			Window:    2,
 		},
 	}
 	for _, o := range opts {

@@ -29,58 +29,75 @@ func BenchmarkLockUnlock(b *testing.B) {
 	}
 }
 
-// BenchmarkIdleWaiters: n Mutex values of one client wait behind a
-// holder; what each waiter costs while it waits — heap and stack bytes,
-// goroutines — measured once they all wait.
+// BenchmarkIdleWaiters: Mutex values of one client wait behind holders —
+// 100 or 1,000 on one lock, or 10,000 spread over 100 locks, as a fleet's
+// idle waiters are; what each waiter costs while it waits — heap and stack
+// bytes, goroutines, watches — measured once they all wait, and the CPU
+// the process spends in a second of waiting.
 func BenchmarkIdleWaiters(b *testing.B) {
-	for _, n := range []int{100, 1000} {
-		b.Run(fmt.Sprint(n), func(b *testing.B) {
+	for _, sz := range []struct{ locks, perLock int }{{1, 100}, {1, 1000}, {100, 100}} {
+		b.Run(fmt.Sprintf("%dx%d", sz.locks, sz.perLock), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				idleCost(b, n)
+				idleCost(b, sz.locks, sz.perLock)
 			}
 		})
 	}
 }
 
-func idleCost(b *testing.B, n int) {
+func idleCost(b *testing.B, locks, perLock int) {
 	ens := shared.Ensemble(b)
 	c := open(b, ens.Servers())
-	path := ens.Root(b) + "/lock"
-	holder := newMutex(b, c, path)
+	root := ens.Root(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := holder.Lock(ctx); err != nil {
-		b.Fatal(err)
+	var holders []*mutex.Mutex
+	for l := range locks {
+		h := newMutex(b, c, fmt.Sprintf("%s/lock-%d", root, l))
+		if err := h.Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		holders = append(holders, h)
 	}
+	n := locks * perLock
 	before := measure()
 	done := make(chan error, n)
-	for range n {
-		m, err := mutex.New(c, path)
-		if err != nil {
-			b.Fatal(err)
+	for l := range locks {
+		for range perLock {
+			m, err := mutex.New(c, fmt.Sprintf("%s/lock-%d", root, l))
+			if err != nil {
+				b.Fatal(err)
+			}
+			go func() { done <- m.Lock(ctx) }()
 		}
-		go func() { done <- m.Lock(ctx) }()
 	}
-	for {
-		ps, err := holder.Participants(ctx)
-		if err != nil {
-			b.Fatal(err)
+	for _, h := range holders {
+		for {
+			ps, err := h.Participants(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(ps) == perLock+1 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		if len(ps) == n+1 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond) // every waiter parked on its watches
 	after := measure()
+	cpu0 := processCPU()
+	time.Sleep(time.Second)
+	idleCPU := processCPU() - cpu0
 	b.ReportMetric(float64(after.bytes-before.bytes)/float64(n), "bytes/waiter")
 	b.ReportMetric(float64(after.goroutines-before.goroutines)/float64(n), "goroutines/waiter")
 	b.ReportMetric(float64(c.Stats().PendingWatches)/float64(n), "watches/waiter")
+	b.ReportMetric(float64(idleCPU.Microseconds())/1000, "idle-CPU-ms/s")
 	cancel()
 	for range n {
 		<-done
 	}
-	_ = holder.Unlock(context.Background())
+	for _, h := range holders {
+		_ = h.Unlock(context.Background())
+	}
 }
 
 type usage struct{ bytes, goroutines int64 }

@@ -98,6 +98,7 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 			Data:      c.DefaultData(),
 			Accept:    lockcore.MutexKinds,
 			Predicate: lockcore.Exclusive,
+			Window:    2,
 		},
 	}
 	for _, o := range opts {

@@ -99,6 +99,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 		Data:      q.data,
 		Accept:    lockcore.MutexKinds,
 		Predicate: lockcore.Predecessor,
+		Window:    1,
 	}
 	return q, nil
 }

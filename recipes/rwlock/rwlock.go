@@ -87,6 +87,7 @@ func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 	// deletion rather than take the 0-RTT handoff. (A reader need not: an
 	// inserted reader never blocks it.)
 	rw.write.core.Relist = true
+	rw.write.core.Window = 2
 	for _, o := range opts {
 		if err := o(rw); err != nil {
 			return nil, err
