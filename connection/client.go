@@ -40,7 +40,7 @@ type Client struct {
 	nsReady atomic.Bool // the namespace node exists
 
 	watchMu sync.Mutex
-	watches map[watchKey]*Watch // pending shared data watches (GetWatch)
+	watches map[watchKey][]*Watch // pending GetWatch and ChildrenWatch watches, by handle, node and kind
 
 	// tooLarge holds the server paths whose last reply exceeded
 	// WithMaxBufferSize, until the request that asked fails.
@@ -133,6 +133,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 func (c *Client) dialLocked() error {
 	c.gen++
 	gen, tr := c.gen, newTracker()
+	var self atomic.Pointer[zk.Conn] // the handle, for its callback
 	tr.notifications, tr.replies = &c.notifications, &c.replies
 	tr.maxReply, tr.tooLarge = c.opts.maxBufferSize, c.noteTooLarge
 	dial := c.opts.dial
@@ -161,6 +162,8 @@ func (c *Client) dialLocked() error {
 			// Called on go-zookeeper's loop goroutine: it must not block.
 			if ev.Type == zk.EventSession {
 				c.events.push(connEvent{gen: gen, state: ev.State, sessionID: tr.sessionID.Load(), timeout: tr.timeout()})
+			} else if zc := self.Load(); zc != nil {
+				c.watchEvent(zc, ev) // no watch is set before Connect returns
 			}
 		}),
 		zk.WithLogger(zkLogger{c.opts.logger}),
@@ -172,6 +175,7 @@ func (c *Client) dialLocked() error {
 	if err != nil {
 		return err
 	}
+	self.Store(zc)
 	c.zc, c.tr, c.authed, c.authing = zc, tr, len(c.opts.auth) == 0, false
 	return nil
 }
@@ -241,10 +245,11 @@ func (c *Client) handle(ev connEvent) {
 // has not answered for long (watchdog); the session may still live.
 func (c *Client) suspendLocked() {
 	if c.session != nil && c.state.IsConnected() {
-		c.setStateLocked(Suspended)
+		// Distrust first: a listener told Suspended finds holds untrusted.
 		if c.opts.errorPolicy == StandardPolicy {
 			c.session.distrust()
 		}
+		c.setStateLocked(Suspended)
 	}
 }
 
@@ -308,6 +313,7 @@ func (c *Client) replaceHandleLocked() {
 	go func() {
 		defer c.wg.Done()
 		old.Close() // bounded: go-zookeeper waits at most a second
+		c.endWatches(old, zk.ErrClosing)
 	}()
 	c.zkUp = false
 	if err := c.dialLocked(); err != nil {
@@ -494,9 +500,9 @@ type Stats struct {
 	Notifications int64
 	// Replies is the number of answers to requests, pings included.
 	Replies int64
-	// PendingWatches is the number of shared watches (GetWatch,
-	// ChildrenWatch) set
-	// and not fired yet: at most one per watched node per session.
+	// PendingWatches is the number of nodes and kinds with a GetWatch or
+	// ChildrenWatch watch set (or being set) and not fired yet: at most
+	// one per watched node and kind per session.
 	PendingWatches int
 }
 
@@ -568,6 +574,7 @@ func (c *Client) Close() error {
 	close(c.stop)
 	c.cancel()
 	zc.Close()
+	c.endWatches(zc, zk.ErrClosing)
 	c.wg.Wait()
 	return nil
 }

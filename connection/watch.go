@@ -3,6 +3,7 @@ package connection
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -20,9 +21,14 @@ import (
 // at most one pending data watch per node per session, on the client and
 // on the server, whatever the number of abandoned waits; it goes when the
 // node changes or is deleted, or the session ends.
+//
+// A watch costs no goroutine while it is pending (see watchEvent).
 type Watch struct {
 	done chan struct{}
 	ev   zk.Event
+	// Under the client's watchMu:
+	ready bool // the read that set it has returned: it may be shared
+	fired bool // done is closed
 }
 
 // Done is closed when the watch fired.
@@ -44,12 +50,6 @@ func (w *Watch) Err() error {
 		return fmt.Errorf("%w: watch ended: %w", ErrSessionLost, ev.Err)
 	}
 	return nil
-}
-
-type watchKey struct {
-	zc       *zk.Conn
-	spath    string
-	children bool // a child watch, else a data watch
 }
 
 // GetWatch is GetW with a shared Watch (see Watch). The data and Stat are
@@ -86,7 +86,7 @@ func (c *Client) sharedRead(ctx context.Context, what, path string, children boo
 	err = c.call(ctx, what, path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		key := watchKey{zc, c.server(path), children}
 		c.watchMu.Lock()
-		shared := c.watches[key]
+		shared := c.sharedLocked(key)
 		c.watchMu.Unlock()
 		if shared != nil {
 			n, err := value(c, ctx, func() (node, error) { return plain(zc, key.spath) })
@@ -95,61 +95,140 @@ func (c *Client) sharedRead(ctx context.Context, what, path string, children boo
 			}
 			return err
 		}
-		n, err := valueThen(c, ctx, func() (node, error) { return watched(zc, key.spath) }, func(n node, err error) {
-			if err == nil {
-				c.share(key, n.ch) // set all the same: offer it to the next waiter
-			}
+		// The goroutine that sends the read settles its watch, so a caller
+		// that gives up still leaves a watch that was set to the next one.
+		type read struct {
+			n node
+			w *Watch
+		}
+		r, err := value(c, ctx, func() (read, error) {
+			w := c.arm(key)
+			n, err := watched(zc, key.spath)
+			c.armed(key, w, err == nil)
+			return read{n, w}, err
 		})
 		if err != nil {
 			return err
 		}
-		out, w = n, c.share(key, n.ch)
+		out, w = r.n, r.w
 		return nil
 	})
 	return out, w, err
 }
 
-// share makes a Watch of go-zookeeper's channel ch and offers it to later
-// callers until it fires. The goroutine that waits for ch ends when the
-// node changes or the handle's session ends (go-zookeeper then ends every
-// watch, at expiry or Close).
-func (c *Client) share(key watchKey, ch <-chan zk.Event) *Watch {
+// How a watch fires without a goroutine of its own. go-zookeeper hands
+// every watch event to the handle's event callback before it sends it on
+// its own watch channels, which the client never reads; the callback,
+// watchEvent, fires every Watch of the event's node and kind. A Watch is
+// armed — known to the callback — before its read is sent, so an event
+// that comes between go-zookeeper's registration of the watch (when the
+// read is answered) and the read's return to the caller fires it all the
+// same: none is missed. An event of an older watch of the node that comes
+// while the read is on its way fires it too: a spurious wake-up, which
+// Watch allows. Only a Watch whose read returned with the watch set is
+// shared (ready): a later caller's plain read is then certainly ordered
+// after the watch on the server.
+
+type watchKey struct {
+	zc       *zk.Conn
+	spath    string
+	children bool // a child watch, else a data watch
+}
+
+// arm records a new Watch of key whose read is about to be sent.
+func (c *Client) arm(key watchKey) *Watch {
 	w := &Watch{done: make(chan struct{})}
 	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
 	if c.watches == nil {
-		c.watches = map[watchKey]*Watch{}
+		c.watches = map[watchKey][]*Watch{}
 	}
-	if _, ok := c.watches[key]; !ok {
-		c.watches[key] = w
-	}
-	c.watchMu.Unlock()
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		w.ev = zk.Event{Type: zk.EventNotWatching, Err: zk.ErrClosing}
-		close(w.done)
-		c.unshare(key, w)
-		return w
-	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
-		ev, ok := <-ch
-		if !ok {
-			ev = zk.Event{Type: zk.EventNotWatching, Err: zk.ErrClosing}
-		}
-		w.ev = ev
-		close(w.done)
-		c.unshare(key, w)
-	}()
+	c.watches[key] = append(c.watches[key], w)
 	return w
 }
 
-func (c *Client) unshare(key watchKey, w *Watch) {
+// armed settles w once its read returned: with the watch set (ok) it may
+// be shared, unless it fired meanwhile; without, it is forgotten.
+func (c *Client) armed(key watchKey, w *Watch, ok bool) {
 	c.watchMu.Lock()
-	if c.watches[key] == w {
-		delete(c.watches, key)
+	defer c.watchMu.Unlock()
+	switch {
+	case w.fired:
+	case ok:
+		w.ready = true
+	default:
+		ws := c.watches[key]
+		if i := slices.Index(ws, w); i >= 0 {
+			ws = slices.Delete(ws, i, i+1)
+		}
+		if len(ws) == 0 {
+			delete(c.watches, key)
+		} else {
+			c.watches[key] = ws
+		}
 	}
-	c.watchMu.Unlock()
+}
+
+// sharedLocked returns a pending watch of key that may be shared, or nil.
+func (c *Client) sharedLocked(key watchKey) *Watch {
+	for _, w := range c.watches[key] {
+		if w.ready {
+			return w
+		}
+	}
+	return nil
+}
+
+// watchEvent fires the watches an event of handle zc concerns: a change
+// fires the node's watches of the kinds go-zookeeper fires for it (a
+// deletion both, data and children), the end of the handle's watches
+// (EventNotWatching, at expiry or close) both kinds. It runs on
+// go-zookeeper's receive loop and must not block.
+func (c *Client) watchEvent(zc *zk.Conn, ev zk.Event) {
+	var data, children bool
+	switch ev.Type {
+	case zk.EventNodeDeleted, zk.EventNotWatching:
+		data, children = true, true
+	case zk.EventNodeDataChanged:
+		data = true
+	case zk.EventNodeChildrenChanged:
+		children = true
+	default:
+		return // a creation fires exists watches, which are not shared
+	}
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if data {
+		c.fireLocked(watchKey{zc, ev.Path, false}, ev)
+	}
+	if children {
+		c.fireLocked(watchKey{zc, ev.Path, true}, ev)
+	}
+}
+
+func (c *Client) fireLocked(key watchKey, ev zk.Event) {
+	for _, w := range c.watches[key] {
+		w.fireLocked(ev)
+	}
+	delete(c.watches, key)
+}
+
+// endWatches fires every watch of handle zc, now closed, with
+// EventNotWatching and err. go-zookeeper does the same, but from a
+// goroutine that its Close does not wait for.
+func (c *Client) endWatches(zc *zk.Conn, err error) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	for key := range c.watches {
+		if key.zc == zc {
+			c.fireLocked(key, zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: key.spath, Err: err})
+		}
+	}
+}
+
+func (w *Watch) fireLocked(ev zk.Event) {
+	if !w.fired {
+		w.fired, w.ev = true, ev
+		close(w.done)
+	}
 }
