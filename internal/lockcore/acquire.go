@@ -96,13 +96,16 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 //
 // Keeping that superset small. Nodes we do not watch leave unseen, so the
 // listing goes stale. A waiter therefore watches its predecessor P and P's
-// predecessor (Exclusive), and lists again when P's predecessor goes —
-// off the critical path, while P holds or waits. Then, when P is deleted,
-// the fresh listing usually shows P as the first, and the handoff costs
-// no request. Any other deletion that does not make us the holder, and any
-// watch that finds its node already gone, is answered with a fresh listing
-// too: one request, rather than one per stale node. A release wakes at
-// most two waiters.
+// predecessor PP (Exclusive). When PP goes, the kept listing decides the
+// next step — off the critical path, while P holds or waits: usually it
+// shows P first, and then, when P is deleted, the handoff costs no
+// request. When it names a node ahead of P, the waiter watches that one;
+// if it has left unseen, setting the watch says so (NoNode) and a fresh
+// listing decides — one request, rather than one per stale node. A waiter
+// that keeps only part of the queue ahead of it (Window) lists again
+// after any deletion that does not make it the holder. A release wakes at
+// most two waiters, and in a long queue costs a listing of the directory
+// by the one that moves up to third place, not by the next holder.
 //
 // This relies on nodes being deleted only by their owners or by the end of
 // their session; we watch our session, and any other deletion of our own
@@ -111,13 +114,11 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 // can happen (a read/write lock's downgrade) sets Relist, and a waiter
 // then lists again after every deletion, as Curator does.
 func (l *Lock) await(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
-	sess := created.Session
 	a, children, err := l.first(ctx, created)
 	if err != nil {
 		return Acquired{}, err
 	}
 	w := newWaiter(path.Base(created.Path), l.Predicate, l.Accept, l.Relist, l.Window)
-	watches := map[string]*connection.Watch{}
 	next, names := w.listed(children)
 	for {
 		switch next {
@@ -126,49 +127,44 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 		case stepRestart:
 			return Acquired{}, errRestart // our node is gone
 		case stepList:
-			children, _, err := l.Client.Children(ctx, l.Dir)
-			if err := restartOn(err); err != nil {
-				return Acquired{}, err
+			next, names, err = l.list(ctx, w)
+		case stepWatch:
+			if !wait {
+				return Acquired{}, ErrWouldWait
 			}
-			next, names = w.listed(children)
-			for name := range watches {
-				if !w.watching[name] {
-					delete(watches, name)
-				}
+			if next, err = l.watch(ctx, w, names); err == nil && next == stepWatch {
+				next, names, err = waitAny(ctx, created.Session, w)
 			}
-			continue
 		}
-		// stepWatch
-		if !wait {
-			return Acquired{}, ErrWouldWait
-		}
-		next = stepWatch
-		for _, name := range names {
-			_, _, watch, err := l.Client.GetWatch(ctx, path.Join(l.Dir, name))
-			if errors.Is(err, zk.ErrNoNode) {
-				next = w.missing()
-				break
-			}
-			if err := restartOn(err); err != nil {
-				return Acquired{}, err
-			}
-			watches[name] = watch
-			w.watched(name)
-		}
-		if next != stepWatch {
-			continue
-		}
-		gone, ev, err := waitAny(ctx, sess, watches)
 		if err != nil {
 			return Acquired{}, err
 		}
-		delete(watches, gone)
-		if ev.Type == zk.EventNodeDeleted {
-			next, names = w.deleted(gone)
-		} else {
-			next, names = w.changed(gone)
-		}
 	}
+}
+
+// list lists the directory again for w.
+func (l *Lock) list(ctx context.Context, w *waiter) (step, []string, error) {
+	children, _, err := l.Client.Children(ctx, l.Dir)
+	if err := restartOn(err); err != nil {
+		return 0, nil, err
+	}
+	next, names := w.listed(children)
+	return next, names, nil
+}
+
+// watch sets w's watches on names; a node already gone asks for a listing.
+func (l *Lock) watch(ctx context.Context, w *waiter, names []string) (step, error) {
+	for _, name := range names {
+		_, _, watch, err := l.Client.GetWatch(ctx, path.Join(l.Dir, name))
+		if errors.Is(err, zk.ErrNoNode) {
+			return w.missing(), nil
+		}
+		if err := restartOn(err); err != nil {
+			return 0, err
+		}
+		w.watched(name, watch)
+	}
+	return stepWatch, nil
 }
 
 // confirm is the last step before a hold is reported: the session that
@@ -204,32 +200,73 @@ func (l *Lock) first(ctx context.Context, created connection.Created) (Acquired,
 	return Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}, children, nil
 }
 
-// waitAny waits for one of the watches, the session's end or ctx, and
-// returns the name of the watched node that fired. A watch a wait gives
-// up on stays pending until its node changes (see connection.Watch); it is
-// shared, so giving up and waiting again adds none.
-func waitAny(ctx context.Context, sess *connection.Session, watches map[string]*connection.Watch) (string, zk.Event, error) {
-	names := make([]string, 0, len(watches))
-	cases := make([]reflect.SelectCase, 0, len(watches)+2)
-	for name, w := range watches {
-		names = append(names, name)
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.Done())})
+// waitAny waits for one of w's watches, the session's end or ctx, and
+// tells w what fired. A watch a wait gives up on stays pending until its
+// node changes (see connection.Watch); it is shared, so giving up and
+// waiting again adds none. Its frame, and select2's, are small: a waiter
+// idles here, and its goroutine's stack is all it costs.
+func waitAny(ctx context.Context, sess *connection.Session, w *waiter) (step, []string, error) {
+	var (
+		i   int
+		err error
+	)
+	if len(w.watching) <= 2 {
+		i, err = select2(ctx, sess, w.watching)
+	} else {
+		i, err = selectN(ctx, sess, w.watching)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	fired := w.watching[i]
+	if fired.w.Err() != nil {
+		return 0, nil, errRestart // the session ended
+	}
+	if fired.w.Event().Type == zk.EventNodeDeleted {
+		next, names := w.deleted(fired.name)
+		return next, names, nil
+	}
+	next, names := w.changed(fired.name)
+	return next, names, nil
+}
+
+// select2 waits for one of at most two watches (every predicate asks for
+// no more), the session's end or ctx, and returns the index of the watch
+// that fired. A plain select, unlike reflect.Select, needs no allocation.
+func select2(ctx context.Context, sess *connection.Session, ws []watching) (int, error) {
+	var dones [2]<-chan struct{} // a nil channel never fires
+	for i, x := range ws {
+		dones[i] = x.w.Done()
+	}
+	select {
+	case <-dones[0]:
+		return 0, nil
+	case <-dones[1]:
+		return 1, nil
+	case <-sess.Done():
+		return 0, errRestart
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// selectN is select2 for any number of watches.
+func selectN(ctx context.Context, sess *connection.Session, ws []watching) (int, error) {
+	cases := make([]reflect.SelectCase, 0, len(ws)+2)
+	for _, x := range ws {
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(x.w.Done())})
 	}
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(sess.Done())},
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
 	i, _, _ := reflect.Select(cases)
 	switch i {
-	case len(names):
-		return "", zk.Event{}, errRestart
-	case len(names) + 1:
-		return "", zk.Event{}, ctx.Err()
+	case len(ws):
+		return 0, errRestart
+	case len(ws) + 1:
+		return 0, ctx.Err()
 	}
-	w := watches[names[i]]
-	if w.Err() != nil {
-		return "", zk.Event{}, errRestart // the session ended
-	}
-	return names[i], w.Event(), nil
+	return i, nil
 }
 
 // restartOn turns a lost session into errRestart and passes other errors.

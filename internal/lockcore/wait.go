@@ -1,6 +1,10 @@
 package lockcore
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+)
 
 // waiter is the decision logic of one contender's wait, without I/O: it
 // keeps the listing it last saw, shrunk as deletions are seen, and the
@@ -15,9 +19,16 @@ type waiter struct {
 	pred     Predicate
 	accept   func(Kind) bool
 	relist   bool
-	window   int // see Lock.Window; 0 keeps every contender ahead
+	window   int  // see Lock.Window; 0 keeps every contender ahead
+	partial  bool // cs[0] stands in for contenders ahead that were not kept
 	cs       []Contender
-	watching map[string]bool
+	watching []watching // the watches set and not fired: a few at most
+}
+
+// watching is a watch the waiter set; w is nil in tests without a server.
+type watching struct {
+	name string
+	w    *connection.Watch
 }
 
 // step is what the waiter asks for next.
@@ -35,7 +46,7 @@ func (s step) String() string {
 }
 
 func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool, window int) *waiter {
-	return &waiter{ours: ours, pred: pred, accept: accept, relist: relist, window: window, watching: map[string]bool{}}
+	return &waiter{ours: ours, pred: pred, accept: accept, relist: relist, window: window}
 }
 
 // listed takes a fresh listing of the directory. It keeps the contenders
@@ -46,22 +57,23 @@ func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool,
 // all of them: then ours is not first, and the predicate asks for no
 // watch beyond the window, so it decides as it would on the whole
 // listing. A deletion never makes a kept listing with a stand-in hold:
-// the waiter lists again, as it does for any deletion that does not.
+// after any deletion that does not make ours hold, such a waiter lists
+// again (see deleted).
 func (w *waiter) listed(children []string) (step, []string) {
 	w.cs = Sort(children, w.accept)
+	w.partial = false
 	if i := Index(w.cs, w.ours); i >= 0 {
 		switch {
 		case w.window > 0 && i > w.window+1:
 			w.cs = slices.Clone(w.cs[i-w.window-1 : i+1])
+			w.partial = true
 		case i+1 < len(w.cs):
 			w.cs = slices.Clone(w.cs[:i+1])
 		}
 	}
-	for name := range w.watching {
-		if Index(w.cs, name) < 0 {
-			delete(w.watching, name) // its event is on its way; nobody needs it
-		}
-	}
+	// A watched node no longer in the listing has left: its event is on
+	// its way, and nobody needs it.
+	w.watching = slices.DeleteFunc(w.watching, func(x watching) bool { return Index(w.cs, x.name) < 0 })
 	return w.decide()
 }
 
@@ -77,37 +89,59 @@ func (w *waiter) decide() (step, []string) {
 	}
 	var names []string
 	for _, j := range watch {
-		if name := w.cs[j].Name; !w.watching[name] {
+		if name := w.cs[j].Name; !w.isWatching(name) {
 			names = append(names, name)
 		}
 	}
 	return stepWatch, names
 }
 
-// watched records that a watch on name is set.
-func (w *waiter) watched(name string) { w.watching[name] = true }
+// watched records the watch set on name.
+func (w *waiter) watched(name string, watch *connection.Watch) {
+	w.watching = append(w.watching, watching{name, watch})
+}
+
+func (w *waiter) isWatching(name string) bool {
+	return slices.ContainsFunc(w.watching, func(x watching) bool { return x.name == name })
+}
+
+func (w *waiter) forget(name string) {
+	w.watching = slices.DeleteFunc(w.watching, func(x watching) bool { return x.name == name })
+}
 
 // missing: setting a watch found its node already gone. The listing is
 // stale; one fresh listing answers for every node that left unseen.
 func (w *waiter) missing() step { return stepList }
 
-// deleted: a watched node was deleted. If ours now holds against the kept
-// listing — a superset of the contenders really ahead — it holds without
-// another request (the 0-RTT handoff), unless nodes may be inserted ahead
-// (relist); otherwise list again.
+// deleted: a watched node was deleted. The kept listing is a superset of
+// the contenders really ahead (they can only leave; a newer node sorts
+// behind ours). If ours now holds against it, it holds without another
+// request (the 0-RTT handoff); if not, the predicate's watches on it are
+// right too — a node among them that has left unseen answers the watch
+// with NoNode, and then a listing decides — so the waiter waits on without
+// listing: in a long queue the second in line, whose predecessor's
+// predecessor was the holder, costs the servers no read per handoff. It
+// lists again instead when nodes may be inserted ahead (relist) or when a
+// stand-in holds the place of contenders it did not keep (the window).
 func (w *waiter) deleted(name string) (step, []string) {
-	delete(w.watching, name)
+	w.forget(name)
 	w.cs = removeName(w.cs, name)
-	if i := Index(w.cs, w.ours); i >= 0 && !w.relist {
+	if w.relist {
+		return stepList, nil
+	}
+	if i := Index(w.cs, w.ours); i >= 0 {
 		if held, _ := w.pred(w.cs, i); held {
 			return stepHeld, nil
 		}
 	}
-	return stepList, nil
+	if w.partial {
+		return stepList, nil
+	}
+	return w.decide()
 }
 
 // changed: a watched node changed but is still there; watch it again.
 func (w *waiter) changed(name string) (step, []string) {
-	delete(w.watching, name)
+	w.forget(name)
 	return w.decide()
 }
