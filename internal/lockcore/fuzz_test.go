@@ -23,6 +23,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name string) {
 		c, ok := Parse(name)
+		if rc, rok := parseBySearch(name); rc != c || rok != ok {
+			t.Fatalf("Parse(%q) = %+v, %v; a search for the markers says %+v, %v", name, c, ok, rc, rok)
+		}
 		if !ok {
 			return
 		}
@@ -37,6 +40,22 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("sequence %q of %d is not ZooKeeper's %%010d", c.Seq, c.N)
 		}
 	})
+}
+
+// parseBySearch is Parse written as a search for each marker's last
+// occurrence followed by a sequence suffix: slower, and plainly right.
+func parseBySearch(name string) (Contender, bool) {
+	for _, m := range markers {
+		i := strings.LastIndex(name, m.marker)
+		if i < 0 {
+			continue
+		}
+		seq := name[i+len(m.marker):]
+		if n, ok := ParseSeq(seq); ok {
+			return Contender{Name: name, Seq: seq, N: n, Kind: m.kind}, true
+		}
+	}
+	return Contender{}, false
 }
 
 // FuzzContenderOrder: Go, Curator and Kazoo contenders made from the same

@@ -1,7 +1,10 @@
 package lockcore
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -169,5 +172,77 @@ func TestPredicatesAreMonotone(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAheadIsSortUpToOurs: for random listings of mixed kinds (signed
+// sequences, other recipes' nodes, names that are no contender), every
+// node as ours and windows of every size, Ahead returns Sort's listing up
+// to ours, or its last keep entries before ours.
+func TestAheadIsSortUpToOurs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		var children []string
+		for i := range 1 + rng.IntN(30) {
+			n := rng.IntN(60) - 10
+			switch rng.IntN(6) {
+			case 0:
+				children = append(children, fmt.Sprintf("%032d__lock__%010d", i, n))
+			case 1:
+				children = append(children, rd(i)[:len(rd(i))-10]+fmt.Sprintf("%010d", n))
+			case 2:
+				children = append(children, "not-a-contender-"+strconv.Itoa(i))
+			default:
+				children = append(children, fmt.Sprintf("_c_%036d-lock-%010d", i, n))
+			}
+		}
+		for _, accept := range []func(Kind) bool{MutexKinds, RWKinds} {
+			sorted := Sort(children, accept)
+			for _, ours := range children {
+				i := Index(sorted, ours)
+				for keep := range 5 {
+					cs, more, found := Ahead(children, accept, ours, keep)
+					if found != (i >= 0) {
+						t.Fatalf("round %d: Ahead(%s) found %v, Sort index %d", round, ours, found, i)
+					}
+					if i < 0 {
+						continue
+					}
+					want, wantMore := sorted[:i+1], false
+					if keep > 0 && i > keep {
+						want, wantMore = sorted[i-keep:i+1], true
+					}
+					if !slices.Equal(cs, want) || more != wantMore {
+						t.Fatalf("round %d, keep %d: Ahead(%s) = %v, %v; want %v, %v", round, keep, ours, cs, more, want, wantMore)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSort: a listing of a queue of 1,000 mutex contenders, parsed
+// and ordered, as a waiter does with every listing.
+func BenchmarkSort(b *testing.B) {
+	children := make([]string, 1000)
+	for i := range children {
+		children[(i*7919)%len(children)] = lk(i) // in no particular order, as the server lists
+	}
+	b.ReportAllocs()
+	for range b.N {
+		Sort(children, MutexKinds)
+	}
+}
+
+// BenchmarkAhead: the same listing as a waiter at the back of the queue
+// with the mutex's window reads it.
+func BenchmarkAhead(b *testing.B) {
+	children := make([]string, 1000)
+	for i := range children {
+		children[(i*7919)%len(children)] = lk(i)
+	}
+	b.ReportAllocs()
+	for range b.N {
+		Ahead(children, MutexKinds, lk(999), 3)
 	}
 }

@@ -60,17 +60,11 @@ func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool,
 // after any deletion that does not make ours hold, such a waiter lists
 // again (see deleted).
 func (w *waiter) listed(children []string) (step, []string) {
-	w.cs = Sort(children, w.accept)
-	w.partial = false
-	if i := Index(w.cs, w.ours); i >= 0 {
-		switch {
-		case w.window > 0 && i > w.window+1:
-			w.cs = slices.Clone(w.cs[i-w.window-1 : i+1])
-			w.partial = true
-		case i+1 < len(w.cs):
-			w.cs = slices.Clone(w.cs[:i+1])
-		}
+	keep := 0
+	if w.window > 0 {
+		keep = w.window + 1
 	}
+	w.cs, w.partial, _ = Ahead(children, w.accept, w.ours, keep)
 	// A watched node no longer in the listing has left: its event is on
 	// its way, and nobody needs it.
 	w.watching = slices.DeleteFunc(w.watching, func(x watching) bool { return Index(w.cs, x.name) < 0 })
