@@ -17,13 +17,16 @@ type Session struct {
 	done chan struct{} // closed when the session is lost
 
 	mu        sync.Mutex
-	untrusted chan struct{} // of the current connected period; closed when it ends (policy) or the session does
-	resumed   chan struct{} // closed when a new period begins, or the session ends; closed while trusted
-	err       error         // why it ended
+	period    context.Context    // of the current connected period; cancelled when it ends (policy) or the session does
+	endPeriod context.CancelFunc // cancels period
+	resumed   chan struct{}      // closed when a new period begins, or the session ends; closed while trusted
+	err       error              // why it ended
 }
 
 func newSession(id int64, timeout time.Duration) *Session {
-	return &Session{id: id, timeout: timeout, untrusted: make(chan struct{}), resumed: closedChan, done: make(chan struct{})}
+	s := &Session{id: id, timeout: timeout, resumed: closedChan, done: make(chan struct{})}
+	s.period, s.endPeriod = context.WithCancel(context.Background())
+	return s
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -37,17 +40,26 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // A recipe calls it right before it reports a hold, a lease or a term, so
 // that it never reports one that is already untrusted.
 func (s *Session) Trust(ctx context.Context) (<-chan struct{}, error) {
+	period, err := s.Trusted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return period.Done(), nil
+}
+
+// Trusted is Trust with the period as a context: it is cancelled when
+// Untrusted closes. A recipe ties a hold to it with context.AfterFunc, which
+// costs no goroutine while the hold lasts.
+func (s *Session) Trusted(ctx context.Context) (context.Context, error) {
 	for {
 		s.mu.Lock()
-		untrusted, resumed, err := s.untrusted, s.resumed, s.err
+		period, resumed, err := s.period, s.resumed, s.err
 		s.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case <-untrusted:
-		default:
-			return untrusted, nil
+		if period.Err() == nil {
+			return period, nil
 		}
 		select {
 		case <-resumed:
@@ -81,7 +93,7 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 func (s *Session) Untrusted() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.untrusted
+	return s.period.Done()
 }
 
 // Err returns nil while the session lives, then why it ended; the error
@@ -97,10 +109,8 @@ func (s *Session) Err() error {
 func (s *Session) distrust() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	select {
-	case <-s.untrusted:
-	default:
-		close(s.untrusted)
+	if s.period.Err() == nil {
+		s.endPeriod()
 		s.resumed = make(chan struct{})
 	}
 }
@@ -113,11 +123,9 @@ func (s *Session) retrust() {
 	if s.err != nil {
 		return
 	}
-	select {
-	case <-s.untrusted:
-		s.untrusted = make(chan struct{})
+	if s.period.Err() != nil {
+		s.period, s.endPeriod = context.WithCancel(context.Background())
 		closeOnce(s.resumed)
-	default:
 	}
 }
 
@@ -138,7 +146,7 @@ func (s *Session) end(err error) bool {
 		return false
 	}
 	s.err = err
-	closeOnce(s.untrusted)
+	s.endPeriod()
 	closeOnce(s.resumed)
 	close(s.done)
 	return true

@@ -44,10 +44,10 @@ type Acquired struct {
 	Path    string              // the node
 	Session *connection.Session // the session that owns it
 	Token   int64               // its czxid: the fencing token
-	// Untrusted is the Session.Untrusted channel of the connected period
-	// in which the hold was confirmed; it was open then. Nil means the
-	// session's current one.
-	Untrusted <-chan struct{}
+	// Trusted is the connected period in which the hold was confirmed
+	// (Session.Trusted): it was live then, and is cancelled when holds
+	// taken in it can no longer be trusted. Set by Confirm.
+	Trusted context.Context
 }
 
 // errRestart means the attempt's node or session is gone: try again with
@@ -179,14 +179,14 @@ func (l *Lock) confirm(ctx context.Context, a Acquired) (Acquired, error) {
 }
 
 // Confirm waits until a's session is trusted and records that period in
-// a.Untrusted (see Lock.await). It fails with an error wrapping
+// a.Trusted (see Lock.await). It fails with an error wrapping
 // connection.ErrSessionLost when the session ends first, or ctx's error.
 func Confirm(ctx context.Context, a Acquired) (Acquired, error) {
-	u, err := a.Session.Trust(ctx)
+	period, err := a.Session.Trusted(ctx)
 	if err != nil {
 		return Acquired{}, err
 	}
-	a.Untrusted = u
+	a.Trusted = period
 	return a, nil
 }
 

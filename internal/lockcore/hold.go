@@ -20,77 +20,55 @@ var RevokeMessage = []byte("__REVOKE__")
 var ErrReleased = errors.New("lockcore: lock released")
 
 // Hold is one held lock: the node, the lost-lock signal and the context of
-// the work done under it. It owns one goroutine, which Stop ends.
+// the work done under it. It costs no goroutine while it lasts: the end of
+// its trusted period cancels its context through context.AfterFunc.
 type Hold struct {
 	Acquired
 	client *connection.Client
 
-	lost      chan struct{}   // closed when the hold is untrusted or released
-	untrusted <-chan struct{} // the session's, for the hold's period
-	release   chan struct{}   // closed by Stop
-	done      chan struct{}   // closed when the goroutine has ended
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
+	ctx      context.Context // cancelled when the hold is untrusted or released
+	cancel   context.CancelCauseFunc
+	stopLost func() bool   // unregisters the period's AfterFunc
+	revoking chan struct{} // closed when the revocation watcher has ended
 }
 
-// NewHold starts watching a hold: it is lost when its session can no
-// longer be trusted under the client's error policy (a.Untrusted, or
-// Session.Untrusted taken now, when the hold begins). If onRevoke is not nil, the holder's
-// node data is watched too, and onRevoke is called, in a goroutine of its
-// own, the first time another process writes RevokeMessage to it (the
-// goroutine ends when onRevoke returns).
+// NewHold starts watching a hold of a, confirmed (Confirm): it is lost
+// when its period, a.Trusted, ends — when its session can no longer be
+// trusted under the client's error policy. If onRevoke is not nil, the
+// holder's node data is watched too, and onRevoke is called, in a
+// goroutine of its own, the first time another process writes
+// RevokeMessage to it (the goroutine ends when onRevoke returns).
 func NewHold(c *connection.Client, a Acquired, lostErr error, onRevoke func()) *Hold {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	h := &Hold{
-		Acquired: a,
-		client:   c,
-		lost:     make(chan struct{}),
-		release:  make(chan struct{}),
-		done:     make(chan struct{}),
-		ctx:      ctx,
-		cancel:   cancel,
-	}
-	untrusted := a.Untrusted
-	if untrusted == nil {
-		untrusted = a.Session.Untrusted()
-	}
-	h.untrusted = untrusted
-	revoking := make(chan struct{})
-	if onRevoke != nil {
-		go func() {
-			defer close(revoking)
-			h.watchRevocation(c, onRevoke)
-		}()
-	} else {
-		close(revoking)
-	}
-	go func() {
-		defer close(h.done)
-		defer func() { <-revoking }() // it ends with the context
-		defer close(h.lost)
-		select {
-		case <-untrusted:
-			cancel(lostErr)
+	h := &Hold{Acquired: a, client: c, ctx: ctx, cancel: cancel, revoking: closedChan}
+	h.stopLost = context.AfterFunc(a.Trusted, func() {
+		cancel(lostErr)
+		if context.Cause(ctx) == lostErr { // not released first
 			c.Logger().Warn("zkrecipes hold lost", "node", a.Path, "session", fmt.Sprintf("%#x", a.Session.ID()),
 				"token", a.Token, "cause", lostErr, "session_error", a.Session.Err())
-		case <-h.release:
-			cancel(ErrReleased)
 		}
-	}()
+	})
+	if onRevoke != nil {
+		h.revoking = make(chan struct{})
+		go func() {
+			defer close(h.revoking)
+			h.watchRevocation(c, onRevoke)
+		}()
+	}
 	return h
 }
 
 // Done is closed when the hold can no longer be trusted, or was released.
-func (h *Hold) Done() <-chan struct{} { return h.lost }
+func (h *Hold) Done() <-chan struct{} { return h.ctx.Done() }
 
 // Lost reports whether the hold can no longer be trusted or was released.
-// Unlike a look at Done, it also sees the session's distrust at once,
-// before the hold's goroutine has passed it on to Done.
+// Unlike a look at Done, it also sees the end of the trusted period at
+// once, before context.AfterFunc has passed it on to Done.
 func (h *Hold) Lost() bool {
 	select {
-	case <-h.lost:
+	case <-h.ctx.Done():
 		return true
-	case <-h.untrusted:
+	case <-h.Trusted.Done():
 		return true
 	default:
 		return false
@@ -148,7 +126,7 @@ func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) 
 	return false, err // still held
 }
 
-// drop ends a lost hold: its goroutine stops, and abandon (nil: a
+// drop ends a lost hold: it stops, and abandon (nil: a
 // background delete while the session lives) gets rid of its node.
 func (h *Hold) drop(abandon func(Acquired)) {
 	h.Stop()
@@ -159,14 +137,12 @@ func (h *Hold) drop(abandon func(Acquired)) {
 	h.client.GuaranteedDelete(h.Session, h.Path, 0)
 }
 
-// Stop ends the hold's goroutine; the hold's context is cancelled.
+// Stop ends the hold: its context is cancelled (a release, unless it was
+// lost first), and its revocation watcher, if any, has ended.
 func (h *Hold) Stop() {
-	select {
-	case <-h.release:
-	default:
-		close(h.release)
-	}
-	<-h.done
+	h.stopLost()
+	h.cancel(ErrReleased)
+	<-h.revoking
 }
 
 // watchRevocation watches the holder's node data until the hold ends. It

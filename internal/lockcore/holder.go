@@ -225,7 +225,8 @@ func (h *Holder) Node() string {
 	return ""
 }
 
-// closedChan is what Done returns when nothing is held.
+// closedChan is what Done returns when nothing is held, and a Hold's
+// revoking when it has no revocation watcher.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Done is closed when the current hold can no longer be trusted, or was
