@@ -37,13 +37,18 @@ func ValidatePath(p string) error {
 	case !utf8.ValidString(p):
 		return bad("is not valid UTF-8")
 	}
-	for _, part := range strings.Split(p[1:], "/") {
+	for rest := p[1:]; ; {
+		part, tail, more := strings.Cut(rest, "/")
 		switch part {
 		case "":
 			return bad("has an empty component")
 		case ".", "..":
 			return bad("has a relative component")
 		}
+		if !more {
+			break
+		}
+		rest = tail
 	}
 	for _, r := range p {
 		// The characters ZooKeeper's PathUtils rejects.

@@ -2,6 +2,7 @@ package connection
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,27 @@ func TestNamespacePaths(t *testing.T) {
 		if got := parent(p); got != want {
 			t.Errorf("parent(%q) = %q, want %q", p, got, want)
 		}
+	}
+}
+
+// TestUUIDFormat: protected names carry a version-4 UUID in its
+// 36-character text form, which Curator recognises.
+func TestUUIDFormat(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		u := newUUID()
+		if len(u) != 36 || u[8] != '-' || u[13] != '-' || u[18] != '-' || u[23] != '-' || u[14] != '4' || !strings.ContainsRune("89ab", rune(u[19])) {
+			t.Fatalf("%q is not a version-4 UUID", u)
+		}
+		if strings.Trim(strings.ReplaceAll(u, "-", ""), "0123456789abcdef") != "" {
+			t.Fatalf("%q is not lowercase hex", u)
+		}
+		if !IsProtected(ProtectedPrefix + u + "-lock-0000000001") {
+			t.Fatalf("a name with %q is not protected", u)
+		}
+		if seen[u] {
+			t.Fatalf("%q twice", u)
+		}
+		seen[u] = true
 	}
 }

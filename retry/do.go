@@ -32,9 +32,24 @@ func DoNotify(ctx context.Context, p Policy, op Operation, notify Notify) error 
 }
 
 // do takes a timer so that tests can drive the sleeps without sleeping.
+//
+// The first attempt runs before any retry state is made: most operations
+// succeed, or fail for good, the first time, and then cost nothing more.
 func do(ctx context.Context, p Policy, op Operation, notify Notify, timer backoff.Timer) error {
-	var last error
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	first := op(ctx)
+	if final, err := settled(first); final {
+		return err
+	}
+	last := first
 	attempt := func() error {
+		if first != nil {
+			err := first // already run: the policy decides when to run it again
+			first = nil
+			return err
+		}
 		if err := ctx.Err(); err != nil {
 			return backoff.Permanent(err)
 		}
@@ -43,8 +58,7 @@ func do(ctx context.Context, p Policy, op Operation, notify Notify, timer backof
 			return nil
 		}
 		last = err
-		var perm *backoff.PermanentError
-		if errors.As(err, &perm) || !Retryable(err) {
+		if final, _ := settled(err); final {
 			return backoff.Permanent(err)
 		}
 		return err
@@ -75,6 +89,20 @@ func do(ctx context.Context, p Policy, op Operation, notify Notify, timer backof
 	return err
 }
 
+// settled says whether an attempt's error ends the operation, and the
+// error to return then: nil, a Permanent error's cause, or an error that is
+// not Retryable.
+func settled(err error) (final bool, result error) {
+	if err == nil {
+		return true, nil
+	}
+	var perm *backoff.PermanentError
+	if errors.As(err, &perm) {
+		return true, perm.Err
+	}
+	return !Retryable(err), err
+}
+
 // Permanent marks err as not to be retried, whatever it wraps. errors.Is and
 // errors.As see through the mark.
 func Permanent(err error) error { return backoff.Permanent(err) }
@@ -95,10 +123,11 @@ func (e *againError) Unwrap() error { return e.err }
 // timed out the operation. Session expiry is not retryable: the session
 // that owned ephemeral nodes and watches is gone.
 func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
 	var again *againError
 	switch {
-	case err == nil:
-		return false
 	case errors.As(err, &again):
 		return true
 	case errors.Is(err, zk.ErrConnectionClosed),
