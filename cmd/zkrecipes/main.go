@@ -132,13 +132,13 @@ func upTo(ctx context.Context, d time.Duration) (context.Context, context.Cancel
 
 // serversOrLocal returns the servers of --servers or ZK_SERVERS, or else
 // starts a local ensemble of n servers (stop stops it).
-func serversOrLocal(flagValue string, n int, out io.Writer) (servers []string, stop func(), err error) {
+func serversOrLocal(flagValue string, n int, out io.Writer, opts ...zkserver.Option) (servers []string, stop func(), err error) {
 	if list := serverList(flagValue); len(list) > 0 {
 		return list, func() {}, nil
 	}
 	fmt.Fprintf(out, "No servers given: starting a local %d-server ZooKeeper ensemble...\n", n)
 	start := time.Now()
-	ens, err := zkserver.New(zkserver.WithServers(n))
+	ens, err := zkserver.New(append([]zkserver.Option{zkserver.WithServers(n)}, opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,7 +60,13 @@ type config struct {
 	backend       string
 	dockerImage   string
 	jvmFlags      []string
+	containerGC   time.Duration // znode.container.checkIntervalMs
 	logf          func(format string, args ...any)
+}
+
+// serverFlags are the java flags of a local server.
+func (c *config) serverFlags() []string {
+	return append(slices.Clone(c.jvmFlags), fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", c.containerGC.Milliseconds()))
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -70,6 +77,7 @@ func newConfig(opts []Option) (*config, error) {
 		backend:      os.Getenv("ZKTEST_BACKEND"),
 		dockerImage:  DefaultDockerImage,
 		jvmFlags:     DefaultJVMFlags,
+		containerGC:  DefaultContainerCheckInterval,
 		logf:         func(string, ...any) {},
 	}
 	if img := os.Getenv("ZKTEST_DOCKER_IMAGE"); img != "" {
@@ -165,6 +173,23 @@ var DefaultJVMFlags = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAt
 func WithJVMFlags(flags ...string) Option {
 	return func(c *config) error {
 		c.jvmFlags = append([]string(nil), flags...)
+		return nil
+	}
+}
+
+// DefaultContainerCheckInterval is how often a local server deletes empty
+// containers (and expired TTL nodes): a second, where ZooKeeper's default
+// is a minute, so that tests see empty lock directories go.
+const DefaultContainerCheckInterval = time.Second
+
+// WithContainerCheckInterval sets how often a local server deletes empty
+// containers (ZooKeeper's znode.container.checkIntervalMs).
+func WithContainerCheckInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("zktest: WithContainerCheckInterval(%v): want at least a millisecond", d)
+		}
+		c.containerGC = d
 		return nil
 	}
 }

@@ -179,7 +179,7 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 	}
 	start := time.Now()
 	for _, s := range b.servers {
-		if err := s.launch(inst, cfg.jvmFlags); err != nil {
+		if err := s.launch(inst, cfg.serverFlags()); err != nil {
 			b.Close()
 			return nil, err
 		}
@@ -239,7 +239,6 @@ func (s *localServer) launch(inst *localInstall, jvmFlags []string) error {
 		"-Djava.net.preferIPv4Stack=true",
 		"-Dzookeeper.admin.enableServer=false",
 		"-Dzookeeper.forceSync=no", // tests need no durability across power loss
-		"-Dznode.container.checkIntervalMs=1000",
 		"-Dorg.slf4j.simpleLogger.showDateTime=true",
 		"-cp", strings.Join(inst.classpath, string(os.PathListSeparator)),
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfgPath,
@@ -359,7 +358,7 @@ func (b *localBackend) Start(i int) error {
 	if proc, _ := s.running(); proc != nil {
 		return fmt.Errorf("%w: already running", ErrServerState)
 	}
-	if err := s.launch(b.install, b.cfg.jvmFlags); err != nil {
+	if err := s.launch(b.install, b.cfg.serverFlags()); err != nil {
 		return err
 	}
 	// A lone member of a quorum without its peers never serves; waiting

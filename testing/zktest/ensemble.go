@@ -79,6 +79,18 @@ func WithDockerImage(image string) Option { return zkserver.WithDockerImage(imag
 // place of DefaultJVMFlags.
 func WithJVMFlags(flags ...string) Option { return zkserver.WithJVMFlags(flags...) }
 
+// WithContainerCheckInterval sets how often the local backend's servers
+// delete empty containers, such as the lock directories recipes make:
+// DefaultContainerCheckInterval (a second) unless set, where ZooKeeper's
+// own default is a minute.
+func WithContainerCheckInterval(d time.Duration) Option {
+	return zkserver.WithContainerCheckInterval(d)
+}
+
+// DefaultContainerCheckInterval is the local servers' container check
+// interval unless WithContainerCheckInterval sets it.
+const DefaultContainerCheckInterval = zkserver.DefaultContainerCheckInterval
+
 // WithLogf reports what the ensemble does (starts, stops, faults) through
 // logf, such as t.Logf.
 func WithLogf(logf func(format string, args ...any)) Option { return zkserver.WithLogf(logf) }
