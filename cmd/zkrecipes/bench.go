@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -27,17 +28,23 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	impls := fs.String("impls", "mutex,naive,zk.Lock,Curator,Kazoo,raw floor", "implementations to compare (Curator and Kazoo need Debian's libcurator-recipes-java, a JDK and python3-kazoo)")
 	output := fs.String("o", "", "also write the markdown report to this file")
 	docs := fs.String("docs", "", "also write benchmarks.md and benchmarks.svg (the chart) into this directory")
-	scenarios := fs.String("scenarios", "locks,recipes,election-queue", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue)")
+	scenarios := fs.String("scenarios", "locks,recipes,election-queue,scale", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), scale (many keys locked through one client, against Curator and zk.Lock)")
+	keys := fs.Int("keys", 10000, "scale: distinct lock paths")
+	keyGoroutines := fs.Int("key-goroutines", 64, "scale: goroutines (Curator: threads) locking keys through one client")
+	deepWaiters := fs.String("deep", "10,1000", "scale: waiters of the deep-queue runs on one lock")
+	deepSessions := fs.Int("deep-sessions", 50, "scale: sessions the deep queue's waiters are spread over (at most one per waiter)")
+	idleWaiters := fs.String("idle", "100x100", "scale: idle waiters on one client, LOCKSxWAITERS (waiters per lock); 0 for none")
 	failoverTimeout := fs.Duration("failover-session-timeout", 2*time.Second, "election-queue: the session timeout of the leader and the standby")
 	queueWorkers := fs.Int("queue-workers", 10, "election-queue: workers taking items")
 	queueItems := fs.Int("queue-items", 500, "election-queue: items per round")
 	readers := fs.Int("readers", 50, "recipes: readers started together on a free read lock")
 	semClients := fs.Int("sem-clients", 10, "recipes: clients taking and returning semaphore leases")
 	semLeases := fs.Int("sem-leases", 3, "recipes: the semaphore's leases")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the Go implementations' client side) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	doLocks, doRecipes, doElectionQueue := false, false, false
+	doLocks, doRecipes, doElectionQueue, doScale := false, false, false, false
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch strings.TrimSpace(s) {
 		case "locks":
@@ -46,12 +53,14 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			doRecipes = true
 		case "election-queue":
 			doElectionQueue = true
+		case "scale":
+			doScale = true
 		default:
-			return fmt.Errorf("--scenarios: %q is not locks, recipes or election-queue", s)
+			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue or scale", s)
 		}
 	}
-	if *docs != "" && !(doLocks && doRecipes && doElectionQueue) {
-		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes,election-queue")
+	if *docs != "" && !(doLocks && doRecipes && doElectionQueue && doScale) {
+		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes,election-queue,scale")
 	}
 	var counts []int
 	for _, s := range strings.Split(*parts, ",") {
@@ -60,6 +69,29 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			return fmt.Errorf("--participants: %q is not a positive count", s)
 		}
 		counts = append(counts, n)
+	}
+	idleLocks, idlePer, err := parseIdle(*idleWaiters)
+	if err != nil {
+		return err
+	}
+	var deep []int
+	for _, s := range strings.Split(*deepWaiters, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--deep: %q is not a positive count", s)
+		}
+		deep = append(deep, n)
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	chosen, err := bench.ByName(strings.Split(*impls, ",")...)
 	if err != nil {
@@ -74,9 +106,12 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	}
 	ensemble := "the ensemble at " + strings.Join(serverList(*servers), ",")
 	if len(serverList(*servers)) == 0 {
-		ensemble = "a local 3-node ZooKeeper ensemble (zktest: tickTime 100 ms, forceSync=no)"
+		ensemble = "a local 3-node ZooKeeper ensemble (zktest: tickTime 100 ms, forceSync=no, containers checked every minute)"
 	}
-	list, stop, err := serversOrLocal(*servers, 3, out)
+	// ZooKeeper's own container check interval (a minute), not the tests'
+	// second: the many-keys run's directories are recreated as often as a
+	// service's would be.
+	list, stop, err := serversOrLocal(*servers, 3, out, zkserver.WithContainerCheckInterval(time.Minute))
 	if err != nil {
 		return err
 	}
@@ -114,6 +149,23 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		}
 		report += "\n### Leader election and the work queue\n\n" + er.Markdown()
 	}
+	var sr *bench.ScaleResults
+	if doScale {
+		var keyed []string
+		for _, i := range chosen {
+			if i.Name == "mutex" || i.Name == "zk.Lock" || i.Name == "Curator" || i.Name == "Kazoo" {
+				keyed = append(keyed, i.Name)
+			}
+		}
+		sr, err = bench.RunScale(ctx, bench.ScaleConfig{
+			Servers: list, Impls: keyed, Rounds: *rounds, Goroutines: *keyGoroutines, Keys: *keys,
+			Deep: deep, DeepSessions: *deepSessions, IdleLocks: idleLocks, IdlePerLock: idlePer, Duration: *duration, Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		report += "\n### Many keys, deep queues and idle waiters\n\n" + sr.Markdown()
+	}
 	fmt.Fprintf(out, "\n%s\n(%v in all)\n", report, time.Since(start).Round(time.Second))
 	if *output != "" {
 		if err := os.WriteFile(*output, []byte(report), 0o644); err != nil {
@@ -125,12 +177,30 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		if err := os.WriteFile(filepath.Join(*docs, "benchmarks.md"), []byte(page), 0o644); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(*docs, "benchmarks.svg"), res.SVG(), 0o644); err != nil { // res is set: --docs needs both
+		// res and sr are set: --docs needs every scenario.
+		if err := os.WriteFile(filepath.Join(*docs, "benchmarks.svg"), res.SVG(), 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "wrote %s and %s\n", filepath.Join(*docs, "benchmarks.md"), filepath.Join(*docs, "benchmarks.svg"))
+		if err := os.WriteFile(filepath.Join(*docs, "benchmarks-scale.svg"), sr.ScaleSVG(res), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote benchmarks.md, benchmarks.svg and benchmarks-scale.svg in %s\n", *docs)
 	}
 	return nil
+}
+
+// parseIdle reads --idle: "LOCKSxWAITERS", or "0".
+func parseIdle(v string) (locks, perLock int, err error) {
+	if v == "0" {
+		return 0, 0, nil
+	}
+	l, w, ok := strings.Cut(v, "x")
+	locks, err1 := strconv.Atoi(l)
+	perLock, err2 := strconv.Atoi(w)
+	if !ok || err1 != nil || err2 != nil || locks < 1 || perLock < 1 {
+		return 0, 0, fmt.Errorf("--idle: %q is not LOCKSxWAITERS, such as 100x100, or 0", v)
+	}
+	return locks, perLock, nil
 }
 
 // benchmarksPage is docs/benchmarks.md: how it was measured, then the
@@ -141,13 +211,16 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
 	b.WriteString("Written by `make bench` (`zkrecipes bench --docs docs`); every figure below comes from one run.\n\n")
 	b.WriteString("## What was measured\n\n")
 	fmt.Fprintf(&b, "- **Uncontended**: one participant takes and releases a free lock %d times per round (after a warm-up); p50 of Lock+Unlock. The *raw floor* is the requests an uncontended lock needs with no lock logic: create an ephemeral-sequential node, list the directory, delete the node.\n", iterations)
-	b.WriteString("- **Handoff latency**: one holder, one waiter on another server; the time from the holder's Unlock call to the return of the waiter's Lock.\n")
+	b.WriteString("- **Handoff latency**: one holder, one waiter on another server; the time from the holder's Unlock call to the return of the waiter's Lock. The *floor* is what any handoff must wait for: a raw client deletes a node that another raw client, on the waiter's server, watches; from the delete call to the notification (the delete's commit plus one notification).\n")
 	fmt.Fprintf(&b, "- **Contended**: 2, 10 or 100 participants take and release the lock in a loop; handoffs counted in a %v window after the queue filled.\n", d)
 	b.WriteString("- **Wake-ups per release**: watch notifications the servers sent during the contended window (the sum of `mntr`'s `zk_sum_node_*_watch_count` over all servers), per handoff — counted on the servers, so every client library is measured alike.\n")
 	b.WriteString("- **Readers together**: 50 readers of a read/write lock, each with its own session, started at once on a free lock; the time until every one holds (zkrecipes `rwlock`, Curator's InterProcessReadWriteLock, Kazoo's ReadLock).\n")
 	b.WriteString("- **Write handoff**: the handoff latency above, with the write side of each read/write lock.\n")
 	b.WriteString("- **Semaphore**: 10 clients take and return one lease of a semaphore of 3, in a loop, for the contended window; leases per second (zkrecipes `semaphore`, Curator's InterProcessSemaphoreV2, Kazoo's Semaphore, each in its own layout).\n")
 	b.WriteString("- **Failover**: a leader (zkrecipes `election`, Curator's LeaderLatch) whose connection goes through a proxy, and a standby waiting on another server, both with a 2 s session timeout; the proxy goes silent, the server expires the leader's session, and the time from the cut until the standby's Campaign (await) returns is the failover. The session timeout is most of it: the figure shows what each library adds.\n")
+	b.WriteString("- **Many keys, one client**: one client (one session, one connection, on the first server) and 64 goroutines, each taking and releasing locks on keys drawn at random from 10,000 paths under one parent, each key's lock directory created on first use — a service locking per entity. zkrecipes makes a `mutex.Mutex` per cycle; zk.Lock a `zk.NewLock` per cycle on one `zk.Conn`; Curator an InterProcessMutex per key on one CuratorFramework, and Kazoo a Lock per key on one KazooClient, each on 64 threads. Lock+Unlock cycles per second, latency of a cycle, and the packets the servers received per cycle (`mntr`'s `zk_packets_received`, the session's pings included). The servers check for empty containers every minute, ZooKeeper's default, so a key's directory is created again after it has been idle for about that long.\n")
+	b.WriteString("- **Deep queue**: 10 waiters on 10 sessions, then 1,000 waiters on 50 sessions (20 lock values per session; Curator and Kazoo: 1,000 threads over 50 clients), all taking and releasing one lock in a loop; handoffs per second once the queue has filled, the slowdown from 10 to 1,000, and wake-ups per release as above.\n")
+	b.WriteString("- **Idle waiters**: one client on the first server holds 100 locks and queues 100 waiters behind each — 10,000 waiters in one process, each blocked in its Lock (zkrecipes, zk.Lock: a goroutine each; Curator, Kazoo: a thread each, as their locks need). What the waiters added to the process, after a garbage collection: resident memory (the kernel's VmRSS, comparable across languages), the Go runtime's heap and stacks in use, goroutines or threads, and the watches the servers hold for them (`mntr`'s `zk_watch_count`); then the process's CPU time over 5 s of waiting, beside the same before the waiters came (the session's pings; the kernel counts CPU in ticks of 10 ms).\n")
 	b.WriteString("- **Queue**: 10 workers, each with its own session, take and finish 500 items put beforehand (zkrecipes `queue`, Kazoo's LockingQueue with 10 clients on 10 threads); items per second.\n\n")
 	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`cmd/zkrecipes/internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
 	b.WriteString("## Versions\n\n")
@@ -157,6 +230,7 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
 	b.WriteString("\n## Results\n\n")
 	b.WriteString(report)
 	b.WriteString("\n![Handoffs per second and wake-ups per release against participants](benchmarks.svg)\n")
+	b.WriteString("\n![Many keys, the deep queue, idle waiters and the handoff against its floor](benchmarks-scale.svg)\n")
 	b.WriteString(`
 ## Reading the results
 

@@ -106,3 +106,40 @@ func TestRunElectionQueueSmoke(t *testing.T) {
 		t.Fatalf("results %+v", r)
 	}
 }
+
+// TestRunScaleSmoke runs the scale scenarios once, small, with the mutex
+// and zk.Lock, and the floor of a handoff.
+func TestRunScaleSmoke(t *testing.T) {
+	ens := shared.Ensemble(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := RunScale(ctx, ScaleConfig{
+		Servers: ens.Servers(), Impls: []string{"mutex", "zk.Lock"}, Rounds: 1, Goroutines: 4, Keys: 20,
+		Deep: []int{3, 6}, DeepSessions: 2, IdleLocks: 2, IdlePerLock: 5, IdleWindow: 100 * time.Millisecond,
+		Duration: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, impl := range []string{"mutex", "zk.Lock"} {
+		// Each cycle is at least a create and a delete.
+		if m := r.ManyKeys[impl]; m.Cycles <= 0 || m.P50 <= 0 || m.PacketsPerCycle() < 2 {
+			t.Fatalf("%s: %+v", impl, m)
+		}
+		if d := r.Deep[impl][6]; d.Handoffs <= 0 {
+			t.Fatalf("%s deep queue: %+v", impl, d)
+		}
+		// Every waiter costs memory, a goroutine, and a watch on the
+		// server. (The process's resident memory is too coarse for ten.)
+		if d := r.Idle[impl]; d.Waiters != 10 || d.HeapStack <= 0 || d.Watches < 10 || d.Threads < 10 {
+			t.Fatalf("%s idle waiters: %+v", impl, d)
+		}
+	}
+	fl, err := RunFloor(ctx, ens.Servers(), "/floor-smoke", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fl.P50 <= 0 {
+		t.Fatalf("floor %+v", fl)
+	}
+}

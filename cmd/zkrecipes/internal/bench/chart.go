@@ -126,3 +126,92 @@ func formatTick(v float64) string {
 	}
 	return fmt.Sprintf("%g", v)
 }
+
+// bar is one bar of a bar panel.
+type bar struct {
+	label string
+	value float64
+	text  string // the value as written beside the bar
+	color string
+}
+
+// ScaleSVG draws the scale scenarios as four bar panels: many keys
+// through one client, the deep queue at its two depths, the idle waiters'
+// memory, and the handoff latency as a multiple of its floor (from locks,
+// when measured).
+func (r *ScaleResults) ScaleSVG(locks *Results) []byte {
+	const w, panelW, panelH = 1010, 485, 300
+	var panels []func(b *strings.Builder, x0, y0 int)
+	add := func(title string, bars []bar) {
+		if len(bars) > 0 {
+			panels = append(panels, func(b *strings.Builder, x0, y0 int) { barPanel(b, x0, y0, panelW, panelH, title, bars) })
+		}
+	}
+	color := func(impl string) string {
+		if c := palette[impl]; c != "" {
+			return c
+		}
+		return "#000"
+	}
+	var keys, deep, idle, floor []bar
+	for _, impl := range r.Cfg.Impls {
+		if m, ok := r.ManyKeys[impl]; ok {
+			keys = append(keys, bar{impl, m.PerSecond(), fmt.Sprintf("%.0f", m.PerSecond()), color(impl)})
+		}
+		for _, n := range r.Cfg.Deep {
+			if c, ok := r.Deep[impl][n]; ok {
+				deep = append(deep, bar{fmt.Sprintf("%s, %d", impl, n), c.PerSecond(), fmt.Sprintf("%.0f", c.PerSecond()), color(impl)})
+			}
+		}
+		if d, ok := r.Idle[impl]; ok {
+			v := d.PerWaiter(d.RSS) / 1024
+			idle = append(idle, bar{impl, v, fmt.Sprintf("%.1f KiB", v), color(impl)})
+		}
+		if locks != nil && locks.Floor > 0 && locks.Handoff[impl] > 0 {
+			v := float64(locks.Handoff[impl]) / float64(locks.Floor)
+			floor = append(floor, bar{impl, v, fmt.Sprintf("%.2f×", v), color(impl)})
+		}
+	}
+	add("Many keys, one client: Lock+Unlock per second (higher is better)", keys)
+	add("Deep queue: handoffs per second, by waiters (higher is better)", deep)
+	add("Idle waiters: resident memory per waiter (lower is better)", idle)
+	add("Handoff p50 as a multiple of its floor (lower is better)", floor)
+	rows := (len(panels) + 1) / 2
+	h := rows * (panelH + 20)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+	for i, p := range panels {
+		p(&b, (i%2)*(panelW+20), (i/2)*(panelH+20))
+	}
+	b.WriteString("</svg>\n")
+	return []byte(b.String())
+}
+
+// barPanel draws horizontal bars from zero, one per row, labelled on the
+// left and with their value on the right.
+func barPanel(b *strings.Builder, x0, y0, w, h int, title string, bars []bar) {
+	const left, right, top, bottom = 120, 70, 40, 10
+	pw, ph := float64(w-left-right), float64(h-top-bottom)
+	fmt.Fprintf(b, `<g transform="translate(%d,%d)">`+"\n", x0, y0)
+	fmt.Fprintf(b, `<text x="10" y="22" font-size="14" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
+	maxV := 0.0
+	for _, br := range bars {
+		maxV = max(maxV, br.value)
+	}
+	if maxV == 0 {
+		maxV = 1
+	}
+	rowH := ph / float64(len(bars))
+	barH := min(22, rowH*0.7)
+	fmt.Fprintf(b, `<g transform="translate(%d,%d)">`+"\n", left, top)
+	for i, br := range bars {
+		y := rowH*float64(i) + (rowH-barH)/2
+		bw := pw * br.value / maxV
+		fmt.Fprintf(b, `<text x="-8" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`+"\n", y+barH/2, html.EscapeString(br.label))
+		fmt.Fprintf(b, `<rect x="0" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", y, bw, barH, br.color)
+		fmt.Fprintf(b, `<text x="%.1f" y="%.1f" dominant-baseline="middle">%s</text>`+"\n", bw+6, y+barH/2, html.EscapeString(br.text))
+	}
+	fmt.Fprintf(b, `<line x1="0" x2="0" y1="0" y2="%.0f" stroke="#333"/>`+"\n", ph)
+	b.WriteString("</g></g>\n")
+}

@@ -20,7 +20,16 @@ var triggerMetrics = []string{
 
 // watchTriggers returns the watch notifications all servers have sent so
 // far. Counting on the servers treats every client library alike.
-func watchTriggers(servers []string) (int64, error) {
+func watchTriggers(servers []string) (int64, error) { return mntrSum(servers, triggerMetrics) }
+
+// packetsReceived returns the packets (requests, pings included) all
+// servers have received so far.
+func packetsReceived(servers []string) (int64, error) {
+	return mntrSum(servers, []string{"zk_packets_received"})
+}
+
+// mntrSum sums the metrics over the servers.
+func mntrSum(servers []string, metrics []string) (int64, error) {
 	var total int64
 	for _, s := range servers {
 		out, err := zkserver.FourLetter(s, "mntr", 2*time.Second)
@@ -33,7 +42,7 @@ func watchTriggers(servers []string) (int64, error) {
 			if !ok {
 				continue
 			}
-			for _, m := range triggerMetrics {
+			for _, m := range metrics {
 				if name == m {
 					n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
 					if err != nil {

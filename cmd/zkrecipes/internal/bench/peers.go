@@ -180,7 +180,13 @@ func (p *peer) latencies(ctx context.Context, servers []string, lockPath, scenar
 // contended runs n participants in the driver and counts the handoffs in
 // a window of length d, as RunContended does.
 func (p *peer) contended(ctx context.Context, servers []string, lockPath string, n int, d time.Duration) (Contended, error) {
-	drv, err := p.start(ctx, servers, lockPath, "contended", strconv.Itoa(n))
+	return p.contendedWith(ctx, servers, lockPath, n, d, "contended", strconv.Itoa(n))
+}
+
+// contendedWith is contended with the driver's scenario and arguments
+// given: one that prints READY, answers mark and ends on stop.
+func (p *peer) contendedWith(ctx context.Context, servers []string, lockPath string, n int, d time.Duration, args ...string) (Contended, error) {
+	drv, err := p.start(ctx, servers, lockPath, args...)
 	if err != nil {
 		return Contended{}, err
 	}

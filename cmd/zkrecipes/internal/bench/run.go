@@ -25,6 +25,7 @@ type Results struct {
 	Rounds      int
 	Uncontended map[string]time.Duration   // impl → p50
 	Handoff     map[string]time.Duration   // impl → p50
+	Floor       time.Duration              // p50 of a delete's commit plus one notification (RunFloor)
 	Handoffs    map[string]map[int]float64 // impl → participants → handoffs/s
 	WakeUps     map[string]map[int]float64 // impl → participants → wake-ups per release
 	Impls       []string
@@ -43,6 +44,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	un := map[string][]time.Duration{}
 	hl := map[string][]time.Duration{}
+	var floors []time.Duration
 	ho := map[string]map[int][]float64{}
 	wk := map[string]map[int][]float64{}
 	root := fmt.Sprintf("/zkrecipes-bench/%d", time.Now().UnixNano())
@@ -65,6 +67,12 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			un[impl.Name] = append(un[impl.Name], r.P50)
 			fmt.Fprintf(progress, "round %d/%d  %-10s uncontended          p50 %v  p99 %v\n", round, cfg.Rounds, impl.Name, r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond))
 		}
+		fl, err := RunFloor(ctx, cfg.Servers, next(), max(20, cfg.Iterations/3))
+		if err != nil {
+			return nil, err
+		}
+		floors = append(floors, fl.P50)
+		fmt.Fprintf(progress, "round %d/%d  %-10s delete + notification p50 %v  p99 %v\n", round, cfg.Rounds, "floor", fl.P50.Round(time.Microsecond), fl.P99.Round(time.Microsecond))
 		for _, impl := range cfg.Impls {
 			if !impl.Exclusive {
 				continue
@@ -94,7 +102,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			}
 		}
 	}
-	res := &Results{Rounds: cfg.Rounds, Uncontended: map[string]time.Duration{}, Handoff: map[string]time.Duration{}, Handoffs: map[string]map[int]float64{}, WakeUps: map[string]map[int]float64{}, Parts: cfg.Participants}
+	res := &Results{Rounds: cfg.Rounds, Uncontended: map[string]time.Duration{}, Handoff: map[string]time.Duration{}, Handoffs: map[string]map[int]float64{}, WakeUps: map[string]map[int]float64{}, Parts: cfg.Participants, Floor: median(floors)}
 	for _, impl := range cfg.Impls {
 		res.Impls = append(res.Impls, impl.Name)
 		res.Uncontended[impl.Name] = median(un[impl.Name])
@@ -169,7 +177,7 @@ func (r *Results) Markdown(subject string) string {
 		}
 		fmt.Fprintf(&b, "| %s | %v | %s |\n", name, r.Uncontended[name].Round(time.Microsecond), ratio)
 	}
-	b.WriteString("\n| handoff latency, one waiter (Unlock call to the waiter's Lock return) | p50 |")
+	b.WriteString("\n| handoff latency, one waiter (Unlock call to the waiter's Lock return) | p50 | × floor |")
 	var peers []string
 	for _, name := range r.Impls {
 		if name != subject && r.Handoff[name] > 0 {
@@ -177,12 +185,19 @@ func (r *Results) Markdown(subject string) string {
 			fmt.Fprintf(&b, " %s ÷ %s |", name, subject)
 		}
 	}
-	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", len(peers)) + "\n")
+	b.WriteString("\n|---|---:|---:|" + strings.Repeat("---:|", len(peers)) + "\n")
+	if r.Floor > 0 {
+		fmt.Fprintf(&b, "| floor: a delete committed + one notification (raw clients) | %v | 1.00 |%s\n", r.Floor.Round(time.Microsecond), strings.Repeat(" |", len(peers)))
+	}
 	for _, name := range r.Impls {
 		if r.Handoff[name] == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %v |", name, r.Handoff[name].Round(time.Microsecond))
+		ratio := "—"
+		if r.Floor > 0 {
+			ratio = fmt.Sprintf("%.2f", float64(r.Handoff[name])/float64(r.Floor))
+		}
+		fmt.Fprintf(&b, "| %s | %v | %s |", name, r.Handoff[name].Round(time.Microsecond), ratio)
 		for _, p := range peers {
 			if name == subject {
 				fmt.Fprintf(&b, " %.2f |", float64(r.Handoff[p])/float64(r.Handoff[subject]))

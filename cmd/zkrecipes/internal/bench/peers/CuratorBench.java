@@ -19,6 +19,18 @@
 //                             and a standby on the first server; prints READY <negotiated ms>
 //                             once the standby waits, ELECTED when the standby leads (the
 //                             benchmark cuts the leader's connection in between)
+//   deep <n> <sessions>       contended with n threads over <sessions> CuratorFrameworks (client
+//                             i on server i mod count), an InterProcessMutex per thread; READY
+//                             once every thread has had time to queue
+//   manykeys <threads> <keys>  one CuratorFramework on the first server, an InterProcessMutex
+//                             per key under the lock path (created on first use); each thread
+//                             takes and releases keys drawn at random; prints READY, answers
+//                             "mark" with MARK <cycles since the first mark> (latencies are
+//                             recorded from then on) and "stop" with RESULT <p50 ns> <p99 ns>
+//   idle <locks> <per lock>   one CuratorFramework on the first server takes locks <path>/lock-i,
+//                             prints BASE; on "start" queues <per lock> waiters behind each, a
+//                             thread each, and prints STARTED; "gc" collects garbage and prints
+//                             GC; "stop" exits
 // Each participant has its own CuratorFramework (its own session) and its own
 // thread: an InterProcessMutex is owned by the thread that acquired it.
 import java.io.BufferedReader;
@@ -26,7 +38,9 @@ import java.io.InputStreamReader;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -139,17 +153,21 @@ public class CuratorBench {
                 for (CuratorFramework c : cs) c.close();
                 break;
             }
-            case "contended": {
+            case "contended":
+            case "deep": {
                 int n = Integer.parseInt(args[3]);
+                boolean deep = args[2].equals("deep");
+                int sessions = deep ? Integer.parseInt(args[4]) : n;
                 AtomicBoolean stop = new AtomicBoolean();
                 AtomicLong handoffs = new AtomicLong();
                 CountDownLatch ready = new CountDownLatch(n);
                 List<CuratorFramework> cs = new ArrayList<>();
                 List<Thread> threads = new ArrayList<>();
+                for (int i = 0; i < sessions; i++) {
+                    cs.add(client(servers[i % servers.length]));
+                }
                 for (int i = 0; i < n; i++) {
-                    CuratorFramework c = client(servers[i % servers.length]);
-                    cs.add(c);
-                    InterProcessMutex m = new InterProcessMutex(c, path);
+                    InterProcessMutex m = new InterProcessMutex(cs.get(i % sessions), path);
                     Thread t = new Thread(() -> {
                         ready.countDown();
                         try {
@@ -167,6 +185,7 @@ public class CuratorBench {
                     t.start();
                 }
                 ready.await();
+                if (deep) Thread.sleep(Math.max(2000, n * 3L)); // let the queue fill
                 System.out.println("READY");
                 BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
                 for (String line; (line = in.readLine()) != null; ) {
@@ -180,6 +199,103 @@ public class CuratorBench {
                 for (Thread t : threads) t.join(30000);
                 for (CuratorFramework c : cs) c.close();
                 break;
+            }
+            case "manykeys": {
+                int n = Integer.parseInt(args[3]);
+                int keys = Integer.parseInt(args[4]);
+                CuratorFramework c = client(servers[0]);
+                ConcurrentHashMap<Integer, InterProcessMutex> mutexes = new ConcurrentHashMap<>();
+                AtomicBoolean stop = new AtomicBoolean();
+                AtomicBoolean measuring = new AtomicBoolean();
+                AtomicLong cycles = new AtomicLong();
+                List<long[]> lats = new ArrayList<>();
+                List<int[]> counts = new ArrayList<>();
+                List<Thread> threads = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    long[] lat = new long[1 << 16];
+                    int[] count = new int[1];
+                    lats.add(lat);
+                    counts.add(count);
+                    Thread t = new Thread(() -> {
+                        try {
+                            while (!stop.get()) {
+                                int k = ThreadLocalRandom.current().nextInt(keys);
+                                InterProcessMutex m = mutexes.computeIfAbsent(k, key -> new InterProcessMutex(c, path + "/key-" + key));
+                                long t0 = System.nanoTime();
+                                m.acquire();
+                                m.release();
+                                if (measuring.get()) {
+                                    if (count[0] < lat.length) lat[count[0]++] = System.nanoTime() - t0;
+                                    cycles.incrementAndGet();
+                                }
+                            }
+                        } catch (Exception e) {
+                            e.printStackTrace();
+                            System.exit(1);
+                        }
+                    });
+                    threads.add(t);
+                    t.start();
+                }
+                System.out.println("READY");
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                for (String line; (line = in.readLine()) != null; ) {
+                    if (line.equals("mark")) {
+                        measuring.set(true);
+                        System.out.println("MARK " + cycles.get());
+                    } else if (line.equals("stop")) {
+                        break;
+                    }
+                }
+                stop.set(true);
+                for (Thread t : threads) t.join(30000);
+                int total = 0;
+                for (int[] count : counts) total += count[0];
+                long[] all = new long[total];
+                int at = 0;
+                for (int i = 0; i < n; i++) {
+                    System.arraycopy(lats.get(i), 0, all, at, counts.get(i)[0]);
+                    at += counts.get(i)[0];
+                }
+                result(all);
+                c.close();
+                break;
+            }
+            case "idle": {
+                int locks = Integer.parseInt(args[3]);
+                int per = Integer.parseInt(args[4]);
+                CuratorFramework c = client(servers[0]);
+                for (int l = 0; l < locks; l++) {
+                    new InterProcessMutex(c, path + "/lock-" + l).acquire();
+                }
+                System.gc();
+                System.out.println("BASE");
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                for (String line; (line = in.readLine()) != null; ) {
+                    if (line.equals("start")) {
+                        for (int l = 0; l < locks; l++) {
+                            for (int i = 0; i < per; i++) {
+                                InterProcessMutex m = new InterProcessMutex(c, path + "/lock-" + l);
+                                Thread t = new Thread(() -> {
+                                    try {
+                                        m.acquire();
+                                    } catch (Exception e) {
+                                        // the driver exits without releasing
+                                    }
+                                });
+                                t.setDaemon(true);
+                                t.start();
+                            }
+                        }
+                        System.out.println("STARTED");
+                    } else if (line.equals("gc")) {
+                        System.gc();
+                        System.out.println("GC");
+                    } else if (line.equals("stop")) {
+                        break;
+                    }
+                }
+                System.exit(0);
             }
             case "readers": {
                 int n = Integer.parseInt(args[3]);

@@ -6,11 +6,14 @@ handoff <iterations>, contended <n> (READY, then "mark" / "stop" on stdin),
 readers <n> and writehandoff <iterations> (Kazoo's ReadLock and WriteLock),
 semaphore <n> <leases> <ms> (Kazoo's Semaphore), queue <n> <items> (n
 LockingQueue workers take and consume <items> put beforehand; prints
-RESULT <items> <elapsed ns>).
+RESULT <items> <elapsed ns>), deep <n> <sessions>, manykeys <threads>
+<keys> and idle <locks> <waiters per lock> (as CuratorBench.java).
 Each participant has its own KazooClient (its own session) and its own thread.
 """
+import gc
 import os
 import queue
+import random
 import sys
 import threading
 import time
@@ -96,12 +99,13 @@ def main():
         for c in cs:
             c.stop()
             c.close()
-    elif scenario == "contended":
+    elif scenario in ("contended", "deep"):
         n = int(sys.argv[4])
+        sessions = int(sys.argv[5]) if scenario == "deep" else n
         stop = threading.Event()
         count = [0]
         count_lock = threading.Lock()
-        cs = [client(servers[i % len(servers)]) for i in range(n)]
+        cs = [client(servers[i % len(servers)]) for i in range(sessions)]
 
         def loop(c):
             lock = c.Lock(path, "kazoo-bench")
@@ -111,9 +115,11 @@ def main():
                     count[0] += 1
                 lock.release()
 
-        threads = [threading.Thread(target=loop, args=(c,), daemon=True) for c in cs]
+        threads = [threading.Thread(target=loop, args=(cs[i % sessions],), daemon=True) for i in range(n)]
         for t in threads:
             t.start()
+        if scenario == "deep":
+            time.sleep(max(2.0, n * 0.003))  # let the queue fill
         print("READY", flush=True)
         for line in sys.stdin:
             line = line.strip()
@@ -211,6 +217,74 @@ def main():
             t.start()
         finished.wait()
         print("RESULT %d %d" % (count[0], time.perf_counter_ns() - t0), flush=True)
+        os._exit(0)
+    elif scenario == "manykeys":
+        # One client; threads take and release locks on keys drawn at
+        # random, a Lock per key, made on first use.
+        n, keys = int(sys.argv[4]), int(sys.argv[5])
+        c = client(servers[0])
+        locks = {}
+        locks_lock = threading.Lock()
+        stop, measuring = threading.Event(), threading.Event()
+        count = [0]
+        count_lock = threading.Lock()
+        lats = [[] for _ in range(n)]
+
+        def loop(lat):
+            rng = random.Random()
+            while not stop.is_set():
+                k = rng.randrange(keys)
+                with locks_lock:
+                    lock = locks.get(k)
+                    if lock is None:
+                        lock = locks[k] = c.Lock("%s/key-%d" % (path, k), "kazoo-bench")
+                t0 = time.perf_counter_ns()
+                lock.acquire()
+                lock.release()
+                if measuring.is_set():
+                    lat.append(time.perf_counter_ns() - t0)
+                    with count_lock:
+                        count[0] += 1
+
+        threads = [threading.Thread(target=loop, args=(lats[i],), daemon=True) for i in range(n)]
+        for t in threads:
+            t.start()
+        print("READY", flush=True)
+        for line in sys.stdin:
+            line = line.strip()
+            if line == "mark":
+                measuring.set()
+                with count_lock:
+                    print("MARK %d" % count[0], flush=True)
+            elif line == "stop":
+                break
+        stop.set()
+        for t in threads:
+            t.join(30)
+        result([x for lat in lats for x in lat])
+        os._exit(0)
+    elif scenario == "idle":
+        # One client: a holder of each lock, then waiters queued behind
+        # them, each on a thread of its own, as Kazoo's Lock needs.
+        locks, per = int(sys.argv[4]), int(sys.argv[5])
+        c = client(servers[0])
+        for l in range(locks):
+            c.Lock("%s/lock-%d" % (path, l), "kazoo-bench").acquire()
+        gc.collect()
+        print("BASE", flush=True)
+        for line in sys.stdin:
+            line = line.strip()
+            if line == "start":
+                for l in range(locks):
+                    for _ in range(per):
+                        lock = c.Lock("%s/lock-%d" % (path, l), "kazoo-bench")
+                        threading.Thread(target=lock.acquire, daemon=True).start()
+                print("STARTED", flush=True)
+            elif line == "gc":
+                gc.collect()
+                print("GC", flush=True)
+            elif line == "stop":
+                break
         os._exit(0)
     else:
         raise SystemExit("unknown scenario " + scenario)

@@ -1,0 +1,314 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+)
+
+// Idle is what waiters cost while they wait: one client (one session) on
+// the first server holds Locks locks and queues PerLock waiters behind
+// each, a fleet's idle waiters in one process.
+type Idle struct {
+	Impl    string
+	Waiters int
+	// RSS is the resident memory the process gained with the waiters, as
+	// the kernel counts it (after a garbage collection), whatever the
+	// language.
+	RSS int64
+	// HeapStack is the Go runtime's heap and stacks in use that the
+	// waiters added; 0 for the peers.
+	HeapStack int64
+	// Threads is the goroutines (Go) or threads (Curator, Kazoo) the
+	// waiters added.
+	Threads int
+	// Watches is the watches the servers hold for the waiters (mntr's
+	// zk_watch_count).
+	Watches int64
+	// CPU is the process's CPU time per second of waiting; Base is the
+	// same before the waiters came: the session's pings and the runtime.
+	CPU, Base time.Duration
+}
+
+// PerWaiter divides by the waiters.
+func (r Idle) PerWaiter(v int64) float64 { return float64(v) / float64(max(1, r.Waiters)) }
+
+// DefaultIdleWindow is how long the CPU of an idle process is measured:
+// the kernel counts it in ticks of 10 ms.
+const DefaultIdleWindow = 5 * time.Second
+
+// RunIdle measures impl's idle waiters ("mutex" and "zk.Lock" in this
+// process, "Curator" and "Kazoo" in their drivers) under root, with the
+// CPU measured over window.
+func RunIdle(ctx context.Context, impl string, servers []string, root string, locks, perLock int, window time.Duration) (Idle, error) {
+	switch impl {
+	case "Curator":
+		return peerIdle(ctx, curatorPeer, servers, root, locks, perLock, window)
+	case "Kazoo":
+		return peerIdle(ctx, kazooPeer, servers, root, locks, perLock, window)
+	case "mutex", "zk.Lock":
+		return localIdle(ctx, impl, servers, root, locks, perLock, window)
+	}
+	return Idle{}, fmt.Errorf("bench: no idle-waiter implementation %q", impl)
+}
+
+// idleProbe is what is read of a process before and after the waiters.
+type idleProbe struct {
+	rss, heapStack int64
+	threads        int
+	watches        int64
+}
+
+// localIdle runs the waiters in this process: goroutines blocked in Lock.
+func localIdle(ctx context.Context, impl string, servers []string, root string, locks, perLock int, window time.Duration) (Idle, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	one := pin(servers, 0)
+	// lock returns a function that waits for the lock on path.
+	var lock func(path string) (func() error, error)
+	var closeClient func()
+	switch impl {
+	case "mutex":
+		c, err := openClient(ctx, one)
+		if err != nil {
+			return Idle{}, err
+		}
+		closeClient = func() { c.Close() }
+		lock = func(path string) (func() error, error) {
+			m, err := mutex.New(c, path)
+			if err != nil {
+				return nil, err
+			}
+			return func() error { return m.Lock(ctx) }, nil
+		}
+	default:
+		p, err := openPlain(one)
+		if err != nil {
+			return Idle{}, err
+		}
+		closeClient = p.Close
+		lock = func(path string) (func() error, error) {
+			return zk.NewLock(p.conn, path, zk.WorldACL(zk.PermAll)).Lock, nil
+		}
+	}
+	closed := sync.OnceFunc(closeClient)
+	defer closed()
+	for l := range locks {
+		hold, err := lock(fmt.Sprintf("%s/lock-%d", root, l))
+		if err != nil {
+			return Idle{}, err
+		}
+		if err := hold(); err != nil {
+			return Idle{}, err
+		}
+	}
+	pid := os.Getpid()
+	before, base, err := probeIdle(servers, pid, true, window)
+	if err != nil {
+		return Idle{}, err
+	}
+	var wg sync.WaitGroup
+	for l := range locks {
+		for range perLock {
+			wait, err := lock(fmt.Sprintf("%s/lock-%d", root, l))
+			if err != nil {
+				return Idle{}, err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = wait() // ends when ctx is cancelled or the client closed
+			}()
+		}
+	}
+	// zk.Lock cannot be cancelled: closing its connection ends it.
+	defer func() { cancel(); closed(); wg.Wait() }()
+	if err := waitForNodes(ctx, servers, root, locks, perLock); err != nil {
+		return Idle{}, err
+	}
+	after, cpu, err := probeIdle(servers, pid, true, window)
+	if err != nil {
+		return Idle{}, err
+	}
+	return idleResult(impl, locks*perLock, before, after, base, cpu), nil
+}
+
+// peerIdle runs the waiters in a peer's driver: threads blocked in
+// acquire.
+func peerIdle(ctx context.Context, p *peer, servers []string, root string, locks, perLock int, window time.Duration) (Idle, error) {
+	drv, err := p.start(ctx, pin(servers, 0), root, "idle", strconv.Itoa(locks), strconv.Itoa(perLock))
+	if err != nil {
+		return Idle{}, err
+	}
+	defer drv.cmd.Process.Kill()
+	if _, err := drv.next("BASE"); err != nil {
+		return Idle{}, err
+	}
+	pid := drv.cmd.Process.Pid
+	before, base, err := probeIdle(servers, pid, false, window)
+	if err != nil {
+		return Idle{}, err
+	}
+	if err := drv.send("start"); err != nil {
+		return Idle{}, err
+	}
+	if _, err := drv.next("STARTED"); err != nil {
+		return Idle{}, err
+	}
+	if err := waitForNodes(ctx, servers, root, locks, perLock); err != nil {
+		return Idle{}, err
+	}
+	if err := drv.send("gc"); err != nil {
+		return Idle{}, err
+	}
+	if _, err := drv.next("GC"); err != nil {
+		return Idle{}, err
+	}
+	after, cpu, err := probeIdle(servers, pid, false, window)
+	if err != nil {
+		return Idle{}, err
+	}
+	_ = drv.send("stop")
+	_ = drv.wait()
+	return idleResult(p.name, locks*perLock, before, after, base, cpu), nil
+}
+
+func idleResult(impl string, n int, before, after idleProbe, base, cpu time.Duration) Idle {
+	return Idle{
+		Impl: impl, Waiters: n,
+		RSS: after.rss - before.rss, HeapStack: after.heapStack - before.heapStack,
+		Threads: after.threads - before.threads, Watches: after.watches - before.watches,
+		CPU: cpu, Base: base,
+	}
+}
+
+// probeIdle lets the waiters settle, collects this process's garbage
+// (self; a driver collects its own), reads process pid's memory and
+// threads and the servers' watches, then its CPU over window, per second.
+func probeIdle(servers []string, pid int, self bool, window time.Duration) (idleProbe, time.Duration, error) {
+	time.Sleep(time.Second)
+	var p idleProbe
+	if self {
+		runtime.GC()
+		debug.FreeOSMemory()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		p.heapStack = int64(ms.HeapInuse + ms.StackInuse)
+	}
+	rss, threads, err := procStatus(pid)
+	if err != nil {
+		return p, 0, err
+	}
+	p.rss, p.threads = rss, threads
+	if self {
+		p.threads = runtime.NumGoroutine()
+	}
+	if p.watches, err = mntrSum(servers, []string{"zk_watch_count"}); err != nil {
+		return p, 0, err
+	}
+	t0, err := procCPU(pid)
+	if err != nil {
+		return p, 0, err
+	}
+	start := time.Now()
+	time.Sleep(window)
+	t1, err := procCPU(pid)
+	if err != nil {
+		return p, 0, err
+	}
+	return p, time.Duration(float64(t1-t0) / time.Since(start).Seconds()), nil
+}
+
+// waitForNodes waits until the servers list every waiter's node.
+func waitForNodes(ctx context.Context, servers []string, root string, locks, perLock int) error {
+	p, err := openPlain(servers)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		n := 0
+		for l := range locks {
+			children, _, err := p.conn.Children(fmt.Sprintf("%s/lock-%d", root, l))
+			if err != nil && !errors.Is(err, zk.ErrNoNode) {
+				return err
+			}
+			n += len(children)
+		}
+		if n == locks*(perLock+1) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("idle waiters: %d of %d nodes after 5 minutes", n, locks*(perLock+1))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// procStatus reads a process's resident memory and threads.
+func procStatus(pid int) (rss int64, threads int, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, _ := strings.Cut(line, ":")
+		fields := strings.Fields(value)
+		if len(fields) == 0 {
+			continue
+		}
+		switch name {
+		case "VmRSS": // in kB
+			kb, err := strconv.ParseInt(fields[0], 10, 64)
+			if err != nil {
+				return 0, 0, err
+			}
+			rss = kb << 10
+		case "Threads":
+			if threads, err = strconv.Atoi(fields[0]); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	return rss, threads, nil
+}
+
+// procCPU reads the CPU time a process has used, user and system, in the
+// kernel's ticks of 10 ms.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count after it.
+	_, rest, ok := strings.Cut(string(b), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, b)
+	}
+	var ticks int64
+	for _, f := range fields[11:13] { // utime, stime: fields 14 and 15 of stat(5)
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, err
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond, nil
+}
