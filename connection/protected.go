@@ -166,6 +166,7 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 func (c *Client) cleanupAbandoned(zc *zk.Conn, created string, err error, sdir, id string) {
 	switch {
 	case err == nil:
+		c.createdStat(zc, created) // nobody else will collect it
 		if derr := zc.Delete(created, -1); derr == nil || errors.Is(derr, zk.ErrNoNode) {
 			return
 		}

@@ -79,9 +79,14 @@ type createdStat struct {
 	czxid, owner int64
 }
 
-// maxCreated bounds the create2 results nobody collected (their callers
-// gave up); beyond it the oldest are forgotten by clearing the map.
-const maxCreated = 1024
+// maxCreated bounds the create2 results not yet collected: their callers
+// collect them as soon as their create returns, and a caller that gave up
+// has its cleanup collect it, so the map holds about as many as there are
+// creates in flight. Beyond the bound (a safety net: 64 Ki creates in
+// flight) it is cleared, and the callers whose results went read the
+// Stat instead. It was 1,024 once: 10,000 waiters queueing at once lost
+// their results and paid a read each.
+const maxCreated = 1 << 16
 
 // takeCreated returns, once, the Stat of the node a create2 made at path.
 func (t *tracker) takeCreated(path string) (createdStat, bool) {

@@ -3,6 +3,7 @@ package connection
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -156,6 +157,16 @@ func TestTrackerUpgradesProtectedCreates(t *testing.T) {
 	}
 	if _, ok := tr.takeCreated(name + "0000000003"); ok {
 		t.Fatal("a create2 stat was taken twice")
+	}
+	// Thousands of creates in flight at once (waiters queueing together)
+	// keep every result until its caller collects it.
+	for i := range 10000 {
+		tr.putCreated(fmt.Sprintf("%s%010d", name, i), createdStat{czxid: int64(i)})
+	}
+	for i := range 10000 {
+		if st, ok := tr.takeCreated(fmt.Sprintf("%s%010d", name, i)); !ok || st.czxid != int64(i) {
+			t.Fatalf("create %d of 10,000 in flight: %+v, %v", i, st, ok)
+		}
 	}
 }
 
