@@ -114,12 +114,11 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 // can happen (a read/write lock's downgrade) sets Relist, and a waiter
 // then lists again after every deletion, as Curator does.
 func (l *Lock) await(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
-	a, children, err := l.first(ctx, created)
-	if err != nil {
-		return Acquired{}, err
-	}
+	// The create told the node's owner and czxid (the fencing token).
+	a := Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}
 	w := newWaiter(path.Base(created.Path), l.Predicate, l.Accept, l.Relist, l.Window)
-	next, names := w.listed(children)
+	next, names := w.created(), []string(nil)
+	var err error
 	for {
 		switch next {
 		case stepHeld:
@@ -188,16 +187,6 @@ func Confirm(ctx context.Context, a Acquired) (Acquired, error) {
 	}
 	a.Trusted = period
 	return a, nil
-}
-
-// first lists the directory. The create told our node's czxid (the
-// fencing token) and checked its owner against the session.
-func (l *Lock) first(ctx context.Context, created connection.Created) (Acquired, []string, error) {
-	children, _, err := l.Client.Children(ctx, l.Dir)
-	if err := restartOn(err); err != nil {
-		return Acquired{}, nil, err
-	}
-	return Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}, children, nil
 }
 
 // waitAny waits for one of w's watches, the session's end or ctx, and

@@ -49,6 +49,23 @@ func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool,
 	return &waiter{ours: ours, pred: pred, accept: accept, relist: relist, window: window}
 }
 
+// created says what to do first once ours is made: list the directory,
+// unless ours is the directory's first child ever. Its sequence number is
+// the directory's count of child creations and deletions when it was made
+// (its cversion): 0 means no node was ever in it before ours, so none is
+// ahead of ours, and every later node sorts behind it (before the counter
+// wraps; see Sort) — ours holds, and the listing is a request saved. A
+// lock directory is a container, made again after it was emptied and
+// deleted: a key locked for the first time, or again after a while, is
+// taken with a create alone. A queue where nodes may be inserted ahead
+// (Relist) lists all the same.
+func (w *waiter) created() step {
+	if c, ok := Parse(w.ours); ok && c.N == 0 && !w.relist {
+		return stepHeld
+	}
+	return stepList
+}
+
 // listed takes a fresh listing of the directory. It keeps the contenders
 // up to ours only: predicates look at those ahead of ours, and a waiter
 // deep in a long queue should not hold the names of everyone behind it.

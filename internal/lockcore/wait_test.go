@@ -211,3 +211,23 @@ func TestWaiterStateMachine(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstChildEverHoldsWithoutListing: a node with sequence 0 is the
+// directory's first child ever, so nothing is ahead of it; any other
+// node, or a queue where nodes may be inserted ahead, lists first.
+func TestFirstChildEverHoldsWithoutListing(t *testing.T) {
+	for _, c := range []struct {
+		ours   string
+		relist bool
+		want   step
+	}{
+		{lk(0), false, stepHeld},
+		{lk(1), false, stepList},
+		{wr(0), true, stepList},
+		{"not-a-contender", false, stepList},
+	} {
+		if got := newWaiter(c.ours, Exclusive, MutexKinds, c.relist, 2).created(); got != c.want {
+			t.Errorf("%s (relist %v): %v, want %v", c.ours, c.relist, got, c.want)
+		}
+	}
+}

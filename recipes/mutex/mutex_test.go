@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +84,44 @@ func TestLockUnlockReentrant(t *testing.T) {
 	}
 	if err := m.Unlock(ctx); !errors.Is(err, mutex.ErrNotLocked) {
 		t.Fatalf("third Unlock = %v, want ErrNotLocked", err)
+	}
+}
+
+// TestFirstLockOfADirectoryNeedsNoListing: the first node ever made in a
+// lock directory (sequence 0) holds without a listing; the next Lock in
+// the same directory lists it. Counted as the replies the client got, on
+// a session whose pings are 10 s apart.
+func TestFirstLockOfADirectoryNeedsNoListing(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers(), connection.WithSessionTimeout(30*time.Second))
+	m := newMutex(t, c, root+"/lock")
+	ctx := ctxFor(t, 20*time.Second)
+	replies := func(f func() error) int64 {
+		t.Helper()
+		before := c.Stats().Replies
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		return c.Stats().Replies - before
+	}
+	// No directory yet: the create fails (NoNode), the directory is made,
+	// the create is sent again — and nothing else.
+	if n := replies(func() error { return m.Lock(ctx) }); n != 3 {
+		t.Fatalf("first Lock of a new directory: %d replies, want 3 (no listing)", n)
+	}
+	if !strings.HasSuffix(m.Node(), "-lock-0000000000") {
+		t.Fatalf("node %s: want sequence 0", m.Node())
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := replies(func() error { return m.Lock(ctx) }); n != 2 {
+		t.Fatalf("second Lock: %d replies, want 2 (the create and a listing)", n)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
