@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
+	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
 )
@@ -27,10 +30,18 @@ type Locker interface {
 type Recipe struct {
 	Name string
 	New  func(c *connection.Client, path string) (Locker, error)
+	// Setup, when not nil, prepares path before the participants start.
+	Setup func(ctx context.Context, c *connection.Client, path string) error
+	// Leftovers, when not nil, lists what must be gone from path once
+	// every participant is idle, and says what is missing that must be
+	// there; nil means path's children.
+	Leftovers func(ctx context.Context, c *connection.Client, path string) (left, missing []string, err error)
 }
 
-// Recipes is every exclusive recipe the run knows, by the name a
-// participant process is started with.
+// Recipes is every exclusive hold the run knows, by the name a
+// participant process is started with: the mutex, the naive lock, the
+// write side of the read/write lock, a semaphore of one lease, a leader's
+// term, and a work queue's one item.
 var Recipes = []Recipe{
 	{Name: "mutex", New: func(c *connection.Client, path string) (Locker, error) { return mutex.New(c, path) }},
 	{Name: "naive", New: func(c *connection.Client, path string) (Locker, error) { return naive.New(c, path) }},
@@ -49,6 +60,10 @@ var Recipes = []Recipe{
 		e, err := election.New(c, path, "chaos")
 		return &termLocker{e: e}, err
 	}},
+	{Name: "queue-1", New: func(c *connection.Client, path string) (Locker, error) {
+		q, err := queue.New(c, path)
+		return &itemLocker{q: q}, err
+	}, Setup: putOneItem, Leftovers: queueLeftovers},
 }
 
 // RecipeNames lists the names of Recipes.
@@ -125,3 +140,75 @@ func (l *termLocker) Unlock(ctx context.Context) error {
 
 func (l *termLocker) Done() <-chan struct{} { return l.term.Done() }
 func (l *termLocker) Token() int64          { return l.term.Token() }
+
+// itemLocker is a work queue of one item as a lock: Take takes it,
+// Release puts it back. At most one take of the item may be trusted at a
+// time, which is the lock's promise; the take's token is the fencing
+// token. The item is put by Setup and never done, so it must still be in
+// the queue at the end.
+type itemLocker struct {
+	q    *queue.Queue
+	item *queue.Item
+}
+
+func (l *itemLocker) Lock(ctx context.Context) error {
+	it, err := l.q.Take(ctx)
+	if err == nil {
+		l.item = it
+	}
+	return err
+}
+
+func (l *itemLocker) Unlock(ctx context.Context) error {
+	if l.item == nil {
+		return queue.ErrFinished
+	}
+	err := l.item.Release(ctx)
+	if err == nil || errors.Is(err, connection.ErrSessionLost) || errors.Is(err, queue.ErrFinished) {
+		l.item = nil
+	}
+	return err
+}
+
+func (l *itemLocker) Done() <-chan struct{} { return l.item.Lost() }
+func (l *itemLocker) Token() int64          { return l.item.Token() }
+
+// putOneItem puts the queue's one item.
+func putOneItem(ctx context.Context, c *connection.Client, path string) error {
+	q, err := queue.New(c, path)
+	if err != nil {
+		return err
+	}
+	return q.Put(ctx, []byte("the one item"))
+}
+
+// queueLeftovers: once everyone is idle no item is taken and no worker
+// waits in line, and the one item is still in the queue, untaken.
+func queueLeftovers(ctx context.Context, c *connection.Client, path string) (left, missing []string, err error) {
+	q, err := queue.New(c, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, dir := range []string{"taken", "takers"} {
+		kids, _, err := c.Children(ctx, path+"/"+dir)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return nil, nil, err
+		}
+		for _, k := range kids {
+			left = append(left, dir+"/"+k)
+		}
+	}
+	entries, err := q.Entries(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case len(entries) == 0:
+		missing = append(missing, "the item")
+	case len(entries) > 1:
+		for _, e := range entries[1:] {
+			left = append(left, "entries/"+e.Name)
+		}
+	}
+	return left, missing, nil
+}

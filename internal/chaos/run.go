@@ -1,5 +1,7 @@
-// Package chaos runs participants of every exclusive recipe as separate
-// processes against a real 3-node ensemble while a nemesis injects faults
+// Package chaos runs participants of every recipe that can be held
+// exclusively — the locks, a semaphore of one lease, a leader's term, a
+// work queue of one item taken and put back — as separate processes
+// against a real 3-node ensemble while a nemesis injects faults
 // — into the network between each participant and the servers, into the
 // servers, between the servers, and into the participants themselves
 // (SIGSTOP, as a long GC pause) — and checks what the library promises:
@@ -150,6 +152,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		r.regs[name+"/"+regFenced] = newRegister(true)
 		r.regs[name+"/"+regPlain] = newRegister(false)
 	}
+	if err := r.setup(ctx); err != nil {
+		return nil, err
+	}
 	if err := r.spawn(); err != nil {
 		return nil, err
 	}
@@ -180,10 +185,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Config: cfg, Start: r.started, End: end, Failures: failed}
 	// Everyone is idle, every fault healed: a node left in a lock
 	// directory once the clients had time to clean up is an orphan.
-	orphans, err := r.orphans(ctx)
+	orphans, missing, err := r.orphans(ctx)
 	if err != nil {
 		return nil, err
 	}
+	res.Failures = append(res.Failures, missing...)
 	for _, p := range r.parts {
 		p.w.send(message{K: msgClose})
 	}
@@ -358,35 +364,78 @@ func (r *runner) serve(p *peer) {
 	}
 }
 
-// orphans waits up to 15 s for every lock directory to empty and counts
-// what is left in each.
-func (r *runner) orphans(ctx context.Context) (map[string]int, error) {
-	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	c, err := connection.Open(octx, r.ens.Servers())
-	cancel()
+// orphans waits up to 15 s for every lock directory to empty (or to hold
+// just what its recipe's Leftovers allows) and counts what is left in
+// each; missing says what a recipe's Leftovers found gone that must be
+// there.
+func (r *runner) orphans(ctx context.Context) (left map[string]int, missing []string, err error) {
+	c, err := r.client(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer c.Close()
-	out := map[string]int{}
+	left = map[string]int{}
 	for _, name := range r.cfg.Recipes {
+		recipe, _ := recipeNamed(name)
+		look := recipe.Leftovers
+		if look == nil {
+			look = lockLeftovers
+		}
 		dir := r.cfg.Root + "/" + name
 		deadline := time.Now().Add(15 * time.Second)
 		for {
-			kids, _, err := c.Children(ctx, dir)
-			if errors.Is(err, zk.ErrNoNode) || err == nil && len(kids) == 0 {
-				out[name] = 0
-				break
+			kids, gone, err := look(ctx, c, dir)
+			if err != nil {
+				return nil, nil, err
 			}
-			if time.Now().After(deadline) || ctx.Err() != nil {
-				out[name] = len(kids)
-				r.cfg.Logf("%s: left in %s: %v", name, dir, kids)
+			if len(kids) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+				left[name] = len(kids)
+				if len(kids) > 0 {
+					r.cfg.Logf("%s: left in %s: %v", name, dir, kids)
+				}
+				for _, g := range gone {
+					missing = append(missing, fmt.Sprintf("%s: %s is gone from %s", name, g, dir))
+				}
 				break
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	return out, nil
+	return left, missing, nil
+}
+
+// lockLeftovers: once everyone is idle a lock directory is empty (or gone:
+// a container).
+func lockLeftovers(ctx context.Context, c *connection.Client, dir string) (left, missing []string, err error) {
+	kids, _, err := c.Children(ctx, dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil, nil
+	}
+	return kids, nil, err
+}
+
+// client opens a client of the runner's own on the ensemble.
+func (r *runner) client(ctx context.Context) (*connection.Client, error) {
+	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	return connection.Open(octx, r.ens.Servers())
+}
+
+// setup runs the recipes' Setup before the participants start.
+func (r *runner) setup(ctx context.Context) error {
+	c, err := r.client(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, name := range r.cfg.Recipes {
+		if recipe, _ := recipeNamed(name); recipe.Setup != nil {
+			if err := recipe.Setup(ctx, c, r.cfg.Root+"/"+name); err != nil {
+				return fmt.Errorf("%s: setup: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // shutdown kills what is left of the run.

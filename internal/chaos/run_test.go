@@ -20,7 +20,8 @@ func TestMain(m *testing.M) {
 
 // TestShortFaultRun is the short fault run of make test: 4 participant
 // processes per recipe (mutex, naive lock, write side of the read/write
-// lock, a semaphore of one lease, a leader election) with 2 s sessions,
+// lock, a semaphore of one lease, a leader election, a work queue of one
+// item) with 2 s sessions,
 // half under each error policy, for 30 s (ZKRECIPES_FAULT_RUN sets another
 // duration), on a 3-node ensemble whose nemesis injects every fault kind:
 // client blackholes, delays and drops, paused and killed servers,

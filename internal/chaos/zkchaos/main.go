@@ -1,6 +1,6 @@
-// Command zkchaos is make chaos: it starts a local 3-node ensemble,
-// runs participant processes of every exclusive recipe against it while a
-// nemesis injects faults (package internal/chaos), prints the tables and
+// Command zkchaos is make chaos: it starts a local 3-node ensemble, runs
+// participant processes of every recipe held exclusively against it while
+// a nemesis injects faults (package internal/chaos), prints the tables and
 // writes the plot. It exits 1 when a promise was broken.
 //
 //	go run ./internal/chaos/zkchaos -duration 15m -svg docs/chaos.svg -md docs/chaos-run.md
