@@ -172,10 +172,10 @@ func (r *ScaleResults) ScaleSVG(locks *Results) []byte {
 			floor = append(floor, bar{impl, v, fmt.Sprintf("%.2f×", v), color(impl)})
 		}
 	}
-	add("Many keys, one client: Lock+Unlock per second (higher is better)", keys)
-	add("Deep queue: handoffs per second, by waiters (higher is better)", deep)
-	add("Idle waiters: resident memory per waiter (lower is better)", idle)
-	add("Handoff p50 as a multiple of its floor (lower is better)", floor)
+	add("Many keys, one client: Lock+Unlock/s (higher is better)", keys)
+	add("Deep queue: handoffs/s by waiters (higher is better)", deep)
+	add("Idle waiters: resident memory each (lower is better)", idle)
+	add("Handoff p50 ÷ its floor (lower is better)", floor)
 	rows := (len(panels) + 1) / 2
 	h := rows * (panelH + 20)
 	var b strings.Builder
@@ -194,7 +194,7 @@ func barPanel(b *strings.Builder, x0, y0, w, h int, title string, bars []bar) {
 	const left, right, top, bottom = 120, 70, 40, 10
 	pw, ph := float64(w-left-right), float64(h-top-bottom)
 	fmt.Fprintf(b, `<g transform="translate(%d,%d)">`+"\n", x0, y0)
-	fmt.Fprintf(b, `<text x="10" y="22" font-size="14" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
+	fmt.Fprintf(b, `<text x="10" y="22" font-size="13" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
 	maxV := 0.0
 	for _, br := range bars {
 		maxV = max(maxV, br.value)

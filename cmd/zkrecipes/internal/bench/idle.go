@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -114,7 +115,7 @@ func localIdle(ctx context.Context, impl string, servers []string, root string, 
 		}
 	}
 	pid := os.Getpid()
-	before, base, err := probeIdle(servers, pid, true, window)
+	before, base, err := probeIdle(ctx, servers, pid, true, window, nil)
 	if err != nil {
 		return Idle{}, err
 	}
@@ -137,7 +138,7 @@ func localIdle(ctx context.Context, impl string, servers []string, root string, 
 	if err := waitForNodes(ctx, servers, root, locks, perLock); err != nil {
 		return Idle{}, err
 	}
-	after, cpu, err := probeIdle(servers, pid, true, window)
+	after, cpu, err := probeIdle(ctx, servers, pid, true, window, nil)
 	if err != nil {
 		return Idle{}, err
 	}
@@ -156,7 +157,14 @@ func peerIdle(ctx context.Context, p *peer, servers []string, root string, locks
 		return Idle{}, err
 	}
 	pid := drv.cmd.Process.Pid
-	before, base, err := probeIdle(servers, pid, false, window)
+	collect := func() error {
+		if err := drv.send("gc"); err != nil {
+			return err
+		}
+		_, err := drv.next("GC")
+		return err
+	}
+	before, base, err := probeIdle(ctx, servers, pid, false, window, collect)
 	if err != nil {
 		return Idle{}, err
 	}
@@ -169,13 +177,7 @@ func peerIdle(ctx context.Context, p *peer, servers []string, root string, locks
 	if err := waitForNodes(ctx, servers, root, locks, perLock); err != nil {
 		return Idle{}, err
 	}
-	if err := drv.send("gc"); err != nil {
-		return Idle{}, err
-	}
-	if _, err := drv.next("GC"); err != nil {
-		return Idle{}, err
-	}
-	after, cpu, err := probeIdle(servers, pid, false, window)
+	after, cpu, err := probeIdle(ctx, servers, pid, false, window, collect)
 	if err != nil {
 		return Idle{}, err
 	}
@@ -193,12 +195,42 @@ func idleResult(impl string, n int, before, after idleProbe, base, cpu time.Dura
 	}
 }
 
-// probeIdle lets the waiters settle, collects this process's garbage
-// (self; a driver collects its own), reads process pid's memory and
+// settle waits until the servers' watches have not changed for two
+// seconds (every waiter has set its watch), at most a minute.
+func settle(ctx context.Context, servers []string) error {
+	last, since := int64(-1), time.Now()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		n, err := mntrSum(servers, []string{"zk_watch_count"})
+		if err != nil {
+			return err
+		}
+		if n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= 2*time.Second {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return nil // still moving after a minute: measure it as it is
+}
+
+// probeIdle lets the waiters settle, collects the garbage of process pid
+// (this one when self, else through collect), reads its memory and
 // threads and the servers' watches, then its CPU over window, per second.
-func probeIdle(servers []string, pid int, self bool, window time.Duration) (idleProbe, time.Duration, error) {
-	time.Sleep(time.Second)
+func probeIdle(ctx context.Context, servers []string, pid int, self bool, window time.Duration, collect func() error) (idleProbe, time.Duration, error) {
+	if err := settle(ctx, servers); err != nil {
+		return idleProbe{}, 0, err
+	}
 	var p idleProbe
+	if collect != nil {
+		if err := collect(); err != nil {
+			return p, 0, err
+		}
+	}
 	if self {
 		runtime.GC()
 		debug.FreeOSMemory()
@@ -289,9 +321,36 @@ func procStatus(pid int) (rss int64, threads int, err error) {
 	return rss, threads, nil
 }
 
-// procCPU reads the CPU time a process has used, user and system, in the
-// kernel's ticks of 10 ms.
+// procCPU reads the CPU time a process has used: the sum of its threads'
+// run time in nanoseconds (schedstat), or where the kernel keeps no
+// schedstat, its user and system time in ticks of 10 ms (stat).
 func procCPU(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, task.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread ended
+		}
+		fields := strings.Fields(string(b))
+		if err != nil || len(fields) == 0 {
+			return procTicks(pid)
+		}
+		ns, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil {
+			return procTicks(pid)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
+}
+
+// procTicks reads a process's user and system time from stat, in the
+// kernel's ticks of 10 ms.
+func procTicks(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
