@@ -262,6 +262,30 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
   in line, so a put wakes one; takes pass through the line one at a time,
   which bounds the rate at a few hundred takes per second here, whatever
   the number of workers (processing happens outside the line).
+- **Many keys.** A zkrecipes cycle is three requests: a create, a listing
+  and a delete. A key's first lock also makes its directory (the create
+  fails, the directory is made, the create is sent again) and, as the
+  directory's first node ever, needs no listing. Each round starts on new
+  directories, and in a 3 s window after 1.5 s of warm-up many cycles are a
+  key's first, so packets per cycle count those too (and the session's
+  pings). zk.Lock makes missing parents itself, an Exists and a Create per
+  path component, as persistent nodes. With 64 goroutines on one
+  connection the client's CPU per cycle counts as much as the servers'.
+- **Deep queue.** When the holder releases, the next mutex waiter holds
+  without a request and the second in line decides from what it already
+  knows; the waiter that moves up to third place lists the directory (a
+  thousand names) while the queue moves on. zk.Lock, Curator and Kazoo
+  wake one waiter per release, which lists the directory before it holds.
+  A waiter far back in the queue keeps only the three contenders nearest
+  ahead of it.
+- **Idle waiters.** A waiting zkrecipes Mutex costs its caller's goroutine
+  and that goroutine's stack, which the requests of the wait (through the
+  connection's retry and cancellation layers) grow to 8 KiB; the few
+  contenders it keeps; its watch; and no goroutine of its own — a watch
+  fires from go-zookeeper's event callback. zk.Lock's waiter is a goroutine
+  and a channel, and it keeps nothing else. Curator and Kazoo block a
+  thread per waiter. The CPU of an idle process is the session's pings:
+  compare it with the column before the waiters.
 - **The peers' drivers** run in a fresh JVM or interpreter per scenario,
   warmed up with hundreds of iterations first; a long-running service would
   be warmer still.
