@@ -50,8 +50,10 @@ deps:
 	@./scripts/install-deps.sh
 
 ## bench: the Go benchmarks, then zkrecipes, Curator, Kazoo and zk.Lock side by side on a local
-## 3-node ensemble (medians of 3 rounds), rewriting docs/benchmarks.md and docs/benchmarks.svg
+## 3-node ensemble (medians of 3 rounds), rewriting docs/benchmarks.md and its two charts
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkrecipes/internal/bench
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 1x ./recipes/mutex
+	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex
+	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) run ./cmd/zkrecipes bench --rounds 3 --docs docs
