@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,42 @@ func BenchmarkLockUnlock(b *testing.B) {
 			b.Fatal(err)
 		}
 		if err := m.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkContendedLockUnlock: two Mutex values of one client take the
+// lock in turn, so that most Locks wait for the other's Unlock; with
+// -benchmem, the client-side allocations of a Lock that waited and its
+// Unlock. b.N counts the holds of both.
+func BenchmarkContendedLockUnlock(b *testing.B) {
+	ens := shared.Ensemble(b)
+	c := open(b, ens.Servers())
+	path := ens.Root(b) + "/lock"
+	ms := []*mutex.Mutex{newMutex(b, c, path), newMutex(b, c, path)}
+	ctx := context.Background()
+	var holds atomic.Int64
+	errs := make(chan error, len(ms))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, m := range ms {
+		go func() {
+			for holds.Add(1) <= int64(b.N) {
+				if err := m.Lock(ctx); err != nil {
+					errs <- err
+					return
+				}
+				if err := m.Unlock(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range ms {
+		if err := <-errs; err != nil {
 			b.Fatal(err)
 		}
 	}

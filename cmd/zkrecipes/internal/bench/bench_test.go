@@ -135,6 +135,9 @@ func TestRunScaleSmoke(t *testing.T) {
 			t.Fatalf("%s idle waiters: %+v", impl, d)
 		}
 	}
+	if d := r.Deep[mutexOneWatch][6]; d.Handoffs <= 0 {
+		t.Fatalf("the mutex with one watch: %+v", d)
+	}
 	fl, err := RunFloor(ctx, ens.Servers(), "/floor-smoke", 5)
 	if err != nil {
 		t.Fatal(err)

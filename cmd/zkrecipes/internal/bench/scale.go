@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 )
 
@@ -111,6 +112,10 @@ type keyed interface {
 // keyedImpls are the implementations of the many-keys scenario in this
 // process: one connection each.
 var keyedImpls = map[string]func(ctx context.Context, servers []string) (keyed, error){
+	mutexOneWatch: func(ctx context.Context, servers []string) (keyed, error) {
+		c, err := openClient(ctx, servers)
+		return &keyedMutex{c: c, oneWatch: true}, err
+	},
 	"mutex": func(ctx context.Context, servers []string) (keyed, error) {
 		c, err := openClient(ctx, servers)
 		return &keyedMutex{c: c}, err
@@ -121,7 +126,16 @@ var keyedImpls = map[string]func(ctx context.Context, servers []string) (keyed, 
 	},
 }
 
-type keyedMutex struct{ c *connection.Client }
+type keyedMutex struct {
+	c        *connection.Client
+	oneWatch bool // mutexOneWatch
+}
+
+// mutexOneWatch is the mutex with Curator's predicate: a waiter watches
+// its predecessor alone and lists the directory when it goes, instead of
+// also watching the predecessor's predecessor to hold without a request.
+// The deep queue measures both, to choose between them.
+const mutexOneWatch = "mutex, one watch"
 
 // cycle makes a Mutex for the key, as a service locking per entity does.
 func (k *keyedMutex) cycle(ctx context.Context, path string) error {
@@ -325,6 +339,19 @@ type ScaleResults struct {
 	Idle     map[string]Idle              // impl → the round with the median memory
 }
 
+// deepImpls are the implementations of the deep queue: Impls, and the
+// mutex with one watch beside the mutex.
+func (c ScaleConfig) deepImpls() []string {
+	var out []string
+	for _, impl := range c.Impls {
+		out = append(out, impl)
+		if impl == "mutex" {
+			out = append(out, mutexOneWatch)
+		}
+	}
+	return out
+}
+
 // deepSessions is how many sessions n waiters share.
 func (c ScaleConfig) deepSessions(n int) int { return max(1, min(n, c.DeepSessions)) }
 
@@ -362,8 +389,8 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResults, error) {
 			if round == 0 {
 				break // the many-keys warm-up warmed the servers up
 			}
-			for _, impl := range cfg.Impls {
-				path := fmt.Sprintf("%s/deep-%d-%d-%s", root, round, n, strings.ReplaceAll(impl, ".", ""))
+			for i, impl := range cfg.deepImpls() {
+				path := fmt.Sprintf("%s/deep-%d-%d-%d", root, round, n, i)
 				r, err := RunDeep(ctx, impl, cfg.Servers, path, n, cfg.deepSessions(n), cfg.Duration)
 				if err != nil {
 					return nil, fmt.Errorf("deep queue of %d, %s: %w", n, impl, err)
@@ -372,7 +399,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResults, error) {
 					deep[impl] = map[int][]Contended{}
 				}
 				deep[impl][n] = append(deep[impl][n], r)
-				fmt.Fprintf(progress, "round %d/%d  %-10s %4d waiters on %d sessions  %6.0f handoffs/s  %5.2f wake-ups/release\n",
+				fmt.Fprintf(progress, "round %d/%d  %-16s %4d waiters on %d sessions  %6.0f handoffs/s  %5.2f wake-ups/release\n",
 					round, cfg.Rounds, impl, n, cfg.deepSessions(n), r.PerSecond(), r.WakeUpsPerRelease())
 			}
 		}
@@ -434,7 +461,7 @@ func (r *ScaleResults) Markdown() string {
 		first, last := r.Cfg.Deep[0], r.Cfg.Deep[len(r.Cfg.Deep)-1]
 		fmt.Fprintf(&b, " slowdown %d → %d | wake-ups per release at %d | mutex ÷ this at %d |\n|---|", first, last, last, last)
 		b.WriteString(strings.Repeat("---:|", len(r.Cfg.Deep)+3) + "\n")
-		for _, impl := range r.Cfg.Impls {
+		for _, impl := range r.Cfg.deepImpls() {
 			byN, ok := r.Deep[impl]
 			if !ok {
 				continue
@@ -479,7 +506,23 @@ type lockUnlock interface {
 }
 
 // locker makes a lock value on path through the client.
-func (k *keyedMutex) locker(path string) (lockUnlock, error) { return mutex.New(k.c, path) }
+func (k *keyedMutex) locker(path string) (lockUnlock, error) {
+	if !k.oneWatch {
+		return mutex.New(k.c, path)
+	}
+	core := &lockcore.Lock{Client: k.c, Dir: path, Name: "lock-", Data: k.c.DefaultData(),
+		Accept: lockcore.MutexKinds, Predicate: lockcore.Predecessor, Window: 1}
+	return holderLock{lockcore.NewHolder(k.c, lockcore.HolderConfig{
+		Name: "mutex", Path: path, Acquire: core.Acquire, Release: core.Release,
+		ErrLocked: mutex.ErrLocked, ErrNotLocked: mutex.ErrNotLocked, ErrLockLost: mutex.ErrLockLost,
+	})}, nil
+}
+
+// holderLock is a lock core's Holder as a lock value.
+type holderLock struct{ h *lockcore.Holder }
+
+func (l holderLock) Lock(ctx context.Context) error   { return l.h.Lock(ctx, true) }
+func (l holderLock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
 
 func (k *keyedZKLock) locker(path string) (lockUnlock, error) {
 	return &zkLock{plain: k.plain, l: zk.NewLock(k.conn, path, zk.WorldACL(zk.PermAll))}, nil
