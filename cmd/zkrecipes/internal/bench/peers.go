@@ -195,41 +195,72 @@ func (p *peer) contendedWith(ctx context.Context, servers []string, lockPath str
 		return Contended{}, err
 	}
 	time.Sleep(min(d/2, 2*time.Second))
-	mark := func() (int64, error) {
-		if err := drv.send("mark"); err != nil {
-			return 0, err
-		}
-		s, err := drv.next("MARK")
-		if err != nil {
-			return 0, err
-		}
-		return strconv.ParseInt(s, 10, 64)
-	}
-	// As in RunContended: counters, then the handoff count, at each end.
-	trig0, err := watchTriggers(servers)
+	w, err := drv.window(servers, d, watchTriggers)
 	if err != nil {
 		return Contended{}, err
 	}
-	before, err := mark()
-	if err != nil {
-		return Contended{}, err
-	}
-	start := time.Now()
-	time.Sleep(d)
-	trig1, err := watchTriggers(servers)
-	if err != nil {
-		return Contended{}, err
-	}
-	after, err := mark()
-	if err != nil {
-		return Contended{}, err
-	}
-	elapsed := time.Since(start)
 	if err := drv.send("stop"); err != nil {
 		return Contended{}, err
 	}
 	if err := drv.wait(); err != nil {
 		return Contended{}, err
 	}
-	return Contended{Impl: p.name, Participants: n, Handoffs: after - before, Elapsed: elapsed, WakeUps: trig1 - trig0}, nil
+	return Contended{Impl: p.name, Participants: n, Handoffs: w.count, Elapsed: w.elapsed, WakeUps: w.server}, nil
+}
+
+// measured is what a window of time counted: the servers' counter, the
+// implementation's own count, and how long it was.
+type measured struct {
+	server, count int64
+	elapsed       time.Duration
+}
+
+// window measures a window of length d of a driver that answers "mark"
+// with MARK <its count>: the servers' counter, then the driver's count,
+// at each end, in the same order, so that both count the same stretch of
+// time.
+func (d *driver) window(servers []string, length time.Duration, counter func([]string) (int64, error)) (measured, error) {
+	mark := func() (server, count int64, err error) {
+		if server, err = counter(servers); err != nil {
+			return 0, 0, err
+		}
+		if err := d.send("mark"); err != nil {
+			return 0, 0, err
+		}
+		s, err := d.next("MARK")
+		if err != nil {
+			return 0, 0, err
+		}
+		count, err = strconv.ParseInt(s, 10, 64)
+		return server, count, err
+	}
+	s0, c0, err := mark()
+	if err != nil {
+		return measured{}, err
+	}
+	start := time.Now()
+	time.Sleep(length)
+	s1, c1, err := mark()
+	if err != nil {
+		return measured{}, err
+	}
+	return measured{server: s1 - s0, count: c1 - c0, elapsed: time.Since(start)}, nil
+}
+
+// localWindow is window for an implementation in this process, whose
+// count is count().
+func localWindow(ctx context.Context, servers []string, length time.Duration, counter func([]string) (int64, error), count func() int64) (measured, error) {
+	s0, err0 := counter(servers)
+	c0 := count()
+	start := time.Now()
+	select {
+	case <-time.After(length):
+	case <-ctx.Done():
+	}
+	s1, err1 := counter(servers)
+	c1 := count()
+	if err := errors.Join(err0, err1, ctx.Err()); err != nil {
+		return measured{}, err
+	}
+	return measured{server: s1 - s0, count: c1 - c0, elapsed: time.Since(start)}, nil
 }

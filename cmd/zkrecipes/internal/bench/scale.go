@@ -265,35 +265,10 @@ func peerManyKeys(ctx context.Context, p *peer, servers []string, parent string,
 		return ManyKeys{}, err
 	}
 	time.Sleep(d / 2)
-	mark := func() (int64, error) {
-		if err := drv.send("mark"); err != nil {
-			return 0, err
-		}
-		s, err := drv.next("MARK")
-		if err != nil {
-			return 0, err
-		}
-		return strconv.ParseInt(s, 10, 64)
-	}
-	p0, err := packetsReceived(servers)
+	w, err := drv.window(servers, d, packetsReceived)
 	if err != nil {
 		return ManyKeys{}, err
 	}
-	before, err := mark()
-	if err != nil {
-		return ManyKeys{}, err
-	}
-	start := time.Now()
-	time.Sleep(d)
-	p1, err := packetsReceived(servers)
-	if err != nil {
-		return ManyKeys{}, err
-	}
-	after, err := mark()
-	if err != nil {
-		return ManyKeys{}, err
-	}
-	elapsed := time.Since(start)
 	if err := drv.send("stop"); err != nil {
 		return ManyKeys{}, err
 	}
@@ -308,8 +283,8 @@ func peerManyKeys(ctx context.Context, p *peer, servers []string, parent string,
 	if err := drv.wait(); err != nil {
 		return ManyKeys{}, err
 	}
-	return ManyKeys{Impl: p.name, Goroutines: threads, Keys: keys, Cycles: after - before, Elapsed: elapsed,
-		P50: time.Duration(p50), P99: time.Duration(p99), Packets: p1 - p0}, nil
+	return ManyKeys{Impl: p.name, Goroutines: threads, Keys: keys, Cycles: w.count, Elapsed: w.elapsed,
+		P50: time.Duration(p50), P99: time.Duration(p99), Packets: w.server}, nil
 }
 
 // ScaleConfig says how to measure many keys on one client.
@@ -598,23 +573,14 @@ func RunDeep(ctx context.Context, impl string, servers []string, lockPath string
 		time.Sleep(10 * time.Millisecond)
 	}
 	time.Sleep(max(2*time.Second, time.Duration(waiters)*3*time.Millisecond))
-	trig0, err0 := watchTriggers(servers)
-	h0 := handoffs.Load()
-	start := time.Now()
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-	}
-	trig1, err1 := watchTriggers(servers)
-	h1 := handoffs.Load()
-	elapsed := time.Since(start)
+	w, err := localWindow(ctx, servers, d, watchTriggers, handoffs.Load)
 	close(stop)
 	wg.Wait()
 	if firstErr != nil {
 		return Contended{}, firstErr
 	}
-	if err := errors.Join(err0, err1, ctx.Err()); err != nil {
+	if err != nil {
 		return Contended{}, err
 	}
-	return Contended{Impl: impl, Participants: waiters, Handoffs: h1 - h0, Elapsed: elapsed, WakeUps: trig1 - trig0}, nil
+	return Contended{Impl: impl, Participants: waiters, Handoffs: w.count, Elapsed: w.elapsed, WakeUps: w.server}, nil
 }

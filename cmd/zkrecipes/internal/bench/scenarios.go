@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -134,17 +133,7 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 	// reads the servers' counters and then the handoff count, in the same
 	// order, so both count the same stretch of time.
 	time.Sleep(min(d/2, 2*time.Second))
-	trig0, err0 := watchTriggers(servers)
-	h0 := handoffs.Load()
-	start := time.Now()
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-	}
-	trig1, err1 := watchTriggers(servers)
-	h1 := handoffs.Load()
-	elapsed := time.Since(start)
-	err = errors.Join(err0, err1)
+	w, err := localWindow(ctx, servers, d, watchTriggers, handoffs.Load)
 	close(stop)
 	wg.Wait()
 	if firstErr != nil {
@@ -153,7 +142,7 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 	if err != nil {
 		return Contended{}, err
 	}
-	return Contended{Impl: impl.Name, Participants: n, Handoffs: h1 - h0, Elapsed: elapsed, WakeUps: trig1 - trig0}, ctx.Err()
+	return Contended{Impl: impl.Name, Participants: n, Handoffs: w.count, Elapsed: w.elapsed, WakeUps: w.server}, nil
 }
 
 // Handoff is the time from a holder's Unlock call to the return of the

@@ -33,6 +33,21 @@ def result(lat):
     print("RESULT %d %d" % (q(0.5), q(0.99)), flush=True)
 
 
+def serve_marks(count, count_lock, measuring=None):
+    """Print READY, then answer "mark" with MARK <count> (setting measuring
+    first, if given) until "stop" or the end of stdin."""
+    print("READY", flush=True)
+    for line in sys.stdin:
+        line = line.strip()
+        if line == "mark":
+            if measuring is not None:
+                measuring.set()
+            with count_lock:
+                print("MARK %d" % count[0], flush=True)
+        elif line == "stop":
+            return
+
+
 class Participant(threading.Thread):
     def __init__(self, c, path, lock=None):
         super().__init__(daemon=True)
@@ -120,14 +135,7 @@ def main():
             t.start()
         if scenario == "deep":
             time.sleep(max(2.0, n * 0.003))  # let the queue fill
-        print("READY", flush=True)
-        for line in sys.stdin:
-            line = line.strip()
-            if line == "mark":
-                with count_lock:
-                    print("MARK %d" % count[0], flush=True)
-            elif line == "stop":
-                break
+        serve_marks(count, count_lock)
         stop.set()
         for t in threads:
             t.join(30)
@@ -249,15 +257,7 @@ def main():
         threads = [threading.Thread(target=loop, args=(lats[i],), daemon=True) for i in range(n)]
         for t in threads:
             t.start()
-        print("READY", flush=True)
-        for line in sys.stdin:
-            line = line.strip()
-            if line == "mark":
-                measuring.set()
-                with count_lock:
-                    print("MARK %d" % count[0], flush=True)
-            elif line == "stop":
-                break
+        serve_marks(count, count_lock, measuring)
         stop.set()
         for t in threads:
             t.join(30)
