@@ -72,47 +72,39 @@ type idleProbe struct {
 }
 
 // localIdle runs the waiters in this process: goroutines blocked in Lock.
-func localIdle(ctx context.Context, impl string, servers []string, root string, locks, perLock int, window time.Duration) (Idle, error) {
+func localIdle(ctx context.Context, impl string, servers []string, root string, locks, perLock int, window time.Duration) (res Idle, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	one := pin(servers, 0)
-	// lock returns a function that waits for the lock on path.
-	var lock func(path string) (func() error, error)
-	var closeClient func()
+	var newLock func(path string) (lockUnlock, error)
 	switch impl {
 	case "mutex":
 		c, err := openClient(ctx, one)
 		if err != nil {
 			return Idle{}, err
 		}
-		closeClient = func() { c.Close() }
-		lock = func(path string) (func() error, error) {
-			m, err := mutex.New(c, path)
-			if err != nil {
-				return nil, err
-			}
-			return func() error { return m.Lock(ctx) }, nil
-		}
+		defer c.Close()
+		newLock = func(path string) (lockUnlock, error) { return mutex.New(c, path) }
 	default:
 		p, err := openPlain(one)
 		if err != nil {
 			return Idle{}, err
 		}
-		closeClient = p.Close
-		lock = func(path string) (func() error, error) {
-			return zk.NewLock(p.conn, path, zk.WorldACL(zk.PermAll)).Lock, nil
+		defer p.Close()
+		newLock = func(path string) (lockUnlock, error) {
+			return &zkLock{plain: p, l: zk.NewLock(p.conn, path, zk.WorldACL(zk.PermAll))}, nil
 		}
 	}
-	closed := sync.OnceFunc(closeClient)
-	defer closed()
+	var holders []lockUnlock
 	for l := range locks {
-		hold, err := lock(fmt.Sprintf("%s/lock-%d", root, l))
+		h, err := newLock(fmt.Sprintf("%s/lock-%d", root, l))
 		if err != nil {
 			return Idle{}, err
 		}
-		if err := hold(); err != nil {
+		if err := h.Lock(ctx); err != nil {
 			return Idle{}, err
 		}
+		holders = append(holders, h)
 	}
 	pid := os.Getpid()
 	before, base, err := probeIdle(ctx, servers, pid, true, window, nil)
@@ -122,19 +114,40 @@ func localIdle(ctx context.Context, impl string, servers []string, root string, 
 	var wg sync.WaitGroup
 	for l := range locks {
 		for range perLock {
-			wait, err := lock(fmt.Sprintf("%s/lock-%d", root, l))
+			w, err := newLock(fmt.Sprintf("%s/lock-%d", root, l))
 			if err != nil {
 				return Idle{}, err
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_ = wait() // ends when ctx is cancelled or the client closed
+				if w.Lock(ctx) == nil {
+					_ = w.Unlock(context.Background())
+				}
 			}()
 		}
 	}
-	// zk.Lock cannot be cancelled: closing its connection ends it.
-	defer func() { cancel(); closed(); wg.Wait() }()
+	// The waiters end by taking their lock in turn once the holders let
+	// go (or, the mutex, when ctx is cancelled). Closing zk.Lock's
+	// connection under waiting zk.Locks can block go-zookeeper's loop for
+	// good (three answers on a two-slot channel), and them with it.
+	defer func() {
+		if impl == "mutex" {
+			cancel()
+		}
+		for _, h := range holders {
+			_ = h.Unlock(context.Background())
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Minute):
+			if err == nil {
+				err = fmt.Errorf("idle waiters of %s: not all ended 5 minutes after their holders let go", impl)
+			}
+		}
+	}()
 	if err := waitForNodes(ctx, servers, root, locks, perLock); err != nil {
 		return Idle{}, err
 	}
