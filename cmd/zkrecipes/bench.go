@@ -62,25 +62,17 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	if *docs != "" && !(doLocks && doRecipes && doElectionQueue && doScale) {
 		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes,election-queue,scale")
 	}
-	var counts []int
-	for _, s := range strings.Split(*parts, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("--participants: %q is not a positive count", s)
-		}
-		counts = append(counts, n)
+	counts, err := positiveCounts("--participants", *parts)
+	if err != nil {
+		return err
 	}
 	idleLocks, idlePer, err := parseIdle(*idleWaiters)
 	if err != nil {
 		return err
 	}
-	var deep []int
-	for _, s := range strings.Split(*deepWaiters, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("--deep: %q is not a positive count", s)
-		}
-		deep = append(deep, n)
+	deep, err := positiveCounts("--deep", *deepWaiters)
+	if err != nil {
+		return err
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -187,6 +179,19 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		fmt.Fprintf(out, "wrote benchmarks.md, benchmarks.svg and benchmarks-scale.svg in %s\n", *docs)
 	}
 	return nil
+}
+
+// positiveCounts reads a flag's comma-separated positive counts.
+func positiveCounts(flag, v string) ([]int, error) {
+	var out []int
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: %q is not a positive count", flag, s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // parseIdle reads --idle: "LOCKSxWAITERS", or "0".

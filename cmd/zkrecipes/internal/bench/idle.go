@@ -107,7 +107,7 @@ func localIdle(ctx context.Context, impl string, servers []string, root string, 
 		holders = append(holders, h)
 	}
 	pid := os.Getpid()
-	before, base, err := probeIdle(ctx, servers, pid, true, window, nil)
+	before, base, err := probeIdle(ctx, servers, pid, window, nil)
 	if err != nil {
 		return Idle{}, err
 	}
@@ -151,7 +151,7 @@ func localIdle(ctx context.Context, impl string, servers []string, root string, 
 	if err := waitForNodes(ctx, servers, root, locks, perLock); err != nil {
 		return Idle{}, err
 	}
-	after, cpu, err := probeIdle(ctx, servers, pid, true, window, nil)
+	after, cpu, err := probeIdle(ctx, servers, pid, window, nil)
 	if err != nil {
 		return Idle{}, err
 	}
@@ -177,7 +177,7 @@ func peerIdle(ctx context.Context, p *peer, servers []string, root string, locks
 		_, err := drv.next("GC")
 		return err
 	}
-	before, base, err := probeIdle(ctx, servers, pid, false, window, collect)
+	before, base, err := probeIdle(ctx, servers, pid, window, collect)
 	if err != nil {
 		return Idle{}, err
 	}
@@ -190,7 +190,7 @@ func peerIdle(ctx context.Context, p *peer, servers []string, root string, locks
 	if err := waitForNodes(ctx, servers, root, locks, perLock); err != nil {
 		return Idle{}, err
 	}
-	after, cpu, err := probeIdle(ctx, servers, pid, false, window, collect)
+	after, cpu, err := probeIdle(ctx, servers, pid, window, collect)
 	if err != nil {
 		return Idle{}, err
 	}
@@ -232,9 +232,11 @@ func settle(ctx context.Context, servers []string) error {
 }
 
 // probeIdle lets the waiters settle, collects the garbage of process pid
-// (this one when self, else through collect), reads its memory and
-// threads and the servers' watches, then its CPU over window, per second.
-func probeIdle(ctx context.Context, servers []string, pid int, self bool, window time.Duration, collect func() error) (idleProbe, time.Duration, error) {
+// (this process's itself, another's through collect), reads its memory
+// and threads and the servers' watches, then its CPU over window, per
+// second.
+func probeIdle(ctx context.Context, servers []string, pid int, window time.Duration, collect func() error) (idleProbe, time.Duration, error) {
+	self := pid == os.Getpid()
 	if err := settle(ctx, servers); err != nil {
 		return idleProbe{}, 0, err
 	}

@@ -528,59 +528,17 @@ func RunDeep(ctx context.Context, impl string, servers []string, lockPath string
 		}
 		clients = append(clients, c)
 	}
-	var (
-		handoffs, queued atomic.Int64
-		stop             = make(chan struct{})
-		wg               sync.WaitGroup
-		errOnce          sync.Once
-		firstErr         error
-	)
-	fail := func(err error) { errOnce.Do(func() { firstErr = fmt.Errorf("%s: %w", impl, err) }) }
-	for i := range waiters {
+	locks := make([]lockUnlock, waiters)
+	for i := range locks {
 		l, err := clients[i%sessions].(interface {
 			locker(string) (lockUnlock, error)
 		}).locker(lockPath)
 		if err != nil {
-			close(stop)
-			wg.Wait()
 			return Contended{}, err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			queued.Add(1)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := l.Lock(ctx); err != nil {
-					fail(err)
-					return
-				}
-				handoffs.Add(1)
-				if err := l.Unlock(ctx); err != nil {
-					fail(err)
-					return
-				}
-			}
-		}()
+		locks[i] = l
 	}
 	// Let the queue fill: every waiter has made its first Lock call and
 	// had time to create its node.
-	for queued.Load() < int64(waiters) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(max(2*time.Second, time.Duration(waiters)*3*time.Millisecond))
-	w, err := localWindow(ctx, servers, d, watchTriggers, handoffs.Load)
-	close(stop)
-	wg.Wait()
-	if firstErr != nil {
-		return Contended{}, firstErr
-	}
-	if err != nil {
-		return Contended{}, err
-	}
-	return Contended{Impl: impl, Participants: waiters, Handoffs: w.count, Elapsed: w.elapsed, WakeUps: w.server}, nil
+	return contend(ctx, impl, servers, locks, max(2*time.Second, time.Duration(waiters)*3*time.Millisecond), d)
 }

@@ -100,39 +100,55 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 			p.Close()
 		}
 	}()
+	locks := make([]lockUnlock, len(ps))
+	for i, p := range ps {
+		locks[i] = p
+	}
+	// Warm up until the queue is full, then measure.
+	return contend(ctx, impl.Name, servers, locks, min(d/2, 2*time.Second), d)
+}
+
+// contend runs every lock value in a loop of Lock and Unlock, lets the
+// queue fill for fill once every loop has begun, and counts the handoffs
+// and the servers' watch notifications in a window of length d (each end
+// reads the servers' counters, then the handoff count, in the same order,
+// so both count the same stretch of time).
+func contend(ctx context.Context, impl string, servers []string, locks []lockUnlock, fill, d time.Duration) (Contended, error) {
 	var (
-		handoffs atomic.Int64
-		stop     = make(chan struct{})
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
+		handoffs, begun atomic.Int64
+		stop            = make(chan struct{})
+		wg              sync.WaitGroup
+		errOnce         sync.Once
+		firstErr        error
 	)
-	for _, p := range ps {
+	fail := func(op string, err error) { errOnce.Do(func() { firstErr = fmt.Errorf("%s %s: %w", impl, op, err) }) }
+	for _, l := range locks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			begun.Add(1)
 			for {
 				select {
 				case <-stop:
 					return
 				default:
 				}
-				if err := p.Lock(ctx); err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("%s lock: %w", impl.Name, err) })
+				if err := l.Lock(ctx); err != nil {
+					fail("lock", err)
 					return
 				}
 				handoffs.Add(1)
-				if err := p.Unlock(ctx); err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("%s unlock: %w", impl.Name, err) })
+				if err := l.Unlock(ctx); err != nil {
+					fail("unlock", err)
 					return
 				}
 			}
 		}()
 	}
-	// Warm up until the queue is full, then measure. Each end of the window
-	// reads the servers' counters and then the handoff count, in the same
-	// order, so both count the same stretch of time.
-	time.Sleep(min(d/2, 2*time.Second))
+	for begun.Load() < int64(len(locks)) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(fill)
 	w, err := localWindow(ctx, servers, d, watchTriggers, handoffs.Load)
 	close(stop)
 	wg.Wait()
@@ -142,7 +158,7 @@ func RunContended(ctx context.Context, impl Impl, servers []string, lockPath str
 	if err != nil {
 		return Contended{}, err
 	}
-	return Contended{Impl: impl.Name, Participants: n, Handoffs: w.count, Elapsed: w.elapsed, WakeUps: w.server}, nil
+	return Contended{Impl: impl, Participants: len(locks), Handoffs: w.count, Elapsed: w.elapsed, WakeUps: w.server}, nil
 }
 
 // Handoff is the time from a holder's Unlock call to the return of the
