@@ -26,6 +26,21 @@ var (
 	// client's connection drops once on such an answer (go-zookeeper reads
 	// no further) and reconnects within the session.
 	ErrResponseTooLarge = errors.New("connection: answer larger than the client's buffer")
+	// ErrOutcomeUnknown means a write was sent and its answer never came:
+	// the caller's context ended while it was in flight, or the connection
+	// was lost and no retry in the same session settled it. The write may
+	// have been applied. It is wrapped together with the cause (the
+	// context's error, ErrSessionLost, a connection error), and never
+	// means "nothing happened". A recipe that must know the outcome reads
+	// the node afterwards; one that only needs its node gone deletes it in
+	// the background, proving first that it is still the node it made.
+	ErrOutcomeUnknown = errors.New("connection: outcome unknown: the write was sent and not answered")
+	// ErrDataTooLarge means a write carries more data than the server
+	// accepts in one request (WithMaxRequestSize, ZooKeeper's
+	// jute.maxbuffer): it is refused before anything is sent. Sent, it
+	// would make the server drop the connection, suspending every hold of
+	// the client.
+	ErrDataTooLarge = errors.New("connection: request larger than the server accepts")
 	// ErrClosed means the client was closed.
 	ErrClosed = errors.New("connection: client closed")
 	// ErrSessionLost means the session an operation or a hold depended on

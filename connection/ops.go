@@ -78,8 +78,9 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 		return err
 	}
 	var (
-		zc   *zk.Conn
-		sess *Session
+		zc      *zk.Conn
+		sess    *Session
+		unknown bool // an attempt was sent and not answered
 	)
 	err := retry.DoNotify(ctx, c.opts.policy, func(ctx context.Context) error {
 		if sess == nil || sc == anySession {
@@ -99,6 +100,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 		err := c.ensureNamespace(ctx, zc)
 		if err == nil {
 			err = op(ctx, zc)
+			unknown = unknown || noAnswer(err) || isUnanswered(err)
 		}
 		if noAnswer(err) && c.takeTooLarge(c.server(path)) {
 			// The answer came and was too long for the client's buffer;
@@ -113,10 +115,28 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 	}, func(err error, next time.Duration) {
 		c.opts.logger.Debug("zookeeper operation retried", "op", what, "path", path, "error", err, "after", next)
 	})
+	if err != nil && sc == inSession && unknown {
+		// A write sent and not answered may have been applied: never
+		// report it as not done.
+		return fmt.Errorf("connection: %s %s: %w: %w", what, path, ErrOutcomeUnknown, err)
+	}
 	if err != nil {
 		return fmt.Errorf("connection: %s %s: %w", what, path, err)
 	}
 	return nil
+}
+
+// unansweredError is the error of a request whose caller stopped waiting
+// for it (its context ended) after it was handed to go-zookeeper: it may
+// have been sent, and applied. It unwraps to the context's error.
+type unansweredError struct{ err error }
+
+func (e unansweredError) Error() string { return e.err.Error() }
+func (e unansweredError) Unwrap() error { return e.err }
+
+func isUnanswered(err error) bool {
+	var u unansweredError
+	return errors.As(err, &u)
 }
 
 // noteTooLarge records that the reply to a request on the server path
@@ -241,7 +261,7 @@ func valueThen[T any](c *Client, ctx context.Context, f func() (T, error), aband
 		default:
 		}
 		gone = true
-		return zero, ctx.Err()
+		return zero, unansweredError{ctx.Err()}
 	}
 }
 
@@ -293,6 +313,7 @@ func (c *Client) ensureNamespace(ctx context.Context, zc *zk.Conn) error {
 // where the server lacks containers.
 func (c *Client) createRaw(ctx context.Context, zc *zk.Conn, spath string, data []byte, mode Mode) (string, error) {
 	acl := aclFor(c.opts.acl, c.client(spath))
+	data = orEmpty(data)
 	return value(c, ctx, func() (string, error) {
 		if mode == Container {
 			created, err := zc.CreateContainer(spath, data, zk.FlagContainer, acl)
@@ -368,6 +389,9 @@ func (c *Client) CreateAll(ctx context.Context, path string, data []byte, mode M
 
 func (c *Client) create(ctx context.Context, what, path string, data []byte, mode Mode, parents bool) (string, error) {
 	if err := checkMode(mode); err != nil {
+		return "", err
+	}
+	if err := c.checkSize(what, path, c.requestSize(path, data, true)); err != nil {
 		return "", err
 	}
 	var created string
@@ -483,6 +507,10 @@ func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.St
 // Set writes data to the node at path if its version matches (-1 for
 // any) and returns the new Stat. It runs in one session only (see Create).
 func (c *Client) Set(ctx context.Context, path string, data []byte, version int32) (stat *zk.Stat, err error) {
+	if err := c.checkSize("set", path, c.requestSize(path, data, false)); err != nil {
+		return nil, err
+	}
+	data = orEmpty(data)
 	err = c.call(ctx, "set", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		var err error
 		stat, err = value(c, ctx, func() (*zk.Stat, error) { return zc.Set(c.server(path), data, version) })
@@ -520,6 +548,7 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 // applied.
 func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
 	server := make([]any, len(ops))
+	size := 16 // the multi's header and its end marker
 	for i, op := range ops {
 		var p string
 		switch o := op.(type) {
@@ -528,15 +557,21 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 			if len(cp.Acl) == 0 {
 				cp.Acl = aclFor(c.opts.acl, o.Path)
 			}
+			cp.Data = orEmpty(cp.Data)
+			size += c.requestSize(o.Path, cp.Data, true)
 			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
 		case *zk.DeleteRequest:
 			cp := *o
+			size += c.requestSize(o.Path, nil, false)
 			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
 		case *zk.SetDataRequest:
 			cp := *o
+			cp.Data = orEmpty(cp.Data)
+			size += c.requestSize(o.Path, cp.Data, false)
 			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
 		case *zk.CheckVersionRequest:
 			cp := *o
+			size += c.requestSize(o.Path, nil, false)
 			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
 		default:
 			return nil, fmt.Errorf("%w: multi op %d has type %T", ErrInvalidOption, i, op)
@@ -544,6 +579,9 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 		if err := ValidatePath(p); err != nil {
 			return nil, fmt.Errorf("multi op %d: %w", i, err)
 		}
+	}
+	if err := c.checkSize("multi", "/", size); err != nil {
+		return nil, err
 	}
 	var res []zk.MultiResponse
 	err := c.call(ctx, "multi", "/", inSession, func(ctx context.Context, zc *zk.Conn) error {

@@ -48,6 +48,7 @@ type options struct {
 	dial           func(network, addr string, timeout time.Duration) (net.Conn, error)
 	errorPolicy    ErrorPolicy
 	maxBufferSize  int
+	maxRequestSize int
 	defaultData    []byte
 	serverLag      time.Duration
 	noLocalExpiry  bool // tests only: rely on the server's word alone
@@ -66,6 +67,7 @@ func newOptions(opts []Option) (*options, error) {
 		acl:            OpenACL(),
 		logger:         slog.New(discard{}),
 		dial:           net.DialTimeout,
+		maxRequestSize: DefaultMaxRequestSize,
 	}
 	for _, opt := range opts {
 		if err := opt(o); err != nil {
@@ -309,6 +311,22 @@ func WithMaxBufferSize(n int) Option {
 			return invalid("negative buffer size %d", n)
 		}
 		o.maxBufferSize = n
+		return nil
+	}
+}
+
+// WithMaxRequestSize tells the client the longest request the servers
+// read: their jute.maxbuffer, DefaultMaxRequestSize unless they were
+// started with another. A write longer than that (a node's data, an
+// item, a transaction) fails at once with ErrDataTooLarge and is never
+// sent: a server that receives one closes the connection, which suspends
+// every hold of the client.
+func WithMaxRequestSize(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return invalid("request size %d must be positive", n)
+		}
+		o.maxRequestSize = n
 		return nil
 	}
 }

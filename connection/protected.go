@@ -85,6 +85,10 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 	}
 	dir, name := parent(path), lastComponent(path)
 	id := ProtectedPrefix + newUUID() + "-"
+	if err := c.checkSize("create", path, c.requestSize(childPath(dir, id+name+"0000000000"), data, true)); err != nil {
+		return Created{}, err
+	}
+	data = orEmpty(data)
 	spath := c.server(childPath(dir, id+name))
 	var (
 		out       Created
@@ -316,7 +320,7 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		ctx, cancel := c.detached(2 * c.opts.sessionTimeout)
+		ctx, cancel := c.detached(2 * c.negotiatedTimeout(sess))
 		defer cancel()
 		err := retry.Do(ctx, c.opts.policy, func(ctx context.Context) error {
 			if sess != nil {
@@ -343,6 +347,18 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 			c.opts.logger.Warn("zookeeper background cleanup gave up", attrs...)
 		}
 	}()
+}
+
+// negotiatedTimeout is the timeout the server granted sess (the current
+// session's when sess is nil): what bounds a cleanup, rather than the one
+// the client asked for.
+func (c *Client) negotiatedTimeout(sess *Session) time.Duration {
+	if sess != nil {
+		return sess.Timeout()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionTimeoutLocked()
 }
 
 // stat reads the Stat of server path sp on handle zc.

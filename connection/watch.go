@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -26,9 +27,48 @@ import (
 type Watch struct {
 	done chan struct{}
 	ev   zk.Event
-	// Under the client's watchMu:
+	mu   *sync.Mutex // the client's watchMu
+	// Under mu:
 	ready bool // the read that set it has returned: it may be shared
 	fired bool // done is closed
+	hooks []*hook
+}
+
+// hook is a function AfterFire registered.
+type hook struct{ f func(zk.Event) }
+
+// AfterFire arranges for f to be called once with the event when the watch
+// fires — synchronously, in the goroutine that fires it (go-zookeeper's
+// receive loop), before any later event of the session is handled; at once
+// if it has fired already. So f sees the session's events in their order,
+// and must be quick: cancel a context, start a goroutine, never call the
+// client. stop unregisters f and reports whether it did so before f was
+// called.
+//
+// A recipe ends a hold with it the moment its node's deletion is heard:
+// unlike a goroutine that waits on Done, it costs nothing while the watch
+// is pending, and a waiter that then sees a later event (its predecessor's
+// deletion, say) knows the hold's end was already seen.
+func (w *Watch) AfterFire(f func(zk.Event)) (stop func() bool) {
+	w.mu.Lock()
+	if w.fired {
+		w.mu.Unlock()
+		f(w.ev)
+		return func() bool { return false }
+	}
+	h := &hook{f}
+	w.hooks = append(w.hooks, h)
+	w.mu.Unlock()
+	return func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		i := slices.Index(w.hooks, h)
+		if i < 0 {
+			return false
+		}
+		w.hooks = slices.Delete(w.hooks, i, i+1)
+		return true
+	}
 }
 
 // Done is closed when the watch fired.
@@ -137,7 +177,7 @@ type watchKey struct {
 
 // arm records a new Watch of key whose read is about to be sent.
 func (c *Client) arm(key watchKey) *Watch {
-	w := &Watch{done: make(chan struct{})}
+	w := &Watch{done: make(chan struct{}), mu: &c.watchMu}
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	if c.watches == nil {
@@ -230,5 +270,10 @@ func (w *Watch) fireLocked(ev zk.Event) {
 	if !w.fired {
 		w.fired, w.ev = true, ev
 		close(w.done)
+		hooks := w.hooks
+		w.hooks = nil
+		for _, h := range hooks {
+			h.f(ev)
+		}
 	}
 }

@@ -1,0 +1,196 @@
+package connection
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/retry"
+)
+
+// Nodes at fixed paths, and who owns them.
+//
+// A node's ephemeralOwner names a session, and a Go program runs many
+// participants on one client (one client per process is the normal
+// shape): the owner check proves that a node belongs to this client, not
+// to this participant. A participant that creates a node at a fixed path
+// — a naive lock, a queue item's taken marker — therefore writes its own
+// identity into the node's data, and takes a node it finds there for its
+// own only when both the session and the data are its own (as Kazoo's
+// LockingQueue puts its id into a taken node).
+//
+// And a path that others can re-create is never deleted blind after a
+// lost answer: the first delete may have applied, another client may have
+// made a node of its own there since, and a retry would delete that one.
+// DeleteCreated proves that the node is still the one it made before it
+// sends the delete again.
+
+// NewUUID returns a random (version 4) UUID in its 36-character text form:
+// an identity for a participant's claim (Claim).
+func NewUUID() string { return newUUID() }
+
+// Claim creates an ephemeral node at path for one participant, whose
+// identity is data: it must be unique to this claim (carry a fresh
+// NewUUID, say). It returns the node, with its owner session and czxid,
+// and a watch on it, which fires when the node changes or is deleted. The
+// parent must exist.
+//
+// When path holds another node — another session's, or another
+// participant's of this session — the error matches zk.ErrNodeExists and
+// the watch, if not nil, is on that node: it fires when it goes. After a
+// lost answer, a retry in the same session takes the node it finds for its
+// own only if its owner is this session and its data are data. If the
+// create's outcome stays unknown (ctx ended while it was in flight, or no
+// retry settled it), the error wraps ErrOutcomeUnknown and a node it may
+// have made is deleted in the background by the same test, so that nothing
+// is orphaned.
+func (c *Client) Claim(ctx context.Context, path string, data []byte) (Created, *Watch, error) {
+	if err := ValidatePath(path); err != nil {
+		return Created{}, nil, err
+	}
+	if len(data) == 0 {
+		return Created{}, nil, fmt.Errorf("%w: a claim of %s needs data that identify it", ErrInvalidOption, path)
+	}
+	sess := pinned(ctx)
+	if sess == nil {
+		var err error
+		if sess, err = c.WaitSession(ctx); err != nil {
+			return Created{}, nil, err
+		}
+		ctx = Pin(ctx, sess)
+	}
+	_, err := c.Create(ctx, path, data, Ephemeral)
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			c.deleteClaimLater(sess, path, data)
+		}
+		return Created{}, nil, err
+	}
+	// Created, or a node is there: whose is it? The read goes after the
+	// create on the session's connection, so it sees the create if it
+	// applied.
+	got, stat, w, rerr := c.GetWatch(ctx, path)
+	switch {
+	case errors.Is(rerr, zk.ErrNoNode) && err == nil:
+		// Ours, and deleted already by someone else, or gone with the
+		// session.
+		if serr := c.sessionErr(sess, nil); serr != nil {
+			return Created{}, nil, fmt.Errorf("connection: claim %s: %w", path, serr)
+		}
+		return Created{}, nil, fmt.Errorf("connection: claim %s: %w (deleted right after its create)", path, zk.ErrNoNode)
+	case errors.Is(rerr, zk.ErrNoNode):
+		// The other node went in between: the caller may try again.
+		return Created{}, nil, err
+	case rerr != nil:
+		if err == nil || errors.Is(err, ErrOutcomeUnknown) {
+			c.deleteClaimLater(sess, path, data)
+		}
+		return Created{}, nil, rerr
+	}
+	if stat.EphemeralOwner == sess.ID() && bytes.Equal(got, data) && c.Live(sess) {
+		return Created{Path: path, Session: sess, Czxid: stat.Czxid}, w, nil
+	}
+	if err == nil {
+		// Our create was answered, yet the node is not ours: ours was
+		// deleted and another made since. Nothing of ours is left.
+		err = fmt.Errorf("connection: claim %s: %w (ours was replaced)", path, zk.ErrNodeExists)
+	}
+	return Created{}, w, err
+}
+
+// deleteClaimLater deletes, in the background and in sess only, the node
+// at path if it is a claim of sess with data: the answer to its create was
+// lost. A sync first makes the server catch up with the leader, so that
+// the read sees the create if it applied.
+func (c *Client) deleteClaimLater(sess *Session, path string, data []byte) {
+	sp := c.server(path)
+	c.background(sess, func(ctx context.Context, zc *zk.Conn) error {
+		if err := c.run(ctx, func() error { _, err := zc.Sync(sp); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return c.opErr(sess, err)
+		}
+		got, stat, err := value2(c, ctx, func() ([]byte, *zk.Stat, error) { return zc.Get(sp) })
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return c.opErr(sess, err)
+		}
+		if stat.EphemeralOwner != sess.ID() || !bytes.Equal(got, data) {
+			return nil // not ours: the create did not apply
+		}
+		return c.deleteAt(ctx, zc, sess, sp, stat)
+	})
+}
+
+// DeleteCreated deletes the node at path that was created at czxid (its
+// Stat's Czxid: the fencing token a recipe hands out), in one session only
+// (the pinned one, else the current), and no other node.
+//
+// The first attempt is a plain delete. While a node of this session is at
+// the path, no other client can create one there, and only the
+// participant that owns it deletes it; so the first attempt deletes that
+// node, unless somebody else deleted it and another was made since — a
+// fault outside the recipes that the retry below still catches. After a
+// lost answer the delete is never sent again blind: a retry makes the
+// server catch up (sync), reads the node, and deletes it only if it is
+// still the one created at czxid, at the version read.
+//
+// It returns nil once that node is gone — deleted by the first attempt,
+// whose answer was lost, or by anyone since — and an error matching
+// zk.ErrNoNode when the first attempt found no node at all.
+func (c *Client) DeleteCreated(ctx context.Context, path string, czxid int64) error {
+	if czxid == 0 {
+		return fmt.Errorf("%w: delete of %s needs the czxid of the node", ErrInvalidOption, path)
+	}
+	sp := c.server(path)
+	attempt := 0
+	return c.call(ctx, "delete", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
+		attempt++
+		if attempt == 1 {
+			return c.run(ctx, func() error { return zc.Delete(sp, -1) })
+		}
+		if err := c.run(ctx, func() error { _, err := zc.Sync(sp); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		_, stat, err := value2(c, ctx, func() ([]byte, *zk.Stat, error) { return zc.Get(sp) })
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if stat.Czxid != czxid {
+			return nil // ours went; this one is another's
+		}
+		return c.deleteAt(ctx, zc, nil, sp, stat)
+	})
+}
+
+// deleteAt deletes server path sp at the version of stat, the node just
+// read; a node that changed in between (BadVersion) is read again by the
+// caller's retry. NoNode means it is gone: done.
+func (c *Client) deleteAt(ctx context.Context, zc *zk.Conn, sess *Session, sp string, stat *zk.Stat) error {
+	err := c.run(ctx, func() error { return zc.Delete(sp, stat.Version) })
+	switch {
+	case err == nil, errors.Is(err, zk.ErrNoNode):
+		return nil
+	case errors.Is(err, zk.ErrBadVersion):
+		return retry.Again(err)
+	case sess != nil:
+		return c.opErr(sess, err)
+	}
+	return err
+}
+
+// value2 is value for a call with two results.
+func value2[A, B any](c *Client, ctx context.Context, f func() (A, B, error)) (A, B, error) {
+	type pair struct {
+		a A
+		b B
+	}
+	p, err := value(c, ctx, func() (pair, error) { a, b, err := f(); return pair{a, b}, err })
+	return p.a, p.b, err
+}
