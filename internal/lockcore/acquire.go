@@ -37,6 +37,12 @@ type Lock struct {
 	// contenders ahead of it instead of all of them, so that a waiter deep
 	// in a long queue costs the same memory as the second in line.
 	Window int
+	// Line says the first place guards nothing — a line of idle workers,
+	// where what decides who has an item is elsewhere (a work queue's
+	// taken nodes) and the order only saves wake-ups. Its contenders set
+	// no watch on their own nodes, and the Acquired has no Own: a place
+	// whose node someone else deletes is found out at its next listing.
+	Line bool
 }
 
 // Acquired is a node that holds the lock.
@@ -48,6 +54,9 @@ type Acquired struct {
 	// (Session.Trusted): it was live then, and is cancelled when holds
 	// taken in it can no longer be trusted. Set by Confirm.
 	Trusted context.Context
+	// Own is a watch on the node, set while it was known to exist, that a
+	// hold ends with when the node is deleted (NewHold).
+	Own *connection.Watch
 }
 
 // errRestart means the attempt's node or session is gone: try again with
@@ -71,7 +80,7 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 		if err == nil {
 			return a, nil
 		}
-		l.abandon(created)
+		Abandon(l.Client, created.Session, created.Path, created.Czxid)
 		if errors.Is(err, errRestart) && ctx.Err() == nil {
 			continue
 		}
@@ -107,12 +116,19 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 // most two waiters, and in a long queue costs a listing of the directory
 // by the one that moves up to third place, not by the next holder.
 //
-// This relies on nodes being deleted only by their owners or by the end of
-// their session; we watch our session, and any other deletion of our own
-// node is outside the recipe (as it is for Curator). It also relies on no
-// node being inserted ahead of ours after our listing: a queue where that
-// can happen (a read/write lock's downgrade) sets Relist, and a waiter
-// then lists again after every deletion, as Curator does.
+// Our own node. A deletion seen in our kept listing may be an operator's
+// (a deleteall of the directory), not a release, and our own node may have
+// gone before it. So the waiter watches its own node too, set together
+// with its first listing, and never holds once that watch has fired: the
+// client hears a session's watch events in the order of the changes, and
+// connection.Watch fires in that order, so when a predecessor's deletion
+// is seen, an earlier deletion of our node has been seen already. A node
+// of ours deleted later ends the hold (NewHold), as a lost session does.
+//
+// It also relies on no node being inserted ahead of ours after our
+// listing: a queue where that can happen (a read/write lock's downgrade)
+// sets Relist, and a waiter then lists again after every deletion, as
+// Curator does.
 func (l *Lock) await(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
 	// The create told the node's owner and czxid (the fencing token).
 	a := Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}
@@ -122,11 +138,22 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 	for {
 		switch next {
 		case stepHeld:
+			if w.own == nil && !l.Line {
+				// Held without a listing (the directory's first node):
+				// the node's watch is all that is left to set.
+				if err := l.watchOwn(ctx, w, a.Path); err != nil {
+					return Acquired{}, err
+				}
+			}
+			if w.ownGone() {
+				return Acquired{}, errRestart
+			}
+			a.Own = w.own
 			return l.confirm(ctx, a)
 		case stepRestart:
 			return Acquired{}, errRestart // our node is gone
 		case stepList:
-			next, names, err = l.list(ctx, w)
+			next, names, err = l.list(ctx, w, a.Path)
 		case stepWatch:
 			if !wait {
 				return Acquired{}, ErrWouldWait
@@ -141,14 +168,39 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 	}
 }
 
-// list lists the directory again for w.
-func (l *Lock) list(ctx context.Context, w *waiter) (step, []string, error) {
+// list lists the directory again for w. The first time, it sets the watch
+// on our own node at the same moment (the two requests go out back to
+// back): a waiter and a hold need it, and it costs no time of its own.
+func (l *Lock) list(ctx context.Context, w *waiter, own string) (step, []string, error) {
+	var ownErr chan error
+	if w.own == nil && !l.Line {
+		ownErr = make(chan error, 1)
+		go func() { ownErr <- l.watchOwn(ctx, w, own) }()
+	}
 	children, _, err := l.Client.Children(ctx, l.Dir)
+	if ownErr != nil {
+		if oerr := <-ownErr; err == nil {
+			err = oerr
+		}
+	}
 	if err := restartOn(err); err != nil {
 		return 0, nil, err
 	}
 	next, names := w.listed(children)
 	return next, names, nil
+}
+
+// watchOwn sets w's watch on our own node; a node already gone restarts.
+func (l *Lock) watchOwn(ctx context.Context, w *waiter, own string) error {
+	_, _, watch, err := l.Client.GetWatch(ctx, own)
+	if errors.Is(err, zk.ErrNoNode) {
+		return errRestart
+	}
+	if err != nil {
+		return restartOn(err)
+	}
+	w.own = watch
+	return nil
 }
 
 // watch sets w's watches on names; a node already gone asks for a listing.
@@ -189,8 +241,8 @@ func Confirm(ctx context.Context, a Acquired) (Acquired, error) {
 	return a, nil
 }
 
-// waitAny waits for one of w's watches, the session's end or ctx, and
-// tells w what fired. A watch a wait gives up on stays pending until its
+// waitAny waits for one of w's watches (its own node's among them), the
+// session's end or ctx, and tells w what fired. A watch a wait gives up on stays pending until its
 // node changes (see connection.Watch); it is shared, so giving up and
 // waiting again adds none. Its frame, and select2's, are small: a waiter
 // idles here, and its goroutine's stack is all it costs.
@@ -200,12 +252,15 @@ func waitAny(ctx context.Context, sess *connection.Session, w *waiter) (step, []
 		err error
 	)
 	if len(w.watching) <= 2 {
-		i, err = select2(ctx, sess, w.watching)
+		i, err = select2(ctx, sess, w.own, w.watching)
 	} else {
-		i, err = selectN(ctx, sess, w.watching)
+		i, err = selectN(ctx, sess, w.own, w.watching)
 	}
 	if err != nil {
 		return 0, nil, err
+	}
+	if i < 0 {
+		return w.ownFired(), nil, nil
 	}
 	fired := w.watching[i]
 	if fired.w.Err() != nil {
@@ -220,14 +275,17 @@ func waitAny(ctx context.Context, sess *connection.Session, w *waiter) (step, []
 }
 
 // select2 waits for one of at most two watches (every predicate asks for
-// no more), the session's end or ctx, and returns the index of the watch
-// that fired. A plain select, unlike reflect.Select, needs no allocation.
-func select2(ctx context.Context, sess *connection.Session, ws []watching) (int, error) {
+// no more), our own node's watch, the session's end or ctx, and returns the
+// index of the watch that fired, -1 for our own. A plain select, unlike
+// reflect.Select, needs no allocation.
+func select2(ctx context.Context, sess *connection.Session, own *connection.Watch, ws []watching) (int, error) {
 	var dones [2]<-chan struct{} // a nil channel never fires
 	for i, x := range ws {
 		dones[i] = x.w.Done()
 	}
 	select {
+	case <-ownDone(own):
+		return -1, nil
 	case <-dones[0]:
 		return 0, nil
 	case <-dones[1]:
@@ -240,22 +298,33 @@ func select2(ctx context.Context, sess *connection.Session, ws []watching) (int,
 }
 
 // selectN is select2 for any number of watches.
-func selectN(ctx context.Context, sess *connection.Session, ws []watching) (int, error) {
-	cases := make([]reflect.SelectCase, 0, len(ws)+2)
+func selectN(ctx context.Context, sess *connection.Session, own *connection.Watch, ws []watching) (int, error) {
+	cases := make([]reflect.SelectCase, 0, len(ws)+3)
 	for _, x := range ws {
 		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(x.w.Done())})
 	}
 	cases = append(cases,
 		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(sess.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ownDone(own))})
 	i, _, _ := reflect.Select(cases)
 	switch i {
 	case len(ws):
 		return 0, errRestart
 	case len(ws) + 1:
 		return 0, ctx.Err()
+	case len(ws) + 2:
+		return -1, nil
 	}
 	return i, nil
+}
+
+// ownDone is own's Done, nil (never ready) for no watch.
+func ownDone(own *connection.Watch) <-chan struct{} {
+	if own == nil {
+		return nil
+	}
+	return own.Done()
 }
 
 // restartOn turns a lost session into errRestart and passes other errors.
@@ -273,17 +342,13 @@ func removeName(cs []Contender, name string) []Contender {
 	return cs
 }
 
-// abandon deletes the node of a failed attempt (see Abandon).
-func (l *Lock) abandon(created connection.Created) {
-	Abandon(l.Client, created.Session, created.Path)
-}
-
 // Abandon deletes a node of session sess that its owner gives up on —
 // a failed attempt, a lease or a take never handed out — with a fresh,
-// bounded context, in sess only; if that fails while the session lives,
-// the client keeps trying in the background (GuaranteedDelete). A node of
-// a session that has ended went with it.
-func Abandon(c *connection.Client, sess *connection.Session, path string) {
+// bounded context, in sess only, and only if it is still the node created
+// at czxid (connection.DeleteCreated); if that fails while the session
+// lives, the client keeps trying in the background (GuaranteedDelete). A
+// node of a session that has ended went with it.
+func Abandon(c *connection.Client, sess *connection.Session, path string, czxid int64) {
 	select {
 	case <-sess.Done():
 		return // the node went with its session
@@ -291,9 +356,9 @@ func Abandon(c *connection.Client, sess *connection.Session, path string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout(sess))
 	defer cancel()
-	err := c.Delete(connection.Pin(ctx, sess), path, -1)
+	err := c.DeleteCreated(connection.Pin(ctx, sess), path, czxid)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
-		c.GuaranteedDelete(sess, path, 0)
+		c.GuaranteedDelete(sess, path, czxid)
 	}
 }
 
@@ -303,16 +368,18 @@ func CleanupTimeout(s *connection.Session) time.Duration {
 	return max(s.Timeout(), time.Second)
 }
 
-// Release deletes the node of a hold. If the session that owned it is
-// gone, the node went with it, and the error wraps ErrSessionLost. If the
-// delete fails while the session lives, the lock is still held and the
-// error says why; the caller may try again.
-func (l *Lock) Release(ctx context.Context, a Acquired) error {
+// Release deletes the node of a hold, in its session, proving after a
+// lost answer that it is still the node the hold made
+// (connection.DeleteCreated). If the session that owned it is gone, the
+// node went with it, and the error wraps ErrSessionLost. Any other error
+// leaves the node's fate to the caller (Hold.End deletes it in the
+// background).
+func Release(ctx context.Context, c *connection.Client, a Acquired) error {
 	lost := func() error { return fmt.Errorf("lockcore: release %s: %w", a.Path, connection.ErrSessionLost) }
-	if !l.Client.Live(a.Session) {
+	if !c.Live(a.Session) {
 		return lost()
 	}
-	err := l.Client.Delete(connection.Pin(ctx, a.Session), a.Path, -1)
+	err := c.DeleteCreated(connection.Pin(ctx, a.Session), a.Path, a.Token)
 	switch {
 	case err == nil:
 		return nil
@@ -321,7 +388,7 @@ func (l *Lock) Release(ctx context.Context, a Acquired) error {
 		// (a clean release), or the end of the session — possibly one
 		// go-zookeeper replaced before the client noticed, in which case
 		// the delete ran in the new session. Only the first is a release.
-		if !l.Client.Live(a.Session) {
+		if !c.Live(a.Session) {
 			return lost()
 		}
 		return nil
@@ -330,3 +397,6 @@ func (l *Lock) Release(ctx context.Context, a Acquired) error {
 	}
 	return err
 }
+
+// Release deletes the node of a hold of l (see the function Release).
+func (l *Lock) Release(ctx context.Context, a Acquired) error { return Release(ctx, l.Client, a) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/go-zookeeper/zk"
 
@@ -16,46 +17,190 @@ import (
 var RevokeMessage = []byte("__REVOKE__")
 
 // ErrReleased is the cause of a hold's context after the hold was
-// released.
+// released, unless the recipe names its own (HoldConfig.Released).
 var ErrReleased = errors.New("lockcore: lock released")
 
 // Hold is one held lock: the node, the lost-lock signal and the context of
 // the work done under it. It costs no goroutine while it lasts: the end of
-// its trusted period cancels its context through context.AfterFunc.
+// its trusted period cancels its context through context.AfterFunc, and
+// the deletion of its node through a hook on the node's watch.
+//
+// The rules a Hold keeps, which every recipe relies on (docs/locks.md,
+// "Ownership and release"):
+//
+//  1. A hold ends before its release is sent. End closes Done (and runs the
+//     hooks of Context's AfterFunc) first, synchronously, and only then sends
+//     the delete: the server wakes the next contender as soon as the delete
+//     applies, and with the 0-RTT handoff that contender holds at once.
+//  2. A release that was sent and not answered may have applied. The hold
+//     is over whatever the answer; a node that may be left is deleted in
+//     the background while its session lives, proven first to be the node
+//     the hold made (by czxid), never blind.
+//  3. A hold whose node is gone has ended: the node's watch, set before the
+//     hold began, ends it the moment the deletion is heard.
+//  4. A lost hold's node is deleted in the background while its session
+//     lives: under the standard policy a suspended session may come back,
+//     and with it a node that would otherwise block everyone behind it.
 type Hold struct {
 	Acquired
 	client *connection.Client
+	cfg    HoldConfig
 
-	ctx      context.Context // cancelled when the hold is untrusted or released
-	cancel   context.CancelCauseFunc
-	stopLost func() bool   // unregisters the period's AfterFunc
-	revoking chan struct{} // closed when the revocation watcher has ended
+	ctx    context.Context // a holdContext: cancelled when the hold ends
+	cancel context.CancelCauseFunc
+
+	mu       sync.Mutex
+	over     bool     // the hold has ended; ctx is cancelled
+	hooks    []*func() // AfterFunc's, run when it ends
+	stopLost func() bool
+	wg       sync.WaitGroup // the node watcher's and the revocation watcher's goroutines
 }
 
-// NewHold starts watching a hold of a, confirmed (Confirm): it is lost
-// when its period, a.Trusted, ends — when its session can no longer be
-// trusted under the client's error policy. If onRevoke is not nil, the
-// holder's node data is watched too, and onRevoke is called, in a
-// goroutine of its own, the first time another process writes
-// RevokeMessage to it (the goroutine ends when onRevoke returns).
-func NewHold(c *connection.Client, a Acquired, lostErr error, onRevoke func()) *Hold {
+// HoldConfig is what a recipe tells a hold.
+type HoldConfig struct {
+	// Lost is the cause when the hold can no longer be trusted (its
+	// session's trusted period ended, or its node was deleted by someone
+	// else); it should wrap connection.ErrSessionLost.
+	Lost error
+	// Released is the cause after a release; ErrReleased if nil.
+	Released error
+	// OnRevoke, if not nil, is called in a goroutine of its own the first
+	// time another process writes RevokeMessage to the node.
+	OnRevoke func()
+}
+
+// NewHold starts a hold of a, confirmed (Confirm): it is lost when its
+// period, a.Trusted, ends — when its session can no longer be trusted
+// under the client's error policy — or when a.Own, the watch on its node,
+// says the node was deleted. A hold without a.Own is not told of its
+// node's deletion.
+func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
+	if cfg.Released == nil {
+		cfg.Released = ErrReleased
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	h := &Hold{Acquired: a, client: c, ctx: ctx, cancel: cancel, revoking: closedChan}
+	h := &Hold{Acquired: a, client: c, cfg: cfg, cancel: cancel}
+	h.ctx = holdContext{ctx, h}
+	h.mu.Lock() // the period may be over already: its function waits for stopLost
 	h.stopLost = context.AfterFunc(a.Trusted, func() {
-		cancel(lostErr)
-		if context.Cause(ctx) == lostErr { // not released first
+		if h.finish(cfg.Lost) {
 			c.Logger().Warn("zkrecipes hold lost", "node", a.Path, "session", fmt.Sprintf("%#x", a.Session.ID()),
-				"token", a.Token, "cause", lostErr, "session_error", a.Session.Err())
+				"token", a.Token, "cause", cfg.Lost, "session_error", a.Session.Err())
+			h.deleteLater()
 		}
 	})
-	if onRevoke != nil {
-		h.revoking = make(chan struct{})
-		go func() {
-			defer close(h.revoking)
-			h.watchRevocation(c, onRevoke)
-		}()
+	h.mu.Unlock()
+	if a.Own != nil {
+		a.Own.AfterFire(h.nodeEvent)
+	}
+	if cfg.OnRevoke != nil {
+		h.mu.Lock()
+		if !h.over {
+			h.wg.Add(1)
+			go func() {
+				defer h.wg.Done()
+				h.watchRevocation(cfg.OnRevoke)
+			}()
+		}
+		h.mu.Unlock()
 	}
 	return h
+}
+
+// holdContext is a hold's context. Besides being one, it has AfterFunc,
+// which, unlike context.AfterFunc, calls f synchronously in the goroutine
+// that ends the hold, before that goroutine goes on: a multi-lock closes
+// its own Done with it the moment a part ends, not a goroutine later.
+type holdContext struct {
+	context.Context
+	h *Hold
+}
+
+// AfterFunc arranges for f to be called when the hold ends, synchronously,
+// right before its Done closes (at once if it has ended). stop unregisters
+// f and reports whether it did so before f was called. f must be quick and
+// must not end the hold.
+func (c holdContext) AfterFunc(f func()) (stop func() bool) {
+	h := c.h
+	h.mu.Lock()
+	if h.over {
+		h.mu.Unlock()
+		f()
+		return func() bool { return false }
+	}
+	p := &f
+	h.hooks = append(h.hooks, p)
+	h.mu.Unlock()
+	return func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for i, q := range h.hooks {
+			if q == p {
+				h.hooks = append(h.hooks[:i:i], h.hooks[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// finish ends the hold with cause, once: the hooks run, then Done closes,
+// before it returns — so that whoever sees Done closed sees the hooks'
+// work done (a multi-lock's Done closed). It reports whether this call
+// ended it.
+func (h *Hold) finish(cause error) bool {
+	h.mu.Lock()
+	if h.over {
+		h.mu.Unlock()
+		return false
+	}
+	h.over = true
+	hooks, stopLost := h.hooks, h.stopLost
+	h.hooks = nil
+	h.mu.Unlock()
+	for _, f := range hooks {
+		(*f)()
+	}
+	h.cancel(cause)
+	stopLost()
+	return true
+}
+
+// nodeEvent is the hook on the node's watch: it runs on the client's
+// receive loop and must not call the client. A deletion ends the hold; a
+// change of the data (a revocation) needs the watch set again.
+func (h *Hold) nodeEvent(ev zk.Event) {
+	switch ev.Type {
+	case zk.EventNodeDeleted:
+		if h.finish(fmt.Errorf("%w: its node %s was deleted by another client", h.cfg.Lost, h.Path)) {
+			h.client.Logger().Warn("zkrecipes hold lost: its node was deleted", "node", h.Path,
+				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token)
+		}
+	case zk.EventNotWatching:
+		h.finish(h.cfg.Lost) // the session ended; the node went with it
+	default:
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if !h.over {
+			h.wg.Add(1)
+			go func() {
+				defer h.wg.Done()
+				h.rewatch()
+			}()
+		}
+	}
+}
+
+// rewatch sets the node's watch again after a change of its data.
+func (h *Hold) rewatch() {
+	_, _, w, err := h.client.GetWatch(h.ctx, h.Path)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted})
+	case err == nil:
+		w.AfterFire(h.nodeEvent)
+	}
+	// Any other error: the hold is over, or its session's end ends it.
 }
 
 // Done is closed when the hold can no longer be trusted, or was released.
@@ -75,81 +220,69 @@ func (h *Hold) Lost() bool {
 	}
 }
 
-// Context is cancelled when Done closes; its cause says why.
+// Context is cancelled when Done closes; its cause says why. It has an
+// AfterFunc method that runs its function synchronously (see holdContext).
 func (h *Hold) Context() context.Context { return h.ctx }
 
-// ContextAs returns a context that is cancelled right after the hold's
-// (in a goroutine of the context package's), with the same cause except
-// that a release is reported as released: a recipe's own word for it
-// ("resigned", "done").
-func (h *Hold) ContextAs(released error) context.Context {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	context.AfterFunc(h.ctx, func() {
-		cause := context.Cause(h.ctx)
-		if errors.Is(cause, ErrReleased) {
-			cause = released
-		}
-		cancel(cause)
-	})
-	return ctx
-}
+// Cause is why the hold ended (nil while it lasts).
+func (h *Hold) Cause() error { return context.Cause(h.ctx) }
 
-// End releases the hold's node with release and ends the hold, by the
-// rules every recipe shares:
-//   - a lost hold ends at once, without a request: its node goes with its
-//     session, or abandon gets rid of it while the session lives;
-//   - released, or found gone with its session: the hold ends;
-//   - the release failed and the hold is lost by now (a cut, say): it ends
-//     all the same, and abandon gets rid of the node;
-//   - the release failed while the hold is trusted: it is still held
-//     (ended is false) and the caller may try again.
+// End ends the hold, then releases its node with release:
+//   - a hold lost before sends nothing: its node goes with its session, or
+//     is being deleted in the background; the error is why it was lost;
+//   - otherwise the hold ends first (Done closes, with the released
+//     cause), and then release is sent. Whatever its answer the hold is
+//     over. If the release failed while the session lives — no answer
+//     (the error wraps connection.ErrOutcomeUnknown), a cancelled context,
+//     a refusal — the node is deleted in the background while its session
+//     lives, if it is still the node the hold made.
 //
-// When the hold was lost the error wraps lostErr. A nil abandon deletes
-// the node in the background while its session lives.
-func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) error, abandon func(Acquired), lostErr error) (ended bool, err error) {
+// The error is nil when the node was released, wraps the lost cause when
+// the session was lost before the answer, and otherwise says why the
+// release failed.
+func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) error) error {
 	if h.Lost() {
-		h.drop(abandon)
-		return true, lostErr
+		if h.finish(h.cfg.Lost) {
+			h.deleteLater() // the period ended, and its function came second
+		}
+		h.wg.Wait()
+		return h.Cause()
 	}
-	err = release(ctx, h.Acquired)
+	if !h.finish(h.cfg.Released) {
+		h.wg.Wait()
+		return h.Cause()
+	}
+	h.wg.Wait() // the watchers end with the hold's context
+	err := release(ctx, h.Acquired)
 	switch {
 	case err == nil:
-		h.Stop()
-		return true, nil
+		return nil
 	case errors.Is(err, connection.ErrSessionLost):
-		h.Stop() // the node went with its session
-		return true, lostErr
-	case h.Lost():
-		h.drop(abandon)
-		return true, errors.Join(lostErr, err)
+		return fmt.Errorf("%w (%w)", h.cfg.Lost, err)
 	}
-	return false, err // still held
+	h.deleteLater()
+	return err
 }
 
-// drop ends a lost hold: it stops, and abandon (nil: a
-// background delete while the session lives) gets rid of its node.
-func (h *Hold) drop(abandon func(Acquired)) {
-	h.Stop()
-	if abandon != nil {
-		abandon(h.Acquired)
-		return
-	}
-	h.client.GuaranteedDelete(h.Session, h.Path, 0)
-}
-
-// Stop ends the hold: its context is cancelled (a release, unless it was
-// lost first), and its revocation watcher, if any, has ended.
+// Stop ends the hold without a request (a release, unless it ended
+// before): for a hold that is never handed out. Its node is the caller's.
 func (h *Hold) Stop() {
-	h.stopLost()
-	h.cancel(ErrReleased)
-	<-h.revoking
+	h.finish(h.cfg.Released)
+	h.wg.Wait()
+}
+
+// deleteLater deletes the hold's node in the background while its session
+// lives, if it is still the node the hold made (GuaranteedDelete by
+// czxid).
+func (h *Hold) deleteLater() {
+	h.client.GuaranteedDelete(h.Session, h.Path, h.Token)
 }
 
 // watchRevocation watches the holder's node data until the hold ends. It
-// ends with the hold's context (GetW and WaitEvent honour it).
-func (h *Hold) watchRevocation(c *connection.Client, onRevoke func()) {
+// ends with the hold's context (GetWatch honours it).
+func (h *Hold) watchRevocation(onRevoke func()) {
 	for {
-		data, _, w, err := c.GetWatch(h.ctx, h.Path)
+		data, _, w, err := h.client.GetWatch(h.ctx, h.Path)
 		if err != nil {
 			return // node gone, session lost, or hold over
 		}

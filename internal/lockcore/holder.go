@@ -18,15 +18,19 @@ import (
 //   - Lock, reentry included, and Unlock take the gate, so a reentry never
 //     succeeds while the last Unlock is deleting the node, and a Lock never
 //     starts acquiring while an Unlock is still releasing.
+//   - The last Unlock drops the hold before anything is sent, and the hold
+//     ends (Done closes) before its delete leaves the client (Hold.End):
+//     whatever the delete's answer, Unlock returns with nothing held, and
+//     the next Lock makes a new node. A release whose answer never came is
+//     finished in the background, on the node the hold made only.
 //   - A hold whose Done is closed is lost. Lock and Unlock both notice it
-//     under the gate, end it locally (the node goes with its session, or is
-//     deleted in the background while the session lives) and return the
-//     recipe's lost error; the next Lock acquires a new hold. A lost hold
-//     is never re-entered.
+//     under the gate, drop it, and return the recipe's lost error; the next
+//     Lock acquires a new hold. A lost hold is never re-entered.
 //   - Acquire confirms that the session is trusted before it reports a
 //     hold; should the connected period end between that and the start of
-//     the hold's watch, the hold is ended and the acquisition starts over,
-//     so Lock never returns nil with Done already closed.
+//     the hold, or the node be deleted, the hold is ended and the
+//     acquisition starts over, so Lock never returns nil with Done already
+//     closed.
 type Holder struct {
 	client *connection.Client
 	cfg    HolderConfig
@@ -47,9 +51,9 @@ type HolderConfig struct {
 	// (when wait is false and another contender holds it), or an error
 	// after deleting whatever it created.
 	Acquire func(ctx context.Context, wait bool) (Acquired, error)
-	// Release deletes the hold's node in its session. An error wrapping
-	// connection.ErrSessionLost means the node went with its session; any
-	// other error means the lock is still held.
+	// Release deletes the hold's node in its session (see Hold.End). An
+	// error wrapping connection.ErrSessionLost means the node went with
+	// its session.
 	Release func(ctx context.Context, a Acquired) error
 
 	// The recipe's sentinels.
@@ -60,10 +64,7 @@ type HolderConfig struct {
 	// returns it.
 	ErrHeld error
 
-	OnRevoke func() // see NewHold
-	// Abandon, if set, gets rid of the node of a lost hold; by default it
-	// is deleted in the background while its session lives.
-	Abandon func(a Acquired)
+	OnRevoke func() // see HoldConfig
 }
 
 // NewHolder returns a Holder that holds nothing.
@@ -72,6 +73,9 @@ func NewHolder(c *connection.Client, cfg HolderConfig) *Holder {
 }
 
 func (h *Holder) enter(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return h.errorf(op, err) // a free gate must not win over a done context
+	}
 	select {
 	case h.gate <- struct{}{}:
 		return nil
@@ -95,8 +99,7 @@ func (h *Holder) Lock(ctx context.Context, wait bool) error {
 	defer h.leave()
 	if cur := h.current(); cur != nil {
 		if cur.Lost() {
-			h.endLost(cur)
-			return h.errorf("lock", h.cfg.ErrLockLost)
+			return h.errorf("lock", h.endLost(cur))
 		}
 		if h.cfg.ErrHeld != nil {
 			return h.errorf("lock", h.cfg.ErrHeld)
@@ -114,9 +117,10 @@ func (h *Holder) Lock(ctx context.Context, wait bool) error {
 		if err != nil {
 			return h.errorf("lock", err)
 		}
-		hold := NewHold(h.client, a, h.cfg.ErrLockLost, h.cfg.OnRevoke)
+		hold := NewHold(h.client, a, HoldConfig{Lost: h.cfg.ErrLockLost, OnRevoke: h.cfg.OnRevoke})
 		if hold.Lost() {
-			// The period Acquire confirmed ended in the meantime.
+			// The period Acquire confirmed ended in the meantime, or the
+			// node was deleted.
 			h.endLost(hold)
 			if err := ctx.Err(); err != nil {
 				return h.errorf("lock", err)
@@ -130,10 +134,12 @@ func (h *Holder) Lock(ctx context.Context, wait bool) error {
 	}
 }
 
-// Unlock releases one hold; the last one deletes the node. A lost hold is
-// ended locally whatever its count, and the error matches ErrLockLost. If
-// the delete fails while the session lives and the hold is still trusted,
-// the lock is still held and Unlock may be called again.
+// Unlock releases one hold; the last one ends the hold and then deletes
+// the node (Hold.End). A lost hold is ended whatever its count, and the
+// error matches ErrLockLost. After the last Unlock nothing is held,
+// whatever the error: if the delete's answer never came (the error wraps
+// connection.ErrOutcomeUnknown, and the context's error when it ended
+// first), the node is deleted in the background while its session lives.
 func (h *Holder) Unlock(ctx context.Context) error {
 	if err := h.enter(ctx, "unlock"); err != nil {
 		return err
@@ -149,12 +155,9 @@ func (h *Holder) Unlock(ctx context.Context) error {
 		h.mu.Unlock()
 		return nil
 	}
+	h.hold, h.count = nil, 0
 	h.mu.Unlock()
-	ended, err := cur.End(ctx, h.cfg.Release, h.cfg.Abandon, h.cfg.ErrLockLost)
-	if ended {
-		h.end(cur)
-	}
-	if err != nil {
+	if err := cur.End(ctx, h.cfg.Release); err != nil {
 		return h.errorf("unlock", err)
 	}
 	return nil
@@ -166,22 +169,16 @@ func (h *Holder) current() *Hold {
 	return h.hold
 }
 
-// end drops the hold locally; the gate is held.
-func (h *Holder) end(hold *Hold) {
-	hold.Stop()
+// endLost drops a lost hold (the gate is held) and returns why it was
+// lost. Its node was deleted, or is being deleted in the background while
+// its session lives (Hold).
+func (h *Holder) endLost(hold *Hold) error {
 	h.mu.Lock()
 	if h.hold == hold {
 		h.hold, h.count = nil, 0
 	}
 	h.mu.Unlock()
-}
-
-// endLost drops a lost hold and deletes its node in the background while
-// its session lives (under the standard policy a suspended session may come
-// back, and with it the node, which would block everyone).
-func (h *Holder) endLost(hold *Hold) {
-	h.end(hold)
-	hold.drop(h.cfg.Abandon)
+	return hold.End(context.Background(), nil) // lost: sends nothing
 }
 
 // Use runs f with the current hold while no Lock or Unlock of this Holder
@@ -199,7 +196,7 @@ func (h *Holder) Use(ctx context.Context, f func(a Acquired) error) (bool, error
 		return false, nil
 	}
 	if cur.Lost() {
-		h.endLost(cur)
+		_ = h.endLost(cur)
 		return false, nil
 	}
 	return true, f(cur.Acquired)

@@ -3,6 +3,8 @@ package lockcore
 import (
 	"slices"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 )
 
@@ -22,7 +24,8 @@ type waiter struct {
 	window   int  // see Lock.Window; 0 keeps every contender ahead
 	partial  bool // cs[0] stands in for contenders ahead that were not kept
 	cs       []Contender
-	watching []watching // the watches set and not fired: a few at most
+	watching []watching       // the watches set and not fired: a few at most
+	own      *connection.Watch // on our own node, from the first listing on; nil in tests without a server
 }
 
 // watching is a watch the waiter set; w is nil in tests without a server.
@@ -124,6 +127,32 @@ func (w *waiter) forget(name string) {
 // stale; one fresh listing answers for every node that left unseen.
 func (w *waiter) missing() step { return stepList }
 
+// ownGone reports whether our own node's watch fired for its deletion or
+// the end of its session: the node is gone, and must not hold. (A change
+// of its data fires it too; ownFired says what to do then.)
+func (w *waiter) ownGone() bool {
+	if w.own == nil {
+		return false
+	}
+	select {
+	case <-w.own.Done():
+		return w.own.Event().Type != zk.EventNodeDataChanged
+	default:
+		return false
+	}
+}
+
+// ownFired: our own node's watch fired. Deleted, or its session over: the
+// attempt restarts with a new node. Its data changed (a revocation asked
+// of a waiter): the watch is set again with the next listing.
+func (w *waiter) ownFired() step {
+	if w.ownGone() {
+		return stepRestart
+	}
+	w.own = nil
+	return stepList
+}
+
 // deleted: a watched node was deleted. The kept listing is a superset of
 // the contenders really ahead (they can only leave; a newer node sorts
 // behind ours). If ours now holds against it, it holds without another
@@ -142,6 +171,11 @@ func (w *waiter) deleted(name string) (step, []string) {
 	}
 	if i := Index(w.cs, w.ours); i >= 0 {
 		if held, _ := w.pred(w.cs, i); held {
+			if w.ownGone() {
+				// Our node went first (an operator's deleteall, say): the
+				// deletion we saw is no turn of ours.
+				return stepRestart, nil
+			}
 			return stepHeld, nil
 		}
 	}

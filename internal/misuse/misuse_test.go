@@ -279,8 +279,8 @@ func TestMisuseOfLeasesTermsItems(t *testing.T) {
 	}
 	// Data beyond go-zookeeper's 1 MiB buffer: refused at once, before
 	// anything is sent (the server would drop the connection).
-	if err := call(func() error { return q.Put(ctx, make([]byte, 2<<20)) }); !errors.Is(err, zk.ErrShortBuffer) {
-		t.Errorf("Put of 2 MiB: %v, want zk.ErrShortBuffer", err)
+	if err := call(func() error { return q.Put(ctx, make([]byte, 2<<20)) }); !errors.Is(err, connection.ErrDataTooLarge) {
+		t.Errorf("Put of 2 MiB: %v, want connection.ErrDataTooLarge", err)
 	}
 	if _, err := e.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
 		t.Errorf("Leader with none: %v, want ErrNoLeader", err)

@@ -166,58 +166,39 @@ func (e *Election) errorf(op string, err error) error {
 type Term struct {
 	e    *Election
 	hold *lockcore.Hold
-	ctx  context.Context // the hold's, with the election's causes
 
 	mu    sync.Mutex
-	ended bool
-	lost  bool // ended because the term was lost
+	ended bool // Resign was called, or the term was ended after its loss
 }
 
-// newTerm starts a term's watcher: when the term is lost, its node is
-// deleted while its session lives, so that the election goes on.
+// newTerm starts a term. When it is lost its node is deleted in the
+// background while its session lives (lockcore.Hold), so that the election
+// goes on: under the standard policy a suspended session that comes back
+// would otherwise keep the lowest node and leave the election with no
+// trusted leader (Curator's LeaderLatch resets on RECONNECTED for the same
+// reason).
 func (e *Election) newTerm(a lockcore.Acquired) *Term {
-	t := &Term{e: e, hold: lockcore.NewHold(e.client, a, ErrTermLost, nil)}
-	t.ctx = t.hold.ContextAs(ErrResigned)
-	go func() {
-		<-t.hold.Done()
-		t.end()
-	}()
-	return t
+	return &Term{e: e, hold: lockcore.NewHold(e.client, a, lockcore.HoldConfig{Lost: ErrTermLost, Released: ErrResigned})}
 }
 
-// end ends a lost term (it does nothing to a term that ended before): the
-// hold stops and its node is deleted in the background while its session
-// lives. It needs no request of its own.
+// end ends a lost term (it does nothing to a term that ended before); it
+// sends nothing.
 func (t *Term) end() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ended {
-		return
+	if !t.ended {
+		t.ended = true
+		_ = t.hold.End(context.Background(), nil)
 	}
-	t.ended, t.lost = true, true
-	t.hold.End(context.Background(), t.e.core.Release, nil, ErrTermLost)
-}
-
-// abandon ends a term whose Resign failed: the hold stops and the node is
-// deleted in the background while its session lives.
-func (t *Term) abandon() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.ended {
-		return
-	}
-	t.ended = true
-	t.hold.Stop()
-	t.e.client.GuaranteedDelete(t.hold.Session, t.hold.Path, t.hold.Token)
 }
 
 // Done is closed when leadership can no longer be trusted under the
 // connection's error policy, or after Resign.
-func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+func (t *Term) Done() <-chan struct{} { return t.hold.Done() }
 
 // Context is the term's: cancelled when Done closes, with ErrTermLost or
 // ErrResigned as its cause.
-func (t *Term) Context() context.Context { return t.ctx }
+func (t *Term) Context() context.Context { return t.hold.Context() }
 
 // Token is the term's fencing token: the czxid of its node, strictly
 // increasing across successive leaders of the election.
@@ -226,28 +207,26 @@ func (t *Term) Token() int64 { return t.hold.Token }
 // Node is the path of the term's node.
 func (t *Term) Node() string { return t.hold.Path }
 
-// Resign ends the term and deletes its node, so that the next candidate
-// leads. It returns an error matching ErrTermLost when the term was lost
-// before (its node went with its session, or is being deleted), and
-// ErrResigned when it was resigned before. If the delete fails while the
-// term is still trusted, it still leads, and Resign may be called again.
+// Resign ends the term and then deletes its node, so that the next
+// candidate leads. The term is over before the delete is sent — Done is
+// closed, whatever the answer — so no other candidate can lead while its
+// Done is open. It returns an error matching ErrTermLost when the term was
+// lost before (its node went with its session, or is being deleted), and
+// ErrResigned when it was resigned before. If the delete's answer never
+// came (ctx ended first, or the connection was lost), the error wraps
+// connection.ErrOutcomeUnknown and the node is deleted in the background
+// while its session lives.
 func (t *Term) Resign(ctx context.Context) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.ended {
-		if t.lost {
-			return t.e.errorf("resign", ErrTermLost)
+		if errors.Is(t.hold.Cause(), ErrResigned) {
+			return t.e.errorf("resign", ErrResigned)
 		}
-		return t.e.errorf("resign", ErrResigned)
+		return t.e.errorf("resign", t.hold.Cause())
 	}
-	lostBefore := t.hold.Lost()
-	ended, err := t.hold.End(ctx, t.e.core.Release, nil, ErrTermLost)
-	if ended {
-		t.ended = true
-		t.lost = lostBefore || err != nil
-		<-t.ctx.Done() // Done is closed when Resign returns
-	}
-	if err != nil {
+	t.ended = true
+	if err := t.hold.End(ctx, t.e.core.Release); err != nil {
 		return t.e.errorf("resign", err)
 	}
 	return nil

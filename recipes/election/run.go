@@ -66,9 +66,8 @@ func (t *Term) run(ctx context.Context, fn func(ctx context.Context) error) (err
 		return err, true
 	}
 	if rerr != nil {
-		// Still leading after a failed delete: give the term up all the
-		// same, so the election goes on, and report the failure.
-		t.abandon()
+		// The term is over all the same, and its node is deleted in the
+		// background while its session lives: report the failure.
 		return errors.Join(err, rerr), false
 	}
 	return err, false

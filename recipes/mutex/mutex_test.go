@@ -89,8 +89,10 @@ func TestLockUnlockReentrant(t *testing.T) {
 
 // TestFirstLockOfADirectoryNeedsNoListing: the first node ever made in a
 // lock directory (sequence 0) holds without a listing; the next Lock in
-// the same directory lists it. Counted as the replies the client got, on
-// a session whose pings are 10 s apart.
+// the same directory lists it. Every Lock also sets a watch on its own
+// node (a hold ends when someone else deletes it), sent with the listing
+// when there is one. Counted as the replies the client got, on a session
+// whose pings are 10 s apart.
 func TestFirstLockOfADirectoryNeedsNoListing(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -107,9 +109,10 @@ func TestFirstLockOfADirectoryNeedsNoListing(t *testing.T) {
 		return c.Stats().Replies - before
 	}
 	// No directory yet: the create fails (NoNode), the directory is made,
-	// the create is sent again — and nothing else.
-	if n := replies(func() error { return m.Lock(ctx) }); n != 3 {
-		t.Fatalf("first Lock of a new directory: %d replies, want 3 (no listing)", n)
+	// the create is sent again, the node's watch is set — and nothing
+	// else.
+	if n := replies(func() error { return m.Lock(ctx) }); n != 4 {
+		t.Fatalf("first Lock of a new directory: %d replies, want 4 (no listing)", n)
 	}
 	if !strings.HasSuffix(m.Node(), "-lock-0000000000") {
 		t.Fatalf("node %s: want sequence 0", m.Node())
@@ -117,8 +120,8 @@ func TestFirstLockOfADirectoryNeedsNoListing(t *testing.T) {
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := replies(func() error { return m.Lock(ctx) }); n != 2 {
-		t.Fatalf("second Lock: %d replies, want 2 (the create and a listing)", n)
+	if n := replies(func() error { return m.Lock(ctx) }); n != 3 {
+		t.Fatalf("second Lock: %d replies, want 3 (the create, a listing and the node's watch)", n)
 	}
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"path"
 
 	"github.com/go-zookeeper/zk"
 
@@ -43,9 +43,6 @@ type Lock struct {
 	path   string
 	data   []byte
 	h      *lockcore.Holder
-
-	mu    sync.Mutex
-	stale int64 // czxid of our last lost hold's node, which is not ours to hold again
 }
 
 // New returns a participant of the naive lock whose node is path.
@@ -69,7 +66,6 @@ func New(c *connection.Client, path string) (*Lock, error) {
 		ErrNotLocked: ErrNotLocked,
 		ErrLockLost:  ErrLockLost,
 		ErrHeld:      ErrHeld,
-		Abandon:      l.abandon,
 	})
 	return l, nil
 }
@@ -110,55 +106,54 @@ func (l *Lock) acquire(ctx context.Context, wait bool) (lockcore.Acquired, error
 var errAgain = errors.New("naive: released meanwhile")
 
 // try creates the node or finds whose it is. It returns a confirmed hold,
-// or the watch on another holder's node.
+// or a channel that closes when another holder's node goes.
+//
+// The node's data are this attempt's own: the client's default data and a
+// fresh UUID (connection.Claim). Another participant of this client, in
+// the same session, holds a node of the same owner; only the data tell it
+// from ours. A create whose answer was lost finds its own node by them, and
+// one whose outcome stays unknown is deleted in the background by them.
 func (l *Lock) try(ctx context.Context) (lockcore.Acquired, <-chan struct{}, error) {
 	sess, err := l.client.WaitSession(ctx)
 	if err != nil {
 		return lockcore.Acquired{}, nil, err
 	}
-	_, err = l.client.CreateAll(ctx, l.path, l.data, connection.Ephemeral)
-	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		return lockcore.Acquired{}, nil, err
-	}
-	// Created, or it exists: whose is it? A create retried after a lost
-	// answer finds its own node here.
-	_, st, w, err := l.client.GetWatch(ctx, l.path)
-	if errors.Is(err, zk.ErrNoNode) {
+	data := append(append(append([]byte{}, l.data...), claimMark...), connection.NewUUID()...)
+	created, w, err := l.client.Claim(connection.Pin(ctx, sess), l.path, data)
+	if errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrOutcomeUnknown) {
+		// The parent is missing (or our node went at once): make the
+		// parents, as containers, and race again.
+		if _, perr := l.client.CreateAll(ctx, path.Dir(l.path), nil, connection.Container); perr != nil && !errors.Is(perr, zk.ErrNodeExists) {
+			return lockcore.Acquired{}, nil, perr
+		}
 		return lockcore.Acquired{}, nil, errAgain
+	}
+	if errors.Is(err, zk.ErrNodeExists) {
+		if w == nil {
+			return lockcore.Acquired{}, nil, errAgain // it went in between
+		}
+		return lockcore.Acquired{Session: sess}, w.Done(), nil
 	}
 	if err != nil {
 		return lockcore.Acquired{}, nil, err
 	}
-	l.mu.Lock()
-	stale := l.stale
-	l.mu.Unlock()
-	if st.EphemeralOwner != sess.ID() || st.Czxid == stale || !l.client.Live(sess) {
-		// Another participant's, or the node of our own lost hold, which
-		// is being deleted: wait for it like any other.
-		return lockcore.Acquired{Session: sess}, w.Done(), nil
+	a, err := lockcore.Confirm(ctx, lockcore.Acquired{Path: l.path, Session: sess, Token: created.Czxid, Own: w})
+	if err != nil {
+		lockcore.Abandon(l.client, sess, l.path, created.Czxid)
 	}
-	a, err := lockcore.Confirm(ctx, lockcore.Acquired{Path: l.path, Session: sess, Token: st.Czxid})
 	return a, nil, err
 }
 
-// release deletes the node in the session that created it. In that
-// session the path can only hold our node: an ephemeral node lives until
-// its session ends, and no other client can create the path meanwhile.
-// ZooKeeper runs the request in that session only (or not at all), so the
-// request carries the owner check itself; a retry into a later session,
-// where the path may hold another participant's node, never happens.
-func (l *Lock) release(ctx context.Context, a lockcore.Acquired) error {
-	return (&lockcore.Lock{Client: l.client}).Release(ctx, a)
-}
+// claimMark joins the node's data: the client's default data, then the
+// attempt's UUID.
+const claimMark = "\n#claim "
 
-// abandon gets rid of the node of a lost hold: it is deleted in the
-// background while its session lives, and only if it is still that node
-// (by czxid); until then, Lock treats it as another participant's.
-func (l *Lock) abandon(a lockcore.Acquired) {
-	l.mu.Lock()
-	l.stale = a.Token
-	l.mu.Unlock()
-	l.client.GuaranteedDelete(a.Session, a.Path, a.Token)
+// release deletes the node in the session that created it, and only that
+// node: after a lost answer the delete is not sent again unless the node
+// at the path is still the one this hold made (by czxid) — another
+// participant may have made its own there since (connection.DeleteCreated).
+func (l *Lock) release(ctx context.Context, a lockcore.Acquired) error {
+	return lockcore.Release(ctx, l.client, a)
 }
 
 // Unlock releases the lock by deleting its node. It returns an error

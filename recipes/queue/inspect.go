@@ -16,7 +16,7 @@ type Entry struct {
 	Priority int
 	Size     int    // bytes of data
 	Taken    bool   // a worker has it
-	Taker    []byte // the taken node's data (this library: the worker's WithData; Kazoo: its id)
+	Taker    []byte // who has it: this library's worker's WithData; a Kazoo worker's id
 	Session  int64  // the taker's session, when taken
 }
 
@@ -43,7 +43,7 @@ func (q *Queue) Entries(ctx context.Context) ([]Entry, error) {
 		taker, tst, err := q.client.Get(ctx, path.Join(q.taken, e.name))
 		switch {
 		case err == nil:
-			ent.Taken, ent.Taker, ent.Session = true, taker, tst.EphemeralOwner
+			ent.Taken, ent.Taker, ent.Session = true, takerOf(taker), tst.EphemeralOwner
 		case !errors.Is(err, zk.ErrNoNode):
 			return nil, q.errorf("entries", err)
 		}
@@ -53,16 +53,23 @@ func (q *Queue) Entries(ctx context.Context) ([]Entry, error) {
 }
 
 // Len returns the number of items in the queue, taken ones included
-// (Kazoo's len).
+// (Kazoo's len): the children of the entries directory that are items,
+// not any other node an operator may have left there.
 func (q *Queue) Len(ctx context.Context) (int, error) {
-	_, st, err := q.client.Get(ctx, q.entries)
+	names, _, err := q.client.Children(ctx, q.entries)
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, q.errorf("len", err)
 	}
-	return int(st.NumChildren), nil
+	n := 0
+	for _, name := range names {
+		if _, ok := parseEntry(name); ok {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Idle returns the number of Go workers waiting in line for an item.

@@ -1,12 +1,14 @@
 package queue
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -64,4 +66,26 @@ func sortEntries(children []string) []entry {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	return out
+}
+
+// takeMark joins a taken node's data: the worker's WithData, then the
+// take's own identity, a fresh UUID. Kazoo writes its worker's id alone;
+// either way the identity is what tells one take from another, even two
+// workers of one session (connection.Claim).
+const takeMark = "\n#take "
+
+// takenData is the data of a new take's taken node.
+func takenData(worker []byte) []byte {
+	return append(append(append([]byte{}, worker...), takeMark...), connection.NewUUID()...)
+}
+
+// takerOf is what a taken node's data says of its worker: the worker's
+// WithData for a take of this library's, the data as they are otherwise
+// (Kazoo's worker id).
+func takerOf(data []byte) []byte {
+	i := bytes.LastIndex(data, []byte(takeMark))
+	if i < 0 || len(data)-i-len(takeMark) != 36 {
+		return data
+	}
+	return data[:i]
 }

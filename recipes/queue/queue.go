@@ -26,11 +26,11 @@ var (
 	// ErrFinished is returned by Done and Release on an item that was
 	// done or released before, and is the cause of its Context then.
 	ErrFinished = errors.New("queue: item already done or released")
-	// ErrOutcomeUnknown is returned by Done, together with the error that
-	// says why, when its transaction was sent and no answer came: the item
-	// may have been removed, or may be delivered again. When the take is
-	// still trusted (the error does not match ErrItemLost), Done may be
-	// called again, and tells.
+	// ErrOutcomeUnknown is returned by Done and Release, together with the
+	// error that says why (which also matches
+	// connection.ErrOutcomeUnknown), when the write was sent and no answer
+	// came: for Done, the item may have been removed, or will be delivered
+	// again. The take is over either way.
 	ErrOutcomeUnknown = errors.New("queue: outcome unknown: the transaction was sent and not answered")
 	// ErrInvalidPriority means a priority outside MinPriority..MaxPriority.
 	ErrInvalidPriority = errors.New("queue: invalid priority")
@@ -100,6 +100,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 		Accept:    lockcore.MutexKinds,
 		Predicate: lockcore.Predecessor,
 		Window:    1,
+		Line:      true, // the taken nodes decide who has an item
 	}
 	return q, nil
 }
@@ -310,80 +311,56 @@ func (q *Queue) scan(ctx context.Context, watch bool) (*Item, [2]<-chan struct{}
 	return nil, changed, nil
 }
 
-// claim tries to take entry e in session sess: it creates e's taken node.
-// It returns nil, nil when another worker has it or it is gone.
+// claim tries to take entry e in session sess: it creates e's taken node,
+// with this take's own identity in its data (takenData), so that several
+// workers of one client — one session — never take one item for each
+// other: the session owns the node, the take's identity says which worker
+// does. It returns nil, nil when another worker has it or it is gone.
 func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*Item, error) {
 	tpath := path.Join(q.taken, e.name)
+	data := takenData(q.data)
 	// The create is not abandoned half-way when ctx ends: its outcome must
 	// be known, or a taken node could be left behind for the session's
-	// life, hiding the item.
+	// life, hiding the item (Claim deletes such a node in the background
+	// all the same).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*lockcore.CleanupTimeout(sess))
 	defer cancel()
-	_, err := q.client.Create(connection.Pin(cctx, sess), tpath, q.data, connection.Ephemeral)
+	created, own, err := q.client.Claim(connection.Pin(cctx, sess), tpath, data)
 	switch {
 	case errors.Is(err, zk.ErrNodeExists):
-		// Another worker's — or ours, when the answer to our first
-		// attempt was lost and a retry found the node.
-		_, st, gerr := q.client.Get(ctx, tpath)
-		if gerr != nil {
-			q.dropIfOurs(sess, tpath)
-			return nil, restartOn(gerr)
-		}
-		if st.EphemeralOwner != sess.ID() {
-			return nil, nil
-		}
+		return nil, nil // another worker's, of this client or another
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, connection.ErrSessionLost):
 		return nil, restartOn(err) // nothing made, or it went with the session
 	case err != nil:
-		// The create may still apply (its answer is overdue): a taken node
-		// of ours left behind would hide the item for the session's life.
-		q.dropIfOurs(sess, tpath)
 		return nil, err
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			lockcore.Abandon(q.client, sess, tpath)
+			lockcore.Abandon(q.client, sess, tpath, created.Czxid)
 		}
 	}()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	data, _, err := q.client.Get(ctx, path.Join(q.entries, e.name))
+	edata, _, err := q.client.Get(ctx, path.Join(q.entries, e.name))
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil // consumed between the listing and the take
 	}
 	if err != nil {
 		return nil, restartOn(err)
 	}
-	_, st, err := q.client.Get(ctx, tpath)
-	if err != nil || st.EphemeralOwner != sess.ID() {
-		return nil, errRestart // our take went with the session
-	}
-	a, err := lockcore.Confirm(ctx, lockcore.Acquired{Path: tpath, Session: sess, Token: st.Czxid})
+	a, err := lockcore.Confirm(ctx, lockcore.Acquired{Path: tpath, Session: sess, Token: created.Czxid, Own: own})
 	if err != nil {
 		return nil, restartOn(err)
 	}
-	hold := lockcore.NewHold(q.client, a, ErrItemLost, nil)
+	hold := lockcore.NewHold(q.client, a, lockcore.HoldConfig{Lost: ErrItemLost, Released: ErrFinished})
 	if hold.Lost() {
 		hold.Stop()
 		return nil, errRestart
 	}
 	ok = true
-	return &Item{q: q, e: e, data: data, hold: hold, ctx: hold.ContextAs(ErrFinished)}, nil
-}
-
-// dropIfOurs deletes tpath if it is a node of session sess, in sess only:
-// after a create whose outcome is unknown. The read goes after the create
-// on the session's connection, so it sees the create if it applied; while
-// sess lives nobody else can replace a node of it.
-func (q *Queue) dropIfOurs(sess *connection.Session, tpath string) {
-	ctx, cancel := context.WithTimeout(context.Background(), lockcore.CleanupTimeout(sess))
-	defer cancel()
-	_, st, err := q.client.Get(ctx, tpath)
-	if err == nil && st.EphemeralOwner == sess.ID() {
-		q.client.GuaranteedDelete(sess, tpath, st.Czxid)
-	}
+	return &Item{q: q, e: e, data: edata, hold: hold}, nil
 }
 
 func restartOn(err error) error {
@@ -399,7 +376,6 @@ type Item struct {
 	e    entry
 	data []byte
 	hold *lockcore.Hold
-	ctx  context.Context
 
 	mu       sync.Mutex
 	finished bool
@@ -422,49 +398,30 @@ func (it *Item) Token() int64 { return it.hold.Token }
 // Lost returns a channel that is closed when this take can no longer be
 // trusted under the connection's error policy — from then on another
 // worker may take the item — or when the item is done or released.
-func (it *Item) Lost() <-chan struct{} { return it.ctx.Done() }
+func (it *Item) Lost() <-chan struct{} { return it.hold.Done() }
 
 // Context returns a context for the item's processing: cancelled when Lost
 // closes, with ErrItemLost or ErrFinished as its cause.
-func (it *Item) Context() context.Context { return it.ctx }
+func (it *Item) Context() context.Context { return it.hold.Context() }
 
 // Done removes the item from the queue: its entry and its taken node go in
-// one transaction, in the take's session only. It returns an error
-// matching ErrItemLost when the take was lost first (the item is back in
-// the queue and will be delivered again), and ErrFinished when the item
-// was done or released before. If the transaction was sent and its answer
-// lost, the error also matches ErrOutcomeUnknown: the item may be gone
-// already. If it fails while the take is still trusted, the item is still
-// taken and Done may be called again.
+// one transaction, in the take's session only. The take ends before the
+// transaction is sent (Lost closes): from then on the item is not this
+// worker's, whatever the answer. It returns an error matching ErrItemLost
+// when the take was lost first (the item is back in the queue and will be
+// delivered again), and ErrFinished when the item was done or released
+// before. If the transaction was sent and its answer lost (ctx ended
+// first, or the connection was lost), the error also matches
+// ErrOutcomeUnknown: the item may be gone, or will be delivered again — its
+// taken node is deleted in the background while the session lives, if the
+// transaction did not take it.
 func (it *Item) Done(ctx context.Context) error {
-	var unknown error
-	err := it.finish(ctx, "done", func(ctx context.Context, a lockcore.Acquired) error {
-		err := it.consume(ctx, a)
-		if err != nil && unanswered(err) {
-			unknown = ErrOutcomeUnknown
-		}
-		return err
-	})
-	if err != nil && unknown != nil {
-		return errors.Join(unknown, err)
-	}
-	return err
-}
-
-// unanswered reports whether err leaves a write's outcome unknown: it was
-// (or may have been) sent, and no answer came.
-func unanswered(err error) bool {
-	for _, e := range []error{connection.ErrSessionLost, connection.ErrClosed, zk.ErrConnectionClosed,
-		zk.ErrClosing, zk.ErrSessionExpired, zk.ErrNoServer, context.Canceled, context.DeadlineExceeded} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
+	return it.finish(ctx, "done", it.consume)
 }
 
 // Release puts the item back at its place for another worker (or this
-// one) to take; it returns the errors Done does.
+// one) to take; it returns the errors Done does. The take ends before the
+// delete is sent.
 func (it *Item) Release(ctx context.Context) error {
 	return it.finish(ctx, "release", it.untake)
 }
@@ -475,10 +432,10 @@ func (it *Item) finish(ctx context.Context, op string, release func(context.Cont
 	if it.finished {
 		return it.errorf(op, ErrFinished)
 	}
-	ended, err := it.hold.End(ctx, release, nil, ErrItemLost)
-	if ended {
-		it.finished = true
-		<-it.ctx.Done()
+	it.finished = true
+	err := it.hold.End(ctx, release)
+	if err != nil && errors.Is(err, connection.ErrOutcomeUnknown) {
+		err = errors.Join(ErrOutcomeUnknown, err)
 	}
 	if err != nil {
 		return it.errorf(op, err)
@@ -491,33 +448,22 @@ func (it *Item) errorf(op string, err error) error {
 }
 
 // consume deletes the entry and the taken node together, pinned to the
-// take's session.
+// take's session. It is sent once: a transaction whose answer was lost is
+// never sent again (connection.Multi), and a taken node it may have left
+// is deleted by czxid (lockcore.Hold.End).
 func (it *Item) consume(ctx context.Context, a lockcore.Acquired) error {
 	_, err := it.q.client.Multi(connection.Pin(ctx, a.Session),
 		&zk.DeleteRequest{Path: path.Join(it.q.entries, it.e.name), Version: -1},
 		&zk.DeleteRequest{Path: a.Path, Version: -1})
-	return it.settle(ctx, a, err)
-}
-
-// untake deletes the taken node, pinned to the take's session.
-func (it *Item) untake(ctx context.Context, a lockcore.Acquired) error {
-	return it.settle(ctx, a, it.q.client.Delete(connection.Pin(ctx, a.Session), a.Path, -1))
-}
-
-// settle reads the outcome of a finishing write. NoNode while the session
-// lives and the taken node is gone means an earlier attempt whose answer
-// was lost did the work (only this take deletes its node while the
-// session lives).
-func (it *Item) settle(ctx context.Context, a lockcore.Acquired, err error) error {
-	if err == nil || !errors.Is(err, zk.ErrNoNode) {
-		return err
-	}
-	if !it.q.client.Live(a.Session) {
+	if err != nil && !it.q.client.Live(a.Session) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 		return fmt.Errorf("%w (%w)", connection.ErrSessionLost, err)
 	}
-	ok, _, xerr := it.q.client.Exists(ctx, a.Path)
-	if xerr == nil && !ok {
-		return nil
-	}
 	return err
+}
+
+// untake deletes the taken node, pinned to the take's session, proving
+// after a lost answer that it is still this take's (lockcore.Release): the
+// path is one any worker may create again once it is gone.
+func (it *Item) untake(ctx context.Context, a lockcore.Acquired) error {
+	return lockcore.Release(ctx, it.q.client, a)
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
@@ -143,15 +145,30 @@ func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquire
 		}
 		created, err := rw.client.CreateProtected(ctx, path.Join(rw.path, readName+c.Seq), rw.read.core.Data, connection.Ephemeral)
 		if err != nil {
-			return err
+			return err // CreateProtected leaves nothing behind
 		}
+		kept := false
+		defer func() {
+			if !kept {
+				// Every path that made the read node deletes it: a read
+				// node nobody holds would block every writer.
+				lockcore.Abandon(rw.client, created.Session, created.Path, created.Czxid)
+			}
+		}()
 		if created.Session != w.Session {
 			// Made in a later session than the write hold's: that hold is
 			// gone, and a downgrade from it would be a new, unordered reader.
-			rw.client.GuaranteedDelete(created.Session, created.Path, 0)
 			return ErrLockLost
 		}
-		a, err = lockcore.Confirm(ctx, lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid})
+		_, _, own, err := rw.client.GetWatch(ctx, created.Path)
+		if errors.Is(err, zk.ErrNoNode) {
+			return ErrLockLost
+		}
+		if err != nil {
+			return err
+		}
+		a, err = lockcore.Confirm(ctx, lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid, Own: own})
+		kept = err == nil
 		return err
 	})
 	if held || err != nil {

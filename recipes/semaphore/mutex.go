@@ -76,9 +76,8 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	return nil
 }
 
-// Unlock releases the lease. A lost lease is ended and the error matches
-// ErrLeaseLost; if the delete fails while the lease is trusted, it is
-// still held and Unlock may be called again.
+// Unlock releases the lease; nothing is held when it returns, whatever
+// the error (see Lease.Release). A lost lease's error matches ErrLeaseLost.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -86,9 +85,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return fmt.Errorf("semaphore: unlock %s: %w", m.sem.path, ErrNotLocked)
 	}
 	err := m.lease.Release(ctx)
-	if err == nil || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrReleased) {
-		m.lease = nil
-	}
+	m.lease = nil // over, whatever the answer (Lease.Release)
 	return err
 }
 

@@ -185,12 +185,17 @@ func (l *Lease) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		hold := lockcore.NewHold(l.sem.client, a, ErrLeaseLost, nil)
+		hold := lockcore.NewHold(l.sem.client, a, lockcore.HoldConfig{Lost: ErrLeaseLost})
 		if !hold.Lost() {
 			l.a, l.hold = a, hold
 			return nil
 		}
 		hold.Stop()
+		select {
+		case <-a.Own.Done():
+			return fmt.Errorf("%w: lease node %s is gone", ErrLeaseLost, a.Path)
+		default: // the period ended: confirm a new one
+		}
 	}
 }
 
@@ -222,8 +227,19 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 			return nil, fmt.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
 		}
 		if len(children) <= limit {
+			// Granted. The node's watch ends the lease if someone else
+			// deletes the node; its hold starts once the locks mutex is
+			// released.
+			_, _, own, err := s.client.GetWatch(ctx, created.Path)
+			if errors.Is(err, zk.ErrNoNode) {
+				return nil, fmt.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
+			}
+			if err != nil {
+				return nil, err
+			}
+			l.a.Own = own
 			ok = true
-			return l, nil // its hold starts once the locks mutex is released
+			return l, nil
 		}
 		if !wait {
 			return nil, ErrNoLeases
@@ -313,21 +329,24 @@ func (l *Lease) Token() int64 { return l.a.Token }
 // Node returns the lease node's path.
 func (l *Lease) Node() string { return l.a.Path }
 
-// Release gives the lease back by deleting its node, in its session. It
-// returns an error matching ErrReleased if it was released before, and
-// one matching ErrLeaseLost if it was lost first (its node goes with its
-// session, or is deleted in the background). If the delete fails while the
-// lease is still trusted, the lease is still held and Release may be called
-// again.
+// Release gives the lease back: the lease ends (Done closes) and then its
+// node is deleted, in its session. It returns an error matching
+// ErrReleased if it was released before, and one matching ErrLeaseLost if
+// it was lost first (its node goes with its session, or is deleted in the
+// background). Whatever the answer, the lease is over when Release
+// returns: if the delete's answer never came (ctx ended first, or the
+// connection was lost), the error wraps connection.ErrOutcomeUnknown and
+// the node is deleted in the background while its session lives.
 func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
 		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, ErrReleased)
 	}
-	ended, err := l.hold.End(ctx, (&lockcore.Lock{Client: l.sem.client}).Release, nil, ErrLeaseLost)
-	l.released = ended
-	if err != nil {
+	l.released = true
+	if err := l.hold.End(ctx, func(ctx context.Context, a lockcore.Acquired) error {
+		return lockcore.Release(ctx, l.sem.client, a)
+	}); err != nil {
 		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, err)
 	}
 	return nil
@@ -338,7 +357,7 @@ func (l *Lease) drop() {
 	if l.hold != nil {
 		l.hold.Stop()
 	}
-	lockcore.Abandon(l.sem.client, l.a.Session, l.a.Path)
+	lockcore.Abandon(l.sem.client, l.a.Session, l.a.Path, l.a.Token)
 }
 
 // Participant is one lease holder.
