@@ -50,7 +50,7 @@ type Hold struct {
 	cancel context.CancelCauseFunc
 
 	mu       sync.Mutex
-	over     bool     // the hold has ended; ctx is cancelled
+	over     bool      // the hold has ended; ctx is cancelled
 	hooks    []*func() // AfterFunc's, run when it ends
 	stopLost func() bool
 	wg       sync.WaitGroup // the node watcher's and the revocation watcher's goroutines

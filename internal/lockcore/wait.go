@@ -24,7 +24,7 @@ type waiter struct {
 	window   int  // see Lock.Window; 0 keeps every contender ahead
 	partial  bool // cs[0] stands in for contenders ahead that were not kept
 	cs       []Contender
-	watching []watching       // the watches set and not fired: a few at most
+	watching []watching        // the watches set and not fired: a few at most
 	own      *connection.Watch // on our own node, from the first listing on; nil in tests without a server
 }
 
