@@ -1,0 +1,367 @@
+package mutex_test
+
+// Tests of issue 19 ("Ownership and release" in DESIGN.md): a hold ends
+// before its release is sent, an unanswered release is never taken as not
+// done, participants (not sessions) own nodes, and a hold whose node is
+// gone has ended.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// nodeGone waits (at most within) until the server shows no node at p.
+func nodeGone(t *testing.T, obs *zk.Conn, p string, within time.Duration) {
+	t.Helper()
+	zktest.Eventually(t, within, "node "+p+" is deleted", func() error {
+		ok, _, err := obs.Exists(p)
+		if err == nil && ok {
+			err = errors.New("still there")
+		}
+		return err
+	})
+}
+
+// childCount waits until dir has n children on the server.
+func childCount(t *testing.T, obs *zk.Conn, dir string, n int) {
+	t.Helper()
+	zktest.Eventually(t, 10*time.Second, fmt.Sprintf("%d children of %s", n, dir), func() error {
+		kids, _, err := obs.Children(dir)
+		if err == nil && len(kids) != n {
+			err = fmt.Errorf("%d children: %v", len(kids), kids)
+		}
+		return err
+	})
+}
+
+// TestUnlockWithShortDeadlineEndsTheHold: Unlock whose deadline (100 ms)
+// is shorter than the reply time (300 ms) sends the delete, which applies.
+// When Unlock returns, the hold must be over: Held is false, the hold's
+// Done is closed and its Context cancelled, the error says both the
+// deadline and that the outcome is unknown, the node goes (server's view),
+// the next Lock of the same Mutex makes a new node instead of re-entering
+// the deleted one, and once that is released a further Unlock says
+// ErrNotLocked.
+func TestUnlockWithShortDeadlineEndsTheHold(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	p := ens.Proxy(t)
+	m := newMutex(t, open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second)), lock)
+	obs := ens.Conn(t)
+	ctx := ctxFor(t, 30*time.Second)
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done, hctx, node, token := m.Done(), m.Context(), m.Node(), m.Token()
+
+	p.DelayReplies(300 * time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	err := m.Unlock(short)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Unlock with a deadline shorter than the reply = %v, want DeadlineExceeded", err)
+	}
+	wantOutcomeUnknown(t, err)
+	if m.Held() {
+		t.Error("Held() is true after Unlock returned: the hold was not ended")
+	}
+	if !closed(done) {
+		t.Error("the hold's Done is open after Unlock returned")
+	}
+	if hctx.Err() == nil {
+		t.Error("the hold's Context is not cancelled after Unlock returned")
+	}
+	p.Restore()
+	nodeGone(t, obs, node, 5*time.Second)
+
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock after the unanswered Unlock: %v", err)
+	}
+	if m.Node() == node || m.Token() == token {
+		t.Errorf("Lock re-entered the released hold (node %s, token %d) instead of making a new node", node, token)
+	}
+	if ok, st, err := obs.Exists(m.Node()); err != nil || !ok || st.Czxid != m.Token() {
+		t.Errorf("Lock returned nil but its node %s is not on the server (exists=%v, err=%v)", m.Node(), ok, err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Errorf("Unlock of the new hold: %v", err)
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, mutex.ErrNotLocked) {
+		t.Errorf("Unlock without a hold = %v, want ErrNotLocked", err)
+	}
+}
+
+// handoverStats runs n handovers of a lock between two Mutexes on their
+// own clients: the holder unlocks while the other waits in Lock. At the
+// moment the waiter's Lock returns, the unlocking hold's Done (taken while
+// it was held and checked open before the Unlock) must already be closed.
+// When delay is set, the unlocking client's answers are delayed by it
+// (its session stays trusted: delay is well under the session timeout's
+// suspension threshold). It returns how many handovers broke the rule.
+func handoverStats(t *testing.T, n int, delay time.Duration) int {
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	obs := ens.Conn(t)
+	ctx := ctxFor(t, 3*time.Minute)
+	var ms [2]*mutex.Mutex
+	var ps [2]*zktest.Proxy
+	for i := range ms {
+		ps[i] = ens.Proxy(t)
+		ms[i] = newMutex(t, open(t, ps[i].Servers(), connection.WithSessionTimeout(10*time.Second)), lock)
+	}
+	if err := ms[0].Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		err        error
+		doneClosed bool
+	}
+	holder, bad := 0, 0
+	for i := range n {
+		waiter := 1 - holder
+		prevDone := ms[holder].Done()
+		if closed(prevDone) {
+			t.Fatalf("handover %d: the holder's Done closed before its Unlock; the check would prove nothing", i)
+		}
+		res := make(chan result, 1)
+		go func() {
+			err := ms[waiter].Lock(ctx)
+			res <- result{err, closed(prevDone)} // looked at the instant Lock returned
+		}()
+		childCount(t, obs, lock, 2) // the waiter is queued behind the holder
+		if delay > 0 {
+			ps[holder].DelayReplies(delay)
+		}
+		uerr := ms[holder].Unlock(ctx)
+		ps[holder].Restore()
+		r := <-res
+		if uerr != nil || r.err != nil {
+			t.Fatalf("handover %d: Unlock = %v, Lock = %v", i, uerr, r.err)
+		}
+		if !r.doneClosed {
+			bad++
+		}
+		holder = waiter
+	}
+	if err := ms[holder].Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return bad
+}
+
+// TestUnlockEndsTheHoldBeforeTheNextHolderLocks: Done closes before the
+// delete leaves the client, so the next holder, woken by the delete,
+// never holds while the previous hold's Done is open — with no fault, and
+// with the unlocking client's answers delayed 1.5 s.
+func TestUnlockEndsTheHoldBeforeTheNextHolderLocks(t *testing.T) {
+	t.Parallel()
+	t.Run("no faults", func(t *testing.T) {
+		t.Parallel()
+		const n = 100
+		if bad := handoverStats(t, n, 0); bad > 0 {
+			t.Errorf("in %d of %d handovers the next holder's Lock returned while the unlocking hold's Done was open", bad, n)
+		}
+	})
+	t.Run("unlocker's answers delayed 1.5s", func(t *testing.T) {
+		t.Parallel()
+		const n = 3
+		if bad := handoverStats(t, n, 1500*time.Millisecond); bad > 0 {
+			t.Errorf("in %d of %d handovers the next holder's Lock returned while the unlocking hold's Done was open", bad, n)
+		}
+	})
+}
+
+// TestMutexesOfOneClientExcludeEachOther: eight Mutex values on one shared
+// client (one client per process is the normal shape) take the lock 200
+// times in all. Whenever a Lock returns, no other Mutex's hold may have
+// its Done open: the previous holder's Unlock must have closed it before
+// its delete could wake this one.
+func TestMutexesOfOneClientExcludeEachOther(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, 2*time.Minute)
+	const participants, rounds = 8, 25
+	var (
+		mu       sync.Mutex
+		holding  = map[int]<-chan struct{}{} // participant -> Done of its hold, until its Unlock returned
+		overlaps []string
+		errs     []error
+	)
+	var wg sync.WaitGroup
+	for i := range participants {
+		m := newMutex(t, c, lock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				if err := m.Lock(ctx); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("participant %d round %d: Lock: %w", i, r, err))
+					mu.Unlock()
+					return
+				}
+				mu.Lock()
+				for other, done := range holding {
+					if !closed(done) {
+						overlaps = append(overlaps, fmt.Sprintf("participant %d locked while %d's Done was open", i, other))
+					}
+				}
+				holding[i] = m.Done()
+				mu.Unlock()
+				err := m.Unlock(ctx)
+				mu.Lock()
+				delete(holding, i)
+				mu.Unlock()
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("participant %d round %d: Unlock: %w", i, r, err))
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	if len(overlaps) > 0 {
+		t.Errorf("%d of %d locks overlapped another participant's open Done, e.g. %v",
+			len(overlaps), participants*rounds, overlaps[:min(len(overlaps), 3)])
+	}
+}
+
+// TestNodeDeletedByAnotherClientEndsTheHold: an operator deletes the lock
+// node of a waiter and then the holder's. The holder's Done must close
+// (its node, hence its hold, is gone), and the waiter's Lock must never
+// return holding a node that does not exist.
+func TestNodeDeletedByAnotherClientEndsTheHold(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	obs := ens.Conn(t)
+	ctx := ctxFor(t, 30*time.Second)
+	h := newMutex(t, open(t, ens.Servers()), lock)
+	w := newMutex(t, open(t, ens.Servers()), lock)
+	if err := h.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() { got <- w.Lock(ctx) }()
+	childCount(t, obs, lock, 2)
+	kids, _, err := obs.Children(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waiterNode string
+	for _, k := range kids {
+		if lock+"/"+k != h.Node() {
+			waiterNode = lock + "/" + k
+		}
+	}
+	// The operator: the waiter's node first, then the holder's.
+	if err := obs.Delete(waiterNode, -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.Delete(h.Node(), -1); err != nil {
+		t.Fatal(err)
+	}
+
+	select {
+	case <-h.Done():
+	case <-time.After(3 * time.Second):
+		t.Errorf("the holder's Done is still open 3 s after its node %s was deleted", h.Node())
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Errorf("the waiter's Lock = %v, want it to take the free lock with a node of its own", err)
+			break
+		}
+		if w.Node() == waiterNode {
+			t.Errorf("the waiter's Lock returned holding its deleted node %s", waiterNode)
+		}
+		if ok, st, err := obs.Exists(w.Node()); err != nil || !ok || st.Czxid != w.Token() {
+			t.Errorf("the waiter's Lock returned nil holding %s, which is not on the server (exists=%v, err=%v)", w.Node(), ok, err)
+		}
+		_ = w.Unlock(ctx)
+	case <-time.After(5 * time.Second):
+		t.Error("the waiter's Lock did not return within 5 s of the lock being freed")
+	}
+	_ = h.Unlock(ctx)
+}
+
+// TestCancelledContextNeverEntersTheGate: Lock and Unlock with an
+// already-cancelled context return the context's error every time, even
+// when nothing else holds the Mutex's gate: a reentrant Lock does not
+// count one more hold, and Unlock does not count one less.
+func TestCancelledContextNeverEntersTheGate(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	m := newMutex(t, open(t, ens.Servers()), lock)
+	ctx := ctxFor(t, 30*time.Second)
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	const n = 200
+	lockNil, unlockNil := 0, 0
+	for range n {
+		if err := m.Lock(cancelled); !errors.Is(err, context.Canceled) {
+			if err == nil {
+				lockNil++
+			} else {
+				t.Errorf("Lock with a cancelled context = %v, want context.Canceled", err)
+			}
+		}
+		if err := m.Unlock(cancelled); !errors.Is(err, context.Canceled) {
+			if err == nil {
+				unlockNil++
+			} else {
+				t.Errorf("Unlock with a cancelled context = %v, want context.Canceled", err)
+			}
+		}
+	}
+	if lockNil > 0 || unlockNil > 0 {
+		t.Errorf("with a cancelled context, %d of %d Locks and %d of %d Unlocks returned nil, want context.Canceled every time",
+			lockNil, n, unlockNil, n)
+	}
+	if !m.Held() || closed(m.Done()) {
+		t.Fatal("the hold taken before is gone")
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m.Held() {
+		t.Error("one Unlock did not release the one Lock: calls with a cancelled context changed the count")
+		for m.Held() {
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// wantOutcomeUnknown checks that err, the error of a release that was
+// sent and not answered, says that its outcome is unknown.
+func wantOutcomeUnknown(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, connection.ErrOutcomeUnknown) {
+		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
+	}
+}
