@@ -294,7 +294,8 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 // the leader's node (it fires when the leader leaves, and only then: no
 // other candidate's coming or going wakes an observer), a child watch on
 // the directory while it has no candidate, or a creation watch while
-// there is no directory.
+// there is no directory. All three are the client's shared watches: a
+// look whose caller gives up leaves no goroutine and adds no watch.
 func (e *Election) look(ctx context.Context, watch bool) (string, <-chan struct{}, error) {
 	for {
 		children, _, err := e.client.Children(ctx, e.path)
@@ -304,14 +305,17 @@ func (e *Election) look(ctx context.Context, watch bool) (string, <-chan struct{
 			if !watch {
 				return "", nil, nil
 			}
-			ok, _, ch, err := e.client.ExistsW(ctx, e.path)
+			// A shared watch: observers that give up before the
+			// directory comes leave one watch between them, and no
+			// goroutine.
+			ok, _, w, err := e.client.ExistsWatch(ctx, e.path)
 			if err != nil {
 				return "", nil, err
 			}
 			if ok {
 				continue // created in between
 			}
-			return "", eventDone(ch), nil
+			return "", w.Done(), nil
 		case err != nil:
 			return "", nil, err
 		}
@@ -348,15 +352,4 @@ func (e *Election) look(ctx context.Context, watch bool) (string, <-chan struct{
 		}
 		return string(data), w.Done(), nil
 	}
-}
-
-// eventDone turns a one-shot watch channel into a closed-once channel.
-// The goroutine ends when the watch fires or its session ends.
-func eventDone(ch <-chan zk.Event) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		<-ch
-		close(done)
-	}()
-	return done
 }
