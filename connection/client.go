@@ -40,7 +40,7 @@ type Client struct {
 	nsReady atomic.Bool // the namespace node exists
 
 	watchMu sync.Mutex
-	watches map[watchKey][]*Watch // pending GetWatch and ChildrenWatch watches, by handle, node and kind
+	watches map[watchKey][]*Watch // pending shared watches (GetWatch, ChildrenWatch, ExistsWatch), by handle, node and kind
 
 	// tooLarge holds the server paths whose last reply exceeded
 	// WithMaxBufferSize, until the request that asked fails.
@@ -500,9 +500,9 @@ type Stats struct {
 	Notifications int64
 	// Replies is the number of answers to requests, pings included.
 	Replies int64
-	// PendingWatches is the number of nodes and kinds with a GetWatch or
-	// ChildrenWatch watch set (or being set) and not fired yet: at most
-	// one per watched node and kind per session.
+	// PendingWatches is the number of nodes and kinds with a GetWatch,
+	// ChildrenWatch or ExistsWatch watch set (or being set) and not fired
+	// yet: at most one per watched node and kind per session.
 	PendingWatches int
 }
 

@@ -489,7 +489,8 @@ func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Sta
 
 // ExistsW is Exists that also sets a watch. On a missing node the watch
 // waits for its creation and stays registered until then: to wait for a
-// node that exists to go, prefer GetW.
+// node that exists to go, prefer GetW; to wait for one to come, prefer
+// ExistsWatch, which waits that give up share.
 func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.Stat, ch <-chan zk.Event, err error) {
 	err = c.call(ctx, "exists", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
 		n, err := value(c, ctx, func() (n node, err error) {

@@ -9,19 +9,20 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// Watch is a one-shot watch on a node, made by GetWatch (its data) or
-// ChildrenWatch (its children). Done closes at the first change after the
-// watch was set (data changed, node deleted, a child created or deleted),
-// or when the watch ends with its session.
+// Watch is a one-shot watch on a node, made by GetWatch (its data),
+// ChildrenWatch (its children) or ExistsWatch (its creation, or its data
+// while it exists). Done closes at the first change after the watch was
+// set (node created, data changed, node deleted, a child created or
+// deleted), or when the watch ends with its session.
 //
 // Watches are shared. ZooKeeper 3.6 can remove a watch, go-zookeeper
 // cannot ask it to, so a wait that gives up leaves its watch registered
 // until the node changes. GetWatch therefore gives every caller that
 // watches the same node in the same session, while a watch is pending, that
 // one watch: an abandoned wait begun again costs no new watch. The bound:
-// at most one pending data watch per node per session, on the client and
-// on the server, whatever the number of abandoned waits; it goes when the
-// node changes or is deleted, or the session ends.
+// at most one pending watch of each kind per node per session, on the
+// client and on the server, whatever the number of abandoned waits; it
+// goes when the node changes, is created or deleted, or the session ends.
 //
 // A watch costs no goroutine while it is pending (see watchEvent).
 type Watch struct {
@@ -98,7 +99,7 @@ func (w *Watch) Err() error {
 // already shows — a spurious wake-up, never a missed one. It is safe in
 // any session: the watch belongs to the session of the read.
 func (c *Client) GetWatch(ctx context.Context, path string) (data []byte, stat *zk.Stat, w *Watch, err error) {
-	n, w, err := c.sharedRead(ctx, "get", path, false,
+	n, w, err := c.sharedRead(ctx, "get", path, dataWatch,
 		func(zc *zk.Conn, sp string) (n node, err error) { n.data, n.stat, err = zc.Get(sp); return },
 		func(zc *zk.Conn, sp string) (n node, err error) { n.data, n.stat, n.ch, err = zc.GetW(sp); return })
 	return n.data, n.stat, w, err
@@ -109,7 +110,7 @@ func (c *Client) GetWatch(ctx context.Context, path string) (data []byte, stat *
 // be older, so a wake-up may be spurious but is never missed. It is safe
 // in any session.
 func (c *Client) ChildrenWatch(ctx context.Context, path string) (children []string, stat *zk.Stat, w *Watch, err error) {
-	n, w, err := c.sharedRead(ctx, "children", path, true,
+	n, w, err := c.sharedRead(ctx, "children", path, childWatch,
 		func(zc *zk.Conn, sp string) (n node, err error) { n.children, n.stat, err = zc.Children(sp); return },
 		func(zc *zk.Conn, sp string) (n node, err error) {
 			n.children, n.stat, n.ch, err = zc.ChildrenW(sp)
@@ -121,10 +122,10 @@ func (c *Client) ChildrenWatch(ctx context.Context, path string) (children []str
 // sharedRead reads path with a shared watch of one kind: when one is
 // pending on the session's handle it reads plainly and returns that one;
 // otherwise it reads with a new watch (watched) and shares it.
-func (c *Client) sharedRead(ctx context.Context, what, path string, children bool,
+func (c *Client) sharedRead(ctx context.Context, what, path string, kind watchKind,
 	plain, watched func(zc *zk.Conn, spath string) (node, error)) (out node, w *Watch, err error) {
 	err = c.call(ctx, what, path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		key := watchKey{zc, c.server(path), children}
+		key := watchKey{zc, c.server(path), kind}
 		c.watchMu.Lock()
 		shared := c.sharedLocked(key)
 		c.watchMu.Unlock()
@@ -170,10 +171,19 @@ func (c *Client) sharedRead(ctx context.Context, what, path string, children boo
 // after the watch on the server.
 
 type watchKey struct {
-	zc       *zk.Conn
-	spath    string
-	children bool // a child watch, else a data watch
+	zc    *zk.Conn
+	spath string
+	kind  watchKind
 }
+
+// watchKind is what a watch waits for, as go-zookeeper files it.
+type watchKind uint8
+
+const (
+	dataWatch  watchKind = iota // GetWatch: the node's data changes or it goes
+	childWatch                  // ChildrenWatch: a child comes or goes, or the node goes
+	existWatch                  // ExistsWatch: the node comes, or changes or goes
+)
 
 // arm records a new Watch of key whose read is about to be sent.
 func (c *Client) arm(key watchKey) *Watch {
@@ -221,28 +231,28 @@ func (c *Client) sharedLocked(key watchKey) *Watch {
 
 // watchEvent fires the watches an event of handle zc concerns: a change
 // fires the node's watches of the kinds go-zookeeper fires for it (a
-// deletion both, data and children), the end of the handle's watches
-// (EventNotWatching, at expiry or close) both kinds. It runs on
-// go-zookeeper's receive loop and must not block.
+// creation exists watches, a data change data and exists watches, a
+// deletion all three), the end of the handle's watches (EventNotWatching,
+// at expiry or close) every kind. It runs on go-zookeeper's receive loop
+// and must not block.
 func (c *Client) watchEvent(zc *zk.Conn, ev zk.Event) {
-	var data, children bool
+	var kinds []watchKind
 	switch ev.Type {
 	case zk.EventNodeDeleted, zk.EventNotWatching:
-		data, children = true, true
+		kinds = []watchKind{dataWatch, childWatch, existWatch}
+	case zk.EventNodeCreated:
+		kinds = []watchKind{existWatch}
 	case zk.EventNodeDataChanged:
-		data = true
+		kinds = []watchKind{dataWatch, existWatch}
 	case zk.EventNodeChildrenChanged:
-		children = true
+		kinds = []watchKind{childWatch}
 	default:
-		return // a creation fires exists watches, which are not shared
+		return
 	}
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
-	if data {
-		c.fireLocked(watchKey{zc, ev.Path, false}, ev)
-	}
-	if children {
-		c.fireLocked(watchKey{zc, ev.Path, true}, ev)
+	for _, k := range kinds {
+		c.fireLocked(watchKey{zc, ev.Path, k}, ev)
 	}
 }
 

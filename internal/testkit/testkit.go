@@ -6,6 +6,8 @@ package testkit
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +45,31 @@ func Closed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// ServerWatches counts the watches of session id on every server of ens,
+// from the wchc four-letter word (sessions, each followed by its watched
+// paths): what the servers hold for the session, however many requests
+// set it.
+func ServerWatches(t testing.TB, ens *zktest.Ensemble, id int64) int {
+	t.Helper()
+	n := 0
+	for _, addr := range ens.Servers() {
+		out, err := zktest.FourLetter(addr, "wchc", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := false
+		for _, line := range strings.Split(out, "\n") {
+			switch {
+			case strings.HasPrefix(line, "0x"):
+				in = line == fmt.Sprintf("%#x", id)
+			case in && strings.TrimSpace(line) != "":
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // Main runs the tests, then after (in order) and stops the shared

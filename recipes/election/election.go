@@ -232,7 +232,8 @@ func (t *Term) Resign(ctx context.Context) error {
 	return nil
 }
 
-// Participant is one candidate as ZooKeeper shows it.
+// Participant is one candidate as ZooKeeper shows it. Observe delivers
+// the leader as one, and the zero Participant while there is none.
 type Participant struct {
 	ID      string // its id (the node's data)
 	Leader  bool   // whether it leads: the first in line
@@ -256,43 +257,46 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 }
 
 // Leader returns the id of the current leader, as the ensemble sees it
-// now, or an error matching ErrNoLeader.
+// now, or an error matching ErrNoLeader when no candidate is in line. The
+// id may be empty: Curator's LeaderLatch leads with "" unless given an id,
+// and that is a leader all the same.
 func (e *Election) Leader(ctx context.Context) (string, error) {
-	id, _, err := e.look(ctx, false)
+	l, _, err := e.look(ctx, false)
 	if err != nil {
 		return "", e.errorf("leader", err)
 	}
-	if id == "" {
+	if !l.Leader {
 		return "", e.errorf("leader", ErrNoLeader)
 	}
-	return id, nil
+	return l.ID, nil
 }
 
-// look reads the leader's id ("" for none) and, when watch is set, a
-// channel that is closed when the leader may have changed: a data watch on
-// the leader's node (it fires when the leader leaves, and only then: no
-// other candidate's coming or going wakes an observer), a child watch on
-// the directory while it has no candidate, or a creation watch while
-// there is no directory.
-func (e *Election) look(ctx context.Context, watch bool) (string, <-chan struct{}, error) {
+// look reads the leader (the zero Participant for none) and, when watch is
+// set, a channel that is closed when the leader may have changed: a data
+// watch on the leader's node (it fires when the leader leaves, and only
+// then: no other candidate's coming or going wakes an observer), a child
+// watch on the directory while it has no candidate, or a creation watch
+// while there is no directory. All three are the client's shared watches:
+// a look whose caller gives up leaves no goroutine and adds no watch.
+func (e *Election) look(ctx context.Context, watch bool) (Participant, <-chan struct{}, error) {
 	for {
 		children, _, err := e.client.Children(ctx, e.path)
 		var changed <-chan struct{}
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			if !watch {
-				return "", nil, nil
+				return Participant{}, nil, nil
 			}
-			ok, _, ch, err := e.client.ExistsW(ctx, e.path)
+			ok, _, w, err := e.client.ExistsWatch(ctx, e.path)
 			if err != nil {
-				return "", nil, err
+				return Participant{}, nil, err
 			}
 			if ok {
 				continue // created in between
 			}
-			return "", eventDone(ch), nil
+			return Participant{}, w.Done(), nil
 		case err != nil:
-			return "", nil, err
+			return Participant{}, nil, err
 		}
 		cs := lockcore.Sort(children, e.core.Accept)
 		if len(cs) == 0 && watch {
@@ -302,40 +306,35 @@ func (e *Election) look(ctx context.Context, watch bool) (string, <-chan struct{
 				continue
 			}
 			if err != nil {
-				return "", nil, err
+				return Participant{}, nil, err
 			}
 			changed = w.Done()
 			cs = lockcore.Sort(children, e.core.Accept)
 		}
 		if len(cs) == 0 {
-			return "", changed, nil
+			return Participant{}, changed, nil
 		}
 		first := path.Join(e.path, cs[0].Name)
-		if !watch {
-			data, _, err := e.client.Get(ctx, first)
-			if errors.Is(err, zk.ErrNoNode) {
-				continue
-			}
-			return string(data), nil, err
+		var (
+			data []byte
+			stat *zk.Stat
+			w    *connection.Watch
+		)
+		if watch {
+			data, stat, w, err = e.client.GetWatch(ctx, first)
+		} else {
+			data, stat, err = e.client.Get(ctx, first)
 		}
-		data, _, w, err := e.client.GetWatch(ctx, first)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
 		}
 		if err != nil {
-			return "", nil, err
+			return Participant{}, nil, err
 		}
-		return string(data), w.Done(), nil
+		l := Participant{ID: string(data), Leader: true, Node: first, Session: stat.EphemeralOwner, Token: stat.Czxid}
+		if w != nil {
+			changed = w.Done()
+		}
+		return l, changed, nil
 	}
-}
-
-// eventDone turns a one-shot watch channel into a closed-once channel.
-// The goroutine ends when the watch fires or its session ends.
-func eventDone(ch <-chan zk.Event) <-chan struct{} {
-	done := make(chan struct{})
-	go func() {
-		<-ch
-		close(done)
-	}()
-	return done
 }

@@ -3,7 +3,6 @@ package election_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -137,7 +136,8 @@ func TestCancelledCampaignLeavesNoNode(t *testing.T) {
 }
 
 // TestObserveDeliversEveryChange: an observer sees every leader in order,
-// including "no leader", and a slow reader still gets them all.
+// with its node and token, including "no leader", and a slow reader still
+// gets them all.
 func TestObserveDeliversEveryChange(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -146,8 +146,8 @@ func TestObserveDeliversEveryChange(t *testing.T) {
 	obs := newElection(t, open(t, ens.Servers()), path, "observer")
 	octx, stop := context.WithCancel(ctx)
 	changes := obs.Observe(octx)
-	if got := <-changes; got != "" {
-		t.Fatalf("first observation %q, want no leader", got)
+	if got := <-changes; got != (election.Participant{}) {
+		t.Fatalf("first observation %+v, want no leader", got)
 	}
 	ids := []string{"a", "b", "c", "d"}
 	var cands []*election.Election
@@ -182,17 +182,23 @@ func TestObserveDeliversEveryChange(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var got []string
+	var got []election.Participant
 	for len(got) < len(ids)+1 {
 		select {
-		case id := <-changes:
-			got = append(got, id)
+		case l := <-changes:
+			got = append(got, l)
 		case <-time.After(10 * time.Second):
-			t.Fatalf("observed %q, want %q then no leader", got, ids)
+			t.Fatalf("observed %+v, want %q then no leader", got, ids)
 		}
 	}
-	if want := append(slices.Clone(ids), ""); !slices.Equal(got, want) {
-		t.Fatalf("observed %q, want %q", got, want)
+	for i, tm := range terms {
+		l := got[i]
+		if !l.Leader || l.ID != ids[i] || l.Node != tm.Node() || l.Token != tm.Token() {
+			t.Errorf("observation %d = %+v, want %s leading on %s with token %d", i, l, ids[i], tm.Node(), tm.Token())
+		}
+	}
+	if l := got[len(ids)]; l != (election.Participant{}) {
+		t.Errorf("last observation %+v, want no leader", l)
 	}
 	stop()
 	for range changes {

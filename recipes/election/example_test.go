@@ -65,7 +65,11 @@ func ExampleElection_Observe() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for id := range e.Observe(ctx) {
-		fmt.Println("leader is now", id) // "" while there is none
+	for l := range e.Observe(ctx) {
+		if !l.Leader {
+			fmt.Println("no leader")
+			continue
+		}
+		fmt.Printf("leader is now %q (token %d)\n", l.ID, l.Token)
 	}
 }

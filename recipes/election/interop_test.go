@@ -2,6 +2,7 @@ package election_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -117,5 +118,56 @@ func TestCuratorLeaderSelectorInterop(t *testing.T) {
 	sel.Expect("RESIGNED", 10*time.Second)
 	if err := <-won; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCuratorLatchWithDefaultID: Curator's LeaderLatch with its default
+// id, "", leads; Go's Leader and Observe report a leader whose id is
+// empty, not "no leader", and "no leader" once it closes.
+func TestCuratorLatchWithDefaultID(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/election"
+	ctx := ctxFor(t, 2*time.Minute)
+	obs := newElection(t, open(t, ens.Servers()), path, "observer")
+	changes := obs.Observe(ctx)
+	next := func() election.Participant {
+		t.Helper()
+		select {
+		case l := <-changes:
+			return l
+		case <-time.After(15 * time.Second):
+			t.Fatal("Observe delivered nothing")
+			return election.Participant{}
+		}
+	}
+	if l := next(); l.Leader {
+		t.Fatalf("first observation %+v, want no leader", l)
+	}
+	latch := peertest.CuratorLatch(t, ens.ConnectString(), path, "")
+	latch.Send("start")
+	latch.Expect("STARTED", 30*time.Second)
+	latch.Send("await 10000")
+	latch.Expect("LEADER", 15*time.Second)
+	ps, err := obs.Participants(ctx)
+	if err != nil || len(ps) != 1 || ps[0].ID != "" || !ps[0].Leader {
+		t.Fatalf("participants %+v, %v: want Curator's latch leading with id \"\"", ps, err)
+	}
+	if id, err := obs.Leader(ctx); err != nil || id != "" {
+		t.Fatalf("Leader = %q, %v; want \"\", nil: a leader with an empty id", id, err)
+	}
+	if l := next(); !l.Leader || l.ID != "" || l.Node != ps[0].Node || l.Token != ps[0].Token {
+		t.Fatalf("observed %+v, want Curator's latch %+v", l, ps[0])
+	}
+	latch.Send("close")
+	latch.Expect("CLOSED", 10*time.Second)
+	if l := next(); l.Leader {
+		t.Fatalf("observed %+v after the latch closed, want no leader", l)
+	}
+	if _, err := obs.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
+		t.Fatalf("Leader after the latch closed = %v, want ErrNoLeader", err)
 	}
 }

@@ -8,32 +8,39 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 )
 
-// Observe returns a channel that receives the leader's id whenever the
-// leader changes, as this client sees the ensemble: first the current
-// leader ("" while there is none), then every change, in order. For a slow
-// reader the changes queue up, so none seen is dropped and the latest is
-// always delivered last. It costs one watch: on the leader's node, so that
-// candidates coming and going behind the leader wake no observer. A leader
-// whose term is shorter than a read can be missed (a watch is one-shot:
-// between its notification and the next read the line may move twice).
-// The channel is closed when ctx ends or the client is closed.
-func (e *Election) Observe(ctx context.Context) <-chan string {
-	out := make(chan string)
+// Observe returns a channel that receives the leader whenever the leader
+// changes, as this client sees the ensemble: first the current leader, then
+// every change, in order. A leader is the first Participant in line, its
+// Leader field set; while there is none, the channel receives the zero
+// Participant (Leader false). A leader's id may be empty (Curator's
+// LeaderLatch without an id): tell "no leader" by Leader, never by ID. A
+// new term is a change even under the same id: its Node and Token differ.
+// For a slow reader the changes queue up, so none seen is dropped and the
+// latest is always delivered last. It costs one watch: on the leader's
+// node, so that candidates coming and going behind the leader wake no
+// observer. A leader whose term is shorter than a read can be missed (a
+// watch is one-shot: between its notification and the next read the line
+// may move twice). The channel is closed when ctx ends or the client is
+// closed, and nothing of Observe runs after that; the watch it waited on
+// stays until it fires, shared by every observer of the path on the
+// client, so calls that end add none.
+func (e *Election) Observe(ctx context.Context) <-chan Participant {
+	out := make(chan Participant)
 	go e.observe(ctx, out)
 	return out
 }
 
-func (e *Election) observe(ctx context.Context, out chan<- string) {
+func (e *Election) observe(ctx context.Context, out chan<- Participant) {
 	defer close(out)
 	var (
-		pending []string
-		last    string
+		pending []Participant
+		last    Participant
 		first   = true
 		changed <-chan struct{}
 	)
 	for {
 		if changed == nil {
-			id, ch, err := e.look(ctx, true)
+			l, ch, err := e.look(ctx, true)
 			if err != nil {
 				if ctx.Err() != nil || errors.Is(err, connection.ErrClosed) {
 					return
@@ -51,13 +58,13 @@ func (e *Election) observe(ctx context.Context, out chan<- string) {
 				continue
 			}
 			changed = ch
-			if first || id != last {
-				pending = append(pending, id)
-				last, first = id, false
+			if first || l != last {
+				pending = append(pending, l)
+				last, first = l, false
 			}
 		}
-		var send chan<- string
-		var next string
+		var send chan<- Participant
+		var next Participant
 		if len(pending) > 0 {
 			send, next = out, pending[0]
 		}

@@ -1,0 +1,72 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// TestCancelledObserveLeavesNothing: Observe calls cancelled on an election
+// whose directory does not exist leave no goroutine behind, and the watch
+// they share waits for the directory: one on the client and on the server,
+// however many calls gave up, and it fires when a candidate comes.
+// Not parallel: it counts the process's goroutines.
+func TestCancelledObserveLeavesNothing(t *testing.T) {
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/absent/election"
+	c := open(t, ens.Servers())
+	obs := newElection(t, c, path, "observer")
+	ctx := ctxFor(t, time.Minute)
+	baseline := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
+	const calls = 200
+	for range calls {
+		octx, cancel := context.WithCancel(ctx)
+		changes := obs.Observe(octx)
+		select {
+		case <-changes: // no leader
+		case <-time.After(10 * time.Second):
+			t.Fatal("Observe delivered nothing")
+		}
+		cancel()
+		for range changes {
+		}
+	}
+	// Every Observe has returned (its channel is closed): what is left
+	// running was left by its reads.
+	zktest.Eventually(t, 10*time.Second, "goroutines back to the baseline", func() error {
+		if n := runtime.NumGoroutine(); n > baseline {
+			return fmt.Errorf("%d goroutines after %d cancelled Observe calls, %d before", n, calls, baseline)
+		}
+		return nil
+	})
+	goleak.VerifyNone(t, before)
+	if n := c.Stats().PendingWatches; n > 1 {
+		t.Errorf("%d pending watches on the client after %d cancelled Observe calls, want at most 1", n, calls)
+	}
+	if n := testkit.ServerWatches(t, ens, c.Session().ID()); n > 1 {
+		t.Errorf("%d watches of the observer's session on the server, want at most 1", n)
+	}
+	// The watch left behind fires once the directory is there.
+	cand := newElection(t, open(t, ens.Servers()), path, "a")
+	term, err := cand.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 10*time.Second, "the shared watch fires", func() error {
+		if n := c.Stats().PendingWatches; n != 0 {
+			return fmt.Errorf("%d pending watches", n)
+		}
+		return nil
+	})
+	if err := term.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
