@@ -6,9 +6,11 @@
 // Curator takes the locks in the order it was given them, so two
 // participants that list the same locks in different orders can deadlock;
 // and it gives each lock the whole timeout. A Multi sorts its locks by
-// path, so every participant takes any two locks in the same order (no
-// cycle can form: a participant holding a lock only ever waits for one with
-// a greater path), and all the waits share the caller's context.
+// server path — the znode's path on the server, the client's namespace
+// joined with the lock's path — so every participant takes any two locks
+// in the same order, whatever namespaces its clients have (no cycle can
+// form: a participant holding a lock only ever waits for one with a
+// greater server path), and all the waits share the caller's context.
 package multilock
 
 import (
@@ -26,8 +28,11 @@ import (
 )
 
 // Lock is one lock a Multi takes: a mutex, a side of a read/write lock, a
-// naive lock — anything with a path, Lock, Unlock and Done.
+// naive lock, a semaphore's mutex. Its Client and Path name its znode on
+// the server (Client().ServerPath(Path())), by which a Multi orders and
+// compares its locks.
 type Lock interface {
+	Client() *connection.Client
 	Path() string
 	Lock(ctx context.Context) error
 	Unlock(ctx context.Context) error
@@ -36,8 +41,8 @@ type Lock interface {
 
 // Errors of the multi-lock. Match them with errors.Is.
 var (
-	// ErrDuplicate is returned by New when two locks share a path: a
-	// participant would wait for itself.
+	// ErrDuplicate is returned by New when two locks name one znode (the
+	// same server path): a participant would wait for itself.
 	ErrDuplicate = errors.New("multilock: two locks on one path")
 	// ErrNotLocked is returned by Unlock when the Multi does not hold.
 	ErrNotLocked = errors.New("multilock: not locked")
@@ -49,7 +54,8 @@ var (
 
 // Multi is several locks taken as one. It is not reentrant.
 type Multi struct {
-	locks []Lock        // sorted by path
+	locks []Lock        // sorted by server path
+	paths []string      // locks[i]'s server path
 	gate  chan struct{} // one Lock or Unlock at a time
 
 	mu   sync.Mutex // guards what follows
@@ -57,27 +63,41 @@ type Multi struct {
 	lost *lockcore.AnyLost // while held
 }
 
-// New returns a Multi of locks, which it will take in path order.
+// New returns a Multi of locks, which it will take in the order of their
+// server paths. Two locks naming one znode, even through clients with
+// different namespaces, make it return an error matching ErrDuplicate.
 func New(locks ...Lock) (*Multi, error) {
 	if len(locks) == 0 {
 		return nil, fmt.Errorf("multilock: no locks: %w", connection.ErrInvalidOption)
 	}
-	sorted := slices.Clone(locks)
-	for _, l := range sorted {
+	type named struct {
+		lock Lock
+		path string
+	}
+	sorted := make([]named, len(locks))
+	for i, l := range locks {
 		if l == nil {
 			return nil, fmt.Errorf("multilock: nil lock: %w", connection.ErrInvalidOption)
 		}
-	}
-	slices.SortStableFunc(sorted, func(a, b Lock) int { return cmp.Compare(a.Path(), b.Path()) })
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i].Path() == sorted[i-1].Path() {
-			return nil, fmt.Errorf("%w: %s", ErrDuplicate, sorted[i].Path())
+		c := l.Client()
+		if c == nil {
+			return nil, fmt.Errorf("multilock: lock %s has no client: %w", l.Path(), connection.ErrInvalidOption)
 		}
+		sorted[i] = named{l, c.ServerPath(l.Path())}
 	}
-	return &Multi{locks: sorted, gate: make(chan struct{}, 1)}, nil
+	slices.SortStableFunc(sorted, func(a, b named) int { return cmp.Compare(a.path, b.path) })
+	m := &Multi{gate: make(chan struct{}, 1)}
+	for i, n := range sorted {
+		if i > 0 && n.path == sorted[i-1].path {
+			return nil, fmt.Errorf("%w: %s", ErrDuplicate, n.path)
+		}
+		m.locks = append(m.locks, n.lock)
+		m.paths = append(m.paths, n.path)
+	}
+	return m, nil
 }
 
-// Lock takes every lock, in path order, or none: on failure the ones
+// Lock takes every lock, in server-path order, or none: on failure the ones
 // taken are released in reverse order and the error wraps the failing
 // lock's (ctx.Err() when ctx ended).
 func (m *Multi) Lock(ctx context.Context) error {
@@ -97,7 +117,7 @@ func (m *Multi) Lock(ctx context.Context) error {
 			for j := i - 1; j >= 0; j-- {
 				_ = m.locks[j].Unlock(rctx)
 			}
-			return fmt.Errorf("multilock: lock %s: %w", l.Path(), err)
+			return fmt.Errorf("multilock: lock %s: %w", m.paths[i], err)
 		}
 	}
 	m.mu.Lock()
@@ -119,7 +139,7 @@ func (m *Multi) watch() {
 	for i, l := range m.locks {
 		dones[i] = l.Done()
 	}
-	m.lost = lockcore.NewAnyLost(dones, func(i int) error { return fmt.Errorf("%w: %s", ErrLost, m.locks[i].Path()) })
+	m.lost = lockcore.NewAnyLost(dones, func(i int) error { return fmt.Errorf("%w: %s", ErrLost, m.paths[i]) })
 }
 
 // Unlock releases every lock in reverse order, all of them even when some
@@ -143,7 +163,7 @@ func (m *Multi) Unlock(ctx context.Context) error {
 	var errs []error
 	for i := len(m.locks) - 1; i >= 0; i-- {
 		if err := m.locks[i].Unlock(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("multilock: unlock %s: %w", m.locks[i].Path(), err))
+			errs = append(errs, fmt.Errorf("multilock: unlock %s: %w", m.paths[i], err))
 		}
 	}
 	return errors.Join(errs...)
