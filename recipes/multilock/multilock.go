@@ -30,13 +30,16 @@ import (
 // Lock is one lock a Multi takes: a mutex, a side of a read/write lock, a
 // naive lock, a semaphore's mutex. Its Client and Path name its znode on
 // the server (Client().ServerPath(Path())), by which a Multi orders and
-// compares its locks.
+// compares its locks. Context is the current hold's, cancelled when the
+// hold ends; a Multi watches it, through its AfterFunc method where it has
+// one (the recipes' holds do), so that the Multi's Done closes with it.
 type Lock interface {
 	Client() *connection.Client
 	Path() string
 	Lock(ctx context.Context) error
 	Unlock(ctx context.Context) error
 	Done() <-chan struct{}
+	Context() context.Context
 }
 
 // Errors of the multi-lock. Match them with errors.Is.
@@ -133,13 +136,12 @@ func (m *Multi) isHeld() bool {
 	return m.held
 }
 
-// watch closes Done, and cancels Context, when any lock's Done closes.
+// watch closes Done, and cancels Context, when any lock's hold ends.
 func (m *Multi) watch() {
-	dones := make([]<-chan struct{}, len(m.locks))
+	m.lost = lockcore.NewAnyLost(nil)
 	for i, l := range m.locks {
-		dones[i] = l.Done()
+		m.lost.Add(l.Context(), fmt.Errorf("%w: %s", ErrLost, m.paths[i]))
 	}
-	m.lost = lockcore.NewAnyLost(dones, func(i int) error { return fmt.Errorf("%w: %s", ErrLost, m.paths[i]) })
 }
 
 // Unlock releases every lock in reverse order, all of them even when some
@@ -174,8 +176,8 @@ var errReleased = errors.New("multilock: released")
 // closedChan is what Done returns when nothing is held.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// Done is closed when any of the locks is lost; when the Multi does not
-// hold, it is already closed.
+// Done is closed when any of the locks is lost, or when Unlock starts;
+// when the Multi does not hold, it is already closed.
 func (m *Multi) Done() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
