@@ -524,6 +524,11 @@ func (c *Client) ErrorPolicy() ErrorPolicy { return c.opts.errorPolicy }
 // Namespace returns the client's namespace ("" for none).
 func (c *Client) Namespace() string { return c.opts.namespace }
 
+// ServerPath returns the path the server knows p by: p under the client's
+// namespace ("/locks/a" is "/app/locks/a" with namespace "/app"). Two
+// clients name the same znode exactly when their server paths are equal.
+func (c *Client) ServerPath(p string) string { return c.server(p) }
+
 // DefaultData returns the data recipes give their nodes when the caller
 // gives none: WithDefaultData's, else the host's address, as Curator does.
 func (c *Client) DefaultData() []byte { return append([]byte(nil), c.defaultData...) }

@@ -105,14 +105,14 @@ type leaseHold struct {
 }
 
 func newLeaseHold(leases []*semaphore.Lease) *leaseHold {
-	dones := make([]<-chan struct{}, len(leases))
-	for i, l := range leases {
-		dones[i] = l.Done()
+	lost := lockcore.NewAnyLost(nil)
+	for _, l := range leases {
+		lost.Add(l.Context(), fmt.Errorf("%w: %s", semaphore.ErrLeaseLost, l.Node()))
 	}
-	return &leaseHold{leases, lockcore.NewAnyLost(dones, func(i int) error { return context.Cause(leases[i].Context()) })}
+	return &leaseHold{leases, lost}
 }
 
-// stop ends the watching goroutines.
+// stop stops watching the leases, before they are released.
 func (h *leaseHold) stop() { h.Stop(context.Canceled) }
 
 // Token is the newest lease's token.

@@ -5,50 +5,88 @@ import (
 	"sync"
 )
 
-// AnyLost is one lost signal for several holds: Done closes, and Context
-// is cancelled, when the first of them is lost. It owns a goroutine per
-// hold, which Stop ends.
-type AnyLost struct {
-	done   chan struct{}
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   chan struct{}
-	wg     sync.WaitGroup
+// AfterFunc arranges to call f once ctx is done, and returns a function
+// that stops the call, as context.AfterFunc does. A hold's context has a
+// method of that name which calls f in the goroutine that ends the hold,
+// at that moment, before the hold's Done closes: whoever sees Done closed
+// sees what f did. AfterFunc uses it when ctx has it; any other context
+// gets context.AfterFunc, which calls f a moment later in a goroutine of
+// its own.
+func AfterFunc(ctx context.Context, f func()) (stop func() bool) {
+	if h, ok := ctx.(interface{ AfterFunc(func()) func() bool }); ok {
+		return h.AfterFunc(f)
+	}
+	return context.AfterFunc(ctx, f)
 }
 
-// NewAnyLost watches dones; when dones[i] closes first, Done closes and
-// Context's cause is cause(i).
-func NewAnyLost(dones []<-chan struct{}, cause func(i int) error) *AnyLost {
-	a := &AnyLost{done: make(chan struct{}), stop: make(chan struct{})}
+// AnyLost is one lost signal for several holds: its Context is cancelled,
+// and Done closed, when the first of them ends — with that hold's cause —
+// or at Stop. It watches each hold through AfterFunc, so with holds'
+// contexts it starts no goroutine, and it ends in the goroutine that ends
+// the hold, at that moment.
+type AnyLost struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	onLost func(cause error)
+	once   sync.Once // the first of a loss and Stop
+
+	mu      sync.Mutex
+	stops   []func() bool
+	stopped bool
+}
+
+// NewAnyLost returns an AnyLost of no holds yet. If onLost is not nil, it
+// is called once, with the cause, when the first hold ends before Stop,
+// right after Context is cancelled and in the same goroutine: it must not
+// block, nor call into the lock whose hold ended.
+func NewAnyLost(onLost func(cause error)) *AnyLost {
+	a := &AnyLost{onLost: onLost}
 	a.ctx, a.cancel = context.WithCancelCause(context.Background())
-	var once sync.Once
-	for i, d := range dones {
-		a.wg.Add(1)
-		go func() {
-			defer a.wg.Done()
-			select {
-			case <-d:
-				once.Do(func() {
-					a.cancel(cause(i))
-					close(a.done)
-				})
-			case <-a.stop:
-			}
-		}()
-	}
 	return a
 }
 
-// Done is closed when one of the holds is lost.
-func (a *AnyLost) Done() <-chan struct{} { return a.done }
+// Add watches one more hold, whose context is ctx: if it ends first,
+// Context's cause is cause (an error made in advance: nothing is asked of
+// the lock at that moment). A hold that has already ended counts at once
+// (or a moment later: see AfterFunc). After Stop, Add watches nothing.
+func (a *AnyLost) Add(ctx context.Context, cause error) {
+	stop := AfterFunc(ctx, func() { a.end(cause, true) })
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.stopped {
+		stop()
+		return
+	}
+	a.stops = append(a.stops, stop)
+}
 
-// Context is cancelled when Done closes, or at Stop with why.
+func (a *AnyLost) end(cause error, lost bool) {
+	a.once.Do(func() {
+		a.cancel(cause)
+		if lost && a.onLost != nil {
+			a.onLost(cause)
+		}
+	})
+}
+
+// Done is closed when one of the holds has ended, or at Stop.
+func (a *AnyLost) Done() <-chan struct{} { return a.ctx.Done() }
+
+// Context is cancelled when Done closes: its cause is the first ended
+// hold's, or Stop's.
 func (a *AnyLost) Context() context.Context { return a.ctx }
 
-// Stop ends the watching goroutines and cancels Context with why, unless a
-// loss came first. Call it once.
+// Stop cancels Context with why, unless a hold ended first, and then stops
+// watching the holds: Done is closed before Stop lets go of anything, so
+// a caller that releases the holds after Stop releases them with Done
+// already closed. Stop may be called more than once.
 func (a *AnyLost) Stop(why error) {
-	close(a.stop)
-	a.wg.Wait()
-	a.cancel(why)
+	a.end(why, false)
+	a.mu.Lock()
+	stops := a.stops
+	a.stops, a.stopped = nil, true
+	a.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes/naive"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
+	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -34,8 +36,17 @@ func mu(t testing.TB, c *connection.Client, p string) *mutex.Mutex {
 	return m
 }
 
+// Every lock recipe is a Lock.
+var (
+	_ multilock.Lock = (*mutex.Mutex)(nil)
+	_ multilock.Lock = (*rwlock.Side)(nil)
+	_ multilock.Lock = (*naive.Lock)(nil)
+	_ multilock.Lock = (*semaphore.Mutex)(nil)
+)
+
 func TestNewRefusesDuplicates(t *testing.T) {
-	c := &connection.Client{}
+	t.Parallel()
+	c := open(t, shared.Ensemble(t).Servers())
 	a, _ := mutex.New(c, "/a")
 	a2, _ := mutex.New(c, "/a")
 	if _, err := multilock.New(a, a2); !errors.Is(err, multilock.ErrDuplicate) {

@@ -122,6 +122,9 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 // Path returns the lock's path.
 func (m *Mutex) Path() string { return m.path }
 
+// Client returns the client the mutex works through.
+func (m *Mutex) Client() *connection.Client { return m.client }
+
 // Lock blocks until this participant holds the lock or ctx is done. If it
 // already holds it, Lock counts one more hold and returns at once; if that
 // hold was lost, Lock ends it and returns an error matching ErrLockLost.

@@ -73,6 +73,9 @@ func New(c *connection.Client, path string) (*Lock, error) {
 // Path returns the lock node's path.
 func (l *Lock) Path() string { return l.path }
 
+// Client returns the client the lock works through.
+func (l *Lock) Client() *connection.Client { return l.client }
+
 // Lock blocks until this participant holds the lock or ctx is done.
 func (l *Lock) Lock(ctx context.Context) error { return l.h.Lock(ctx, true) }
 
@@ -170,3 +173,7 @@ func (l *Lock) Token() int64 { return l.h.Token() }
 // Done is closed when the current hold can no longer be trusted, or was
 // released; when nothing is held it is already closed.
 func (l *Lock) Done() <-chan struct{} { return l.h.Done() }
+
+// Context is cancelled when Done closes, with the reason as its cause;
+// when nothing is held it is already cancelled with ErrNotLocked.
+func (l *Lock) Context() context.Context { return l.h.Context() }

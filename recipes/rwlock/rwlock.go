@@ -180,6 +180,9 @@ func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquire
 // Path returns the lock's path.
 func (s *Side) Path() string { return s.rw.path }
 
+// Client returns the client the lock works through.
+func (s *Side) Client() *connection.Client { return s.rw.client }
+
 // Lock blocks until this side is held or ctx is done; see the mutex's
 // Lock for the contract. The write side returns an error matching
 // ErrUpgrade at once while this RWMutex holds the read side.

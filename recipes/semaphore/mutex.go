@@ -46,6 +46,9 @@ func NewMutex(sem *Semaphore) (*Mutex, error) {
 // Path returns the semaphore's path.
 func (m *Mutex) Path() string { return m.sem.path }
 
+// Client returns the client the semaphore works through.
+func (m *Mutex) Client() *connection.Client { return m.sem.client }
+
 // Lock blocks until it holds the lease or ctx is done.
 func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
 
@@ -101,6 +104,20 @@ func (m *Mutex) Done() <-chan struct{} {
 		return closedChan
 	}
 	return m.lease.Done()
+}
+
+// Context is the lease's context, cancelled when Done closes with the
+// reason as its cause; when nothing is held it is already cancelled with
+// ErrNotLocked.
+func (m *Mutex) Context() context.Context {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lease == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(ErrNotLocked)
+		return ctx
+	}
+	return m.lease.Context()
 }
 
 // Token is the lease's fencing token, or 0.
