@@ -98,14 +98,18 @@ func TestOneLeaderUnderFaults(t *testing.T) {
 				case <-resign:
 				case <-runCtx.Done():
 				}
-				mu.Lock()
-				delete(terms, cd.id)
-				mu.Unlock()
+				// The resigning term stays in the overlap check until
+				// Resign returns: its Done must close before its node's
+				// delete leaves the client, or the next leader would be
+				// elected beside it.
 				rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				if err := term.Resign(rctx); err != nil && !errors.Is(err, election.ErrTermLost) {
 					t.Errorf("%s: resign: %v", cd.id, err)
 				}
 				cancel()
+				mu.Lock()
+				delete(terms, cd.id)
+				mu.Unlock()
 			}
 		}()
 	}
