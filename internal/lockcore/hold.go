@@ -227,7 +227,8 @@ func (h *Hold) Context() context.Context { return h.ctx }
 // Cause is why the hold ended (nil while it lasts).
 func (h *Hold) Cause() error { return context.Cause(h.ctx) }
 
-// End ends the hold, then releases its node with release:
+// End ends the hold, then releases its node with release (nil: ends it
+// without a request, as Stop does):
 //   - a hold lost before sends nothing: its node goes with its session, or
 //     is being deleted in the background; the error is why it was lost;
 //   - otherwise the hold ends first (Done closes, with the released
@@ -253,6 +254,10 @@ func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) 
 		return h.Cause()
 	}
 	h.wg.Wait() // the watchers end with the hold's context
+	if release == nil {
+		// Ended without a request: the node is the caller's to delete.
+		return nil
+	}
 	err := release(ctx, h.Acquired)
 	switch {
 	case err == nil:
