@@ -135,6 +135,9 @@ func (e unansweredError) Error() string { return e.err.Error() }
 func (e unansweredError) Unwrap() error { return e.err }
 
 func isUnanswered(err error) bool {
+	if err == nil {
+		return false // the common case, without errors.As's allocation
+	}
 	var u unansweredError
 	return errors.As(err, &u)
 }

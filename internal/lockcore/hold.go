@@ -170,6 +170,12 @@ func (h *Hold) finish(cause error) bool {
 // receive loop and must not call the client. A deletion ends the hold; a
 // change of the data (a revocation) needs the watch set again.
 func (h *Hold) nodeEvent(ev zk.Event) {
+	h.mu.Lock()
+	over := h.over
+	h.mu.Unlock()
+	if over {
+		return // released: this is its own delete
+	}
 	switch ev.Type {
 	case zk.EventNodeDeleted:
 		if h.finish(fmt.Errorf("%w: its node %s was deleted by another client", h.cfg.Lost, h.Path)) {
