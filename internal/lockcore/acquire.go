@@ -60,7 +60,7 @@ var errRestart = errors.New("lockcore: restart")
 // it starts again in the next session, at the back of the queue.
 func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 	for {
-		created, err := l.Client.CreateProtected(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential)
+		created, err := l.create(ctx)
 		if err != nil {
 			if errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
 				continue // CreateProtected waits for the next session
