@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,5 +185,59 @@ func waitChildren(t *testing.T, c *connection.Client, dir string, n int) {
 		case <-ctx.Done():
 			t.Fatalf("%s has %d children, want %d", dir, len(names), n)
 		}
+	}
+}
+
+// TestSaturatedSequenceInFlight: contenders from several clients lock at
+// once as the directory's counter reaches its limit. One is numbered
+// 2147483646 and holds; ZooKeeper numbers the others 2147483647 or, while
+// a create is in flight ahead of them, below 0 — ahead of the holder. None
+// of those holds, each fails with ErrSequenceExhausted, and none leaves a
+// node.
+func TestSaturatedSequenceInFlight(t *testing.T) {
+	s := seqserver.Start(t)
+	ctx := ctxFor(t, time.Minute)
+	var clients []*connection.Client
+	for range 4 {
+		clients = append(clients, open(t, s.Servers()))
+	}
+	lock := "/lock"
+	if _, err := clients[0].Create(ctx, lock, nil, connection.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	s.SetCounter(t, lock, math.MaxInt32-1)
+
+	// Each returns at once: it holds, or its node is refused, or (the
+	// holder) it waits for the refused nodes ahead of it to go.
+	lockCtx := ctxFor(t, 20*time.Second)
+	ms := make([]*mutex.Mutex, 48)
+	errs := make([]error, len(ms))
+	var wg sync.WaitGroup
+	for i := range ms {
+		ms[i] = newMutex(t, clients[i%len(clients)], lock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = ms[i].Lock(lockCtx)
+		}()
+	}
+	wg.Wait()
+	var holders []string
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if closed(ms[i].Done()) {
+				t.Fatalf("holder %s lost its hold", ms[i].Node())
+			}
+			holders = append(holders, path.Base(ms[i].Node()))
+		case !errors.Is(err, connection.ErrSequenceExhausted):
+			t.Errorf("contender %d: %v, want ErrSequenceExhausted", i, err)
+		}
+	}
+	if len(holders) != 1 || !strings.HasSuffix(holders[0], "-lock-2147483646") {
+		t.Fatalf("holders %q, want the one numbered 2147483646", holders)
+	}
+	if names := children(t, clients[0], lock); len(names) != 1 {
+		t.Fatalf("children %q, want the holder's node only", names)
 	}
 }
