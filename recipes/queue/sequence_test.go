@@ -101,3 +101,22 @@ func TestPutAtTheSequenceLimit(t *testing.T) {
 	}
 	entries(0)
 }
+
+// TestTakeAtTheSequenceLimit: the line of idle workers is a lock
+// directory; a worker whose place in it is numbered at the limit fails
+// with connection.ErrSequenceExhausted and leaves no node.
+func TestTakeAtTheSequenceLimit(t *testing.T) {
+	s := seqserver.Start(t)
+	c := open(t, s.Servers())
+	ctx := ctxFor(t, time.Minute)
+	if err := c.EnsurePath(ctx, "/q/takers"); err != nil {
+		t.Fatal(err)
+	}
+	s.SetCounter(t, "/q/takers", math.MaxInt32)
+	if _, err := newQueue(t, c, "/q").Take(ctx); !errors.Is(err, connection.ErrSequenceExhausted) {
+		t.Fatalf("take: %v, want ErrSequenceExhausted", err)
+	}
+	if names, _, err := c.Children(ctx, "/q/takers"); err != nil || len(names) != 0 {
+		t.Fatalf("line %q, %v; want empty", names, err)
+	}
+}
