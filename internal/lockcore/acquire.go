@@ -60,14 +60,14 @@ var errRestart = errors.New("lockcore: restart")
 // it starts again in the next session, at the back of the queue.
 func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 	for {
-		created, err := l.create(ctx)
+		created, err := l.Client.CreateProtected(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential)
 		if err != nil {
 			if errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
 				continue // CreateProtected waits for the next session
 			}
 			return Acquired{}, err
 		}
-		a, err := l.await(ctx, created, wait)
+		a, err := l.admit(ctx, created, wait)
 		if err == nil {
 			return a, nil
 		}

@@ -8,10 +8,10 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 )
 
-// create makes the contender's node, protected and ephemeral-sequential.
-// A node whose sequence number is exhausted takes no part: it is deleted,
-// and the attempt fails with an error that wraps
-// connection.ErrSequenceExhausted.
+// admit lets created take part in the queue and waits for its turn
+// (await), unless its sequence number is exhausted: then the attempt fails
+// with an error that wraps connection.ErrSequenceExhausted, and Acquire
+// deletes the node, as after any failed attempt.
 //
 // Why the directory is given up rather than the tie broken. Once a
 // directory's counter reaches its limit, ZooKeeper numbers every node
@@ -37,14 +37,9 @@ import (
 // The first child ever (number 0, which holds without listing) is not
 // affected: 3.6+ give 0 once per directory, and a negative number never
 // counts up to it.
-func (l *Lock) create(ctx context.Context) (connection.Created, error) {
-	created, err := l.Client.CreateProtected(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential)
-	if err != nil {
-		return connection.Created{}, err
-	}
+func (l *Lock) admit(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
 	if c, ok := Parse(path.Base(created.Path)); ok && Exhausted(c.N) {
-		l.abandon(created)
-		return connection.Created{}, fmt.Errorf("%w (%s numbered a node %s)", connection.ErrSequenceExhausted, l.Dir, c.Seq)
+		return Acquired{}, fmt.Errorf("%w (%s numbered a node %s)", connection.ErrSequenceExhausted, l.Dir, c.Seq)
 	}
-	return created, nil
+	return l.await(ctx, created, wait)
 }

@@ -55,7 +55,7 @@ func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool,
 // cversion as the server keeps it; deletes do not count): 0 means no node
 // was ever in it before ours, so none is ahead of ours, and every later
 // node sorts behind it or, numbered at the limit, never holds (see
-// Exhausted and Lock.create) — ours holds, and the listing is a request
+// Exhausted and Lock.admit) — ours holds, and the listing is a request
 // saved. A lock directory is a container, made again after it was emptied
 // and deleted: a key locked for the first time, or again after a while, is
 // taken with a create alone. A queue where nodes may be inserted ahead
