@@ -380,6 +380,9 @@ func checkMode(m Mode) error {
 // A sequential create is not retried after a lost connection: the first
 // attempt may have succeeded, and a retry would leave an orphan; use
 // CreateProtected for sequential nodes that must survive connection loss.
+// One the server refuses because the name exists fails with an error that
+// matches both zk.ErrNodeExists and ErrSequenceExhausted: the directory's
+// counter repeated a number.
 func (c *Client) Create(ctx context.Context, path string, data []byte, mode Mode) (string, error) {
 	return c.create(ctx, "create", path, data, mode, false)
 }
@@ -406,7 +409,7 @@ func (c *Client) create(ctx context.Context, what, path string, data []byte, mod
 			created, err = c.createRaw(ctx, zc, c.server(path), data, mode)
 		}
 		if err != nil && mode.sequential() {
-			return retry.Permanent(err)
+			return retry.Permanent(sequentialErr(err))
 		}
 		return err
 	})

@@ -76,7 +76,7 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 			}
 			return Acquired{}, err
 		}
-		a, err := l.await(ctx, created, wait)
+		a, err := l.admit(ctx, created, wait)
 		if err == nil {
 			return a, nil
 		}

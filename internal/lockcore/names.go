@@ -2,6 +2,7 @@ package lockcore
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,9 +61,10 @@ type Contender struct {
 // not end in a marker and a sequence suffix are not contenders.
 //
 // ZooKeeper writes the parent's counter, a signed 32-bit number, as
-// Java's "%010d": ten digits while it is positive, and after it wraps past
-// 2^31-1 a minus sign and nine digits ("-000000005") or, below
-// -999999999, ten ("-2147483648", 11 characters).
+// Java's "%010d": ten digits while it is not negative, and a minus sign
+// and nine digits ("-000000005") or, below -999999999, ten
+// ("-2147483648", 11 characters) for the negative numbers a directory
+// gives once its counter reached its limit (see Exhausted).
 //
 // The suffix is read from the end of the name: a few comparisons per
 // name, rather than a search through it for each marker, which made most
@@ -85,6 +87,22 @@ func Parse(name string) (Contender, bool) {
 	}
 	return Contender{}, false
 }
+
+// SeqLimit is the last number of a directory's sequence counter.
+const SeqLimit = math.MaxInt32
+
+// Exhausted reports whether sequence number n says nothing of when its
+// node was made: the limit, and negative numbers. ZooKeeper gives each
+// number from 0 to SeqLimit-1 once per directory, in order of creation
+// (it counts creates, not deletes). At the limit, 3.6 and later stop the
+// counter: every later node is numbered SeqLimit too, and creates in
+// flight behind one at the limit are numbered from -2147483648 up, from
+// the records of the requests ahead of them. 3.5 and older let the
+// counter wrap to negative numbers for good (and back to 0 after 2^32
+// creates, which no recipe can tell from a new directory). A node with
+// such a number cannot be placed in the queue; the directory must be made
+// again (connection.ErrSequenceExhausted).
+func Exhausted(n int32) bool { return n < 0 || n == SeqLimit }
 
 // ParseSeq reads a sequence suffix in ZooKeeper's format, and only that:
 // "%010d" of a signed 32-bit number ("0000000007", "-000000005",
@@ -121,13 +139,18 @@ func ParseSeq(s string) (int32, bool) {
 
 // Sort returns the children whose kind accept takes, in queue order: by
 // sequence number as a signed number, then by name. All sequential
-// children of one parent share the parent's counter, so the order is the
-// order of creation whichever client made them, until the counter wraps
-// past 2^31-1. Curator and Kazoo compare the suffix as text, which agrees
-// for the counter's non-negative values; past the wrap they disagree with
-// this order and with each other (Kazoo 2.8's pattern, -?\d{10}, does not
-// even match "-000000005"), so peers sharing a directory agree only before
-// its counter wraps. A lock directory is a container: emptied, it is
+// children of one parent share the parent's counter, which gives each
+// number from 0 to 2147483646 once, in order of creation whichever client
+// creates, so below the limit the order is the order of creation. Numbers
+// at the limit (see Exhausted) say nothing of age: ZooKeeper 3.6+ give
+// 2147483647 to every node after it, and among those the name (a GUID)
+// breaks the tie; negative numbers sort ahead of everything. None of our
+// contenders holds with such a number — Lock.Acquire refuses it and
+// deletes the node — so they never decide who holds; a waiter that lists
+// one ahead of it waits for it to go. Curator and Kazoo compare the suffix
+// as text, which agrees for the counter's non-negative values, but they
+// refuse no number: peers sharing a directory agree only while its counter
+// is below the limit. A lock directory is a container: emptied, it is
 // deleted and its counter starts again.
 func Sort(children []string, accept func(Kind) bool) []Contender {
 	out := make([]Contender, 0, len(children))

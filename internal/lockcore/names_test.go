@@ -70,8 +70,10 @@ func TestSortMixesPeersBySequence(t *testing.T) {
 }
 
 func TestSortOrdersSignedSequences(t *testing.T) {
-	// ZooKeeper's counter wrapped: the newest nodes have negative numbers,
-	// handed out upwards from -2^31. Ordered as signed numbers.
+	// Numbers at the limit: negative ones (creates in flight behind one
+	// at 2^31-1 on ZooKeeper 3.6+, or a counter that wrapped on 3.5 and
+	// older) sort ahead as signed numbers. No contender of ours holds with
+	// one (see TestExhausted), but a waiter waits for it to go.
 	children := []string{
 		"a-lock-0000000007",
 		"b-lock--000000001",

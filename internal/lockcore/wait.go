@@ -54,12 +54,13 @@ func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool,
 
 // created says what to do first once ours is made: list the directory,
 // unless ours is the directory's first child ever. Its sequence number is
-// the directory's count of child creations and deletions when it was made
-// (its cversion): 0 means no node was ever in it before ours, so none is
-// ahead of ours, and every later node sorts behind it (before the counter
-// wraps; see Sort) — ours holds, and the listing is a request saved. A
-// lock directory is a container, made again after it was emptied and
-// deleted: a key locked for the first time, or again after a while, is
+// the directory's count of child creations when it was made (the parent's
+// cversion as the server keeps it; deletes do not count): 0 means no node
+// was ever in it before ours, so none is ahead of ours, and every later
+// node sorts behind it or, numbered at the limit, never holds (see
+// Exhausted and Lock.admit) — ours holds, and the listing is a request
+// saved. A lock directory is a container, made again after it was emptied
+// and deleted: a key locked for the first time, or again after a while, is
 // taken with a create alone. A queue where nodes may be inserted ahead
 // (Relist) lists all the same.
 func (w *waiter) created() step {

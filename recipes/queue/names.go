@@ -51,7 +51,8 @@ func parseEntry(name string) (entry, bool) {
 
 // sortEntries returns the items among children in queue order: priority,
 // then sequence as a signed number. Kazoo sorts the names as text, which
-// agrees until the directory's counter wraps past 2^31-1.
+// agrees for the numbers below the directory counter's limit; Put keeps no
+// item numbered past it (see placed).
 func sortEntries(children []string) []entry {
 	out := make([]entry, 0, len(children))
 	for _, name := range children {

@@ -149,6 +149,13 @@ func WithPriority(p int) PutOption {
 // create is not retried after a lost connection: if Put fails with a
 // connection error, the item may or may not be in the queue (putting it
 // again may deliver it twice, which at-least-once allows).
+//
+// Once the entries directory's sequence numbers are used up (2^31 puts
+// since it was made), Put fails with an error matching
+// connection.ErrSequenceExhausted, and the item is not in the queue: the
+// names would no longer keep the items in order. The queue's directory
+// must be deleted and made again. (If a worker took the item in the
+// moment before Put withdrew it, Put returns nil: it was delivered.)
 func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
 	cfg := putConfig{priority: DefaultPriority}
 	for _, o := range opts {
@@ -160,10 +167,13 @@ func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
 		if err := q.ensure(ctx); err != nil {
 			return q.errorf("put", err)
 		}
-		_, err := q.client.Create(ctx, path.Join(q.entries, entryName(cfg.priority)), data, connection.PersistentSequential)
+		created, err := q.client.Create(ctx, path.Join(q.entries, entryName(cfg.priority)), data, connection.PersistentSequential)
 		if errors.Is(err, zk.ErrNoNode) {
 			q.ensured.Store(false) // someone deleted the directories
 			continue
+		}
+		if err == nil {
+			err = q.placed(ctx, created)
 		}
 		if err != nil {
 			return q.errorf("put", err)
