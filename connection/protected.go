@@ -295,7 +295,10 @@ func (c *Client) GuaranteedDelete(sess *Session, path string, czxid int64) {
 			if stat.Czxid != czxid {
 				return nil // not that node any more
 			}
-			version = stat.Version
+			// At the version read: a write since (a revocation, say)
+			// makes the delete fail with BadVersion, and the node is
+			// read again.
+			return c.deleteAt(ctx, zc, sess, sp, stat)
 		}
 		err := c.run(ctx, func() error { return zc.Delete(sp, version) })
 		if errors.Is(err, zk.ErrNoNode) {

@@ -178,6 +178,11 @@ func (l *Lock) list(ctx context.Context, w *waiter, own string) (step, []string,
 		go func() { ownErr <- l.watchOwn(ctx, w, own) }()
 	}
 	children, _, err := l.Client.Children(ctx, l.Dir)
+	if errors.Is(err, zk.ErrNoNode) {
+		// The directory is gone, and our node with it (deleted by someone
+		// else, and then the emptied container by the server).
+		err = errRestart
+	}
 	if ownErr != nil {
 		if oerr := <-ownErr; err == nil {
 			err = oerr
@@ -225,14 +230,40 @@ func (l *Lock) watch(ctx context.Context, w *waiter, names []string) (step, erro
 // be trusted again; if the session ends, the attempt restarts. Without it
 // Lock could return a hold whose Done is already closed.
 func (l *Lock) confirm(ctx context.Context, a Acquired) (Acquired, error) {
-	a, err := Confirm(ctx, a)
+	a, err := Confirm(ctx, l.Client, a)
+	if errors.Is(err, ErrNodeGone) {
+		return Acquired{}, errRestart
+	}
 	return a, restartOn(err)
 }
 
 // Confirm waits until a's session is trusted and records that period in
 // a.Trusted (see Lock.await). It fails with an error wrapping
 // connection.ErrSessionLost when the session ends first, or ctx's error.
-func Confirm(ctx context.Context, a Acquired) (Acquired, error) {
+//
+// It also makes sure a hold never starts on a spent watch of its node
+// (a.Own): a watch that fired for a change of the node's data (a
+// revocation, an operator's write) says nothing of a deletion after it, so
+// the node is read again with a new watch; a watch that fired for the
+// node's deletion, or a node found gone, fails with ErrNodeGone.
+func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, error) {
+	if a.Own != nil {
+		select {
+		case <-a.Own.Done():
+			if ev := a.Own.Event(); ev.Type != zk.EventNodeDataChanged {
+				return Acquired{}, fmt.Errorf("%w: %s (%v)", ErrNodeGone, a.Path, ev.Type)
+			}
+			_, _, own, err := c.GetWatch(ctx, a.Path)
+			if errors.Is(err, zk.ErrNoNode) {
+				return Acquired{}, fmt.Errorf("%w: %s", ErrNodeGone, a.Path)
+			}
+			if err != nil {
+				return Acquired{}, err
+			}
+			a.Own = own
+		default:
+		}
+	}
 	period, err := a.Session.Trusted(ctx)
 	if err != nil {
 		return Acquired{}, err
@@ -240,6 +271,10 @@ func Confirm(ctx context.Context, a Acquired) (Acquired, error) {
 	a.Trusted = period
 	return a, nil
 }
+
+// ErrNodeGone means the node of a hold about to begin was deleted by
+// someone else: there is nothing to hold.
+var ErrNodeGone = errors.New("lockcore: the node was deleted")
 
 // waitAny waits for one of w's watches (its own node's among them), the
 // session's end or ctx, and tells w what fired. A watch a wait gives up on stays pending until its

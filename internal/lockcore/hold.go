@@ -91,7 +91,18 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 	})
 	h.mu.Unlock()
 	if a.Own != nil {
-		a.Own.AfterFire(h.nodeEvent)
+		// Confirm gave a watch that had not fired; should it have fired
+		// since, for a change of the data, a later deletion is caught by
+		// rewatch — and a hold must not begin unsure of its node, so one
+		// that has is lost at once (the caller acquires again).
+		select {
+		case <-a.Own.Done():
+			if h.finish(fmt.Errorf("%w: the watch of its node %s fired as it began", cfg.Lost, a.Path)) {
+				h.deleteLater()
+			}
+		default:
+			a.Own.AfterFire(h.nodeEvent)
+		}
 	}
 	if cfg.OnRevoke != nil {
 		h.mu.Lock()

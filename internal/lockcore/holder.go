@@ -135,14 +135,23 @@ func (h *Holder) Lock(ctx context.Context, wait bool) error {
 }
 
 // Unlock releases one hold; the last one ends the hold and then deletes
-// the node (Hold.End). A lost hold is ended whatever its count, and the
+// the node (Hold.End), even when ctx is done already (the delete then goes
+// in the background, and the error wraps ctx's). A lost hold is ended whatever its count, and the
 // error matches ErrLockLost. After the last Unlock nothing is held,
 // whatever the error: if the delete's answer never came (the error wraps
 // connection.ErrOutcomeUnknown, and the context's error when it ended
 // first), the node is deleted in the background while its session lives.
 func (h *Holder) Unlock(ctx context.Context) error {
-	if err := h.enter(ctx, "unlock"); err != nil {
-		return err
+	// A free gate is taken even with a context already done: an Unlock
+	// deferred with the context of work that ran out of time must still
+	// let the lock go (its delete then goes in the background), or the
+	// lock would stay held until the session ends.
+	select {
+	case h.gate <- struct{}{}:
+	default:
+		if err := h.enter(ctx, "unlock"); err != nil {
+			return err
+		}
 	}
 	defer h.leave()
 	cur := h.current()

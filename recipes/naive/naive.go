@@ -140,7 +140,7 @@ func (l *Lock) try(ctx context.Context) (lockcore.Acquired, <-chan struct{}, err
 	if err != nil {
 		return lockcore.Acquired{}, nil, err
 	}
-	a, err := lockcore.Confirm(ctx, lockcore.Acquired{Path: l.path, Session: sess, Token: created.Czxid, Own: w})
+	a, err := lockcore.Confirm(ctx, l.client, lockcore.Acquired{Path: l.path, Session: sess, Token: created.Czxid, Own: w})
 	if err != nil {
 		lockcore.Abandon(l.client, sess, l.path, created.Czxid)
 	}

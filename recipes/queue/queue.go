@@ -360,7 +360,7 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*
 	if err != nil {
 		return nil, restartOn(err)
 	}
-	a, err := lockcore.Confirm(ctx, lockcore.Acquired{Path: tpath, Session: sess, Token: created.Czxid, Own: own})
+	a, err := lockcore.Confirm(ctx, q.client, lockcore.Acquired{Path: tpath, Session: sess, Token: created.Czxid, Own: own})
 	if err != nil {
 		return nil, restartOn(err)
 	}

@@ -167,7 +167,7 @@ func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquire
 		if err != nil {
 			return err
 		}
-		a, err = lockcore.Confirm(ctx, lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid, Own: own})
+		a, err = lockcore.Confirm(ctx, rw.client, lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid, Own: own})
 		kept = err == nil
 		return err
 	})

@@ -181,7 +181,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 // while its session lives, and it was counted all along.
 func (l *Lease) start(ctx context.Context) error {
 	for {
-		a, err := lockcore.Confirm(ctx, l.a)
+		a, err := lockcore.Confirm(ctx, l.sem.client, l.a)
+		if errors.Is(err, lockcore.ErrNodeGone) {
+			return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -191,11 +194,7 @@ func (l *Lease) start(ctx context.Context) error {
 			return nil
 		}
 		hold.Stop()
-		select {
-		case <-a.Own.Done():
-			return fmt.Errorf("%w: lease node %s is gone", ErrLeaseLost, a.Path)
-		default: // the period ended: confirm a new one
-		}
+		l.a = a // confirm again: a new period, or the node's fate (Confirm)
 	}
 }
 
