@@ -7,9 +7,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"path"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
