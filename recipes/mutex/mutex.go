@@ -137,13 +137,15 @@ func (m *Mutex) Lock(ctx context.Context) error { return m.h.Lock(ctx, true) }
 // requests, and may wait for them up to ctx.
 func (m *Mutex) TryLock(ctx context.Context) error { return m.h.Lock(ctx, false) }
 
-// Unlock releases one hold; the last one deletes the lock node. It returns
-// an error matching ErrNotLocked when this Mutex holds no lock, and one
-// matching ErrLockLost when the hold was lost first (Done closed): the hold
-// then ends whatever its count, its node goes with its session or is
-// deleted in the background, and the Mutex is free to Lock again. If the
-// delete fails while the hold is still trusted, the lock is still held and
-// Unlock may be called again.
+// Unlock releases one hold; the last one ends the hold — Done closes —
+// and then deletes the lock node. It returns an error matching
+// ErrNotLocked when this Mutex holds no lock, and one matching ErrLockLost
+// when the hold was lost first (Done closed): the hold then ends whatever
+// its count, and its node goes with its session or is deleted in the
+// background. After the last Unlock nothing is held, whatever the error:
+// if the delete's answer never came, or ctx was done (even before the
+// call), the error says so (connection.ErrOutcomeUnknown, ctx's error) and
+// the node is deleted in the background while its session lives.
 func (m *Mutex) Unlock(ctx context.Context) error { return m.h.Unlock(ctx) }
 
 // Held reports whether this Mutex holds the lock (possibly a lost hold

@@ -159,9 +159,10 @@ func (l *Lock) release(ctx context.Context, a lockcore.Acquired) error {
 	return lockcore.Release(ctx, l.client, a)
 }
 
-// Unlock releases the lock by deleting its node. It returns an error
+// Unlock ends the hold and then deletes its node. It returns an error
 // matching ErrNotLocked when this participant does not hold it, and one
-// matching ErrLockLost when the hold was lost first.
+// matching ErrLockLost when the hold was lost first. Nothing is held when
+// it returns, whatever the error (see mutex.Mutex.Unlock).
 func (l *Lock) Unlock(ctx context.Context) error { return l.h.Unlock(ctx) }
 
 // Held reports whether this participant holds the lock.

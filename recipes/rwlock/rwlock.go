@@ -192,8 +192,10 @@ func (s *Side) Lock(ctx context.Context) error { return s.h.Lock(ctx, true) }
 // otherwise returns an error matching ErrLocked.
 func (s *Side) TryLock(ctx context.Context) error { return s.h.Lock(ctx, false) }
 
-// Unlock releases one hold of this side; the last deletes its node. A lost
-// hold is ended and the error matches ErrLockLost.
+// Unlock releases one hold of this side; the last ends the hold and then
+// deletes its node, and nothing of the side is held when it returns,
+// whatever the error (see mutex.Mutex.Unlock). A lost hold is ended and the
+// error matches ErrLockLost.
 func (s *Side) Unlock(ctx context.Context) error { return s.h.Unlock(ctx) }
 
 // Held reports whether this side is held (possibly a lost hold no Lock or
