@@ -129,10 +129,14 @@ func TestRunScaleSmoke(t *testing.T) {
 		if d := r.Deep[impl][6]; d.Handoffs <= 0 {
 			t.Fatalf("%s deep queue: %+v", impl, d)
 		}
-		// Every waiter costs memory, a goroutine, and a watch on the
-		// server. (Resident memory is too coarse for a few hundred; the
-		// heap and stacks of 200 waiters are a megabyte or more.)
-		if d := r.Idle[impl]; d.Waiters != 200 || d.HeapStack < 200<<10 || d.Watches < 200 || d.Threads < 200 {
+		// Every waiter costs a goroutine and a watch on the server, and
+		// the probe sees them. Its memory figures are make bench's: they
+		// are differences of the runtime's page-grained counts, and a few
+		// hundred waiters may fit in spans the scenarios before them
+		// freed (200 zk.Lock waiters measured 128 KiB of heap and stacks
+		// in one run, a megabyte in others), so no bound of them is
+		// checked here.
+		if d := r.Idle[impl]; d.Waiters != 200 || d.Watches < 200 || d.Threads < 200 || d.RSS <= 0 {
 			t.Fatalf("%s idle waiters: %+v", impl, d)
 		}
 	}
