@@ -11,21 +11,43 @@ import (
 type Result struct {
 	Config     Config
 	Start, End int64 // the faulty part, Unix nanoseconds
-	// Failures are participants whose work loop or process failed.
+	// Failures are processes whose work loops or process failed.
 	Failures []string
 	Recipes  []RecipeReport
 	Faults   []FaultReport // one per kind that was injected, and one for the calm before
+	Clients  ClientReport
 
 	holds  []hold
 	spans  []faultSpan
 	pauses map[int][]span
 }
 
+// ClientReport is what the participant processes' clients went through.
+type ClientReport struct {
+	// Processes counts participant processes, Participants the
+	// participants they ran (several on each one's client).
+	Processes, Participants int
+	SessionsLost            int
+	// SameSession counts reconnections in the same session (Reconnected
+	// after Suspended, without Lost): where a write's answer is lost and
+	// the session goes on.
+	SameSession int
+	// Leaks counts processes that had goroutines left after closing their
+	// client. Must be 0.
+	Leaks   int
+	Details []string
+}
+
 // RecipeReport is one recipe's figures.
 type RecipeReport struct {
 	Recipe string
+	// Participants of the recipe, and the processes they ran in.
+	Participants, Processes int
 	// Holds counts Lock calls that returned nil.
 	Holds int
+	// SameClient counts holds that followed one of another participant of
+	// the same process: handovers within one client.
+	SameClient int
 	// LostInTime counts holds whose Done closed while held: the holder
 	// was told in time.
 	LostInTime int
@@ -33,21 +55,19 @@ type RecipeReport struct {
 	// already closed. Must be 0.
 	LostOnReturn int
 	// Overlaps counts holds entered while another participant's hold had
-	// its Done open and that participant was running. Must be 0.
+	// its Done open and that participant was running — of the same
+	// process or not. Must be 0.
 	Overlaps int
 	// PausedOverlaps counts holds entered while another participant's
 	// hold had its Done open because that process was stopped: no client
 	// can close anything while stopped, which is what fencing is for.
 	PausedOverlaps int
+	Releases       ReleaseReport
 	// Fenced and Plain are the register with fencing and the one without.
 	Fenced, Plain registerResult
 	// Orphans counts nodes left in the lock directory once everyone was
 	// idle. Must be 0.
 	Orphans int
-	// Leaks counts participants whose process had goroutines left after
-	// closing its client. Must be 0.
-	Leaks        int
-	SessionsLost int
 	// StaleUnpaused counts the plain register's stale writes that no
 	// stopped process explains (see FaultReport), RefusedUnpaused the
 	// fenced register's refusals of a process that was not stopped.
@@ -55,14 +75,34 @@ type RecipeReport struct {
 	Details                        []string
 }
 
+// ReleaseReport is what the releases (Unlock, Release, Resign) of a
+// recipe's holds returned.
+type ReleaseReport struct {
+	Releases int
+	Short    int // with a deadline of a few milliseconds, not a generous one
+	OK       int // nil
+	Unknown  int // connection.ErrOutcomeUnknown: sent, answer lost
+	Lost     int // connection.ErrSessionLost: the hold was lost first
+	// NotBegun counts releases whose context ended before a lock's Unlock
+	// took its turn: nothing sent, the hold kept and still trusted; the
+	// participant released again.
+	NotBegun int
+	Other    int // any other error
+	// NotOver counts releases after which the hold was not over: Done
+	// open, or the recipe still saying it holds. Must be 0.
+	NotOver int
+}
+
 // FaultReport attributes events to the fault kind in force: each fault's
 // window runs from its start to the next fault's start (the fault, its
 // healing and what followed).
 type FaultReport struct {
-	Kind          string
-	Injected      int
-	Holds         int // holds entered
-	LostInTime    int // holds whose Done closed while held
+	Kind       string
+	Injected   int
+	Holds      int // holds entered
+	LostInTime int // holds whose Done closed while held
+	// Unknown counts releases whose answer never came (ErrOutcomeUnknown).
+	Unknown       int
 	Refused       int // reads and writes the fenced registers refused: stale holders stopped
 	StaleAccepted int // writes the plain registers accepted on an old read: updates overwritten
 	// StaleUnpaused counts the stale writes of StaleAccepted that no
@@ -77,6 +117,9 @@ type FaultReport struct {
 // Violations lists every broken promise; empty when the run is clean.
 func (res *Result) Violations() []string {
 	out := append([]string(nil), res.Failures...)
+	if res.Clients.Leaks != 0 {
+		out = append(out, fmt.Sprintf("%d processes leaked goroutines", res.Clients.Leaks))
+	}
 	for _, r := range res.Recipes {
 		add := func(n int, what string) {
 			if n != 0 {
@@ -85,9 +128,9 @@ func (res *Result) Violations() []string {
 		}
 		add(r.Overlaps, "overlaps while Done was open")
 		add(r.LostOnReturn, "Lock calls returned a lost hold")
+		add(r.Releases.NotOver, "holds not over after their release returned")
 		add(r.Fenced.LostUpdates, "acknowledged updates lost despite fencing")
 		add(r.Orphans, "orphan nodes")
-		add(r.Leaks, "participants leaked goroutines")
 		if r.Fenced.Linearizable == "no" {
 			out = append(out, r.Recipe+": the fenced register's history is not linearizable")
 		}
@@ -100,13 +143,23 @@ func (res *Result) Violations() []string {
 
 // hold is one participant's hold, from its events.
 type hold struct {
-	P, Recipe    int
-	Enter, End   int64 // End: when Done closed, or the participant left
-	Lost         bool  // Done closed while held
-	LostOnReturn bool
-	Token        int64
-	Paused       bool // its process was stopped during it
+	P, Proc, Recipe int
+	Enter, End      int64 // End: when Done closed, or the run ended
+	Lost            bool  // Done closed while held, before the release
+	LostOnReturn    bool
+	Token           int64
+	Paused          bool // its process was stopped during it
+	// The release: its outcome ("" when the hold was never released),
+	// deadline, whether the hold was over after it, and what went wrong.
+	Out      string
+	Deadline time.Duration
+	Over     bool
+	Err      string
 }
+
+// short is the deadline below which a release counts as short: the
+// generous one is 2 s.
+const short = 100 * time.Millisecond
 
 // report fills res from what the participants and registers recorded.
 func (r *runner) report(res *Result, orphans map[string]int, byes map[int]message) {
@@ -119,21 +172,33 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 		recipeIndex[name] = i
 		res.Recipes = append(res.Recipes, RecipeReport{Recipe: name, Orphans: orphans[name]})
 	}
-	for _, p := range r.parts {
-		rr := &res.Recipes[recipeIndex[p.recipe]]
-		hs := holdsOf(p.id, recipeIndex[p.recipe], p.events, res.End)
-		for i := range hs {
-			for _, s := range r.pauses[p.id] {
-				if s.Start < hs[i].End && hs[i].Enter < s.End {
-					hs[i].Paused = true
+	res.Clients.Processes, res.Clients.Participants = len(r.procs), len(r.members)
+	for _, p := range r.procs {
+		seen := map[int]bool{}
+		for _, m := range p.members {
+			ri := recipeIndex[m.recipe]
+			rr := &res.Recipes[ri]
+			rr.Participants++
+			if !seen[ri] {
+				seen[ri] = true
+				rr.Processes++
+			}
+			hs := holdsOf(m.id, ri, m.events, res.End)
+			for i := range hs {
+				hs[i].Proc = p.id
+				for _, s := range r.pauses[m.id] {
+					if s.Start < hs[i].End && hs[i].Enter < s.End {
+						hs[i].Paused = true
+					}
 				}
 			}
+			res.holds = append(res.holds, hs...)
 		}
-		res.holds = append(res.holds, hs...)
-		rr.SessionsLost += byes[p.id].N
+		res.Clients.SessionsLost += byes[p.id].N
+		res.Clients.SameSession += int(byes[p.id].V)
 		if byes[p.id].Err != "" {
-			rr.Leaks++
-			rr.Details = append(rr.Details, fmt.Sprintf("participant %d leaked: %s", p.id, byes[p.id].Err))
+			res.Clients.Leaks++
+			res.Clients.Details = append(res.Clients.Details, fmt.Sprintf("process %d leaked: %s", p.id, byes[p.id].Err))
 		}
 	}
 	sort.Slice(res.holds, func(i, j int) bool { return res.holds[i].Enter < res.holds[j].Enter })
@@ -158,6 +223,7 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 	for i := range res.Recipes {
 		rr := &res.Recipes[i]
 		var active []hold
+		var prev *hold
 		for _, h := range res.holds {
 			if h.Recipe != i {
 				continue
@@ -165,9 +231,24 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 			fr := kindAt(h.Enter)
 			rr.Holds++
 			fr.Holds++
+			if prev != nil && prev.P != h.P && prev.Proc == h.Proc {
+				rr.SameClient++
+			}
+			prev = &h
 			if h.Lost {
 				rr.LostInTime++
 				kindAt(h.End).LostInTime++
+			}
+			rr.Releases.add(h)
+			if h.Out == outUnknown {
+				kindAt(h.End).Unknown++
+			}
+			if h.Out != "" && !h.Over {
+				rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d): hold not over after its release (%s, deadline %v): %s",
+					h.P, h.Proc, h.Token, h.Out, h.Deadline, h.Err))
+			} else if h.Out == outOther {
+				rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d): release (deadline %v) returned: %s",
+					h.P, h.Proc, h.Token, h.Deadline, h.Err))
 			}
 			if h.LostOnReturn {
 				rr.LostOnReturn++
@@ -184,8 +265,13 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 				if g.P == h.P {
 					continue
 				}
-				d := fmt.Sprintf("participant %d (token %d) entered %v into participant %d's hold (token %d)",
-					h.P, h.Token, time.Duration(h.Enter-g.Enter).Round(time.Millisecond), g.P, g.Token)
+				where := "another process"
+				if g.Proc == h.Proc {
+					where = "the same process"
+				}
+				d := fmt.Sprintf("participant %d (process %d, token %d) entered %v into participant %d's hold (%s, token %d; its Done closed %v later, release %q)",
+					h.P, h.Proc, h.Token, time.Duration(h.Enter-g.Enter).Round(time.Microsecond), g.P, where, g.Token,
+					time.Duration(g.End-h.Enter).Round(time.Microsecond), g.Out)
 				if g.Paused {
 					rr.PausedOverlaps++
 					fr.PausedOverlaps++
@@ -219,6 +305,32 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 		if f := kinds[k]; f != nil {
 			res.Faults = append(res.Faults, *f)
 		}
+	}
+}
+
+// add counts h's release.
+func (rr *ReleaseReport) add(h hold) {
+	if h.Out == "" {
+		return
+	}
+	rr.Releases++
+	if h.Deadline < short {
+		rr.Short++
+	}
+	switch h.Out {
+	case outOK:
+		rr.OK++
+	case outUnknown:
+		rr.Unknown++
+	case outLost:
+		rr.Lost++
+	case outNotBegun:
+		rr.NotBegun++
+	default:
+		rr.Other++
+	}
+	if !h.Over {
+		rr.NotOver++
 	}
 }
 
@@ -256,6 +368,7 @@ func holdsOf(p, recipe int, events []message, end int64) []hold {
 				if !cur.Lost && !cur.LostOnReturn {
 					cur.End = m.T
 				}
+				cur.Out, cur.Deadline, cur.Over, cur.Err = m.Out, time.Duration(m.V), m.OK, m.Err
 				out = append(out, *cur)
 				cur = nil
 			}
@@ -267,23 +380,33 @@ func holdsOf(p, recipe int, events []message, end int64) []hold {
 	return out
 }
 
-// Table is the run's figures as Markdown: one table per recipe, one per
-// fault kind.
+// Table is the run's figures as Markdown: one table per recipe, one of
+// the releases, one of the registers, one per fault kind.
 func (res *Result) Table() string {
 	var b strings.Builder
 	cfg := res.Config
+	c := res.Clients
 	d := time.Duration(res.End - res.Start).Round(time.Second)
 	injected := 0
 	for _, f := range res.Faults {
 		injected += f.Injected
 	}
-	fmt.Fprintf(&b, "%v of faults (seed %d): %d participants per recipe, %v sessions, %d faults injected.\n\n",
-		d, cfg.Seed, cfg.Participants, cfg.SessionTimeout, injected)
-	b.WriteString("| recipe | holds | lost in time | overlaps (Done open) | overlaps with a stopped process | lost hold returned | sessions lost | orphans | leaks |\n")
+	fmt.Fprintf(&b, "%v of faults (seed %d): %d participants per recipe, %d in all, in %d processes of 2–4 participants sharing one client; %v sessions; %d faults injected.\n",
+		d, cfg.Seed, cfg.Participants, c.Participants, c.Processes, cfg.SessionTimeout, injected)
+	fmt.Fprintf(&b, "The clients lost %d sessions and reconnected %d times in the same session; %d processes left goroutines behind after closing their client.\n\n",
+		c.SessionsLost, c.SameSession, c.Leaks)
+	b.WriteString("| recipe | participants (processes) | holds | taken over on the same client | lost in time | overlaps (Done open) | overlaps with a stopped process | lost hold returned | orphans |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range res.Recipes {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.Recipe, r.Holds, r.LostInTime,
-			r.Overlaps, r.PausedOverlaps, r.LostOnReturn, r.SessionsLost, r.Orphans, r.Leaks)
+		fmt.Fprintf(&b, "| %s | %d (%d) | %d | %d | %d | %d | %d | %d | %d |\n", r.Recipe, r.Participants, r.Processes, r.Holds, r.SameClient,
+			r.LostInTime, r.Overlaps, r.PausedOverlaps, r.LostOnReturn, r.Orphans)
+	}
+	b.WriteString("\nThe releases (Unlock, Release, Resign), some with a deadline of a few milliseconds, shorter than the answer while answers are slow or lost; after each, whatever it returned, the hold must be over:\n\n")
+	b.WriteString("| recipe | releases | short deadline | answered | outcome unknown | lost before | not begun (context over first, still held) | other errors | hold not over after release |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range res.Recipes {
+		x := r.Releases
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.Recipe, x.Releases, x.Short, x.OK, x.Unknown, x.Lost, x.NotBegun, x.Other, x.NotOver)
 	}
 	b.WriteString("\nThe same increments, to a register that checks fencing tokens and to one that does not:\n\n")
 	b.WriteString("| recipe | increments acknowledged (fenced) | stale requests refused (of a running process) | lost updates | linearizable | increments acknowledged (no fencing) | stale writes accepted (no stopped process involved) | lost updates | linearizable |\n")
@@ -294,10 +417,10 @@ func (res *Result) Table() string {
 			r.Plain.Acked, r.Plain.StaleWrites, r.StaleUnpaused, r.Plain.LostUpdates, r.Plain.Linearizable)
 	}
 	b.WriteString("\nBy fault kind (each fault's window runs to the next fault's start; all recipes):\n\n")
-	b.WriteString("| fault | injected | holds | lost in time | stale requests fenced | stale writes accepted without fencing (no stopped process involved) | overlaps (Done open) | overlaps with a stopped process |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| fault | injected | holds | lost in time | releases, outcome unknown | stale requests fenced | stale writes accepted without fencing (no stopped process involved) | overlaps (Done open) | overlaps with a stopped process |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range res.Faults {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d (%d) | %d | %d |\n", f.Kind, f.Injected, f.Holds, f.LostInTime,
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d (%d) | %d | %d |\n", f.Kind, f.Injected, f.Holds, f.LostInTime, f.Unknown,
 			f.Refused, f.StaleAccepted, f.StaleUnpaused, f.Overlaps, f.PausedOverlaps)
 	}
 	return b.String()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"io"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -14,16 +15,24 @@ import (
 // plot.
 func TestReportCounts(t *testing.T) {
 	const ms = int64(time.Millisecond)
-	ev := func(k string, at int64, ok bool) message { return message{K: k, T: at * ms, OK: ok} }
+	ev := func(k string, at int64, ok bool) message { return message{K: k, T: at * ms, OK: ok, Out: outOK} }
 	res := &Result{Config: Config{Recipes: []string{"mutex"}}, Start: 0, End: 1000 * ms,
 		pauses: map[int][]span{1: {{Start: 400 * ms, End: 700 * ms}}}}
 	// Participant 0 holds 100-200; 1 holds 300 until its Done closes at
 	// 800, stopped 400-700; 2 holds twice, then Lock returns a lost hold.
 	h0 := holdsOf(0, 0, []message{ev(msgEnter, 100, true), ev(msgExit, 200, false)}, res.End)
-	h1 := holdsOf(1, 0, []message{ev(msgEnter, 300, true), ev(msgLost, 800, false), ev(msgExit, 810, false)}, res.End)
-	h2 := holdsOf(2, 0, []message{ev(msgEnter, 150, true), ev(msgExit, 160, false), ev(msgEnter, 500, true), ev(msgExit, 550, false), ev(msgEnter, 900, false)}, res.End)
+	h1 := holdsOf(1, 0, []message{ev(msgEnter, 300, true), ev(msgLost, 800, false), ev(msgExit, 800, true)}, res.End)
+	h2 := holdsOf(2, 0, []message{ev(msgEnter, 150, true), ev(msgExit, 160, true), ev(msgEnter, 500, true), ev(msgExit, 550, true), ev(msgEnter, 900, false)}, res.End)
 	if len(h0) != 1 || len(h1) != 1 || len(h2) != 3 || !h1[0].Lost || h1[0].End != 800*ms || !h2[2].LostOnReturn {
 		t.Fatalf("holds %+v %+v %+v", h0, h1, h2)
+	}
+	// Participant 0's release returned with its hold not over: counted.
+	var rel ReleaseReport
+	for _, h := range append(append(h0, h1...), h2...) {
+		rel.add(h)
+	}
+	if rel.Releases != 4 || rel.NotOver != 1 || rel.OK != 4 {
+		t.Fatalf("releases %+v", rel)
 	}
 	if !res.pausedIn(incr{P: 1, Call: 350 * ms, Return: 750 * ms}) || res.pausedIn(incr{P: 1, Call: 100 * ms, Return: 200 * ms}) ||
 		res.pausedIn(incr{P: 0, Call: 350 * ms, Return: 750 * ms}) {
@@ -65,6 +74,37 @@ func TestRegisterFencing(t *testing.T) {
 			}
 		} else if !accepted || res.LostUpdates != 1 || res.StaleWrites != 1 || res.Linearizable != "no" {
 			t.Fatalf("plain: accepted %v, %+v", accepted, res)
+		}
+	}
+}
+
+// TestLayout: every participant runs in exactly one process of two to
+// four; each recipe has two participants sharing a process.
+func TestLayout(t *testing.T) {
+	for _, c := range []struct{ recipes, per int }{{6, 4}, {6, 5}, {1, 2}, {2, 1}, {6, 2}, {3, 7}} {
+		groups := layout(c.recipes, c.per, rand.New(rand.NewPCG(1, 2)))
+		seen := map[int]bool{}
+		pairs := map[int]bool{}
+		for _, g := range groups {
+			if len(g) < 2 && c.recipes*c.per > 1 || len(g) > 4 {
+				t.Errorf("%+v: a process of %d: %v", c, len(g), groups)
+			}
+			count := map[int]int{}
+			for _, id := range g {
+				if seen[id] {
+					t.Errorf("%+v: participant %d twice: %v", c, id, groups)
+				}
+				seen[id] = true
+				if count[id/c.per]++; count[id/c.per] == 2 {
+					pairs[id/c.per] = true
+				}
+			}
+		}
+		if len(seen) != c.recipes*c.per {
+			t.Errorf("%+v: %d participants placed: %v", c, len(seen), groups)
+		}
+		if c.per >= 2 && len(pairs) != c.recipes {
+			t.Errorf("%+v: recipes sharing a client: %v", c, pairs)
 		}
 	}
 }
