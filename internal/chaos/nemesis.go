@@ -52,7 +52,10 @@ func (r *runner) nemesis(ctx context.Context) error {
 			return fmt.Errorf("nemesis: %s: %w", kind, err)
 		}
 		if what == "" {
-			continue // it did not land (no holder reached the pause point)
+			// It did not land: no holder reached the pause point in time
+			// (the ensemble may be electing a leader), or no leader.
+			r.cfg.Logf("nemesis: %s did not land", kind)
+			continue
 		}
 		r.mu.Lock()
 		r.faults = append(r.faults, faultSpan{Kind: kind, Start: start, End: now(), What: what})

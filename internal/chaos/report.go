@@ -395,6 +395,7 @@ func (res *Result) Table() string {
 		d, cfg.Seed, cfg.Participants, c.Participants, c.Processes, cfg.SessionTimeout, injected)
 	fmt.Fprintf(&b, "The clients lost %d sessions and reconnected %d times in the same session; %d processes left goroutines behind after closing their client.\n\n",
 		c.SessionsLost, c.SameSession, c.Leaks)
+	b.WriteString("An overlap is a Lock (Campaign, Acquire, Take) returning while another participant's Done was open, of the same process or not; for the work queue, its one item taken twice.\n\n")
 	b.WriteString("| recipe | participants (processes) | holds | taken over on the same client | lost in time | overlaps (Done open) | overlaps with a stopped process | lost hold returned | orphans |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range res.Recipes {
