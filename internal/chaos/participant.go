@@ -275,6 +275,7 @@ func (pt *participant) work(ctx context.Context) error {
 		lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		began := time.Now()
 		err := l.Lock(lctx)
+		entered := now() // at once: a late time could hide an overlap
 		cancel()
 		if err != nil {
 			// A deadline, a lost session, a hold lost while waiting: try
@@ -285,6 +286,7 @@ func (pt *participant) work(ctx context.Context) error {
 			continue
 		}
 		done, tok := l.Done(), l.Token()
+		open := !closed(done) // at once too: Lock must not return a lost hold
 		node := ""
 		if h, ok := l.(holderLocker); ok {
 			node = h.Node()
@@ -295,7 +297,7 @@ func (pt *participant) work(ctx context.Context) error {
 		}
 		var ended atomic.Int64 // when the hold ended, Unix ns
 		hctx.AfterFunc(func() { ended.Store(now()) })
-		if err := pt.send(message{K: msgEnter, T: now(), Tok: tok, OK: !closed(done)}); err != nil {
+		if err := pt.send(message{K: msgEnter, T: entered, Tok: tok, OK: open}); err != nil {
 			return err
 		}
 		if err := pt.critical(done, tok, session); err != nil {
