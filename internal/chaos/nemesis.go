@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
@@ -262,6 +264,8 @@ func (r *runner) inject(ctx context.Context, kind string, hold time.Duration, rn
 		return fmt.Sprintf("server %d for %v", i, d.Round(time.Millisecond)), r.ens.Heal()
 	case FaultPauseClient:
 		return r.pauseClient(ctx, rng)
+	case FaultDeleteNode:
+		return r.deleteNode(ctx, rng, sleep)
 	}
 	return "", fmt.Errorf("unknown fault kind %q", kind)
 }
@@ -314,4 +318,70 @@ func (r *runner) pauseClient(ctx context.Context, rng *rand.Rand) (string, error
 	}
 	r.mu.Unlock()
 	return fmt.Sprintf("process %d for %v", p.id, d.Round(time.Millisecond)), err
+}
+
+// deleteNode is an operator deleting a holder's node (as with zkCli's
+// delete), once the node is seen to be the hold's: its czxid is the
+// hold's token. The hold must end — the library ends a hold whose node is
+// gone the moment its client hears of it — and the next contender may
+// take over at once, possibly before the holder's client has heard:
+// overlaps with such a hold are counted apart.
+func (r *runner) deleteNode(ctx context.Context, rng *rand.Rand, sleep func(time.Duration) bool) (string, error) {
+	c, err := r.client(ctx)
+	if err != nil {
+		r.cfg.Logf("nemesis: no session for a delete: %v", err)
+		return "", nil
+	}
+	defer c.Close()
+	for try := 0; try < 5 && ctx.Err() == nil; try++ {
+		m, tok, node := r.holding(rng)
+		if m == nil {
+			sleep(100 * time.Millisecond)
+			continue
+		}
+		dctx, cancel := context.WithTimeout(ctx, time.Second)
+		ok, st, err := c.Exists(dctx, node)
+		if err != nil || !ok || st.Czxid != tok {
+			cancel()
+			continue // released meanwhile
+		}
+		t := now()
+		err = c.Delete(dctx, node, st.Version)
+		cancel()
+		if errors.Is(err, zk.ErrBadVersion) {
+			continue
+		}
+		// Any other outcome may have deleted it (ErrNoNode too, after a
+		// lost answer): count it as done.
+		r.mu.Lock()
+		r.deletes = append(r.deletes, deletion{Recipe: m.recipe, P: m.id, Token: tok, T: t})
+		r.mu.Unlock()
+		sleep(time.Second) // the hold ends, another takes over
+		return fmt.Sprintf("participant %d's node %s (process %d, token %d)", m.id, node, m.proc.id, tok), nil
+	}
+	return "", nil
+}
+
+// holding returns a participant that holds now, with its token and node.
+func (r *runner) holding(rng *rand.Rand) (*member, int64, string) {
+	type held struct {
+		m    *member
+		tok  int64
+		node string
+	}
+	var hs []held
+	for _, p := range r.procs {
+		p.mu.Lock()
+		for _, m := range p.members {
+			if n := len(m.events); n > 0 && m.events[n-1].K == msgEnter && m.events[n-1].OK && m.events[n-1].Node != "" {
+				hs = append(hs, held{m, m.events[n-1].Tok, m.events[n-1].Node})
+			}
+		}
+		p.mu.Unlock()
+	}
+	if len(hs) == 0 {
+		return nil, 0, ""
+	}
+	h := hs[rng.IntN(len(hs))]
+	return h.m, h.tok, h.node
 }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -287,17 +288,14 @@ func (pt *participant) work(ctx context.Context) error {
 		}
 		done, tok := l.Done(), l.Token()
 		open := !closed(done) // at once too: Lock must not return a lost hold
-		node := ""
-		if h, ok := l.(holderLocker); ok {
-			node = h.Node()
-		}
-		hctx, ok := l.Context().(syncAfterFunc)
+		node, holdCtx := l.Node(), l.Context()
+		hctx, ok := holdCtx.(syncAfterFunc)
 		if !ok {
-			return fmt.Errorf("the hold's Context (%T) has no AfterFunc method: the end of a hold cannot be timed", l.Context())
+			return fmt.Errorf("the hold's Context (%T) has no AfterFunc method: the end of a hold cannot be timed", holdCtx)
 		}
 		var ended atomic.Int64 // when the hold ended, Unix ns
 		hctx.AfterFunc(func() { ended.Store(now()) })
-		if err := pt.send(message{K: msgEnter, T: entered, Tok: tok, OK: open}); err != nil {
+		if err := pt.send(message{K: msgEnter, T: entered, Tok: tok, OK: open, Node: node}); err != nil {
 			return err
 		}
 		if err := pt.critical(done, tok, session); err != nil {
@@ -308,11 +306,14 @@ func (pt *participant) work(ctx context.Context) error {
 				return err
 			}
 		}
+		if _, ok := l.(holderLocker); !ok {
+			node = "" // only a lock's Unlock can keep its hold (see release)
+		}
 		exit, err := pt.release(done, node)
 		if err != nil {
 			return err
 		}
-		exit.T = ended.Load()
+		exit.T, exit.End = ended.Load(), endCause(holdCtx)
 		if exit.T == 0 {
 			exit.T, exit.OK = now(), false
 			exit.Err = joinText(exit.Err, "the hold's AfterFunc never ran")
@@ -398,6 +399,24 @@ func (pt *participant) kept(done <-chan struct{}, node string) error {
 	case <-time.After(100 * time.Millisecond):
 	}
 	return fmt.Errorf("the hold is kept and its Done open, but its node %s is gone", node)
+}
+
+// endCause says why a hold ended, from its context's cause. A hold whose
+// node another client deleted says so in its cause's text (lockcore's
+// Hold); a release's cause is the recipe's released error, which none of
+// them makes a session loss.
+func endCause(ctx context.Context) string {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil:
+		return ""
+	case strings.Contains(cause.Error(), "was deleted by another client"):
+		return endDeleted
+	case errors.Is(cause, connection.ErrSessionLost):
+		return endLost
+	default:
+		return endReleased
+	}
 }
 
 // outcome classifies what a release returned; over is what Over said

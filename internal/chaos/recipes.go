@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 
 	"github.com/go-zookeeper/zk"
 
@@ -30,6 +31,8 @@ type Locker interface {
 	// synchronously the moment the hold ends, before Done closes.
 	Context() context.Context
 	Token() int64
+	// Node is the path of the hold's node, while it holds.
+	Node() string
 	// Over checks, after Unlock returned, that the recipe itself says
 	// nothing is held any more (Held false, or a second release refused
 	// as already done), without sending anything.
@@ -176,6 +179,7 @@ func (l *leaseLocker) Over() error {
 func (l *leaseLocker) Done() <-chan struct{}    { return l.lease.Done() }
 func (l *leaseLocker) Context() context.Context { return l.lease.Context() }
 func (l *leaseLocker) Token() int64             { return l.lease.Token() }
+func (l *leaseLocker) Node() string             { return l.lease.Node() }
 
 // termLocker is a leader's term as a lock: Campaign takes it, Resign
 // gives it up.
@@ -216,6 +220,7 @@ func (l *termLocker) Over() error {
 func (l *termLocker) Done() <-chan struct{}    { return l.term.Done() }
 func (l *termLocker) Context() context.Context { return l.term.Context() }
 func (l *termLocker) Token() int64             { return l.term.Token() }
+func (l *termLocker) Node() string             { return l.term.Node() }
 
 // itemLocker is a work queue of one item as a lock: Take takes it,
 // Release puts it back. At most one take of the item may be trusted at a
@@ -258,6 +263,9 @@ func (l *itemLocker) Over() error {
 func (l *itemLocker) Done() <-chan struct{}    { return l.item.Lost() }
 func (l *itemLocker) Context() context.Context { return l.item.Context() }
 func (l *itemLocker) Token() int64             { return l.item.Token() }
+
+// Node is the take's node: the item's name under the taken directory.
+func (l *itemLocker) Node() string { return path.Join(l.q.Path(), "taken", l.item.Name()) }
 
 // putOneItem puts the queue's one item.
 func putOneItem(ctx context.Context, c *connection.Client, path string) error {

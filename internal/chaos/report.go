@@ -17,9 +17,10 @@ type Result struct {
 	Faults   []FaultReport // one per kind that was injected, and one for the calm before
 	Clients  ClientReport
 
-	holds  []hold
-	spans  []faultSpan
-	pauses map[int][]span
+	holds   []hold
+	spans   []faultSpan
+	pauses  map[int][]span
+	deletes []deletion
 }
 
 // ClientReport is what the participant processes' clients went through.
@@ -62,7 +63,19 @@ type RecipeReport struct {
 	// hold had its Done open because that process was stopped: no client
 	// can close anything while stopped, which is what fencing is for.
 	PausedOverlaps int
-	Releases       ReleaseReport
+	// Deleted counts holds that ended because another client deleted
+	// their node, after an operator did (the delete node fault);
+	// DeletedOverlaps the holds entered, after the delete, while such a
+	// hold's Done was still open: its client had not heard yet.
+	Deleted, DeletedOverlaps int
+	// Unexplained counts holds that ended because another client deleted
+	// their node when no operator had deleted one: a participant deleted
+	// another's node. Must be 0.
+	Unexplained int
+	// KeptDeleted counts holds still open a second after an operator
+	// deleted their node. Must be 0.
+	KeptDeleted int
+	Releases    ReleaseReport
 	// Fenced and Plain are the register with fencing and the one without.
 	Fenced, Plain registerResult
 	// Orphans counts nodes left in the lock directory once everyone was
@@ -109,9 +122,10 @@ type FaultReport struct {
 	// stopped process explains: neither the writer nor the writer of the
 	// value it overwrote was stopped during its increment. They come from
 	// the few milliseconds between the last look at Done and the write.
-	StaleUnpaused  int
-	Overlaps       int
-	PausedOverlaps int
+	StaleUnpaused   int
+	Overlaps        int
+	PausedOverlaps  int
+	DeletedOverlaps int // with a hold whose node an operator deleted, after the delete
 }
 
 // Violations lists every broken promise; empty when the run is clean.
@@ -129,6 +143,8 @@ func (res *Result) Violations() []string {
 		add(r.Overlaps, "overlaps while Done was open")
 		add(r.LostOnReturn, "Lock calls returned a lost hold")
 		add(r.Releases.NotOver, "holds not over after their release returned")
+		add(r.Unexplained, "holds ended by a deletion of their node that no operator made")
+		add(r.KeptDeleted, "holds still open a second after an operator deleted their node")
 		add(r.Fenced.LostUpdates, "acknowledged updates lost despite fencing")
 		add(r.Orphans, "orphan nodes")
 		if r.Fenced.Linearizable == "no" {
@@ -149,6 +165,9 @@ type hold struct {
 	LostOnReturn    bool
 	Token           int64
 	Paused          bool // its process was stopped during it
+	Node            string
+	Cause           string    // why it ended: endReleased, endLost, endDeleted; "" if it did not
+	deleted         *deletion // the operator's delete that ended it
 	// The release: its outcome ("" when the hold was never released),
 	// deadline, whether the hold was over after it, and what went wrong.
 	Out      string
@@ -166,6 +185,7 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 	r.mu.Lock()
 	res.spans = append([]faultSpan(nil), r.faults...)
 	res.pauses = r.pauses
+	res.deletes = append([]deletion(nil), r.deletes...)
 	r.mu.Unlock()
 	recipeIndex := map[string]int{}
 	for i, name := range r.cfg.Recipes {
@@ -235,6 +255,24 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 				rr.SameClient++
 			}
 			prev = &h
+			// An operator's delete of this recipe's node from a second
+			// before the hold to its end explains its end by a deletion.
+			var deleted *deletion
+			if h.Cause == endDeleted {
+				for k, d := range res.deletes {
+					if d.Recipe == rr.Recipe && d.T >= h.Enter-int64(time.Second) && d.T <= h.End {
+						deleted = &res.deletes[k]
+					}
+				}
+				if deleted != nil {
+					rr.Deleted++
+				} else {
+					rr.Unexplained++
+					rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d): its node %s was deleted by another client, and no operator had",
+						h.P, h.Proc, h.Token, h.Node))
+				}
+			}
+			h.deleted = deleted
 			if h.Lost {
 				rr.LostInTime++
 				kindAt(h.End).LostInTime++
@@ -272,16 +310,32 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 				d := fmt.Sprintf("participant %d (process %d, token %d) entered %v into participant %d's hold (%s, token %d; its Done closed %v later, release %q)",
 					h.P, h.Proc, h.Token, time.Duration(h.Enter-g.Enter).Round(time.Microsecond), g.P, where, g.Token,
 					time.Duration(g.End-h.Enter).Round(time.Microsecond), g.Out)
-				if g.Paused {
+				switch {
+				case g.deleted != nil && h.Enter >= g.deleted.T:
+					rr.DeletedOverlaps++
+					fr.DeletedOverlaps++
+				case g.Paused:
 					rr.PausedOverlaps++
 					fr.PausedOverlaps++
-				} else {
+				default:
 					rr.Overlaps++
 					fr.Overlaps++
 					rr.Details = append(rr.Details, d)
 				}
 			}
 			active = append(active, h)
+		}
+		for _, d := range res.deletes {
+			if d.Recipe != rr.Recipe {
+				continue
+			}
+			for _, h := range res.holds {
+				if h.P == d.P && h.Token == d.Token && !h.Paused && h.End > d.T+int64(time.Second) {
+					rr.KeptDeleted++
+					rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d): its Done still open %v after an operator deleted its node %s",
+						h.P, h.Proc, h.Token, time.Duration(h.End-d.T).Round(time.Millisecond), h.Node))
+				}
+			}
 		}
 		name := rr.Recipe
 		fenced, plain := r.regs[name+"/"+regFenced], r.regs[name+"/"+regPlain]
@@ -355,7 +409,7 @@ func holdsOf(p, recipe int, events []message, end int64) []hold {
 			if cur != nil { // never seen: an enter without an exit
 				out = append(out, *cur)
 			}
-			cur = &hold{P: p, Recipe: recipe, Enter: m.T, End: end, Token: m.Tok, LostOnReturn: !m.OK}
+			cur = &hold{P: p, Recipe: recipe, Enter: m.T, End: end, Token: m.Tok, LostOnReturn: !m.OK, Node: m.Node}
 			if !m.OK {
 				cur.End = m.T
 			}
@@ -368,7 +422,7 @@ func holdsOf(p, recipe int, events []message, end int64) []hold {
 				if !cur.Lost && !cur.LostOnReturn {
 					cur.End = m.T
 				}
-				cur.Out, cur.Deadline, cur.Over, cur.Err = m.Out, time.Duration(m.V), m.OK, m.Err
+				cur.Out, cur.Deadline, cur.Over, cur.Err, cur.Cause = m.Out, time.Duration(m.V), m.OK, m.Err, m.End
 				out = append(out, *cur)
 				cur = nil
 			}
@@ -409,6 +463,12 @@ func (res *Result) Table() string {
 		x := r.Releases
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.Recipe, x.Releases, x.Short, x.OK, x.Unknown, x.Lost, x.NotBegun, x.Other, x.NotOver)
 	}
+	b.WriteString("\nHolds whose node another client deleted: after an operator's delete (the delete node fault) the hold must end, and the next may take over before the holder's client has heard; without one, no participant may delete another's node:\n\n")
+	b.WriteString("| recipe | ended by an operator's delete | entered after the delete, its Done still open | still open a second after the delete | ended by a delete no operator made |\n")
+	b.WriteString("|---|---:|---:|---:|---:|\n")
+	for _, r := range res.Recipes {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d |\n", r.Recipe, r.Deleted, r.DeletedOverlaps, r.KeptDeleted, r.Unexplained)
+	}
 	b.WriteString("\nThe same increments, to a register that checks fencing tokens and to one that does not:\n\n")
 	b.WriteString("| recipe | increments acknowledged (fenced) | stale requests refused (of a running process) | lost updates | linearizable | increments acknowledged (no fencing) | stale writes accepted (no stopped process involved) | lost updates | linearizable |\n")
 	b.WriteString("|---|---:|---:|---:|---|---:|---:|---:|---|\n")
@@ -418,11 +478,11 @@ func (res *Result) Table() string {
 			r.Plain.Acked, r.Plain.StaleWrites, r.StaleUnpaused, r.Plain.LostUpdates, r.Plain.Linearizable)
 	}
 	b.WriteString("\nBy fault kind (each fault's window runs to the next fault's start; all recipes):\n\n")
-	b.WriteString("| fault | injected | holds | lost in time | releases, outcome unknown | stale requests fenced | stale writes accepted without fencing (no stopped process involved) | overlaps (Done open) | overlaps with a stopped process |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| fault | injected | holds | lost in time | releases, outcome unknown | stale requests fenced | stale writes accepted without fencing (no stopped process involved) | overlaps (Done open) | overlaps with a stopped process | overlaps with a hold whose node an operator deleted |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, f := range res.Faults {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d (%d) | %d | %d |\n", f.Kind, f.Injected, f.Holds, f.LostInTime, f.Unknown,
-			f.Refused, f.StaleAccepted, f.StaleUnpaused, f.Overlaps, f.PausedOverlaps)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d (%d) | %d | %d | %d |\n", f.Kind, f.Injected, f.Holds, f.LostInTime, f.Unknown,
+			f.Refused, f.StaleAccepted, f.StaleUnpaused, f.Overlaps, f.PausedOverlaps, f.DeletedOverlaps)
 	}
 	return b.String()
 }

@@ -83,13 +83,14 @@ const (
 	FaultIsolateFollower  = "isolate follower"  // a follower cut off from the other servers
 	FaultIsolateLeader    = "isolate leader"    // the leader alone in a minority
 	FaultPauseClient      = "pause client"      // SIGSTOP a holder's process after its last look at Done, longer than its session
+	FaultDeleteNode       = "delete node"       // an operator deletes a holder's node
 	calm                  = "none (before the first fault)"
 	participantStartLimit = 60 * time.Second
 )
 
 // FaultKinds lists every kind, in the order of the reports.
 var FaultKinds = []string{FaultDropReplies, FaultSlowReplies, FaultBlackhole, FaultDelayReplies, FaultDropRequests,
-	FaultPauseServer, FaultKillLeader, FaultIsolateFollower, FaultIsolateLeader, FaultPauseClient}
+	FaultPauseServer, FaultKillLeader, FaultIsolateFollower, FaultIsolateLeader, FaultPauseClient, FaultDeleteNode}
 
 // leadingKinds open every round of the nemesis (see nemesis), so that a
 // short run always has answers lost while releases are in flight.
@@ -105,10 +106,19 @@ type runner struct {
 	regs    map[string]*register // recipe + "/" + regFenced or regPlain
 	started int64
 
-	mu     sync.Mutex
-	rng    *rand.Rand // release deadlines
-	faults []faultSpan
-	pauses map[int][]span // participant → when its process was stopped
+	mu      sync.Mutex
+	rng     *rand.Rand // release deadlines
+	faults  []faultSpan
+	pauses  map[int][]span // participant → when its process was stopped
+	deletes []deletion     // an operator's deletes of holders' nodes
+}
+
+// deletion is an operator's delete of a holder's node.
+type deletion struct {
+	Recipe string
+	P      int
+	Token  int64 // the czxid of the node deleted
+	T      int64 // when the delete was sent
 }
 
 // peer is the runner's side of one participant process.

@@ -19,11 +19,11 @@ import (
 // client; P names the participant a message is about (or for).
 const (
 	msgHello   = "hello"   // process → runner: N = its pid
-	msgEnter   = "enter"   // Lock returned nil: P, Tok, T; OK = its Done was open
+	msgEnter   = "enter"   // Lock returned nil: P, Tok, T, Node; OK = its Done was open
 	msgLost    = "lost"    // the hold's Done closed while it was held, before its release: P, T
 	msgCrit    = "crit"    // P's last look at Done before writing: a client pause lands here
 	msgRelease = "release" // P is about to release: the runner answers with the deadline (V, ns; 0: a generous one)
-	msgExit    = "exit"    // P's release returned: T = when its Done closed, Out = the release's outcome, Err = what went wrong
+	msgExit    = "exit"    // P's release returned: T = when its Done closed, End = why, Out = the release's outcome, Err = what went wrong
 	msgRead    = "read"    // P, Reg, Tok → reply: OK, V
 	msgWrite   = "write"   // P, Reg, Tok, V → reply: OK
 	msgIdle    = "idle"    // every work loop ended after stop, nothing held: Err when one failed
@@ -42,18 +42,27 @@ const (
 	outOther    = "other"     // anything else (Err says what)
 )
 
+// Why a hold ended (msgExit's End), by its context's cause.
+const (
+	endReleased = "released" // its release
+	endDeleted  = "deleted"  // its node was deleted by another client
+	endLost     = "lost"     // its session, or the session's trust, was lost
+)
+
 // message is every message of either side; unused fields are left out.
 type message struct {
-	K   string `json:"k"`
-	P   int    `json:"p,omitempty"`
-	T   int64  `json:"t,omitempty"` // wall clock, Unix nanoseconds
-	Tok int64  `json:"tok,omitempty"`
-	Reg string `json:"reg,omitempty"`
-	V   int64  `json:"v,omitempty"`
-	OK  bool   `json:"ok,omitempty"`
-	N   int    `json:"n,omitempty"`
-	Out string `json:"out,omitempty"`
-	Err string `json:"err,omitempty"`
+	K    string `json:"k"`
+	P    int    `json:"p,omitempty"`
+	T    int64  `json:"t,omitempty"` // wall clock, Unix nanoseconds
+	Tok  int64  `json:"tok,omitempty"`
+	Reg  string `json:"reg,omitempty"`
+	V    int64  `json:"v,omitempty"`
+	OK   bool   `json:"ok,omitempty"`
+	N    int    `json:"n,omitempty"`
+	Out  string `json:"out,omitempty"`
+	End  string `json:"end,omitempty"`
+	Node string `json:"node,omitempty"`
+	Err  string `json:"err,omitempty"`
 }
 
 func now() int64 { return time.Now().UnixNano() }
