@@ -333,10 +333,11 @@ func (r *runner) deleteNode(ctx context.Context, rng *rand.Rand, sleep func(time
 		return "", nil
 	}
 	defer c.Close()
-	for try := 0; try < 5 && ctx.Err() == nil; try++ {
+	// Holds are short: look for one for up to 3 s.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; {
 		m, tok, node := r.holding(rng)
 		if m == nil {
-			sleep(100 * time.Millisecond)
+			sleep(10 * time.Millisecond)
 			continue
 		}
 		dctx, cancel := context.WithTimeout(ctx, time.Second)
