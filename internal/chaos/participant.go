@@ -126,6 +126,7 @@ func participate(raw string) error {
 			case connection.Lost:
 				n.lost++
 				suspended = false
+				p.w.send(message{K: msgLostSession, T: now()})
 			case connection.Suspended:
 				suspended = true
 			case connection.Reconnected:

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -68,9 +69,16 @@ type RecipeReport struct {
 	// DeletedOverlaps the holds entered, after the delete, while such a
 	// hold's Done was still open: its client had not heard yet.
 	Deleted, DeletedOverlaps int
+	// DeletedSessionEnd counts holds that ended by a deletion of their
+	// node within sessionEndSlack of their client going LOST: the
+	// session's end deleted it — the server expired it (say while the
+	// process was stopped, read on waking before the client noticed) or
+	// the client closed it at LOST — and the deletion was heard before
+	// the end of trust, which reaches Done a goroutine later.
+	DeletedSessionEnd int
 	// Unexplained counts holds that ended because another client deleted
-	// their node when no operator had deleted one: a participant deleted
-	// another's node. Must be 0.
+	// their node when no operator had deleted one, and their session did
+	// not end: a participant deleted another's node. Must be 0.
 	Unexplained int
 	// KeptDeleted counts holds still open a second after an operator
 	// deleted their node. Must be 0.
@@ -168,6 +176,7 @@ type hold struct {
 	Node            string
 	Cause           string    // why it ended: endReleased, endLost, endDeleted; "" if it did not
 	deleted         *deletion // the operator's delete that ended it
+	sessionEnded    bool      // its process's client went LOST within sessionEndSlack of its end
 	// The release: its outcome ("" when the hold was never released),
 	// deadline, whether the hold was over after it, and what went wrong.
 	Out      string
@@ -175,6 +184,14 @@ type hold struct {
 	Over     bool
 	Err      string
 }
+
+// sessionEndSlack is how close to its client's LOST a hold ended by a
+// deletion must end for the session's end to explain the deletion: the
+// deletion is heard a round trip after the client closes its session at
+// LOST, or, in a process woken from a stop, just before the client
+// notices that its session expired; LOST reaches the runner a goroutine
+// or two later.
+const sessionEndSlack = int64(250 * time.Millisecond)
 
 // short is the deadline below which a release counts as short: the
 // generous one is 2 s.
@@ -194,6 +211,14 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 	}
 	res.Clients.Processes, res.Clients.Participants = len(r.procs), len(r.members)
 	for _, p := range r.procs {
+		// Its connection may be ending still.
+		p.mu.Lock()
+		lost := slices.Clone(p.lost)
+		events := map[int][]message{}
+		for _, m := range p.members {
+			events[m.id] = slices.Clone(m.events)
+		}
+		p.mu.Unlock()
 		seen := map[int]bool{}
 		for _, m := range p.members {
 			ri := recipeIndex[m.recipe]
@@ -203,9 +228,14 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 				seen[ri] = true
 				rr.Processes++
 			}
-			hs := holdsOf(m.id, ri, m.events, res.End)
+			hs := holdsOf(m.id, ri, events[m.id], res.End)
 			for i := range hs {
 				hs[i].Proc = p.id
+				for _, t := range lost {
+					if d := t - hs[i].End; -sessionEndSlack <= d && d <= sessionEndSlack {
+						hs[i].sessionEnded = true
+					}
+				}
 				for _, s := range r.pauses[m.id] {
 					if s.Start < hs[i].End && hs[i].Enter < s.End {
 						hs[i].Paused = true
@@ -264,12 +294,15 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 						deleted = &res.deletes[k]
 					}
 				}
-				if deleted != nil {
+				switch {
+				case deleted != nil:
 					rr.Deleted++
-				} else {
+				case h.sessionEnded:
+					rr.DeletedSessionEnd++
+				default:
 					rr.Unexplained++
-					rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d): its node %s was deleted by another client, and no operator had",
-						h.P, h.Proc, h.Token, h.Node))
+					rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d, %s): its node %s was deleted by another client, and no operator had",
+						h.P, h.Proc, h.Token, res.when(h.Enter), h.Node))
 				}
 			}
 			h.deleted = deleted
@@ -282,8 +315,8 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 				kindAt(h.End).Unknown++
 			}
 			if h.Out != "" && !h.Over {
-				rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d): hold not over after its release (%s, deadline %v): %s",
-					h.P, h.Proc, h.Token, h.Out, h.Deadline, h.Err))
+				rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d, %s): hold not over after its release (%s, deadline %v): %s",
+					h.P, h.Proc, h.Token, res.when(h.Enter), h.Out, h.Deadline, h.Err))
 			} else if h.Out == outOther {
 				rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d): release (deadline %v) returned: %s",
 					h.P, h.Proc, h.Token, h.Deadline, h.Err))
@@ -307,9 +340,9 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 				if g.Proc == h.Proc {
 					where = "the same process"
 				}
-				d := fmt.Sprintf("participant %d (process %d, token %d) entered %v into participant %d's hold (%s, token %d; its Done closed %v later, release %q)",
-					h.P, h.Proc, h.Token, time.Duration(h.Enter-g.Enter).Round(time.Microsecond), g.P, where, g.Token,
-					time.Duration(g.End-h.Enter).Round(time.Microsecond), g.Out)
+				d := fmt.Sprintf("participant %d (process %d, token %d, %s) entered %v into participant %d's hold (%s, token %d; its Done closed %v later, release %q, ended %s)",
+					h.P, h.Proc, h.Token, res.when(h.Enter), time.Duration(h.Enter-g.Enter).Round(time.Microsecond), g.P, where, g.Token,
+					time.Duration(g.End-h.Enter).Round(time.Microsecond), g.Out, g.Cause)
 				switch {
 				case g.deleted != nil && h.Enter >= g.deleted.T:
 					rr.DeletedOverlaps++
@@ -332,8 +365,8 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 			for _, h := range res.holds {
 				if h.P == d.P && h.Token == d.Token && !h.Paused && h.End > d.T+int64(time.Second) {
 					rr.KeptDeleted++
-					rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d): its Done still open %v after an operator deleted its node %s",
-						h.P, h.Proc, h.Token, time.Duration(h.End-d.T).Round(time.Millisecond), h.Node))
+					rr.Details = append(rr.Details, fmt.Sprintf("participant %d (process %d, token %d, %s): its Done still open %v after an operator deleted its node %s",
+						h.P, h.Proc, h.Token, res.when(d.T), time.Duration(h.End-d.T).Round(time.Millisecond), h.Node))
 				}
 			}
 		}
@@ -360,6 +393,18 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 			res.Faults = append(res.Faults, *f)
 		}
 	}
+}
+
+// when says when t was: into the run, and the fault in force.
+func (res *Result) when(t int64) string {
+	k := calm
+	for _, f := range res.spans {
+		if f.Start > t {
+			break
+		}
+		k = f.Kind
+	}
+	return fmt.Sprintf("%v into the run, %s", time.Duration(t-res.Start).Round(time.Millisecond), k)
 }
 
 // add counts h's release.
@@ -464,10 +509,10 @@ func (res *Result) Table() string {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.Recipe, x.Releases, x.Short, x.OK, x.Unknown, x.Lost, x.NotBegun, x.Other, x.NotOver)
 	}
 	b.WriteString("\nHolds whose node another client deleted: after an operator's delete (the delete node fault) the hold must end, and the next may take over before the holder's client has heard; without one, no participant may delete another's node:\n\n")
-	b.WriteString("| recipe | ended by an operator's delete | entered after the delete, its Done still open | still open a second after the delete | ended by a delete no operator made |\n")
-	b.WriteString("|---|---:|---:|---:|---:|\n")
+	b.WriteString("| recipe | ended by an operator's delete | entered after the delete, its Done still open | still open a second after the delete | ended by its own session's end | ended by a delete no operator made |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|\n")
 	for _, r := range res.Recipes {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d |\n", r.Recipe, r.Deleted, r.DeletedOverlaps, r.KeptDeleted, r.Unexplained)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d |\n", r.Recipe, r.Deleted, r.DeletedOverlaps, r.KeptDeleted, r.DeletedSessionEnd, r.Unexplained)
 	}
 	b.WriteString("\nThe same increments, to a register that checks fencing tokens and to one that does not:\n\n")
 	b.WriteString("| recipe | increments acknowledged (fenced) | stale requests refused (of a running process) | lost updates | linearizable | increments acknowledged (no fencing) | stale writes accepted (no stopped process involved) | lost updates | linearizable |\n")

@@ -137,6 +137,7 @@ type peer struct {
 	fault     string        // the network fault on its proxy now, if any
 	stopped   bool          // SIGSTOPped now
 	stopAt    int64         // since when
+	lost      []int64       // when its client went LOST
 	idle      chan message
 	bye       chan message
 	gone      chan struct{} // its connection ended
@@ -441,6 +442,11 @@ func (r *runner) serve(p *peer) {
 			continue
 		case msgBye:
 			p.bye <- m
+			continue
+		case msgLostSession:
+			p.mu.Lock()
+			p.lost = append(p.lost, m.T)
+			p.mu.Unlock()
 			continue
 		}
 		mb := p.member(m.P)

@@ -18,19 +18,20 @@ import (
 // Message kinds. A participant process runs several participants on one
 // client; P names the participant a message is about (or for).
 const (
-	msgHello   = "hello"   // process → runner: N = its pid
-	msgEnter   = "enter"   // Lock returned nil: P, Tok, T, Node; OK = its Done was open
-	msgLost    = "lost"    // the hold's Done closed while it was held, before its release: P, T
-	msgCrit    = "crit"    // P's last look at Done before writing: a client pause lands here
-	msgRelease = "release" // P is about to release: the runner answers with the deadline (V, ns; 0: a generous one)
-	msgExit    = "exit"    // P's release returned: T = when its Done closed, End = why, Out = the release's outcome, Err = what went wrong
-	msgRead    = "read"    // P, Reg, Tok → reply: OK, V
-	msgWrite   = "write"   // P, Reg, Tok, V → reply: OK
-	msgIdle    = "idle"    // every work loop ended after stop, nothing held: Err when one failed
-	msgBye     = "bye"     // client closed: N = sessions lost, V = reconnects in the same session, Err = leaked goroutines
-	msgReply   = "reply"   // runner → process, for P
-	msgStop    = "stop"    // runner → process: finish the holds at hand, then idle
-	msgClose   = "close"   // runner → process: close the client and say bye
+	msgHello       = "hello"        // process → runner: N = its pid
+	msgEnter       = "enter"        // Lock returned nil: P, Tok, T, Node; OK = its Done was open
+	msgLost        = "lost"         // the hold's Done closed while it was held, before its release: P, T
+	msgCrit        = "crit"         // P's last look at Done before writing: a client pause lands here
+	msgRelease     = "release"      // P is about to release: the runner answers with the deadline (V, ns; 0: a generous one)
+	msgExit        = "exit"         // P's release returned: T = when its Done closed, End = why, Out = the release's outcome, Err = what went wrong
+	msgRead        = "read"         // P, Reg, Tok → reply: OK, V
+	msgWrite       = "write"        // P, Reg, Tok, V → reply: OK
+	msgLostSession = "session lost" // the process's client went LOST: T
+	msgIdle        = "idle"         // every work loop ended after stop, nothing held: Err when one failed
+	msgBye         = "bye"          // client closed: N = sessions lost, V = reconnects in the same session, Err = leaked goroutines
+	msgReply       = "reply"        // runner → process, for P
+	msgStop        = "stop"         // runner → process: finish the holds at hand, then idle
+	msgClose       = "close"        // runner → process: close the client and say bye
 )
 
 // A release's outcome (msgExit's Out), by the error it returned.
