@@ -274,6 +274,7 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 		rr := &res.Recipes[i]
 		var active []hold
 		var prev *hold
+		used := map[int]bool{} // deletes that explained a hold's end
 		for _, h := range res.holds {
 			if h.Recipe != i {
 				continue
@@ -285,13 +286,16 @@ func (r *runner) report(res *Result, orphans map[string]int, byes map[int]messag
 				rr.SameClient++
 			}
 			prev = &h
-			// An operator's delete of this recipe's node from a second
-			// before the hold to its end explains its end by a deletion.
+			// An operator's delete of this recipe's node during the hold
+			// explains its end by a deletion, once. (A little before it
+			// too: at a fixed path the delete may hit a successor's node
+			// that its Lock has not yet returned.)
 			var deleted *deletion
 			if h.Cause == endDeleted {
 				for k, d := range res.deletes {
-					if d.Recipe == rr.Recipe && d.T >= h.Enter-int64(time.Second) && d.T <= h.End {
-						deleted = &res.deletes[k]
+					if d.Recipe == rr.Recipe && !used[k] && d.T >= h.Enter-int64(100*time.Millisecond) && d.T <= h.End {
+						deleted, used[k] = &res.deletes[k], true
+						break
 					}
 				}
 				switch {
