@@ -8,6 +8,9 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/goleak"
@@ -16,17 +19,17 @@ import (
 )
 
 // ParticipantEnv is the environment variable that makes a process a
-// participant: its value is the participant's configuration, in JSON. A
-// program that runs Run must call MaybeParticipant first thing in main (a
-// test binary: in TestMain), because Run starts participants by running
-// Config.Exe again with it set.
+// participant process: its value is the process's configuration, in
+// JSON. A program that runs Run must call MaybeParticipant first thing in
+// main (a test binary: in TestMain), because Run starts participant
+// processes by running Config.Exe again with it set.
 const ParticipantEnv = "ZKRECIPES_CHAOS_PARTICIPANT"
 
-// participantConfig is what a participant process is started with.
-type participantConfig struct {
+// processConfig is what a participant process is started with: the
+// participants it runs, all on one client.
+type processConfig struct {
 	ID             int
-	Recipe         string
-	Path           string
+	Members        []memberConfig
 	Servers        []string // its own proxy's addresses
 	SessionTimeout time.Duration
 	ServerLag      time.Duration
@@ -35,8 +38,15 @@ type participantConfig struct {
 	Seed           uint64
 }
 
-// MaybeParticipant runs this process as a participant and exits, when it
-// was started as one; else it returns at once.
+// memberConfig is one participant of a process.
+type memberConfig struct {
+	ID     int // unique in the run
+	Recipe string
+	Path   string
+}
+
+// MaybeParticipant runs this process as a participant process and exits,
+// when it was started as one; else it returns at once.
 func MaybeParticipant() {
 	raw, ok := os.LookupEnv(ParticipantEnv)
 	if !ok {
@@ -49,23 +59,29 @@ func MaybeParticipant() {
 	os.Exit(0)
 }
 
-// participant is the process side of one participant.
-type participant struct {
-	cfg     participantConfig
+// process is the process side of a participant process: several
+// participants sharing one connection.Client, as a Go service shares one
+// client among its goroutines.
+type process struct {
+	cfg     processConfig
 	w       *wire
-	replies chan message
-	stop    chan struct{} // the runner said stop
-	closing chan struct{} // the runner said close
-	rng     *rand.Rand
+	replies map[int]chan message // by participant; fixed before the reader starts
+	stop    chan struct{}        // the runner said stop
+	closing chan struct{}        // the runner said close
+}
+
+// participant is one participant of a process: its own recipe value.
+type participant struct {
+	id   int
+	proc *process
+	c    *connection.Client // shared with the process's other participants
+	l    Locker
+	rng  *rand.Rand
 }
 
 func participate(raw string) error {
-	var cfg participantConfig
+	var cfg processConfig
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
-		return err
-	}
-	recipe, err := recipeNamed(cfg.Recipe)
-	if err != nil {
 		return err
 	}
 	conn, err := net.Dial("tcp", cfg.Runner)
@@ -73,10 +89,12 @@ func participate(raw string) error {
 		return err
 	}
 	defer conn.Close()
-	p := &participant{
-		cfg: cfg, w: newWire(conn),
-		replies: make(chan message, 1), stop: make(chan struct{}), closing: make(chan struct{}),
-		rng: rand.New(rand.NewPCG(cfg.Seed, uint64(cfg.ID))),
+	p := &process{
+		cfg: cfg, w: newWire(conn), replies: map[int]chan message{},
+		stop: make(chan struct{}), closing: make(chan struct{}),
+	}
+	for _, m := range cfg.Members {
+		p.replies[m.ID] = make(chan message, 1)
 	}
 	readDone := make(chan error, 1)
 	go func() { readDone <- p.read() }()
@@ -98,20 +116,41 @@ func participate(raw string) error {
 	lctx, stopListening := context.WithCancel(context.Background())
 	defer stopListening()
 	states := c.Listen(lctx)
-	lostCh := make(chan int, 1)
+	type counts struct{ lost, sameSession int }
+	countCh := make(chan counts, 1)
 	go func() {
-		n := 0
+		var n counts
+		suspended := false
 		for s := range states {
-			if s == connection.Lost {
-				n++
+			switch s {
+			case connection.Lost:
+				n.lost++
+				suspended = false
+				p.w.send(message{K: msgLostSession, T: now()})
+			case connection.Suspended:
+				suspended = true
+			case connection.Reconnected:
+				if suspended { // no Lost since: the same session
+					n.sameSession++
+				}
+				suspended = false
 			}
 		}
-		lostCh <- n
+		countCh <- n
 	}()
-	l, err := recipe.New(c, cfg.Path)
-	if err != nil {
-		c.Close()
-		return err
+	var parts []*participant
+	for _, m := range cfg.Members {
+		recipe, err := recipeNamed(m.Recipe)
+		if err != nil {
+			c.Close()
+			return err
+		}
+		l, err := recipe.New(c, m.Path, m.ID)
+		if err != nil {
+			c.Close()
+			return err
+		}
+		parts = append(parts, &participant{id: m.ID, proc: p, c: c, l: l, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(m.ID)))})
 	}
 
 	ctx, cancelWork := context.WithCancel(context.Background())
@@ -122,8 +161,20 @@ func participate(raw string) error {
 		}
 		cancelWork()
 	}()
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, pt := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := pt.work(ctx); err != nil {
+				errs[i] = fmt.Errorf("participant %d (%s): %w", pt.id, cfg.Members[i].Recipe, err)
+			}
+		}()
+	}
+	wg.Wait()
 	idle := message{K: msgIdle}
-	if err := p.work(ctx, l); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		idle.Err = err.Error()
 	}
 	cancelWork()
@@ -133,9 +184,10 @@ func participate(raw string) error {
 	<-p.closing
 	c.Close()
 	stopListening()
-	bye := message{K: msgBye, N: <-lostCh}
+	n := <-countCh
+	bye := message{K: msgBye, N: n.lost, V: int64(n.sameSession)}
 	// The reader is the only goroutine meant to outlive the client.
-	if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/zkrecipes/zkrecipes/internal/chaos.(*participant).read")); err != nil {
+	if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/zkrecipes/zkrecipes/internal/chaos.(*process).read")); err != nil {
 		bye.Err = err.Error()
 	}
 	if err := p.w.send(bye); err != nil {
@@ -147,7 +199,7 @@ func participate(raw string) error {
 }
 
 // read routes what the runner sends until the connection closes.
-func (p *participant) read() error {
+func (p *process) read() error {
 	stopped, closed := false, false
 	for {
 		m, err := p.w.recv()
@@ -159,7 +211,9 @@ func (p *participant) read() error {
 		}
 		switch m.K {
 		case msgReply:
-			p.replies <- m
+			if ch := p.replies[m.P]; ch != nil {
+				ch <- m
+			}
 		case msgStop:
 			if !stopped {
 				stopped = true
@@ -174,17 +228,30 @@ func (p *participant) read() error {
 	}
 }
 
-// call sends a register request and waits for its answer.
-func (p *participant) call(m message) (message, error) {
-	if err := p.w.send(m); err != nil {
+// send reports an event of the participant.
+func (pt *participant) send(m message) error {
+	m.P = pt.id
+	return pt.proc.w.send(m)
+}
+
+// call sends a request of the participant and waits for its answer.
+func (pt *participant) call(m message) (message, error) {
+	if err := pt.send(m); err != nil {
 		return message{}, err
 	}
 	select {
-	case r := <-p.replies:
+	case r := <-pt.proc.replies[pt.id]:
 		return r, nil
-	case <-p.closing:
+	case <-pt.proc.closing:
 		return message{}, errors.New("runner closed the connection")
 	}
+}
+
+// syncAfterFunc is the AfterFunc method of a hold's context: it calls f
+// in the goroutine that ends the hold, at that moment, before Done closes
+// and before any release is sent.
+type syncAfterFunc interface {
+	AfterFunc(f func()) (stop func() bool)
 }
 
 // work takes the lock over and over until ctx ends. Under each hold it
@@ -195,12 +262,22 @@ func (p *participant) call(m message) (message, error) {
 // holders land while they hold. The participant leaves as soon as Done
 // closes — except in the few milliseconds between its last look at Done
 // and its writes (after msgCrit), where a paused process cannot look.
-func (p *participant) work(ctx context.Context, l Locker) error {
-	session := p.cfg.SessionTimeout
+//
+// A hold ends when its Done closes: the moment is taken by a function the
+// hold's context runs synchronously as it ends, before Done closes and
+// before the release is sent — so a successor that enters before that
+// moment entered while this Done was open. The release's deadline is the
+// runner's (msgRelease): sometimes shorter than the reply time, so that
+// the delete applies after Unlock gave up on its answer. Whatever Unlock
+// returns, the hold must be over; the exit event says how it went.
+func (pt *participant) work(ctx context.Context) error {
+	l := pt.l
+	session := pt.proc.cfg.SessionTimeout
 	for ctx.Err() == nil {
 		lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		began := time.Now()
 		err := l.Lock(lctx)
+		entered := now() // at once: a late time could hide an overlap
 		cancel()
 		if err != nil {
 			// A deadline, a lost session, a hold lost while waiting: try
@@ -211,55 +288,176 @@ func (p *participant) work(ctx context.Context, l Locker) error {
 			continue
 		}
 		done, tok := l.Done(), l.Token()
-		if err := p.w.send(message{K: msgEnter, T: now(), Tok: tok, OK: !closed(done)}); err != nil {
+		open := !closed(done) // at once too: Lock must not return a lost hold
+		node, holdCtx := l.Node(), l.Context()
+		hctx, ok := holdCtx.(syncAfterFunc)
+		if !ok {
+			return fmt.Errorf("the hold's Context (%T) has no AfterFunc method: the end of a hold cannot be timed", holdCtx)
+		}
+		var ended atomic.Int64 // when the hold ended, Unix ns
+		hctx.AfterFunc(func() { ended.Store(now()) })
+		if err := pt.send(message{K: msgEnter, T: entered, Tok: tok, OK: open, Node: node}); err != nil {
 			return err
 		}
-		left := make(chan struct{})
-		watched := make(chan struct{})
-		go func() {
-			defer close(watched)
-			select {
-			case <-done:
-				p.w.send(message{K: msgLost, T: now()})
-			case <-left:
-			}
-		}()
-		if err := p.critical(done, tok, session); err != nil {
+		if err := pt.critical(done, tok, session); err != nil {
 			return err
 		}
-		close(left)
-		<-watched
-		if err := p.w.send(message{K: msgExit, T: now()}); err != nil {
+		if t := ended.Load(); t != 0 {
+			if err := pt.send(message{K: msgLost, T: t}); err != nil {
+				return err
+			}
+		}
+		if _, ok := l.(holderLocker); !ok {
+			node = "" // only a lock's Unlock can keep its hold (see release)
+		}
+		exit, err := pt.release(done, node)
+		if err != nil {
 			return err
 		}
-		for attempt := 0; ; attempt++ {
-			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err := l.Unlock(uctx)
-			cancel()
-			if err == nil || errors.Is(err, connection.ErrSessionLost) {
-				break
-			}
-			if attempt == 10 {
-				return fmt.Errorf("unlock keeps failing: %w", err)
-			}
+		exit.T, exit.End = ended.Load(), endCause(holdCtx)
+		if exit.T == 0 {
+			exit.T, exit.OK = now(), false
+			exit.Err = joinText(exit.Err, "the hold's AfterFunc never ran")
+		}
+		if err := pt.send(exit); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// release asks the runner for a deadline, releases the hold with it and
+// checks that the hold is over. A release that did not begin (the
+// context ended before a lock's Unlock took its turn: nothing sent, the
+// hold kept) is done again with a generous deadline — once its node is
+// seen to be there still, or the hold seen to be over (kept() below).
+func (pt *participant) release(done <-chan struct{}, node string) (message, error) {
+	r, err := pt.call(message{K: msgRelease})
+	if err != nil {
+		return message{}, err
+	}
+	d := time.Duration(r.V)
+	if d <= 0 {
+		d = 2 * time.Second
+	}
+	exit := message{K: msgExit, V: int64(d)}
+	broken := false // a release that did not begin, on a hold whose node is gone
+	for attempt := 0; attempt < 5; attempt++ {
+		uctx, cancel := context.WithTimeout(context.Background(), d)
+		err := pt.l.Unlock(uctx)
+		cancel()
+		over := pt.l.Over()
+		_, mayKeep := pt.l.(holderLocker)
+		out := outcome(err, over, mayKeep)
+		if attempt == 0 {
+			exit.Out = out
+			if out == outOther {
+				exit.Err = err.Error()
+			}
+		}
+		if out == outNotBegun {
+			if gone := pt.kept(done, node); gone != nil {
+				exit.Err = joinText(exit.Err, fmt.Sprintf("after Unlock returned %v: %v", err, gone))
+				exit.Out, broken = outOther, true
+			}
+			d = 2 * time.Second
+			continue
+		}
+		exit.OK = over == nil && closed(done) && !broken
+		switch {
+		case over != nil:
+			exit.Err = joinText(exit.Err, fmt.Sprintf("after Unlock returned %v: %v", err, over))
+		case !closed(done):
+			exit.Err = joinText(exit.Err, fmt.Sprintf("after Unlock returned %v: Done is open", err))
+		}
+		return exit, nil
+	}
+	exit.Err = joinText(exit.Err, "Unlock kept ending before it began")
+	return exit, nil
+}
+
+// kept checks a hold that a release left held (it did not begin): its
+// node must still be there, unless the hold is over. A watch fires before
+// the client can read the change that fired it, and a hold ends the
+// moment its node's deletion is heard: if the node is gone when Exists
+// answers, Done is already closed. A hold still open on a deleted node
+// is one whose release was sent after all, or whose node someone else
+// deleted, unnoticed. When Exists fails (a fault), nothing is known.
+func (pt *participant) kept(done <-chan struct{}, node string) error {
+	if node == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ok, _, err := pt.c.Exists(ctx, node)
+	if err != nil || ok {
+		return nil
+	}
+	// A session's loss closes Done a goroutine later: give it that.
+	select {
+	case <-done:
+		return nil
+	case <-time.After(100 * time.Millisecond):
+	}
+	return fmt.Errorf("the hold is kept and its Done open, but its node %s is gone", node)
+}
+
+// endCause says why a hold ended, from its context's cause. A hold whose
+// node another client deleted says so in its cause's text (lockcore's
+// Hold); a release's cause is the recipe's released error, which none of
+// them makes a session loss.
+func endCause(ctx context.Context) string {
+	cause := context.Cause(ctx)
+	switch {
+	case cause == nil:
+		return ""
+	case strings.Contains(cause.Error(), "was deleted by another client"):
+		return endDeleted
+	case errors.Is(cause, connection.ErrSessionLost):
+		return endLost
+	default:
+		return endReleased
+	}
+}
+
+// outcome classifies what a release returned; over is what Over said
+// after it. Only a lock's Unlock (mayKeep) can end before it begins: the
+// others end the hold whatever their context.
+func outcome(err, over error, mayKeep bool) string {
+	switch {
+	case err == nil:
+		return outOK
+	case errors.Is(err, connection.ErrOutcomeUnknown):
+		return outUnknown
+	case errors.Is(err, connection.ErrSessionLost):
+		return outLost
+	case mayKeep && over != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
+		return outNotBegun
+	default:
+		return outOther
+	}
+}
+
+func joinText(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
 // critical is the work under one hold.
-func (p *participant) critical(done <-chan struct{}, tok int64, session time.Duration) error {
-	f, err := p.call(message{K: msgRead, Reg: regFenced, Tok: tok})
+func (pt *participant) critical(done <-chan struct{}, tok int64, session time.Duration) error {
+	f, err := pt.call(message{K: msgRead, Reg: regFenced, Tok: tok})
 	if err != nil {
 		return err
 	}
-	plain, err := p.call(message{K: msgRead, Reg: regPlain, Tok: tok})
+	plain, err := pt.call(message{K: msgRead, Reg: regPlain, Tok: tok})
 	if err != nil {
 		return err
 	}
-	hold := time.Duration(2+p.rng.IntN(28)) * time.Millisecond
-	if p.rng.IntN(10) == 0 {
-		hold = session/2 + time.Duration(p.rng.Int64N(int64(session/2)))
+	hold := time.Duration(2+pt.rng.IntN(28)) * time.Millisecond
+	if pt.rng.IntN(10) == 0 {
+		hold = session/2 + time.Duration(pt.rng.Int64N(int64(session/2)))
 	}
 	select {
 	case <-done:
@@ -269,19 +467,19 @@ func (p *participant) critical(done <-chan struct{}, tok int64, session time.Dur
 	if closed(done) {
 		return nil
 	}
-	if err := p.w.send(message{K: msgCrit, T: now()}); err != nil {
+	if err := pt.send(message{K: msgCrit, T: now()}); err != nil {
 		return err
 	}
 	// The last few milliseconds of work, after the last look at Done: a
 	// process paused here (a GC pause, a stopped VM) writes when it wakes,
 	// whatever happened meanwhile. Only fencing can stop that write.
-	time.Sleep(time.Duration(5+p.rng.IntN(15)) * time.Millisecond)
+	time.Sleep(time.Duration(5+pt.rng.IntN(15)) * time.Millisecond)
 	if f.OK {
-		if _, err := p.call(message{K: msgWrite, Reg: regFenced, Tok: tok, V: f.V + 1}); err != nil {
+		if _, err := pt.call(message{K: msgWrite, Reg: regFenced, Tok: tok, V: f.V + 1}); err != nil {
 			return err
 		}
 	}
-	_, err = p.call(message{K: msgWrite, Reg: regPlain, Tok: tok, V: plain.V + 1})
+	_, err = pt.call(message{K: msgWrite, Reg: regPlain, Tok: tok, V: plain.V + 1})
 	return err
 }
 

@@ -18,16 +18,19 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestShortFaultRun is the short fault run of make test: 4 participant
-// processes per recipe (mutex, naive lock, write side of the read/write
-// lock, a semaphore of one lease, a leader election, a work queue of one
-// item) with 2 s sessions,
-// half under each error policy, for 30 s (ZKRECIPES_FAULT_RUN sets another
-// duration), on a 3-node ensemble whose nemesis injects every fault kind:
-// client blackholes, delays and drops, paused and killed servers,
-// partitions between servers, and participants stopped with SIGSTOP in
-// their critical section. Every promise is checked; the tables are logged.
-// make chaos runs the same for longer.
+// TestShortFaultRun is the short fault run of make test: 4 participants
+// per recipe (mutex, naive lock, write side of the read/write lock, a
+// semaphore of one lease, a leader election, a work queue of one item),
+// run by participant processes of two to four participants each, sharing
+// one client with 2 s sessions, half of the processes under each error
+// policy, for 30 s (ZKRECIPES_FAULT_RUN sets another duration), on a
+// 3-node ensemble whose nemesis injects every fault kind it has time for,
+// the ones that lose answers first: answers lost while their requests
+// apply, from the moment a participant releases, and answers slowed while
+// releases have deadlines shorter than them; client blackholes, delays
+// and drops, paused and killed servers, partitions between servers, and
+// processes stopped with SIGSTOP in a critical section. Every promise is
+// checked; the tables are logged. make chaos runs the same for longer.
 //
 // The ensemble's syncLimit is 400 ms and the clients are told so
 // (WithServerLag): a client of a follower that lost its leader (a paused
@@ -65,6 +68,9 @@ func TestShortFaultRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + res.Table())
+	for _, d := range res.Clients.Details {
+		t.Log(d)
+	}
 	for _, r := range res.Recipes {
 		for _, d := range r.Details {
 			t.Log(r.Recipe + ": " + d)

@@ -8,9 +8,10 @@ import (
 
 // faultColor is each fault kind's color in the plot.
 var faultColor = map[string]string{
+	FaultDropReplies: "#e377c2", FaultSlowReplies: "#7f7f7f",
 	FaultBlackhole: "#1f77b4", FaultDelayReplies: "#17becf", FaultDropRequests: "#9edae5",
 	FaultPauseServer: "#ff7f0e", FaultKillLeader: "#d62728", FaultIsolateFollower: "#bcbd22",
-	FaultIsolateLeader: "#8c564b", FaultPauseClient: "#9467bd",
+	FaultIsolateLeader: "#8c564b", FaultPauseClient: "#9467bd", FaultDeleteNode: "#000000",
 }
 
 // WriteSVG plots the run: a line per fault kind with its faults, then per
@@ -41,8 +42,8 @@ func (res *Result) WriteSVG(w io.Writer) error {
 	b := bufio.NewWriter(w)
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", left+width+20, height)
 	fmt.Fprintf(b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(b, `<text x="%d" y="18" font-size="13">zkrecipes under faults: %v, %d participants per recipe, seed %d</text>`+"\n",
-		left, roundSeconds(span), res.Config.Participants, res.Config.Seed)
+	fmt.Fprintf(b, `<text x="%d" y="18" font-size="13">zkrecipes under faults: %v, %d participants per recipe in %d processes, seed %d</text>`+"\n",
+		left, roundSeconds(span), res.Config.Participants, res.Clients.Processes, res.Config.Seed)
 	y := top
 	for _, kind := range FaultKinds {
 		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-6, y+10, kind)

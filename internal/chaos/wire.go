@@ -9,37 +9,61 @@ import (
 )
 
 // The runner and its participant processes speak one JSON object per
-// line over a loopback TCP connection. A participant reports what it does
-// (events, with its wall clock: every process of a run is on one machine)
-// and asks the runner's registers to read and write; the runner answers
-// those requests and tells the participant when to stop and to close.
+// line over a loopback TCP connection. A process reports what each of its
+// participants does (events, with its wall clock: every process of a run
+// is on one machine) and asks the runner's registers to read and write,
+// and how to release; the runner answers those requests and tells the
+// process when to stop and to close.
 //
-// Message kinds.
+// Message kinds. A participant process runs several participants on one
+// client; P names the participant a message is about (or for).
 const (
-	msgHello = "hello" // participant → runner: N = its pid
-	msgEnter = "enter" // Lock returned nil: Tok, T; OK = its Done was open
-	msgLost  = "lost"  // the hold's Done closed while it was held: T
-	msgCrit  = "crit"  // last look at Done before writing: a client pause lands here
-	msgExit  = "exit"  // the participant left its critical section, Unlock follows: T
-	msgRead  = "read"  // Reg, Tok → reply: OK, V
-	msgWrite = "write" // Reg, Tok, V → reply: OK
-	msgIdle  = "idle"  // the work loop ended after stop, nothing held: Err when it failed
-	msgBye   = "bye"   // client closed: N = sessions lost, Err = leaked goroutines
-	msgReply = "reply" // runner → participant
-	msgStop  = "stop"  // runner → participant: finish the hold at hand, then idle
-	msgClose = "close" // runner → participant: close the client and say bye
+	msgHello       = "hello"        // process → runner: N = its pid
+	msgEnter       = "enter"        // Lock returned nil: P, Tok, T, Node; OK = its Done was open
+	msgLost        = "lost"         // the hold's Done closed while it was held, before its release: P, T
+	msgCrit        = "crit"         // P's last look at Done before writing: a client pause lands here
+	msgRelease     = "release"      // P is about to release: the runner answers with the deadline (V, ns; 0: a generous one)
+	msgExit        = "exit"         // P's release returned: T = when its Done closed, End = why, Out = the release's outcome, Err = what went wrong
+	msgRead        = "read"         // P, Reg, Tok → reply: OK, V
+	msgWrite       = "write"        // P, Reg, Tok, V → reply: OK
+	msgLostSession = "session lost" // the process's client went LOST: T
+	msgIdle        = "idle"         // every work loop ended after stop, nothing held: Err when one failed
+	msgBye         = "bye"          // client closed: N = sessions lost, V = reconnects in the same session, Err = leaked goroutines
+	msgReply       = "reply"        // runner → process, for P
+	msgStop        = "stop"         // runner → process: finish the holds at hand, then idle
+	msgClose       = "close"        // runner → process: close the client and say bye
+)
+
+// A release's outcome (msgExit's Out), by the error it returned.
+const (
+	outOK       = "ok"        // nil: the node was released
+	outUnknown  = "unknown"   // connection.ErrOutcomeUnknown: sent, no answer
+	outLost     = "lost"      // connection.ErrSessionLost: the hold was lost before
+	outNotBegun = "not begun" // the context ended before the release began: nothing sent, still held
+	outOther    = "other"     // anything else (Err says what)
+)
+
+// Why a hold ended (msgExit's End), by its context's cause.
+const (
+	endReleased = "released" // its release
+	endDeleted  = "deleted"  // its node was deleted by another client
+	endLost     = "lost"     // its session, or the session's trust, was lost
 )
 
 // message is every message of either side; unused fields are left out.
 type message struct {
-	K   string `json:"k"`
-	T   int64  `json:"t,omitempty"` // wall clock, Unix nanoseconds
-	Tok int64  `json:"tok,omitempty"`
-	Reg string `json:"reg,omitempty"`
-	V   int64  `json:"v,omitempty"`
-	OK  bool   `json:"ok,omitempty"`
-	N   int    `json:"n,omitempty"`
-	Err string `json:"err,omitempty"`
+	K    string `json:"k"`
+	P    int    `json:"p,omitempty"`
+	T    int64  `json:"t,omitempty"` // wall clock, Unix nanoseconds
+	Tok  int64  `json:"tok,omitempty"`
+	Reg  string `json:"reg,omitempty"`
+	V    int64  `json:"v,omitempty"`
+	OK   bool   `json:"ok,omitempty"`
+	N    int    `json:"n,omitempty"`
+	Out  string `json:"out,omitempty"`
+	End  string `json:"end,omitempty"`
+	Node string `json:"node,omitempty"`
+	Err  string `json:"err,omitempty"`
 }
 
 func now() int64 { return time.Now().UnixNano() }

@@ -1,7 +1,8 @@
 // Command zkchaos is make chaos: it starts a local 3-node ensemble, runs
-// participant processes of every recipe held exclusively against it while
-// a nemesis injects faults (package internal/chaos), prints the tables and
-// writes the plot. It exits 1 when a promise was broken.
+// participants of every recipe held exclusively against it — several to a
+// process, sharing its client — while a nemesis injects faults (package
+// internal/chaos), prints the tables and writes the plot. It exits 1 when
+// a promise was broken.
 //
 //	go run ./internal/chaos/zkchaos -duration 15m -svg docs/chaos.svg -md docs/chaos-run.md
 package main
@@ -24,7 +25,7 @@ import (
 func main() {
 	chaos.MaybeParticipant()
 	duration := flag.Duration("duration", time.Minute, "how long the nemesis injects faults")
-	participants := flag.Int("participants", 5, "participant processes per recipe")
+	participants := flag.Int("participants", 5, "participants per recipe (2–4 to a process, sharing its client)")
 	session := flag.Duration("session", 2*time.Second, "session timeout of every participant")
 	seed := flag.Uint64("seed", 0, "seed of the nemesis and the participants (0: from the clock)")
 	recipes := flag.String("recipes", "", "comma-separated recipes (default: all of "+strings.Join(chaos.RecipeNames(), ",")+")")
@@ -94,6 +95,9 @@ func run(d time.Duration, participants int, session time.Duration, seed uint64, 
 			return err
 		}
 		fmt.Println("plot written to", svg)
+	}
+	for _, d := range res.Clients.Details {
+		fmt.Println(d)
 	}
 	for _, r := range res.Recipes {
 		for _, d := range r.Details {
