@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -227,7 +228,9 @@ func (r *runner) inject(ctx context.Context, kind string, hold time.Duration, rn
 		return what, nil
 	case FaultPauseServer:
 		i := rng.IntN(3)
-		if err := r.ens.Pause(i); err != nil {
+		if err := r.ens.Pause(i); errors.Is(err, zkserver.ErrServerState) {
+			return r.restartDown(i, err)
+		} else if err != nil {
 			return "", err
 		}
 		sleep(hold)
@@ -385,4 +388,20 @@ func (r *runner) holding(rng *rand.Rand) (*member, int64, string) {
 	}
 	h := hs[rng.IntN(len(hs))]
 	return h.m, h.tok, h.node
+}
+
+// restartDown starts server i again when a fault finds it down although
+// the nemesis left it running: it exited on its own (after a kill and a
+// restart, say). The run goes on with three servers, and the log says so,
+// with the server's last lines.
+func (r *runner) restartDown(i int, why error) (string, error) {
+	tail := strings.TrimSpace(r.ens.LogTail(i))
+	if lines := strings.Split(tail, "\n"); len(lines) > 5 {
+		tail = strings.Join(lines[len(lines)-5:], "\n")
+	}
+	r.cfg.Logf("nemesis: server %d was found down (%v); its last lines:\n%s", i, why, tail)
+	if err := r.ens.Start(i); err != nil {
+		return "", fmt.Errorf("server %d was down and does not start again: %w", i, err)
+	}
+	return "", nil // did not land
 }
