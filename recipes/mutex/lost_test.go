@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -236,7 +236,7 @@ func TestAbandonedWaitsDoNotPileUpWatches(t *testing.T) {
 	if n := wc.Stats().PendingWatches; n != 1 {
 		t.Fatalf("%d pending watches on the client after 50 abandoned waits, want 1", n)
 	}
-	if n := serverWatches(t, ens, wc.Session().ID()); n != 1 {
+	if n := testkit.ServerWatches(t, ens, wc.Session().ID()); n != 1 {
 		t.Fatalf("%d watches of the waiter's session on the server, want 1", n)
 	}
 	if err := holder.Unlock(ctx); err != nil {
@@ -248,27 +248,4 @@ func TestAbandonedWaitsDoNotPileUpWatches(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// serverWatches counts the watches of session id on every server, from
-// the wchc four-letter word (sessions, each followed by its watched paths).
-func serverWatches(t *testing.T, ens *zktest.Ensemble, id int64) int {
-	t.Helper()
-	n := 0
-	for _, addr := range ens.Servers() {
-		out, err := zktest.FourLetter(addr, "wchc", 5*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := false
-		for _, line := range strings.Split(out, "\n") {
-			switch {
-			case strings.HasPrefix(line, "0x"):
-				in = line == fmt.Sprintf("%#x", id)
-			case in && strings.TrimSpace(line) != "":
-				n++
-			}
-		}
-	}
-	return n
 }
