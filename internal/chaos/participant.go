@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
 // ParticipantEnv is the environment variable that makes a process a
@@ -403,15 +403,15 @@ func (pt *participant) kept(done <-chan struct{}, node string) error {
 }
 
 // endCause says why a hold ended, from its context's cause. A hold whose
-// node another client deleted says so in its cause's text (lockcore's
-// Hold); a release's cause is the recipe's released error, which none of
-// them makes a session loss.
+// node another client deleted has lockcore.ErrNodeGone in its cause; a
+// release's cause is the recipe's released error, which none of them makes
+// a session loss.
 func endCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	switch {
 	case cause == nil:
 		return ""
-	case strings.Contains(cause.Error(), "was deleted by another client"):
+	case errors.Is(cause, lockcore.ErrNodeGone):
 		return endDeleted
 	case errors.Is(cause, connection.ErrSessionLost):
 		return endLost

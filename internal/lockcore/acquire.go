@@ -272,8 +272,10 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 	return a, nil
 }
 
-// ErrNodeGone means the node of a hold about to begin was deleted by
-// someone else: there is nothing to hold.
+// ErrNodeGone means the node of a hold was deleted by someone else (or,
+// heard as a deletion, with its session): a hold about to begin has
+// nothing to hold, and a hold's context has it in its cause when it ended
+// so.
 var ErrNodeGone = errors.New("lockcore: the node was deleted")
 
 // waitAny waits for one of w's watches (its own node's among them), the

@@ -189,7 +189,7 @@ func (h *Hold) nodeEvent(ev zk.Event) {
 	}
 	switch ev.Type {
 	case zk.EventNodeDeleted:
-		if h.finish(fmt.Errorf("%w: its node %s was deleted (by another client, or with its session)", h.cfg.Lost, h.Path)) {
+		if h.finish(fmt.Errorf("%w: %w: %s (by another client, or with its session)", h.cfg.Lost, ErrNodeGone, h.Path)) {
 			h.client.Logger().Warn("zkrecipes hold lost: its node was deleted", "node", h.Path,
 				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token)
 		}

@@ -199,6 +199,14 @@ func (q *Queue) Take(ctx context.Context) (*Item, error) {
 		}
 		it, err := q.await(ctx, place)
 		q.leave(place)
+		if it != nil && it.hold.Lost() {
+			// Lost while the place in line was given up (a request, which
+			// slow answers can draw out to a session timeout): a lost take
+			// is never handed out. Its taken node is deleted while its
+			// session lives; take again.
+			_ = it.hold.End(context.Background(), nil)
+			it, err = nil, errRestart
+		}
 		if errors.Is(err, errRestart) && ctx.Err() == nil {
 			continue // our place in line went with its session
 		}
