@@ -182,7 +182,9 @@ type locker interface {
 }
 
 // herd counts the watch notifications the waiters' sessions receive while
-// a queue of waiters drains through each lock, one holder at a time.
+// they wait, as a queue of waiters drains through each lock, one holder at
+// a time. (A holder also hears its own node's deletion when it releases:
+// that wakes no waiter, and is not counted.)
 func (d *demo) herd(ctx context.Context, n int) error {
 	fmt.Fprintf(d.out, "\n== The herd effect: %d waiters behind one holder, all released in turn\n", n)
 	for _, kind := range []string{"naive", "mutex"} {
@@ -218,6 +220,7 @@ func (d *demo) drain(ctx context.Context, kind string, n int) (woken int64, rele
 		return 0, 0, 0, err
 	}
 	clients := make([]*connection.Client, n)
+	atLock := make([]int64, n) // notifications when the waiter's Lock returned
 	errs := make(chan error, n)
 	acquired := make(chan struct{}, n)
 	proceed := make(chan struct{})
@@ -234,6 +237,7 @@ func (d *demo) drain(ctx context.Context, kind string, n int) (woken int64, rele
 				errs <- err
 				return
 			}
+			atLock[i] = clients[i].Stats().Notifications
 			acquired <- struct{}{}
 			<-proceed
 			errs <- l.Unlock(ctx)
@@ -265,8 +269,8 @@ func (d *demo) drain(ctx context.Context, kind string, n int) (woken int64, rele
 			return 0, 0, 0, err
 		}
 	}
-	for i, c := range clients {
-		woken += c.Stats().Notifications - before[i]
+	for i := range clients {
+		woken += atLock[i] - before[i]
 	}
 	return woken, n + 1, first, nil
 }
