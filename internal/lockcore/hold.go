@@ -91,10 +91,11 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 	})
 	h.mu.Unlock()
 	if a.Own != nil {
-		// Confirm gave a watch that had not fired; should it have fired
-		// since, for a change of the data, a later deletion is caught by
-		// rewatch — and a hold must not begin unsure of its node, so one
-		// that has is lost at once (the caller acquires again).
+		// Confirm gave a watch that had not fired. One that has fired
+		// since says nothing of a deletion after it, and a hold must not
+		// begin unsure of its node: it is lost at once, and the caller
+		// acquires again. (A watch that fires later, for a change of the
+		// data, is set again by rewatch.)
 		select {
 		case <-a.Own.Done():
 			if h.finish(fmt.Errorf("%w: the watch of its node %s fired as it began", cfg.Lost, a.Path)) {
