@@ -3,7 +3,6 @@ package election_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -17,14 +16,13 @@ import (
 // whose directory does not exist leave no goroutine behind, and the watch
 // they share waits for the directory: one on the client and on the server,
 // however many calls gave up, and it fires when a candidate comes.
-// Not parallel: it counts the process's goroutines.
+// Not parallel: it looks at every goroutine of the process.
 func TestCancelledObserveLeavesNothing(t *testing.T) {
 	ens := shared.Ensemble(t)
 	path := ens.Root(t) + "/absent/election"
 	c := open(t, ens.Servers())
 	obs := newElection(t, c, path, "observer")
 	ctx := ctxFor(t, time.Minute)
-	baseline := runtime.NumGoroutine()
 	before := goleak.IgnoreCurrent()
 	const calls = 200
 	for range calls {
@@ -39,15 +37,14 @@ func TestCancelledObserveLeavesNothing(t *testing.T) {
 		for range changes {
 		}
 	}
-	// Every Observe has returned (its channel is closed): what is left
-	// running was left by its reads.
-	zktest.Eventually(t, 10*time.Second, "goroutines back to the baseline", func() error {
-		if n := runtime.NumGoroutine(); n > baseline {
-			return fmt.Errorf("%d goroutines after %d cancelled Observe calls, %d before", n, calls, baseline)
-		}
-		return nil
-	})
-	goleak.VerifyNone(t, before)
+	// Every Observe has returned (its channel is closed): a goroutine
+	// started since and still running was left by its reads (before the
+	// shared watch, one per call, parked on its watch channel) — unless it
+	// is one of the two go-zookeeper starts for each connection, when a
+	// client of the test reconnects (a loaded machine makes that happen).
+	goleak.VerifyNone(t, before,
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"))
 	if n := c.Stats().PendingWatches; n > 1 {
 		t.Errorf("%d pending watches on the client after %d cancelled Observe calls, want at most 1", n, calls)
 	}
