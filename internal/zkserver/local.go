@@ -387,7 +387,40 @@ func (b *localBackend) Pause(i int) error {
 		return err
 	}
 	s.paused = true
+	waitStopped(proc.Pid, 2*time.Second)
 	return nil
+}
+
+// waitStopped waits, at most for limit, until every thread of process pid
+// is stopped: kill returns before the signal has reached each thread, and a
+// thread running on another core could still answer a request sent right
+// after Pause returned. Where /proc cannot tell, it returns at once.
+func waitStopped(pid int, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			return
+		}
+		running := false
+		for _, task := range tasks {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+			if err != nil {
+				continue // the thread ended
+			}
+			// "pid (comm) S ...": the state follows the last ')'.
+			if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+				if state := stat[i+2]; state != 'T' && state != 't' {
+					running = true
+					break
+				}
+			}
+		}
+		if !running || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func (b *localBackend) Resume(i int) error {
