@@ -103,25 +103,13 @@ func (c *Client) Claim(ctx context.Context, path string, data []byte) (Created, 
 
 // deleteClaimLater deletes, in the background and in sess only, the node
 // at path if it is a claim of sess with data: the answer to its create was
-// lost. A sync first makes the server catch up with the leader, so that
-// the read sees the create if it applied.
+// lost.
 func (c *Client) deleteClaimLater(sess *Session, path string, data []byte) {
 	sp := c.server(path)
 	c.background(sess, func(ctx context.Context, zc *zk.Conn) error {
-		if err := c.run(ctx, func() error { _, err := zc.Sync(sp); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return c.opErr(sess, err)
-		}
-		got, stat, err := value2(c, ctx, func() ([]byte, *zk.Stat, error) { return zc.Get(sp) })
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
-			return c.opErr(sess, err)
-		}
-		if stat.EphemeralOwner != sess.ID() || !bytes.Equal(got, data) {
-			return nil // not ours: the create did not apply
-		}
-		return c.deleteAt(ctx, zc, sess, sp, stat)
+		return c.deleteIf(ctx, zc, sess, sp, func(got []byte, stat *zk.Stat) bool {
+			return stat.EphemeralOwner == sess.ID() && bytes.Equal(got, data)
+		})
 	})
 }
 
@@ -152,21 +140,41 @@ func (c *Client) DeleteCreated(ctx context.Context, path string, czxid int64) er
 		if attempt == 1 {
 			return c.run(ctx, func() error { return zc.Delete(sp, -1) })
 		}
-		if err := c.run(ctx, func() error { _, err := zc.Sync(sp); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		_, stat, err := value2(c, ctx, func() ([]byte, *zk.Stat, error) { return zc.Get(sp) })
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if stat.Czxid != czxid {
-			return nil // ours went; this one is another's
-		}
-		return c.deleteAt(ctx, zc, nil, sp, stat)
+		return c.deleteIf(ctx, zc, nil, sp, createdAt(czxid))
 	})
+}
+
+// createdAt tells the node created at czxid from any other at its path.
+func createdAt(czxid int64) func([]byte, *zk.Stat) bool {
+	return func(_ []byte, stat *zk.Stat) bool { return stat.Czxid == czxid }
+}
+
+// deleteIf deletes server path sp if the node there is the one ours says
+// it is, at the version read; nil when it is gone or another's. A sync
+// first makes the server catch up with the leader, so that the read sees
+// a write of ours whose answer was lost. With sess, errors are mapped as
+// in sess (a lost session is final); without, the caller's call does it.
+func (c *Client) deleteIf(ctx context.Context, zc *zk.Conn, sess *Session, sp string, ours func([]byte, *zk.Stat) bool) error {
+	mapped := func(err error) error {
+		if sess != nil {
+			return c.opErr(sess, err)
+		}
+		return err
+	}
+	if err := c.run(ctx, func() error { _, err := zc.Sync(sp); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return mapped(err)
+	}
+	got, stat, err := value2(c, ctx, func() ([]byte, *zk.Stat, error) { return zc.Get(sp) })
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return mapped(err)
+	}
+	if !ours(got, stat) {
+		return nil // ours went, or never was: this one is another's
+	}
+	return c.deleteAt(ctx, zc, sess, sp, stat)
 }
 
 // deleteAt deletes server path sp at the version of stat, the node just

@@ -274,33 +274,23 @@ func (c *Client) deleteProtectedLater(sdir, id string) {
 // timeout.
 //
 // If czxid is not 0, only the node created by that zxid is deleted: the
-// node is read and then deleted at the version read, both in sess. For an
-// ephemeral node of sess this is exact: while it exists no other client
-// can create the path, so only sess itself could replace it in between.
+// node is read (after a sync) and then deleted at the version read, all
+// in sess. For an ephemeral node of sess this is exact: while it exists no
+// other client can create the path, so only sess itself could replace it
+// in between.
 func (c *Client) GuaranteedDelete(sess *Session, path string, czxid int64) {
 	if sess == nil || ValidatePath(path) != nil {
 		return
 	}
 	sp := c.server(path)
 	c.background(sess, func(ctx context.Context, zc *zk.Conn) error {
-		version := int32(-1)
 		if czxid != 0 {
-			stat, err := c.stat(ctx, zc, sp)
-			if errors.Is(err, zk.ErrNoNode) {
-				return nil
-			}
-			if err != nil {
-				return c.opErr(sess, err)
-			}
-			if stat.Czxid != czxid {
-				return nil // not that node any more
-			}
 			// At the version read: a write since (a revocation, say)
 			// makes the delete fail with BadVersion, and the node is
 			// read again.
-			return c.deleteAt(ctx, zc, sess, sp, stat)
+			return c.deleteIf(ctx, zc, sess, sp, createdAt(czxid))
 		}
-		err := c.run(ctx, func() error { return zc.Delete(sp, version) })
+		err := c.run(ctx, func() error { return zc.Delete(sp, -1) })
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
