@@ -25,8 +25,12 @@ import (
 // answer was lost); no item is
 // taken by one worker while another's take of it is still trusted; the
 // first takes of the items, in the order the server made them (their
-// tokens), follow the order the items were put. Items delivered more than
-// once are counted and reported.
+// tokens), follow the order the items were put, except for items whose
+// first take a fault hid: Take never hands out a take lost while its
+// worker gave up its place in line, and until that take's taken node is
+// gone newer items pass it — at most one such item per cut or kill.
+// (TestOrderDoneRelease checks the order exactly, without faults.) Items
+// delivered more than once are counted and reported.
 func TestWorkersUnderKillsAndCuts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
@@ -234,15 +238,23 @@ nemesis:
 	slices.SortFunc(takes, func(a, b take) int { return int(a.token - b.token) })
 	seen := map[int]bool{}
 	last := -1
+	var late []string
 	for _, tk := range takes {
 		if seen[tk.item] {
 			continue
 		}
 		seen[tk.item] = true
 		if tk.item < last {
-			t.Fatalf("item %d first taken after item %d: not FIFO", tk.item, last)
+			late = append(late, fmt.Sprintf("item %d first taken after item %d", tk.item, last))
+			continue
 		}
 		last = tk.item
+	}
+	if len(late) > 0 {
+		t.Logf("%d items first taken late, after %d kills and %d cuts: %v", len(late), kills, cuts, late)
+	}
+	if len(late) > kills+cuts {
+		t.Fatalf("%d items first taken late, more than the %d kills and cuts that could hide a take: not FIFO: %v", len(late), kills+cuts, late)
 	}
 	uncertain := 0
 	for n := range unknown {
