@@ -76,15 +76,25 @@ func TestRunRecipesSmoke(t *testing.T) {
 	ens := shared.Ensemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	r, err := RunRecipes(ctx, RecipeConfig{
-		Servers: ens.Servers(), Rounds: 1, Readers: 3, Iterations: 3,
-		SemClients: 2, SemLeases: 1, Duration: 200 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Readers["zkrecipes"] <= 0 || r.WriteHandoff["zkrecipes"] <= 0 || r.Semaphore["zkrecipes"] <= 0 {
-		t.Fatalf("results %+v", r)
+	for attempt := 1; ; attempt++ {
+		r, err := RunRecipes(ctx, RecipeConfig{
+			Servers: ens.Servers(), Rounds: 1, Readers: 3, Iterations: 3,
+			SemClients: 2, SemLeases: 1, Duration: 200 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Readers["zkrecipes"] <= 0 || r.WriteHandoff["zkrecipes"] <= 0 {
+			t.Fatalf("results %+v", r)
+		}
+		if r.Semaphore["zkrecipes"] > 0 {
+			return
+		} else if attempt == 2 {
+			t.Fatalf("results %+v", r)
+		}
+		// The semaphore's rate is counted in a window short enough to fall
+		// in a server's stall (see TestRunScaleSmoke).
+		t.Logf("run %d: no lease in the window (%+v); once more", attempt, r)
 	}
 }
 
@@ -109,26 +119,37 @@ func TestRunElectionQueueSmoke(t *testing.T) {
 
 // TestRunScaleSmoke runs the scale scenarios once, small, with the mutex
 // and zk.Lock, and the floor of a handoff.
+//
+// Its windows are short (300 ms), and the server make installs
+// (ZooKeeper 3.8.0) sometimes holds a session's lone write until another
+// request reaches it (ZOOKEEPER-4537, fixed in 3.8.1): measured here about
+// once in two minutes of contention, for up to a ping interval. A window
+// that falls in such a stall counts nothing; so a run whose counts are not
+// all positive is run once more, and the test fails only if that one is
+// short too.
 func TestRunScaleSmoke(t *testing.T) {
 	ens := shared.Ensemble(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	r, err := RunScale(ctx, ScaleConfig{
-		Servers: ens.Servers(), Impls: []string{"mutex", "zk.Lock"}, Rounds: 1, Goroutines: 4, Keys: 20,
-		Deep: []int{3, 6}, DeepSessions: 2, IdleLocks: 4, IdlePerLock: 50, IdleWindow: 100 * time.Millisecond,
-		Duration: 300 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
+	var r *ScaleResults
+	for attempt := 1; ; attempt++ {
+		var err error
+		r, err = RunScale(ctx, ScaleConfig{
+			Servers: ens.Servers(), Impls: []string{"mutex", "zk.Lock"}, Rounds: 1, Goroutines: 4, Keys: 20,
+			Deep: []int{3, 6}, DeepSessions: 2, IdleLocks: 4, IdlePerLock: 50, IdleWindow: 100 * time.Millisecond,
+			Duration: 300 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err = checkScaleSmoke(r); err == nil {
+			break
+		} else if attempt == 2 {
+			t.Fatal(err)
+		}
+		t.Logf("run %d: %v; once more", attempt, err)
 	}
 	for _, impl := range []string{"mutex", "zk.Lock"} {
-		// Each cycle is at least a create and a delete.
-		if m := r.ManyKeys[impl]; m.Cycles <= 0 || m.P50 <= 0 || m.PacketsPerCycle() < 2 {
-			t.Fatalf("%s: %+v", impl, m)
-		}
-		if d := r.Deep[impl][6]; d.Handoffs <= 0 {
-			t.Fatalf("%s deep queue: %+v", impl, d)
-		}
 		// Every waiter costs a goroutine and a watch on the server, and
 		// the probe sees them. Its memory figures are make bench's: they
 		// are differences of the runtime's page-grained counts, and a few
@@ -140,9 +161,6 @@ func TestRunScaleSmoke(t *testing.T) {
 			t.Fatalf("%s idle waiters: %+v", impl, d)
 		}
 	}
-	if d := r.Deep[mutexOneWatch][6]; d.Handoffs <= 0 {
-		t.Fatalf("the mutex with one watch: %+v", d)
-	}
 	fl, err := RunFloor(ctx, ens.Servers(), "/floor-smoke", 5)
 	if err != nil {
 		t.Fatal(err)
@@ -150,4 +168,22 @@ func TestRunScaleSmoke(t *testing.T) {
 	if fl.P50 <= 0 {
 		t.Fatalf("floor %+v", fl)
 	}
+}
+
+// checkScaleSmoke says which count of a small scale run's windows is
+// not positive.
+func checkScaleSmoke(r *ScaleResults) error {
+	for _, impl := range []string{"mutex", "zk.Lock"} {
+		// Each cycle is at least a create and a delete.
+		if m := r.ManyKeys[impl]; m.Cycles <= 0 || m.P50 <= 0 || m.PacketsPerCycle() < 2 {
+			return fmt.Errorf("%s: %+v", impl, m)
+		}
+		if d := r.Deep[impl][6]; d.Handoffs <= 0 {
+			return fmt.Errorf("%s deep queue: %+v", impl, d)
+		}
+	}
+	if d := r.Deep[mutexOneWatch][6]; d.Handoffs <= 0 {
+		return fmt.Errorf("the mutex with one watch: %+v", d)
+	}
+	return nil
 }
