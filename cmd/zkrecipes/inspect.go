@@ -29,11 +29,24 @@ A semaphore's maximum is not stored with it (each participant gives its
 own, or names a shared count node): inspect shows it with --count, and
 otherwise "max: unknown (set by each participant)".
 
-JSON (--json), an object with these fields:
+--watch prints the view, then what changes, each time it changes (one
+child watch on each directory read, read again when one fires), until
+interrupted:
+  + ROLE NODE DATA             a node (or a listing's line) came
+  - ROLE NODE                  a node went
+  ROLE now NODE DATA (was R)   its role changed ("holder now ...")
+  ~ ROLE NODE DATA             its data (a line's holder or counts) changed
+  NAME now VALUE (was V)       the kind, a semaphore's max, the idle workers
+  + warning: ..., - warning: ...
+Each change line starts with the time of the reading that saw it.
+
+JSON (--json; with --watch one object a line, each with "time" and, after
+the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
+"detail", "was"}]). Fields of the object:
   path, kind        kind: mutex, read-write-lock, leader-latch, semaphore,
                     semaphore-leases, queue, naive-lock, mixed, directory,
                     free (no children, no recipe), ephemeral (a node of no
-                    recipe)
+                    recipe), absent (--watch only)
   kinds             with kind "mixed": the kinds at the path
   warnings, notes   lines of text
   participants      the contender nodes, each: position (in its line, 0
@@ -122,6 +135,7 @@ type inspectOptions struct {
 	path    string
 	json    bool
 	depth   int
+	watch   bool
 	count   string
 	servers string
 }
@@ -131,6 +145,7 @@ func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS)")
 	asJSON := fs.Bool("json", false, "print JSON (see above)")
 	depth := fs.Int("depth", 3, "how many levels below PATH to look for recipes when PATH holds none")
+	watch := fs.Bool("watch", false, "follow PATH: print the view, then every change to it, until interrupted")
 	count := fs.String("count", "", "the shared count node holding the semaphore's maximum (as semaphore --count)")
 	fs.Usage = func() {
 		fmt.Fprint(out, inspectHelp)
@@ -139,7 +154,7 @@ func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	o := inspectOptions{json: *asJSON, depth: *depth, count: *count, servers: *servers}
+	o := inspectOptions{json: *asJSON, depth: *depth, watch: *watch, count: *count, servers: *servers}
 	if fs.NArg() != 1 {
 		if o.json {
 			return jsonError(out, "", &exitError{exitUsage, "give one PATH"})
@@ -197,6 +212,9 @@ func inspect(ctx context.Context, o inspectOptions, out io.Writer) error {
 		return fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(list, ","), err)
 	}
 	defer client.Close()
+	if o.watch {
+		return watchInspect(ctx, client, o, out)
+	}
 	v, err := inspectPath(ctx, &reader{client: client}, o)
 	if err != nil {
 		return err

@@ -73,6 +73,46 @@ func TestInspectWarnings(t *testing.T) {
 	}
 }
 
+// TestInspectDiff: what --watch prints between two readings.
+func TestInspectDiff(t *testing.T) {
+	before := []fact{
+		{key: "kind", what: "kind", detail: "mutex", attr: true},
+		{key: "/x/a-lock-0000000001", what: "holder", detail: "one"},
+		{key: "/x/b-lock-0000000002", what: "waiter", detail: "two"},
+	}
+	after := []fact{
+		{key: "kind", what: "kind", detail: "mixed (mutex, leader-latch)", attr: true},
+		{key: "warning: a mutex and a leader latch contend"},
+		{key: "/x/b-lock-0000000002", what: "holder", detail: "two"},
+		{key: "/x/c-lock-0000000003", what: "waiter", detail: "three"},
+		{key: "/x/d-latch-0000000004", what: "leader", detail: "four"},
+	}
+	var got []string
+	for _, c := range diff(before, after) {
+		got = append(got, c.String())
+	}
+	want := []string{
+		"- holder /x/a-lock-0000000001",
+		"kind now mixed (mutex, leader-latch) (was mutex)",
+		"+ warning: a mutex and a leader latch contend",
+		"holder now /x/b-lock-0000000002 two (was waiter)",
+		"+ waiter /x/c-lock-0000000003 three",
+		"+ leader /x/d-latch-0000000004 four",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if d := diff(after, after); len(d) != 0 {
+		t.Fatalf("no change, yet %v", d)
+	}
+	if d := diff(nil, after); len(d) != 0 {
+		t.Fatalf("the first reading has changes: %v", d)
+	}
+	if got := (change{Op: "~", What: "holder", Key: "/x/b", Detail: "new data"}).String(); got != "~ holder /x/b new data" {
+		t.Fatalf("data change: %q", got)
+	}
+}
+
 func TestInspectDataText(t *testing.T) {
 	for in, want := range map[string]string{
 		"worker-1":               "worker-1",
