@@ -6,45 +6,198 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
-	"github.com/zkrecipes/zkrecipes/recipes/queue"
 )
 
-// participant is one line of inspect's output.
+const inspectHelp = `Usage: zkrecipes inspect [flags] PATH
+
+Shows what the recipes at PATH are doing: who holds a lock, a semaphore's
+leases, who leads an election, who waits, a work queue's items. It knows
+the layouts of zkrecipes, Curator and Kazoo: a mutex (or Curator's
+LeaderSelector, which is one), a read/write lock, a LeaderLatch, a
+semaphore (InterProcessSemaphoreV2), a naive lock, a work queue
+(LockingQueue). Recipes of different kinds at one path, which do not see
+each other's nodes, are flagged with a "warning:" line.
+
+If PATH holds no recipe, the recipes below it are listed, one line each,
+down to --depth levels (ZooKeeper's own /zookeeper is skipped).
+
+A semaphore's maximum is not stored with it (each participant gives its
+own, or names a shared count node): inspect shows it with --count, and
+otherwise "max: unknown (set by each participant)".
+
+--watch prints the view, then what changes, each time it changes (one
+child watch on each directory read, read again when one fires), until
+interrupted:
+  + ROLE NODE DATA             a node (or a listing's line) came
+  - ROLE NODE                  a node went
+  ROLE now NODE DATA (was R)   its role changed ("holder now ...")
+  ~ ROLE NODE DATA             its data (a line's holder or counts) changed
+  NAME now VALUE (was V)       the kind, a semaphore's max, the idle workers
+  + warning: ..., - warning: ...
+Each change line starts with the time of the reading that saw it.
+
+JSON (--json; with --watch one object a line, each with "time" and, after
+the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
+"detail", "was"}]). Fields of the object:
+  path, kind        kind: mutex, read-write-lock, leader-latch, semaphore,
+                    semaphore-leases, queue, naive-lock, mixed, directory,
+                    free (no children, no recipe), ephemeral (a node of no
+                    recipe), absent (--watch only)
+  kinds             with kind "mixed": the kinds at the path
+  warnings, notes   lines of text
+  participants      the contender nodes, each: position (in its line, 0
+                    first), role, recipe, kind (the node's layout), node,
+                    session, created (RFC 3339), age, age_ms
+                    (milliseconds since the node was created: how long it
+                    has waited and held), fencing_token (czxid), data.
+                    Roles: holder, waiter; leader, candidate (a latch); a
+                    semaphore's lease: holder, or for the acquirer's
+                    newest lease waiting (over the max) or pending (max
+                    unknown: granted or waiting); a semaphore's acquirer:
+                    acquiring (adding its leases), waiter (in line)
+  semaphore         max (null when unknown), max_source, holders (leases
+                    held), waiters (acquirers, the acquiring one included)
+  queue             items: position, state (ready or taken), priority,
+                    item, size, taker_session, taker; and idle_workers
+  recipes           a directory's: path, kind, kinds, holders, waiters
+                    (null when not visible), holder (the first holder's
+                    data), holder_session, holder_age_ms, items, warnings;
+                    with depth and truncated
+An error is an object {"path", "error", "exit_code"} on standard output,
+and the exit status is not 0.
+
+Flags:
+`
+
+// participant is one contender node in inspect's output.
 type participant struct {
-	Position int       `json:"position"`
-	Role     string    `json:"role"`   // holder, waiter, leader, candidate, or lease (a semaphore's)
-	Recipe   string    `json:"recipe"` // which recipe made the node
+	Position int       `json:"position"` // in its recipe's line at the path
+	Role     string    `json:"role"`
+	Recipe   string    `json:"recipe"` // which recipe made the node, in words
+	Kind     string    `json:"kind"`   // the node's layout: mutex, read-lock, semaphore-lease, ...
 	Node     string    `json:"node"`
 	Session  string    `json:"session"` // ephemeralOwner, hex
 	Created  time.Time `json:"created"`
 	Age      string    `json:"age"`
+	AgeMS    int64     `json:"age_ms"`
 	Token    int64     `json:"fencing_token"` // czxid
 	Data     string    `json:"data"`
+
+	fam     family
+	fetched bool // read, not only named in a listing (a brief look)
+}
+
+// semInfo is a semaphore's state.
+type semInfo struct {
+	Max       *int   `json:"max"` // nil: unknown
+	MaxSource string `json:"max_source"`
+	Holders   int    `json:"holders"`
+	Waiters   int    `json:"waiters"` // participants in line to add leases
+}
+
+// queueRow is one item of a queue in inspect's output.
+type queueRow struct {
+	Position int    `json:"position"`
+	State    string `json:"state"` // taken or ready
+	Priority int    `json:"priority"`
+	Item     string `json:"item"`
+	Size     int    `json:"size"`
+	Session  string `json:"taker_session,omitempty"`
+	Taker    string `json:"taker,omitempty"`
+}
+
+// view is what inspect shows for a path.
+type view struct {
+	Path         string        `json:"path"`
+	Kind         string        `json:"kind"`
+	Kinds        []string      `json:"kinds,omitempty"`
+	Warnings     []string      `json:"warnings,omitempty"`
+	Notes        []string      `json:"notes,omitempty"`
+	Participants []participant `json:"participants"`
+	Semaphore    *semInfo      `json:"semaphore,omitempty"`
+	Queue        *[]queueRow   `json:"queue,omitempty"`
+	IdleWorkers  *int          `json:"idle_workers,omitempty"`
+	Recipes      *[]recipeRow  `json:"recipes,omitempty"`
+	Depth        int           `json:"depth,omitempty"`
+	Truncated    bool          `json:"truncated,omitempty"`
+
+	fams               []family
+	at                 time.Time
+	items, taken, idle int // a queue's
+}
+
+// inspectOptions are inspect's flags.
+type inspectOptions struct {
+	path    string
+	json    bool
+	depth   int
+	watch   bool
+	count   string
+	servers string
 }
 
 func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 	fs := newFlags("inspect", "PATH", out)
 	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS)")
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := fs.Bool("json", false, "print JSON (see above)")
+	depth := fs.Int("depth", 3, "how many levels below PATH to look for recipes when PATH holds none")
+	watch := fs.Bool("watch", false, "follow PATH: print the view, then every change to it, until interrupted")
+	count := fs.String("count", "", "the shared count node holding the semaphore's maximum (as semaphore --count)")
+	fs.Usage = func() {
+		fmt.Fprint(out, inspectHelp)
+		fs.PrintDefaults()
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	o := inspectOptions{json: *asJSON, depth: *depth, watch: *watch, count: *count, servers: *servers}
 	if fs.NArg() != 1 {
+		if o.json {
+			return jsonError(out, "", &exitError{exitUsage, "give one PATH"})
+		}
 		fs.Usage()
 		return errUsage
 	}
-	path := fs.Arg(0)
-	if err := connection.ValidatePath(path); err != nil {
+	o.path = fs.Arg(0)
+	err := inspect(ctx, o, out)
+	if err != nil && o.json {
+		return jsonError(out, o.path, err)
+	}
+	return err
+}
+
+// jsonError writes err as a JSON object and returns it with its exit code.
+func jsonError(out io.Writer, path string, err error) error {
+	code, msg := exitFailure, err.Error()
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	_ = json.NewEncoder(out).Encode(struct {
+		Path     string `json:"path,omitempty"`
+		Error    string `json:"error"`
+		ExitCode int    `json:"exit_code"`
+	}{path, msg, code})
+	return &exitError{code, msg}
+}
+
+func inspect(ctx context.Context, o inspectOptions, out io.Writer) error {
+	if err := connection.ValidatePath(o.path); err != nil {
 		return err
 	}
-	list := serverList(*servers)
+	if o.depth < 1 {
+		return &exitError{exitUsage, fmt.Sprintf("--depth %d: give 1 or more levels", o.depth)}
+	}
+	if o.count != "" {
+		if err := connection.ValidatePath(o.count); err != nil {
+			return fmt.Errorf("--count: %w", err)
+		}
+	}
+	list := serverList(o.servers)
 	if len(list) == 0 {
 		return errors.New("no ZooKeeper servers: give --servers host:port,... or set ZK_SERVERS")
 	}
@@ -59,166 +212,37 @@ func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 		return fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(list, ","), err)
 	}
 	defer client.Close()
-	if ok, _, err := client.Exists(ctx, path); err != nil {
-		return err
-	} else if !ok {
-		return fmt.Errorf("%s does not exist (no lock has been taken there, or its directory was removed when empty)", path)
+	if o.watch {
+		return watchInspect(ctx, client, o, out)
 	}
-	if isQueue, err := inspectQueue(ctx, client, path, *asJSON, out); isQueue || err != nil {
-		return err
-	}
-	ps, err := lockcore.Participants(ctx, client, path, func(k lockcore.Kind) bool { return k != lockcore.Unknown })
+	v, err := inspectPath(ctx, &reader{client: client}, o)
 	if err != nil {
 		return err
 	}
-	roles := lockRoles(ps)
-	if len(ps) == 0 {
-		// A semaphore: its leases are under leases/.
-		if ps, err = lockcore.Participants(ctx, client, path+"/leases", func(k lockcore.Kind) bool { return k == lockcore.Lease }); err != nil {
-			return err
-		}
-		roles = make([]string, len(ps))
-		for i := range roles {
-			roles[i] = "lease"
-		}
+	if v.Kind == kindAbsent {
+		return fmt.Errorf("%s does not exist (no lock has been taken there, or its directory was removed when empty)", o.path)
 	}
-	now := time.Now()
-	rows := make([]participant, len(ps))
-	for i, p := range ps {
-		role := roles[i]
-		rows[i] = participant{
-			Position: i, Role: role, Recipe: recipeName(p.Kind), Node: p.Path,
-			Session: fmt.Sprintf("%#x", p.Session), Created: p.Created,
-			Age: now.Sub(p.Created).Round(time.Millisecond).String(), Token: p.Token, Data: string(p.Data),
-		}
-	}
-	if *asJSON {
+	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"path": path, "participants": rows})
+		return enc.Encode(v)
 	}
-	if len(rows) == 0 {
-		fmt.Fprintf(out, "%s: free (no participants)\n", path)
-		return nil
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tROLE\tRECIPE\tSESSION\tAGE\tTOKEN\tNODE\tDATA")
-	for _, r := range rows {
-		node := r.Node[strings.LastIndexByte(r.Node, '/')+1:]
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Position, r.Role, r.Recipe, r.Session, r.Age, r.Token, node, r.Data)
-	}
-	return tw.Flush()
+	return writeView(out, v)
 }
 
-// queueRow is one item of a queue in inspect's output.
-type queueRow struct {
-	Position int    `json:"position"`
-	State    string `json:"state"` // taken or ready
-	Priority int    `json:"priority"`
-	Item     string `json:"item"`
-	Size     int    `json:"size"`
-	Session  string `json:"taker_session,omitempty"`
-	Taker    string `json:"taker,omitempty"`
-}
-
-// inspectQueue shows the work queue at path, if it is one (it has the
-// entries and taken directories of Kazoo's LockingQueue layout).
-func inspectQueue(ctx context.Context, client *connection.Client, path string, asJSON bool, out io.Writer) (bool, error) {
-	children, _, err := client.Children(ctx, path)
+// inspectPath reads the view of o.path: the recipes there, or those
+// below it.
+func inspectPath(ctx context.Context, r *reader, o inspectOptions) (*view, error) {
+	v, sub, err := look(ctx, r, o.path, lookOptions{countPath: o.count})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	if !slices.Contains(children, "entries") || !slices.Contains(children, "taken") {
-		return false, nil
-	}
-	q, err := queue.New(client, path)
-	if err != nil {
-		return true, err
-	}
-	ents, err := q.Entries(ctx)
-	if err != nil {
-		return true, err
-	}
-	idle, err := q.Idle(ctx)
-	if err != nil {
-		return true, err
-	}
-	rows := make([]queueRow, len(ents))
-	taken := 0
-	for i, e := range ents {
-		rows[i] = queueRow{Position: i, State: "ready", Priority: e.Priority, Item: e.Name, Size: e.Size}
-		if e.Taken {
-			taken++
-			rows[i].State, rows[i].Session, rows[i].Taker = "taken", fmt.Sprintf("%#x", e.Session), string(e.Taker)
+	if v.Kind == kindDirectory {
+		rows, truncated, err := listRecipes(ctx, r, sub, o.depth)
+		if err != nil {
+			return nil, err
 		}
+		v.Recipes, v.Depth, v.Truncated = &rows, o.depth, truncated
 	}
-	if asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return true, enc.Encode(map[string]any{"path": path, "queue": rows, "idle_workers": idle})
-	}
-	fmt.Fprintf(out, "%s: work queue, %d item(s), %d taken, %d idle worker(s) in line\n", path, len(rows), taken, idle)
-	if len(rows) == 0 {
-		return true, nil
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tSTATE\tPRIORITY\tITEM\tSIZE\tTAKER SESSION\tTAKER")
-	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%d\t%s\t%s\n", r.Position, r.State, r.Priority, r.Item, r.Size, r.Session, r.Taker)
-	}
-	return true, tw.Flush()
-}
-
-// lockRoles says who holds and who waits in a lock directory: in a
-// read/write lock (any reader or writer node in it), each contender by
-// its side's predicate — readers with no writer ahead hold together;
-// otherwise the first holds.
-func lockRoles(ps []lockcore.Participant) []string {
-	cs := make([]lockcore.Contender, len(ps))
-	rw := false
-	for i, p := range ps {
-		cs[i] = lockcore.Contender{Kind: p.Kind}
-		rw = rw || p.Kind == lockcore.Read || p.Kind == lockcore.Write
-	}
-	roles := make([]string, len(ps))
-	for i, p := range ps {
-		pred := lockcore.Exclusive
-		if rw && (p.Kind == lockcore.Read || p.Kind == lockcore.KazooRead) {
-			pred = lockcore.Shared
-		}
-		held, _ := pred(cs, i)
-		switch {
-		case p.Kind == lockcore.Latch && held:
-			roles[i] = "leader"
-		case p.Kind == lockcore.Latch:
-			roles[i] = "candidate"
-		case held:
-			roles[i] = "holder"
-		default:
-			roles[i] = "waiter"
-		}
-	}
-	return roles
-}
-
-// recipeName says who made a node, as far as its name tells: Go and
-// Curator mutexes share one layout.
-func recipeName(k lockcore.Kind) string {
-	switch k {
-	case lockcore.Mutex:
-		return "mutex (Go or Curator)"
-	case lockcore.KazooLock:
-		return "Kazoo lock"
-	case lockcore.KazooRead:
-		return "Kazoo read lock"
-	case lockcore.Read:
-		return "read lock"
-	case lockcore.Write:
-		return "write lock"
-	case lockcore.Lease:
-		return "semaphore lease"
-	case lockcore.Latch:
-		return "leader latch"
-	}
-	return k.String()
+	return v, nil
 }

@@ -81,7 +81,7 @@ func TestSemaphoreCommand(t *testing.T) {
 	}
 	code, out, _ = runCLI(t, "inspect", "--json", "--servers", ens.ConnectString(), root+"/sem")
 	var got struct{ Participants []participant }
-	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Participants) != 2 || got.Participants[0].Role != "lease" {
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || len(got.Participants) != 2 || got.Participants[0].Role != "holder" {
 		t.Fatalf("inspect of a semaphore: exit %d, %v, %+v", code, err, got.Participants)
 	}
 	for _, l := range held {
