@@ -72,7 +72,9 @@ func (w *Watch) AfterFire(f func(zk.Event)) (stop func() bool) {
 	}
 }
 
-// Done is closed when the watch fired.
+// Done is closed when the read that set the watch can no longer be trusted
+// to be current: the watch fired for a change of its node, or it ended
+// with its session (Err tells which).
 func (w *Watch) Done() <-chan struct{} { return w.done }
 
 // Event is what fired the watch; valid once Done is closed. Its path is a

@@ -267,8 +267,8 @@ func TestMisuseOfLeasesTermsItems(t *testing.T) {
 	must(t, q.Put(ctx, []byte("x")))
 	it, err := q.TryTake(ctx)
 	must(t, err)
-	must(t, it.Done(ctx))
-	if err := it.Done(ctx); !errors.Is(err, queue.ErrFinished) {
+	must(t, it.Consume(ctx))
+	if err := it.Consume(ctx); !errors.Is(err, queue.ErrFinished) {
 		t.Errorf("Done twice: %v, want ErrFinished", err)
 	}
 	if err := it.Release(ctx); !errors.Is(err, queue.ErrFinished) {
