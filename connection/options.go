@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
@@ -81,7 +81,7 @@ func newOptions(opts []Option) (*options, error) {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+	return errtext.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
 }
 
 // WithSessionTimeout sets the session timeout asked of the server. The

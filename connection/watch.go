@@ -2,11 +2,12 @@ package connection
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // Watch is a one-shot watch on a node, made by GetWatch (its data),
@@ -90,7 +91,7 @@ func (w *Watch) Event() zk.Event {
 func (w *Watch) Err() error {
 	ev := w.Event()
 	if ev.Type == zk.EventNotWatching {
-		return fmt.Errorf("%w: watch ended: %w", ErrSessionLost, ev.Err)
+		return errtext.Errorf("%w: watch ended: %w", ErrSessionLost, ev.Err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -69,7 +70,7 @@ func WithData(data []byte) Option {
 func WithRevocation(onRevoke func()) Option {
 	return func(m *Mutex) error {
 		if onRevoke == nil {
-			return fmt.Errorf("mutex: nil revocation listener: %w", connection.ErrInvalidOption)
+			return errtext.Errorf("mutex: nil revocation listener: %w", connection.ErrInvalidOption)
 		}
 		m.onRevoke = onRevoke
 		return nil
@@ -80,13 +81,13 @@ func WithRevocation(onRevoke func()) Option {
 // here; nothing is created until Lock.
 func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 	if c == nil {
-		return nil, fmt.Errorf("mutex: nil client: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("mutex: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
+		return nil, errtext.Errorf("mutex: %w", err)
 	}
 	if path == "/" {
-		return nil, fmt.Errorf("mutex: %w: the root cannot be a lock", connection.ErrInvalidPath)
+		return nil, errtext.Errorf("mutex: %w: the root cannot be a lock", connection.ErrInvalidPath)
 	}
 	m := &Mutex{
 		client: c,
@@ -183,11 +184,11 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 // Participants lists the contenders of the lock at path in queue order.
 func Participants(ctx context.Context, c *connection.Client, path string) ([]Participant, error) {
 	if err := connection.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
+		return nil, errtext.Errorf("mutex: %w", err)
 	}
 	ps, err := lockcore.Participants(ctx, c, path, lockcore.MutexKinds)
 	if err != nil {
-		return nil, fmt.Errorf("mutex: participants of %s: %w", path, err)
+		return nil, errtext.Errorf("mutex: participants of %s: %w", path, err)
 	}
 	return ps, nil
 }
@@ -197,13 +198,13 @@ func Participants(ctx context.Context, c *connection.Client, path string) ([]Par
 // or Curator) hears it; what it does is up to it.
 func Revoke(ctx context.Context, c *connection.Client, nodePath string) error {
 	if err := connection.ValidatePath(nodePath); err != nil {
-		return fmt.Errorf("mutex: %w", err)
+		return errtext.Errorf("mutex: %w", err)
 	}
 	if _, ok := lockcore.Parse(path.Base(nodePath)); !ok || nodePath == "/" {
-		return fmt.Errorf("mutex: revoke: %w: %q is not a lock node", connection.ErrInvalidPath, nodePath)
+		return errtext.Errorf("mutex: revoke: %w: %q is not a lock node", connection.ErrInvalidPath, nodePath)
 	}
 	if err := lockcore.Revoke(ctx, c, nodePath); err != nil {
-		return fmt.Errorf("mutex: revoke %s: %w", nodePath, err)
+		return errtext.Errorf("mutex: revoke %s: %w", nodePath, err)
 	}
 	return nil
 }

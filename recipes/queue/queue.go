@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -72,13 +73,13 @@ func WithData(data []byte) Option {
 // New returns the queue at path. Nothing is created until Put or Take.
 func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 	if c == nil {
-		return nil, fmt.Errorf("queue: nil client: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("queue: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(p); err != nil {
-		return nil, fmt.Errorf("queue: %w", err)
+		return nil, errtext.Errorf("queue: %w", err)
 	}
 	if p == "/" {
-		return nil, fmt.Errorf("queue: %w: the root cannot be a queue", connection.ErrInvalidPath)
+		return nil, errtext.Errorf("queue: %w: the root cannot be a queue", connection.ErrInvalidPath)
 	}
 	q := &Queue{
 		client:  c,
@@ -109,7 +110,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 func (q *Queue) Path() string { return q.path }
 
 func (q *Queue) errorf(op string, err error) error {
-	return fmt.Errorf("queue: %s %s: %w", op, q.path, err)
+	return errtext.Errorf("queue: %s %s: %w", op, q.path, err)
 }
 
 // ensure makes the entries and taken directories, once: persistent, as
@@ -138,7 +139,7 @@ type putConfig struct{ priority int }
 func WithPriority(p int) PutOption {
 	return func(c *putConfig) error {
 		if p < MinPriority || p > MaxPriority {
-			return fmt.Errorf("%w: %d is not in %d..%d", ErrInvalidPriority, p, MinPriority, MaxPriority)
+			return errtext.Errorf("%w: %d is not in %d..%d", ErrInvalidPriority, p, MinPriority, MaxPriority)
 		}
 		c.priority = p
 		return nil
@@ -180,7 +181,7 @@ func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
 		}
 		return nil
 	}
-	return q.errorf("put", fmt.Errorf("%s keeps disappearing: %w", q.entries, zk.ErrNoNode))
+	return q.errorf("put", errtext.Errorf("%s keeps disappearing: %w", q.entries, zk.ErrNoNode))
 }
 
 // Take waits for the first available item and takes it: it is invisible
@@ -462,7 +463,7 @@ func (it *Item) finish(ctx context.Context, op string, release func(context.Cont
 }
 
 func (it *Item) errorf(op string, err error) error {
-	return fmt.Errorf("queue: %s %s/%s: %w", op, it.q.entries, it.e.name, err)
+	return errtext.Errorf("queue: %s %s/%s: %w", op, it.q.entries, it.e.name, err)
 }
 
 // remove deletes the entry and the taken node together, pinned to the
@@ -474,7 +475,7 @@ func (it *Item) remove(ctx context.Context, a lockcore.Acquired) error {
 		&zk.DeleteRequest{Path: path.Join(it.q.entries, it.e.name), Version: -1},
 		&zk.DeleteRequest{Path: a.Path, Version: -1})
 	if err != nil && !it.q.client.Live(a.Session) && !errors.Is(err, connection.ErrOutcomeUnknown) {
-		return fmt.Errorf("%w (%w)", connection.ErrSessionLost, err)
+		return errtext.Errorf("%w (%w)", connection.ErrSessionLost, err)
 	}
 	return err
 }

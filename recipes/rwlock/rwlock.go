@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -68,13 +69,13 @@ func WithData(data []byte) Option {
 // created until a side is locked.
 func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 	if c == nil {
-		return nil, fmt.Errorf("rwlock: nil client: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("rwlock: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(p); err != nil {
-		return nil, fmt.Errorf("rwlock: %w", err)
+		return nil, errtext.Errorf("rwlock: %w", err)
 	}
 	if p == "/" {
-		return nil, fmt.Errorf("rwlock: %w: the root cannot be a lock", connection.ErrInvalidPath)
+		return nil, errtext.Errorf("rwlock: %w: the root cannot be a lock", connection.ErrInvalidPath)
 	}
 	rw := &RWMutex{client: c, path: p}
 	side := func(name string, pred lockcore.Predicate) *Side {
@@ -141,7 +142,7 @@ func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquire
 	held, err := rw.write.h.Use(ctx, func(w lockcore.Acquired) error {
 		c, ok := lockcore.Parse(path.Base(w.Path))
 		if !ok {
-			return fmt.Errorf("rwlock: the write node %s has no sequence", w.Path)
+			return errtext.Errorf("rwlock: the write node %s has no sequence", w.Path)
 		}
 		created, err := rw.client.CreateProtected(ctx, path.Join(rw.path, readName+c.Seq), rw.read.core.Data, connection.Ephemeral)
 		if err != nil {
@@ -224,11 +225,11 @@ type Participant = lockcore.Participant
 // queue order, Curator's and Kazoo's included.
 func Participants(ctx context.Context, c *connection.Client, p string) ([]Participant, error) {
 	if err := connection.ValidatePath(p); err != nil {
-		return nil, fmt.Errorf("rwlock: %w", err)
+		return nil, errtext.Errorf("rwlock: %w", err)
 	}
 	ps, err := lockcore.Participants(ctx, c, p, lockcore.RWKinds)
 	if err != nil {
-		return nil, fmt.Errorf("rwlock: participants of %s: %w", p, err)
+		return nil, errtext.Errorf("rwlock: participants of %s: %w", p, err)
 	}
 	return ps, nil
 }
