@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
@@ -171,9 +172,37 @@ func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 // cause. When the lock is not held it is already cancelled.
 func (m *Mutex) Context() context.Context { return m.h.Context() }
 
-// Participant is one contender of the lock: the holder first, then the
-// waiters in queue order.
-type Participant = lockcore.Participant
+// Participant is one contender of the lock as ZooKeeper shows it.
+// Participants lists the holder first, then the waiters in queue order.
+type Participant struct {
+	// Path is the contender's node: "<lock>/_c_<uuid>-lock-<seq>" for a Go
+	// or Curator mutex, "<lock>/<hex>__lock__<seq>" for Kazoo's Lock.
+	Path string
+	// Kind names the layout of the node: "mutex" (zkrecipes and Curator),
+	// "kazoo-lock" or "kazoo-read-lock" (a Kazoo reader excludes a mutex
+	// holder too).
+	Kind string
+	// Seq is the node's 10-digit sequence number: the queue order.
+	Seq string
+	// Data is the node's data: the host's address unless the contender
+	// set it (WithData; Curator's default is the same).
+	Data []byte
+	// Session is the session that owns the node (its ephemeralOwner).
+	Session int64
+	// Token is the node's czxid: the fencing token of its hold.
+	Token int64
+	// Created is when the node was created, by the server's clock.
+	Created time.Time
+}
+
+func participants(ps []lockcore.Participant) []Participant {
+	out := make([]Participant, len(ps))
+	for i, p := range ps {
+		out[i] = Participant{Path: p.Path, Kind: p.Kind.String(), Seq: p.Seq, Data: p.Data,
+			Session: p.Session, Token: p.Token, Created: p.Created}
+	}
+	return out
+}
 
 // Participants lists the holder and the waiters of the lock in queue
 // order, with their data — Go and Curator mutexes and Kazoo locks alike.
@@ -190,7 +219,7 @@ func Participants(ctx context.Context, c *connection.Client, path string) ([]Par
 	if err != nil {
 		return nil, errtext.Errorf("mutex: participants of %s: %w", path, err)
 	}
-	return ps, nil
+	return participants(ps), nil
 }
 
 // Revoke asks the participant whose node is nodePath (from Participants)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -218,8 +219,28 @@ func (s *Side) Token() int64 { return s.h.Token() }
 // Node returns the path of this side's node, or "".
 func (s *Side) Node() string { return s.h.Node() }
 
-// Participant is one contender of the lock.
-type Participant = lockcore.Participant
+// Participant is one contender of the lock as ZooKeeper shows it.
+// Participants lists them in queue order.
+type Participant struct {
+	// Path is the contender's node: "<lock>/_c_<uuid>-__READ__<seq>" or
+	// "...-__WRIT__<seq>" for a Go or Curator side, "<hex>__rlock__<seq>"
+	// or "<hex>__lock__<seq>" for Kazoo's.
+	Path string
+	// Kind names the layout of the node: "read-lock" and "write-lock"
+	// (zkrecipes and Curator), "kazoo-read-lock" and "kazoo-lock".
+	Kind string
+	// Seq is the node's 10-digit sequence number: the queue order.
+	Seq string
+	// Data is the node's data: the host's address unless the contender
+	// set it (WithData).
+	Data []byte
+	// Session is the session that owns the node (its ephemeralOwner).
+	Session int64
+	// Token is the node's czxid: the fencing token of its hold.
+	Token int64
+	// Created is when the node was created, by the server's clock.
+	Created time.Time
+}
 
 // Participants lists the readers and writers of the lock at path in
 // queue order, Curator's and Kazoo's included.
@@ -231,5 +252,10 @@ func Participants(ctx context.Context, c *connection.Client, p string) ([]Partic
 	if err != nil {
 		return nil, errtext.Errorf("rwlock: participants of %s: %w", p, err)
 	}
-	return ps, nil
+	out := make([]Participant, len(ps))
+	for i, c := range ps {
+		out[i] = Participant{Path: c.Path, Kind: c.Kind.String(), Seq: c.Seq, Data: c.Data,
+			Session: c.Session, Token: c.Token, Created: c.Created}
+	}
+	return out, nil
 }

@@ -360,8 +360,27 @@ func (l *Lease) drop() {
 	lockcore.Abandon(l.sem.client, l.a.Session, l.a.Path, l.a.Token)
 }
 
-// Participant is one lease holder.
-type Participant = lockcore.Participant
+// Participant is one lease holder as ZooKeeper shows it. Leases lists
+// them oldest first.
+type Participant struct {
+	// Path is the lease's node: "<semaphore>/leases/_c_<uuid>-lease-<seq>"
+	// (Curator's InterProcessSemaphoreV2 layout).
+	Path string
+	// Kind names the layout of the node: "semaphore-lease".
+	Kind string
+	// Seq is the node's 10-digit sequence number: the order leases were
+	// asked for.
+	Seq string
+	// Data is the node's data: the host's address unless the holder set
+	// it (WithData).
+	Data []byte
+	// Session is the session that owns the node (its ephemeralOwner).
+	Session int64
+	// Token is the node's czxid: the fencing token of the lease.
+	Token int64
+	// Created is when the node was created, by the server's clock.
+	Created time.Time
+}
 
 // Leases lists the leases held at the semaphore at path, oldest first.
 func Leases(ctx context.Context, c *connection.Client, p string) ([]Participant, error) {
@@ -372,5 +391,10 @@ func Leases(ctx context.Context, c *connection.Client, p string) ([]Participant,
 	if err != nil {
 		return nil, errtext.Errorf("semaphore: leases of %s: %w", p, err)
 	}
-	return ps, nil
+	out := make([]Participant, len(ps))
+	for i, c := range ps {
+		out[i] = Participant{Path: c.Path, Kind: c.Kind.String(), Seq: c.Seq, Data: c.Data,
+			Session: c.Session, Token: c.Token, Created: c.Created}
+	}
+	return out, nil
 }
