@@ -19,9 +19,10 @@ import (
 
 // Defaults used when no option says otherwise.
 const (
-	// DefaultSessionTimeout is the session timeout asked of the server; the
-	// server clamps it to its own minimum and maximum (2 and 20 ticks by
-	// default).
+	// DefaultSessionTimeout is the session timeout asked of the server
+	// unless WithSessionTimeout sets it; the server clamps it to its own
+	// minimum and maximum (2 and 20 ticks by default: 4 s and 40 s with
+	// ZooKeeper's default tickTime of 2 s).
 	DefaultSessionTimeout = 15 * time.Second
 	// DefaultDialTimeout bounds each TCP connect.
 	DefaultDialTimeout = time.Second
@@ -84,8 +85,9 @@ func invalid(format string, args ...any) error {
 	return errtext.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
 }
 
-// WithSessionTimeout sets the session timeout asked of the server. The
-// server may clamp it; Session().Timeout() reports what it granted.
+// WithSessionTimeout sets the session timeout asked of the server,
+// DefaultSessionTimeout unless set. The server may clamp it;
+// Session().Timeout() reports what it granted.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {
