@@ -25,6 +25,14 @@
 //   - cmd/zkrecipes: the command line (a command under a lock or while
 //     leading, a work queue, inspect, demo, bench).
 //
+// Errors are sentinels of the package that returns them, matched with
+// errors.Is (mutex.ErrLockLost, connection.ErrSessionLost), wrapped with
+// the operation and the path. A message names each package once: a
+// sentinel's text starts with its package's name ("mutex: lock lost"),
+// and a name already in a message is not repeated, so Unlock after the
+// session was lost says "mutex: unlock /locks/x: lock lost: connection:
+// session lost".
+//
 // A program that uses only the recipes links go-zookeeper, backoff and
 // the standard library. The module builds and tests with Go 1.22 and
 // later. See README.md and docs/ for the algorithms, the safety argument

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // Client owns a ZooKeeper session at a time: it connects, reconnects,
@@ -81,7 +83,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 	}
 	for _, s := range servers {
 		if _, _, err := net.SplitHostPort(s); err != nil {
-			return nil, fmt.Errorf("%w: %q is not host:port", ErrNoServers, s)
+			return nil, errtext.Errorf("%w: %q is not host:port", ErrNoServers, s)
 		}
 	}
 	o, err := newOptions(opts)
@@ -107,7 +109,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 	c.mu.Unlock()
 	if err != nil {
 		c.cancel()
-		return nil, fmt.Errorf("connection: open %v: %w", servers, err)
+		return nil, errtext.Errorf("connection: open %v: %w", servers, err)
 	}
 	c.wg.Add(2)
 	go c.supervise()
@@ -121,10 +123,10 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 		return c, nil
 	case err := <-c.dialFailed:
 		c.Close()
-		return nil, fmt.Errorf("connection: open %v: %w", servers, err)
+		return nil, errtext.Errorf("connection: open %v: %w", servers, err)
 	case <-ctx.Done():
 		c.Close()
-		return nil, fmt.Errorf("connection: open %v: no session: %w", servers, ctx.Err())
+		return nil, errtext.Errorf("connection: open %v: no session: %w", servers, ctx.Err())
 	}
 }
 
@@ -143,7 +145,7 @@ func (c *Client) dialLocked() error {
 			refused := func(err error) {
 				c.opts.logger.Error("zookeeper TLS handshake refused", "server", addr, "error", err)
 				select {
-				case c.dialFailed <- fmt.Errorf("%w: %s: %w", ErrTLS, addr, err):
+				case c.dialFailed <- errtext.Errorf("%w: %s: %w", ErrTLS, addr, err):
 				default:
 				}
 			}
@@ -234,7 +236,7 @@ func (c *Client) handle(ev connEvent) {
 		// session on the same handle and send the old session's queued
 		// requests in it; the tracker refuses that, and a new handle opens
 		// the next session.
-		c.sessionLostLocked(fmt.Errorf("%w: expired by the server", ErrSessionLost))
+		c.sessionLostLocked(errtext.Errorf("%w: expired by the server", ErrSessionLost))
 		c.replaceHandleLocked()
 	case ev.state == zk.StateAuthFailed:
 		c.opts.logger.Warn("zookeeper authentication failed", "gen", ev.gen)
@@ -267,7 +269,7 @@ func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 		// A different ID on the same handle: the tracker refuses such a
 		// handshake, so this is a broken invariant; treat the old session
 		// as gone all the same, and the handle with it.
-		c.sessionLostLocked(fmt.Errorf("%w: replaced by session %#x", ErrSessionLost, id))
+		c.sessionLostLocked(errtext.Errorf("%w: replaced by session %#x", ErrSessionLost, id))
 		c.replaceHandleLocked()
 		return
 	}
@@ -418,7 +420,7 @@ func (c *Client) resumeLocked() {
 // back: a lock holder told "lost" must not find its old node alive later.
 func (c *Client) localExpiryLocked(silence time.Duration) {
 	c.suspendLocked() // Suspended always comes before Lost, as in Curator
-	c.sessionLostLocked(fmt.Errorf("%w: no answer from the server for %v (session timeout %v)", ErrSessionLost, silence.Round(time.Millisecond), c.session.timeout))
+	c.sessionLostLocked(errtext.Errorf("%w: no answer from the server for %v (session timeout %v)", ErrSessionLost, silence.Round(time.Millisecond), c.session.timeout))
 	c.replaceHandleLocked()
 }
 
@@ -552,7 +554,7 @@ func (c *Client) current(ctx context.Context) (*zk.Conn, *Session, error) {
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("connection: waiting for a session: %w", ctx.Err())
+			return nil, nil, errtext.Errorf("connection: waiting for a session: %w", ctx.Err())
 		case <-c.stop:
 			return nil, nil, ErrClosed
 		}
@@ -571,7 +573,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	if c.session != nil {
-		c.session.end(fmt.Errorf("%w: %w", ErrSessionLost, ErrClosed))
+		c.session.end(errtext.Errorf("%w: %w", ErrSessionLost, ErrClosed))
 		c.session = nil
 	}
 	zc := c.zc

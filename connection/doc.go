@@ -26,6 +26,13 @@
 //     recovery after connection loss), Get, GetW, Children, ChildrenW,
 //     Exists, ExistsW, Set, Delete, Multi, Sync and EnsurePath.
 //
+// The session timeout asked of the server is DefaultSessionTimeout (15 s)
+// unless WithSessionTimeout says otherwise; the server may clamp it, and
+// Session().Timeout() reports what it granted. It bounds how long a lock
+// outlives a dead holder, and how long a cut-off holder is trusted. A
+// tool with a setting of its own, such as a command-line flag, should
+// default to this constant, so that it behaves as the library does.
+//
 // See docs/connection.md for the state machine and what each state means
 // for a lock holder.
 package connection

@@ -3,13 +3,13 @@ package connection
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
@@ -92,7 +92,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 				if err := c.sessionErr(p, nil); err != nil {
 					return retry.Permanent(err)
 				}
-				return retry.Permanent(fmt.Errorf("%w: pinned session %#x is not the current one", ErrSessionLost, p.ID()))
+				return retry.Permanent(errtext.Errorf("%w: pinned session %#x is not the current one", ErrSessionLost, p.ID()))
 			}
 		} else if err := c.sessionErr(sess, nil); err != nil {
 			return retry.Permanent(err)
@@ -105,7 +105,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 		if noAnswer(err) && c.takeTooLarge(c.server(path)) {
 			// The answer came and was too long for the client's buffer;
 			// asking again would only drop the next connection too.
-			return retry.Permanent(fmt.Errorf("%w (%d bytes): %w", ErrResponseTooLarge, c.opts.maxBufferSize, err))
+			return retry.Permanent(errtext.Errorf("%w (%d bytes): %w", ErrResponseTooLarge, c.opts.maxBufferSize, err))
 		}
 		if sc == anySession && noAnswer(err) && sess.Err() != nil && !errors.Is(sess.Err(), ErrClosed) {
 			// Its session ended under it: try again in the next one.
@@ -118,10 +118,10 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 	if err != nil && sc == inSession && unknown {
 		// A write sent and not answered may have been applied: never
 		// report it as not done.
-		return fmt.Errorf("connection: %s %s: %w: %w", what, path, ErrOutcomeUnknown, err)
+		return errtext.Errorf("connection: %s %s: %w: %w", what, path, ErrOutcomeUnknown, err)
 	}
 	if err != nil {
-		return fmt.Errorf("connection: %s %s: %w", what, path, err)
+		return errtext.Errorf("connection: %s %s: %w", what, path, err)
 	}
 	return nil
 }
@@ -190,7 +190,7 @@ func (c *Client) sessionErr(sess *Session, cause error) error {
 	if cause == nil || errors.Is(cause, ErrSessionLost) {
 		return serr
 	}
-	return fmt.Errorf("%w (%w)", serr, cause)
+	return errtext.Errorf("%w (%w)", serr, cause)
 }
 
 // run runs f, returning early with ctx's error when ctx ends first.
@@ -283,7 +283,7 @@ func (c *Client) mapErr(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, zk.ErrSessionExpired):
-		return fmt.Errorf("%w: %w", ErrSessionLost, err)
+		return errtext.Errorf("%w: %w", ErrSessionLost, err)
 	case errors.Is(err, zk.ErrClosing):
 		c.mu.Lock()
 		closed := c.closed
@@ -292,7 +292,7 @@ func (c *Client) mapErr(err error) error {
 			return ErrClosed
 		}
 		// The handle was replaced after a local expiry.
-		return fmt.Errorf("%w: %w", ErrSessionLost, err)
+		return errtext.Errorf("%w: %w", ErrSessionLost, err)
 	}
 	return err
 }
@@ -364,7 +364,7 @@ func (c *Client) createWithParents(ctx context.Context, zc *zk.Conn, spath strin
 
 func checkMode(m Mode) error {
 	if !m.valid() {
-		return fmt.Errorf("%w: create mode %d", ErrInvalidOption, int32(m))
+		return errtext.Errorf("%w: create mode %d", ErrInvalidOption, int32(m))
 	}
 	return nil
 }
@@ -581,10 +581,10 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 			size += c.requestSize(o.Path, nil, false)
 			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
 		default:
-			return nil, fmt.Errorf("%w: multi op %d has type %T", ErrInvalidOption, i, op)
+			return nil, errtext.Errorf("%w: multi op %d has type %T", ErrInvalidOption, i, op)
 		}
 		if err := ValidatePath(p); err != nil {
-			return nil, fmt.Errorf("multi op %d: %w", i, err)
+			return nil, errtext.Errorf("multi op %d: %w", i, err)
 		}
 	}
 	if err := c.checkSize("multi", "/", size); err != nil {
@@ -610,10 +610,10 @@ func WaitEvent(ctx context.Context, ch <-chan zk.Event) (zk.Event, error) {
 	select {
 	case ev, ok := <-ch:
 		if !ok {
-			return zk.Event{}, fmt.Errorf("%w: watch channel closed", ErrSessionLost)
+			return zk.Event{}, errtext.Errorf("%w: watch channel closed", ErrSessionLost)
 		}
 		if ev.Type == zk.EventNotWatching {
-			return ev, fmt.Errorf("%w: watch ended: %w", ErrSessionLost, ev.Err)
+			return ev, errtext.Errorf("%w: watch ended: %w", ErrSessionLost, ev.Err)
 		}
 		return ev, nil
 	case <-ctx.Done():

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -14,14 +13,16 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
 // Defaults used when no option says otherwise.
 const (
-	// DefaultSessionTimeout is the session timeout asked of the server; the
-	// server clamps it to its own minimum and maximum (2 and 20 ticks by
-	// default).
+	// DefaultSessionTimeout is the session timeout asked of the server
+	// unless WithSessionTimeout sets it; the server clamps it to its own
+	// minimum and maximum (2 and 20 ticks by default: 4 s and 40 s with
+	// ZooKeeper's default tickTime of 2 s).
 	DefaultSessionTimeout = 15 * time.Second
 	// DefaultDialTimeout bounds each TCP connect.
 	DefaultDialTimeout = time.Second
@@ -81,11 +82,12 @@ func newOptions(opts []Option) (*options, error) {
 }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+	return errtext.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
 }
 
-// WithSessionTimeout sets the session timeout asked of the server. The
-// server may clamp it; Session().Timeout() reports what it granted.
+// WithSessionTimeout sets the session timeout asked of the server,
+// DefaultSessionTimeout unless set. The server may clamp it;
+// Session().Timeout() reports what it granted.
 func WithSessionTimeout(d time.Duration) Option {
 	return func(o *options) error {
 		if d <= 0 {

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
@@ -52,7 +52,7 @@ func (c *Client) Claim(ctx context.Context, path string, data []byte) (Created, 
 		return Created{}, nil, err
 	}
 	if len(data) == 0 {
-		return Created{}, nil, fmt.Errorf("%w: a claim of %s needs data that identify it", ErrInvalidOption, path)
+		return Created{}, nil, errtext.Errorf("%w: a claim of %s needs data that identify it", ErrInvalidOption, path)
 	}
 	sess := pinned(ctx)
 	if sess == nil {
@@ -78,9 +78,9 @@ func (c *Client) Claim(ctx context.Context, path string, data []byte) (Created, 
 		// Ours, and deleted already by someone else, or gone with the
 		// session.
 		if serr := c.sessionErr(sess, nil); serr != nil {
-			return Created{}, nil, fmt.Errorf("connection: claim %s: %w", path, serr)
+			return Created{}, nil, errtext.Errorf("connection: claim %s: %w", path, serr)
 		}
-		return Created{}, nil, fmt.Errorf("connection: claim %s: %w (deleted right after its create)", path, zk.ErrNoNode)
+		return Created{}, nil, errtext.Errorf("connection: claim %s: %w (deleted right after its create)", path, zk.ErrNoNode)
 	case errors.Is(rerr, zk.ErrNoNode):
 		// The other node went in between: the caller may try again.
 		return Created{}, nil, err
@@ -96,7 +96,7 @@ func (c *Client) Claim(ctx context.Context, path string, data []byte) (Created, 
 	if err == nil {
 		// Our create was answered, yet the node is not ours: ours was
 		// deleted and another made since. Nothing of ours is left.
-		err = fmt.Errorf("connection: claim %s: %w (ours was replaced)", path, zk.ErrNodeExists)
+		err = errtext.Errorf("connection: claim %s: %w (ours was replaced)", path, zk.ErrNodeExists)
 	}
 	return Created{}, w, err
 }
@@ -131,7 +131,7 @@ func (c *Client) deleteClaimLater(sess *Session, path string, data []byte) {
 // zk.ErrNoNode when the first attempt found no node at all.
 func (c *Client) DeleteCreated(ctx context.Context, path string, czxid int64) error {
 	if czxid == 0 {
-		return fmt.Errorf("%w: delete of %s needs the czxid of the node", ErrInvalidOption, path)
+		return errtext.Errorf("%w: delete of %s needs the czxid of the node", ErrInvalidOption, path)
 	}
 	sp := c.server(path)
 	attempt := 0

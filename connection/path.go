@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // MaxPathLength is the longest path ValidatePath accepts, in bytes. A
@@ -19,9 +21,9 @@ const MaxPathLength = 32 << 10
 func ValidatePath(p string) error {
 	bad := func(why string) error {
 		if len(p) > 80 {
-			return fmt.Errorf("%w: %q... (%d bytes) %s", ErrInvalidPath, p[:80], len(p), why)
+			return errtext.Errorf("%w: %q... (%d bytes) %s", ErrInvalidPath, p[:80], len(p), why)
 		}
-		return fmt.Errorf("%w: %q %s", ErrInvalidPath, p, why)
+		return errtext.Errorf("%w: %q %s", ErrInvalidPath, p, why)
 	}
 	switch {
 	case len(p) > MaxPathLength:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
@@ -81,7 +82,7 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 		return Created{}, err
 	}
 	if mode == Container {
-		return Created{}, fmt.Errorf("%w: a container cannot be protected", ErrInvalidOption)
+		return Created{}, errtext.Errorf("%w: a container cannot be protected", ErrInvalidOption)
 	}
 	dir, name := parent(path), lastComponent(path)
 	id := ProtectedPrefix + newUUID() + "-"
@@ -135,7 +136,7 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 			// reply forgotten): one read settles the owner and the czxid.
 			stat, err := c.stat(ctx, zc, created)
 			if errors.Is(err, zk.ErrNoNode) && mode.ephemeral() {
-				err = fmt.Errorf("%w: node %s is gone", ErrSessionLost, out.Path)
+				err = errtext.Errorf("%w: node %s is gone", ErrSessionLost, out.Path)
 			}
 			if err != nil {
 				return retry.Permanent(c.opErr(sess, err))
@@ -147,7 +148,7 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 			// go-zookeeper ran the create in another session than sess
 			// (CURATOR-604's double holders).
 			_ = c.run(ctx, func() error { return zc.Delete(created, -1) })
-			return retry.Permanent(fmt.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.owner, sess.ID()))
+			return retry.Permanent(errtext.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.owner, sess.ID()))
 		}
 		return nil
 	}, func(err error, next time.Duration) {
@@ -157,7 +158,7 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 		if !handedOff {
 			c.deleteProtectedLater(c.server(dir), id)
 		}
-		return Created{}, fmt.Errorf("connection: create %s: %w", path, err)
+		return Created{}, errtext.Errorf("connection: create %s: %w", path, err)
 	}
 	return out, nil
 }
@@ -326,7 +327,7 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 				return retry.Permanent(err)
 			}
 			if sess != nil && cur != sess {
-				return retry.Permanent(fmt.Errorf("%w: session %#x is no longer current", ErrSessionLost, sess.ID()))
+				return retry.Permanent(errtext.Errorf("%w: session %#x is no longer current", ErrSessionLost, sess.ID()))
 			}
 			return op(ctx, zc)
 		})

@@ -2,9 +2,10 @@ package connection
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // ErrSequenceExhausted means a directory's sequence numbers are used up,
@@ -30,7 +31,7 @@ var ErrSequenceExhausted = errors.New("connection: sequence exhausted: delete th
 // when the counter repeats.
 func sequentialErr(err error) error {
 	if errors.Is(err, zk.ErrNodeExists) {
-		return fmt.Errorf("%w (%w)", ErrSequenceExhausted, err)
+		return errtext.Errorf("%w (%w)", ErrSequenceExhausted, err)
 	}
 	return err
 }

@@ -1,6 +1,6 @@
 package connection
 
-import "fmt"
+import "github.com/zkrecipes/zkrecipes/internal/errtext"
 
 // DefaultMaxRequestSize is ZooKeeper's default jute.maxbuffer: the
 // longest request a server reads (1 MiB less one byte). A longer one makes
@@ -28,7 +28,7 @@ func (c *Client) checkSize(what, p string, size int) error {
 	if size <= c.opts.maxRequestSize {
 		return nil
 	}
-	return fmt.Errorf("connection: %s %s: %w: %d bytes, at most %d (WithMaxRequestSize)", what, p, ErrDataTooLarge, size, c.opts.maxRequestSize)
+	return errtext.Errorf("connection: %s %s: %w: %d bytes, at most %d (WithMaxRequestSize)", what, p, ErrDataTooLarge, size, c.opts.maxRequestSize)
 }
 
 // orEmpty sends no data as empty data, not as null: go-zookeeper writes a

@@ -2,11 +2,12 @@ package connection
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // Watch is a one-shot watch on a node, made by GetWatch (its data),
@@ -72,7 +73,9 @@ func (w *Watch) AfterFire(f func(zk.Event)) (stop func() bool) {
 	}
 }
 
-// Done is closed when the watch fired.
+// Done is closed when the read that set the watch can no longer be trusted
+// to be current: the watch fired for a change of its node, or it ended
+// with its session (Err tells which).
 func (w *Watch) Done() <-chan struct{} { return w.done }
 
 // Event is what fired the watch; valid once Done is closed. Its path is a
@@ -88,7 +91,7 @@ func (w *Watch) Event() zk.Event {
 func (w *Watch) Err() error {
 	ev := w.Event()
 	if ev.Type == zk.EventNotWatching {
-		return fmt.Errorf("%w: watch ended: %w", ErrSessionLost, ev.Err)
+		return errtext.Errorf("%w: watch ended: %w", ErrSessionLost, ev.Err)
 	}
 	return nil
 }

@@ -149,7 +149,7 @@ Flags:
 		fctx, cancel := context.WithTimeout(context.Background(), *session)
 		defer cancel()
 		if done {
-			return it.Done(fctx)
+			return it.Consume(fctx)
 		}
 		return it.Release(fctx)
 	}
@@ -177,7 +177,7 @@ type itemHold struct{ it *queue.Item }
 
 func (h itemHold) Token() int64             { return h.it.Token() }
 func (h itemHold) Node() string             { return h.it.Name() }
-func (h itemHold) Done() <-chan struct{}    { return h.it.Lost() }
+func (h itemHold) Done() <-chan struct{}    { return h.it.Done() }
 func (h itemHold) Context() context.Context { return h.it.Context() }
 
 // openPlain opens a client for a command that runs nothing.

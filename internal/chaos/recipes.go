@@ -260,7 +260,7 @@ func (l *itemLocker) Over() error {
 	return nil
 }
 
-func (l *itemLocker) Done() <-chan struct{}    { return l.item.Lost() }
+func (l *itemLocker) Done() <-chan struct{}    { return l.item.Done() }
 func (l *itemLocker) Context() context.Context { return l.item.Context() }
 func (l *itemLocker) Token() int64             { return l.item.Token() }
 

@@ -46,11 +46,25 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
+// Ensemble is what a run asks of the ensemble it breaks: a
+// *zkserver.Ensemble, or a test's *zktest.Ensemble.
+type Ensemble interface {
+	Servers() []string
+	Start(i int) error
+	Kill(i int) error
+	Pause(i int) error
+	Resume(i int) error
+	Leader() (int, error)
+	LogTail(i int) string
+	Isolate(i int) error
+	Heal() error
+}
+
 // Config is one run.
 type Config struct {
 	// Ensemble has 3 servers, started WithServerPartitions for the
 	// partitions between servers (without, those faults are left out).
-	Ensemble *zkserver.Ensemble
+	Ensemble Ensemble
 	// Exe is the executable participant processes run as: it must call
 	// MaybeParticipant first (os.Args[0] of a test whose TestMain does).
 	Exe          string
@@ -99,7 +113,7 @@ var leadingKinds = []string{FaultDropReplies, FaultSlowReplies}
 // runner is one run in progress.
 type runner struct {
 	cfg     Config
-	ens     *zkserver.Ensemble
+	ens     Ensemble
 	ln      net.Listener
 	procs   []*peer              // the participant processes
 	members []*member            // the participants, by id

@@ -54,7 +54,7 @@ func TestShortFaultRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), d+4*time.Minute)
 	defer cancel()
 	res, err := chaos.Run(ctx, chaos.Config{
-		Ensemble:       ens.Ensemble,
+		Ensemble:       ens,
 		Exe:            os.Args[0],
 		Root:           "/chaos",
 		Participants:   4,

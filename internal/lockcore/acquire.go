@@ -3,7 +3,6 @@ package lockcore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"reflect"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // ErrWouldWait is returned by Acquire without waiting when another
@@ -251,11 +251,11 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 		select {
 		case <-a.Own.Done():
 			if ev := a.Own.Event(); ev.Type != zk.EventNodeDataChanged {
-				return Acquired{}, fmt.Errorf("%w: %s (%v)", ErrNodeGone, a.Path, ev.Type)
+				return Acquired{}, errtext.Errorf("%w: %s (%v)", ErrNodeGone, a.Path, ev.Type)
 			}
 			_, _, own, err := c.GetWatch(ctx, a.Path)
 			if errors.Is(err, zk.ErrNoNode) {
-				return Acquired{}, fmt.Errorf("%w: %s", ErrNodeGone, a.Path)
+				return Acquired{}, errtext.Errorf("%w: %s", ErrNodeGone, a.Path)
 			}
 			if err != nil {
 				return Acquired{}, err
@@ -275,8 +275,11 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 // ErrNodeGone means the node of a hold was deleted by someone else (or,
 // heard as a deletion, with its session): a hold about to begin has
 // nothing to hold, and a hold's context has it in its cause when it ended
-// so.
-var ErrNodeGone = errors.New("lockcore: the node was deleted")
+// so. Like every error of lockcore that reaches a recipe's caller, its
+// text names no package: it is read as part of the recipe's message
+// ("mutex: lock lost: ...: node deleted: <path>"), and lockcore is not a
+// package the caller knows.
+var ErrNodeGone = errors.New("node deleted")
 
 // waitAny waits for one of w's watches (its own node's among them), the
 // session's end or ctx, and tells w what fired. A watch a wait gives up on stays pending until its
@@ -412,7 +415,7 @@ func CleanupTimeout(s *connection.Session) time.Duration {
 // leaves the node's fate to the caller (Hold.End deletes it in the
 // background).
 func Release(ctx context.Context, c *connection.Client, a Acquired) error {
-	lost := func() error { return fmt.Errorf("lockcore: release %s: %w", a.Path, connection.ErrSessionLost) }
+	lost := func() error { return errtext.Errorf("release %s: %w", a.Path, connection.ErrSessionLost) }
 	if !c.Live(a.Session) {
 		return lost()
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // RevokeMessage is the data Curator's Revoker writes to a holder's node to
@@ -17,8 +18,9 @@ import (
 var RevokeMessage = []byte("__REVOKE__")
 
 // ErrReleased is the cause of a hold's context after the hold was
-// released, unless the recipe names its own (HoldConfig.Released).
-var ErrReleased = errors.New("lockcore: lock released")
+// released, unless the recipe names its own (HoldConfig.Released). It
+// names no package (see ErrNodeGone).
+var ErrReleased = errors.New("lock released")
 
 // Hold is one held lock: the node, the lost-lock signal and the context of
 // the work done under it. It costs no goroutine while it lasts: the end of
@@ -98,7 +100,7 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 		// data, is set again by rewatch.)
 		select {
 		case <-a.Own.Done():
-			if h.finish(fmt.Errorf("%w: the watch of its node %s fired as it began", cfg.Lost, a.Path)) {
+			if h.finish(errtext.Errorf("%w: the watch of its node %s fired as it began", cfg.Lost, a.Path)) {
 				h.deleteLater()
 			}
 		default:
@@ -190,7 +192,7 @@ func (h *Hold) nodeEvent(ev zk.Event) {
 	}
 	switch ev.Type {
 	case zk.EventNodeDeleted:
-		if h.finish(fmt.Errorf("%w: %w: %s (by another client, or with its session)", h.cfg.Lost, ErrNodeGone, h.Path)) {
+		if h.finish(errtext.Errorf("%w: %w: %s (by another client, or with its session)", h.cfg.Lost, ErrNodeGone, h.Path)) {
 			h.client.Logger().Warn("zkrecipes hold lost: its node was deleted", "node", h.Path,
 				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token)
 		}
@@ -281,7 +283,7 @@ func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) 
 	case err == nil:
 		return nil
 	case errors.Is(err, connection.ErrSessionLost):
-		return fmt.Errorf("%w (%w)", h.cfg.Lost, err)
+		return errtext.Errorf("%w (%w)", h.cfg.Lost, err)
 	}
 	h.deleteLater()
 	return err

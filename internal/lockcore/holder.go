@@ -3,10 +3,10 @@ package lockcore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // Holder is one participant's local side of a lock: the hold it has, how
@@ -87,7 +87,7 @@ func (h *Holder) enter(ctx context.Context, op string) error {
 func (h *Holder) leave() { <-h.gate }
 
 func (h *Holder) errorf(op string, err error) error {
-	return fmt.Errorf("%s: %s %s: %w", h.cfg.Name, op, h.cfg.Path, err)
+	return errtext.Errorf("%s: %s %s: %w", h.cfg.Name, op, h.cfg.Path, err)
 }
 
 // Lock takes the lock, waiting for it when wait is true. When this

@@ -2,10 +2,10 @@ package lockcore
 
 import (
 	"context"
-	"fmt"
 	"path"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // admit lets created take part in the queue and waits for its turn
@@ -39,7 +39,7 @@ import (
 // counts up to it.
 func (l *Lock) admit(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
 	if c, ok := Parse(path.Base(created.Path)); ok && Exhausted(c.N) {
-		return Acquired{}, fmt.Errorf("%w (%s numbered a node %s)", connection.ErrSequenceExhausted, l.Dir, c.Seq)
+		return Acquired{}, errtext.Errorf("%w (%s numbered a node %s)", connection.ErrSequenceExhausted, l.Dir, c.Seq)
 	}
 	return l.await(ctx, created, wait)
 }

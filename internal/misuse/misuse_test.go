@@ -237,7 +237,7 @@ func TestMisuseOfLocks(t *testing.T) {
 }
 
 // TestMisuseOfLeasesTermsItems: a lease released twice, a term resigned
-// twice, an item done twice, and each after the client is closed.
+// twice, an item consumed twice, and each after the client is closed.
 func TestMisuseOfLeasesTermsItems(t *testing.T) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -267,12 +267,12 @@ func TestMisuseOfLeasesTermsItems(t *testing.T) {
 	must(t, q.Put(ctx, []byte("x")))
 	it, err := q.TryTake(ctx)
 	must(t, err)
-	must(t, it.Done(ctx))
-	if err := it.Done(ctx); !errors.Is(err, queue.ErrFinished) {
-		t.Errorf("Done twice: %v, want ErrFinished", err)
+	must(t, it.Consume(ctx))
+	if err := it.Consume(ctx); !errors.Is(err, queue.ErrFinished) {
+		t.Errorf("Consume twice: %v, want ErrFinished", err)
 	}
 	if err := it.Release(ctx); !errors.Is(err, queue.ErrFinished) {
-		t.Errorf("Release after Done: %v, want ErrFinished", err)
+		t.Errorf("Release after Consume: %v, want ErrFinished", err)
 	}
 	if _, err := q.TryTake(ctx); !errors.Is(err, queue.ErrEmpty) {
 		t.Errorf("TryTake on an empty queue: %v, want ErrEmpty", err)

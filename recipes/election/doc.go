@@ -32,8 +32,9 @@
 //   - After the create, the node is checked to belong to the current
 //     session (CURATOR-604), and a cancelled campaign deletes its node.
 //
-// Run is the selector on top: it runs a function while this candidate
-// leads and cancels its context when the term ends, and with WithRequeue
+// Run is the selector on top: it calls a function with the term while
+// this candidate leads (the function fences its writes with the term's
+// Token), cancels its context when the term ends, and with WithRequeue
 // campaigns again, as Curator's LeaderSelector with autoRequeue.
 //
 // See docs/election.md.

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -73,16 +74,16 @@ func WithSelectorLayout() Option {
 // Curator's getLeader) report. Nothing is created until Campaign.
 func New(c *connection.Client, path string, id string, opts ...Option) (*Election, error) {
 	if c == nil {
-		return nil, fmt.Errorf("election: nil client: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("election: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("election: %w", err)
+		return nil, errtext.Errorf("election: %w", err)
 	}
 	if path == "/" {
-		return nil, fmt.Errorf("election: %w: the root cannot be an election", connection.ErrInvalidPath)
+		return nil, errtext.Errorf("election: %w: the root cannot be an election", connection.ErrInvalidPath)
 	}
 	if id == "" || !utf8.ValidString(id) {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidID, id)
+		return nil, errtext.Errorf("%w: %q", ErrInvalidID, id)
 	}
 	e := &Election{
 		client: c,
@@ -159,7 +160,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 }
 
 func (e *Election) errorf(op string, err error) error {
-	return fmt.Errorf("election: %s %s: %w", op, e.path, err)
+	return errtext.Errorf("election: %s %s: %w", op, e.path, err)
 }
 
 // Term is one period of leadership of one candidate.

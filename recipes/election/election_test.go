@@ -205,8 +205,8 @@ func TestObserveDeliversEveryChange(t *testing.T) {
 	}
 }
 
-// TestRunCancelsOnResignAndRequeues: Run gives fn a context that ends with
-// the term, resigns when fn returns, and with WithRequeue leads again.
+// TestRunRequeues: Run gives fn the live term and a context that ends
+// with it, resigns when fn returns, and with WithRequeue leads again.
 func TestRunRequeues(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -217,23 +217,47 @@ func TestRunRequeues(t *testing.T) {
 
 	// Without requeue: one term, fn's error returned.
 	sentinel := errors.New("done")
-	err := a.Run(ctx, func(ctx context.Context) error {
+	var given *election.Term
+	err := a.Run(ctx, func(ctx context.Context, term *election.Term) error {
+		given = term
 		if id, err := b.Leader(ctx); err != nil || id != "alpha" {
 			t.Errorf("Leader during Run = %q, %v", id, err)
+		}
+		ps, err := b.Participants(ctx)
+		if err != nil || len(ps) == 0 || ps[0].Node != term.Node() || ps[0].Token != term.Token() {
+			t.Errorf("Participants during Run = %+v, %v; want the leader's node %s, token %d", ps, err, term.Node(), term.Token())
+		}
+		select {
+		case <-term.Done():
+			t.Error("the term Run gave fn is over while fn runs")
+		default:
 		}
 		return sentinel
 	})
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("Run = %v, want fn's error", err)
 	}
-	// With requeue: alpha and beta take turns.
+	select {
+	case <-given.Done():
+		if cause := context.Cause(given.Context()); !errors.Is(cause, election.ErrResigned) {
+			t.Errorf("the term's cause after Run = %v, want ErrResigned", cause)
+		}
+	default:
+		t.Error("the term Run gave fn is still open after Run returned")
+	}
+	// With requeue: alpha and beta take turns, each turn a new term with a
+	// higher token.
+	type turn struct {
+		id    string
+		token int64
+	}
 	rctx, stop := context.WithCancel(ctx)
-	turns := make(chan string, 100)
+	turns := make(chan turn, 100)
 	run := func(e *election.Election) chan error {
 		done := make(chan error, 1)
 		go func() {
-			done <- e.Run(rctx, func(ctx context.Context) error {
-				turns <- e.ID()
+			done <- e.Run(rctx, func(ctx context.Context, term *election.Term) error {
+				turns <- turn{e.ID(), term.Token()}
 				time.Sleep(20 * time.Millisecond)
 				return nil
 			}, election.WithRequeue())
@@ -242,10 +266,15 @@ func TestRunRequeues(t *testing.T) {
 	}
 	da, db := run(a), run(b)
 	seen := map[string]int{}
+	last := given.Token()
 	for seen["alpha"] < 3 || seen["beta"] < 3 {
 		select {
-		case id := <-turns:
-			seen[id]++
+		case tn := <-turns:
+			seen[tn.id]++
+			if tn.token <= last {
+				t.Errorf("%s's term has token %d after a term with %d", tn.id, tn.token, last)
+			}
+			last = tn.token
 		case <-time.After(10 * time.Second):
 			t.Fatalf("turns %v", seen)
 		}

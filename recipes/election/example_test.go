@@ -4,15 +4,24 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 )
 
+// jobs stands for the store the leader writes to. It remembers the
+// highest token it has seen and refuses a write that carries a lower one:
+// a former leader's write that arrives late.
+var jobs interface {
+	Schedule(ctx context.Context, job string, token int64) error
+}
+
 // One replica of a scheduler leads at a time; a Java replica using
 // Curator's LeaderLatch on the same path takes part in the same election.
-// Work stops when the term can no longer be trusted, and the fencing token
-// lets the store refuse an old leader's writes.
+// Work stops when the term can no longer be trusted, and every write
+// carries the term's fencing token, so that the store refuses an old
+// leader's writes.
 func Example() {
 	ctx := context.Background()
 	client, err := connection.Open(ctx, []string{"zk1:2181", "zk2:2181", "zk3:2181"})
@@ -24,10 +33,18 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	err = e.Run(ctx, func(ctx context.Context) error {
-		fmt.Println("leading")
-		<-ctx.Done() // schedule until leadership ends
-		return nil
+	err = e.Run(ctx, func(ctx context.Context, term *election.Term) error {
+		fmt.Println("leading with token", term.Token())
+		for {
+			if err := jobs.Schedule(ctx, "nightly-report", term.Token()); err != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done(): // leadership ended
+				return nil
+			case <-time.After(time.Minute):
+			}
+		}
 	}, election.WithRequeue())
 	log.Println(err)
 }

@@ -105,7 +105,7 @@ func TestCuratorLeaderSelectorInterop(t *testing.T) {
 	}
 	won := make(chan error, 1)
 	go func() {
-		err := goCand.Run(ctx, func(context.Context) error { return nil })
+		err := goCand.Run(ctx, func(context.Context, *election.Term) error { return nil })
 		won <- err
 	}()
 	waitParticipants(t, ctx, goCand, 2)

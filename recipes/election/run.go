@@ -19,14 +19,17 @@ type runConfig struct {
 // lasted.
 func WithRequeue() RunOption { return func(c *runConfig) { c.requeue = true } }
 
-// Run campaigns, runs fn while this candidate leads, and resigns when fn
-// returns. fn's context is cancelled when the term ends (Done closes), with
-// the term's cause (ErrTermLost), or when ctx ends; fn should return then,
-// since another candidate may lead from that moment on. Without
-// WithRequeue, Run returns fn's error, joined with an error matching
-// ErrTermLost if the term was lost while fn ran. A failed campaign
-// returns its error (ctx's, when it ends first).
-func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error, opts ...RunOption) error {
+// Run campaigns, calls fn with the term while this candidate leads, and
+// resigns the term when fn returns. fn's context is cancelled when the
+// term ends (Done closes), with the term's cause (ErrTermLost), or when
+// ctx ends; fn should return then, since another candidate may lead from
+// that moment on. A cancelled context does not recall a write already on
+// its way: fn should send term.Token() with its writes, so that the store
+// can refuse a former leader's (see Term.Token). Without WithRequeue, Run
+// returns fn's error, joined with an error matching ErrTermLost if the
+// term was lost while fn ran. A failed campaign returns its error (ctx's,
+// when it ends first).
+func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, term *Term) error, opts ...RunOption) error {
 	var cfg runConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -53,10 +56,10 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context) error, 
 
 // run runs fn under the term and resigns after it; lost reports whether
 // the term was lost first.
-func (t *Term) run(ctx context.Context, fn func(ctx context.Context) error) (err error, lost bool) {
+func (t *Term) run(ctx context.Context, fn func(ctx context.Context, term *Term) error) (err error, lost bool) {
 	fctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(t.Context(), func() { cancel(context.Cause(t.Context())) })
-	err = fn(fctx)
+	err = fn(fctx, t)
 	stop()
 	cancel(nil)
 	rctx, rcancel := context.WithTimeout(context.Background(), resignTimeout(t))

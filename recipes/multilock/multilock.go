@@ -22,12 +22,12 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -81,7 +81,7 @@ type Multi struct {
 // different namespaces, make it return an error matching ErrDuplicate.
 func New(locks ...Lock) (*Multi, error) {
 	if len(locks) == 0 {
-		return nil, fmt.Errorf("multilock: no locks: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("multilock: no locks: %w", connection.ErrInvalidOption)
 	}
 	type named struct {
 		lock Lock
@@ -90,11 +90,11 @@ func New(locks ...Lock) (*Multi, error) {
 	sorted := make([]named, len(locks))
 	for i, l := range locks {
 		if l == nil {
-			return nil, fmt.Errorf("multilock: nil lock: %w", connection.ErrInvalidOption)
+			return nil, errtext.Errorf("multilock: nil lock: %w", connection.ErrInvalidOption)
 		}
 		c := l.Client()
 		if c == nil {
-			return nil, fmt.Errorf("multilock: lock %s has no client: %w", l.Path(), connection.ErrInvalidOption)
+			return nil, errtext.Errorf("multilock: lock %s has no client: %w", l.Path(), connection.ErrInvalidOption)
 		}
 		sorted[i] = named{l, c.ServerPath(l.Path())}
 	}
@@ -102,11 +102,11 @@ func New(locks ...Lock) (*Multi, error) {
 	m := &Multi{gate: make(chan struct{}, 1)}
 	for i, n := range sorted {
 		if i > 0 && n.path == sorted[i-1].path {
-			return nil, fmt.Errorf("%w: %s", ErrDuplicate, n.path)
+			return nil, errtext.Errorf("%w: %s", ErrDuplicate, n.path)
 		}
 		m.locks = append(m.locks, n.lock)
 		m.paths = append(m.paths, n.path)
-		m.causes = append(m.causes, fmt.Errorf("%w: %s", ErrLost, n.path))
+		m.causes = append(m.causes, errtext.Errorf("%w: %s", ErrLost, n.path))
 	}
 	return m, nil
 }
@@ -123,7 +123,7 @@ func (m *Multi) enter(ctx context.Context, op string) error {
 	case m.gate <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("multilock: %s: %w", op, ctx.Err())
+		return errtext.Errorf("multilock: %s: %w", op, ctx.Err())
 	}
 }
 
@@ -164,7 +164,7 @@ func (m *Multi) Lock(ctx context.Context) error {
 			}
 			lost.Stop(err)
 			m.release(ctx, len(holds))
-			return fmt.Errorf("multilock: lock %s: %w", m.paths[i], err)
+			return errtext.Errorf("multilock: lock %s: %w", m.paths[i], err)
 		}
 		hold := l.Context()
 		holds = append(holds, hold)
@@ -237,7 +237,7 @@ func (e *lostError) Error() string {
 	if e.cause == ErrLost {
 		return "multilock: lock " + e.path + ": lost"
 	}
-	return "multilock: lock " + e.path + ": " + e.cause.Error()
+	return errtext.NameOnce("multilock: lock " + e.path + ": " + e.cause.Error())
 }
 
 func (e *lostError) Unwrap() []error { return []error{ErrLost, e.cause} }
@@ -266,7 +266,7 @@ func (m *Multi) Unlock(ctx context.Context) error {
 	var errs []error
 	for i := len(m.locks) - 1; i >= 0; i-- {
 		if err := unlock(ctx, m.locks[i]); err != nil {
-			errs = append(errs, fmt.Errorf("multilock: unlock %s: %w", m.paths[i], err))
+			errs = append(errs, errtext.Errorf("multilock: unlock %s: %w", m.paths[i], err))
 		}
 	}
 	return errors.Join(errs...)

@@ -215,7 +215,7 @@ func TestKazooInterop(t *testing.T) {
 	kazoo.Expect("ACQUIRED", 10*time.Second)
 
 	ps, err := g.Participants(ctx)
-	if err != nil || len(ps) != 1 || ps[0].Kind.String() != "kazoo-lock" || string(ps[0].Data) != "kazoo" {
+	if err != nil || len(ps) != 1 || ps[0].Kind != "kazoo-lock" || string(ps[0].Data) != "kazoo" {
 		t.Fatalf("participants while Kazoo holds: %+v, %v", ps, err)
 	}
 	if err := g.TryLock(ctx); !errors.Is(err, mutex.ErrLocked) {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -69,7 +71,7 @@ func WithData(data []byte) Option {
 func WithRevocation(onRevoke func()) Option {
 	return func(m *Mutex) error {
 		if onRevoke == nil {
-			return fmt.Errorf("mutex: nil revocation listener: %w", connection.ErrInvalidOption)
+			return errtext.Errorf("mutex: nil revocation listener: %w", connection.ErrInvalidOption)
 		}
 		m.onRevoke = onRevoke
 		return nil
@@ -80,13 +82,13 @@ func WithRevocation(onRevoke func()) Option {
 // here; nothing is created until Lock.
 func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 	if c == nil {
-		return nil, fmt.Errorf("mutex: nil client: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("mutex: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
+		return nil, errtext.Errorf("mutex: %w", err)
 	}
 	if path == "/" {
-		return nil, fmt.Errorf("mutex: %w: the root cannot be a lock", connection.ErrInvalidPath)
+		return nil, errtext.Errorf("mutex: %w: the root cannot be a lock", connection.ErrInvalidPath)
 	}
 	m := &Mutex{
 		client: c,
@@ -170,9 +172,37 @@ func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 // cause. When the lock is not held it is already cancelled.
 func (m *Mutex) Context() context.Context { return m.h.Context() }
 
-// Participant is one contender of the lock: the holder first, then the
-// waiters in queue order.
-type Participant = lockcore.Participant
+// Participant is one contender of the lock as ZooKeeper shows it.
+// Participants lists the holder first, then the waiters in queue order.
+type Participant struct {
+	// Path is the contender's node: "<lock>/_c_<uuid>-lock-<seq>" for a Go
+	// or Curator mutex, "<lock>/<hex>__lock__<seq>" for Kazoo's Lock.
+	Path string
+	// Kind names the layout of the node: "mutex" (zkrecipes and Curator),
+	// "kazoo-lock" or "kazoo-read-lock" (a Kazoo reader excludes a mutex
+	// holder too).
+	Kind string
+	// Seq is the node's 10-digit sequence number: the queue order.
+	Seq string
+	// Data is the node's data: the host's address unless the contender
+	// set it (WithData; Curator's default is the same).
+	Data []byte
+	// Session is the session that owns the node (its ephemeralOwner).
+	Session int64
+	// Token is the node's czxid: the fencing token of its hold.
+	Token int64
+	// Created is when the node was created, by the server's clock.
+	Created time.Time
+}
+
+func participants(ps []lockcore.Participant) []Participant {
+	out := make([]Participant, len(ps))
+	for i, p := range ps {
+		out[i] = Participant{Path: p.Path, Kind: p.Kind.String(), Seq: p.Seq, Data: p.Data,
+			Session: p.Session, Token: p.Token, Created: p.Created}
+	}
+	return out
+}
 
 // Participants lists the holder and the waiters of the lock in queue
 // order, with their data — Go and Curator mutexes and Kazoo locks alike.
@@ -183,13 +213,13 @@ func (m *Mutex) Participants(ctx context.Context) ([]Participant, error) {
 // Participants lists the contenders of the lock at path in queue order.
 func Participants(ctx context.Context, c *connection.Client, path string) ([]Participant, error) {
 	if err := connection.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("mutex: %w", err)
+		return nil, errtext.Errorf("mutex: %w", err)
 	}
 	ps, err := lockcore.Participants(ctx, c, path, lockcore.MutexKinds)
 	if err != nil {
-		return nil, fmt.Errorf("mutex: participants of %s: %w", path, err)
+		return nil, errtext.Errorf("mutex: participants of %s: %w", path, err)
 	}
-	return ps, nil
+	return participants(ps), nil
 }
 
 // Revoke asks the participant whose node is nodePath (from Participants)
@@ -197,13 +227,13 @@ func Participants(ctx context.Context, c *connection.Client, path string) ([]Par
 // or Curator) hears it; what it does is up to it.
 func Revoke(ctx context.Context, c *connection.Client, nodePath string) error {
 	if err := connection.ValidatePath(nodePath); err != nil {
-		return fmt.Errorf("mutex: %w", err)
+		return errtext.Errorf("mutex: %w", err)
 	}
 	if _, ok := lockcore.Parse(path.Base(nodePath)); !ok || nodePath == "/" {
-		return fmt.Errorf("mutex: revoke: %w: %q is not a lock node", connection.ErrInvalidPath, nodePath)
+		return errtext.Errorf("mutex: revoke: %w: %q is not a lock node", connection.ErrInvalidPath, nodePath)
 	}
 	if err := lockcore.Revoke(ctx, c, nodePath); err != nil {
-		return fmt.Errorf("mutex: revoke %s: %w", nodePath, err)
+		return errtext.Errorf("mutex: revoke %s: %w", nodePath, err)
 	}
 	return nil
 }

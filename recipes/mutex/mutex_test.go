@@ -283,7 +283,7 @@ func TestParticipantsAndRevocation(t *testing.T) {
 		t.Fatalf("participants %+v; want the holder first", ps)
 	}
 	for i, p := range ps {
-		if p.Kind.String() != "mutex" || p.Session == 0 || (i > 0 && p.Seq <= ps[i-1].Seq) {
+		if p.Kind != "mutex" || p.Session == 0 || (i > 0 && p.Seq <= ps[i-1].Seq) {
 			t.Fatalf("participant %d: %+v", i, p)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -48,13 +49,13 @@ type Lock struct {
 // New returns a participant of the naive lock whose node is path.
 func New(c *connection.Client, path string) (*Lock, error) {
 	if c == nil {
-		return nil, fmt.Errorf("naive: nil client: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("naive: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(path); err != nil {
-		return nil, fmt.Errorf("naive: %w", err)
+		return nil, errtext.Errorf("naive: %w", err)
 	}
 	if path == "/" {
-		return nil, fmt.Errorf("naive: %w: the root cannot be a lock", connection.ErrInvalidPath)
+		return nil, errtext.Errorf("naive: %w: the root cannot be a lock", connection.ErrInvalidPath)
 	}
 	l := &Lock{client: c, path: path, data: c.DefaultData()}
 	l.h = lockcore.NewHolder(c, lockcore.HolderConfig{

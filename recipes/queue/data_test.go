@@ -75,11 +75,11 @@ func TestOversizeItemIsRefusedBeforeSending(t *testing.T) {
 	select {
 	case s := <-states:
 		t.Fatalf("the client went %v after the refused Put", s)
-	case <-it.Lost():
+	case <-it.Done():
 		t.Fatalf("the take on the same client was lost: %v", it.Context().Err())
 	case <-time.After(time.Second):
 	}
-	if err := it.Done(ctx); err != nil {
+	if err := it.Consume(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,7 +11,7 @@
 //
 // A worker takes an item by creating its taken node: ephemeral, so it
 // goes with the taker's session, and the item is available again at its
-// original place. Done deletes the entry and the taken node in one
+// original place. Consume deletes the entry and the taken node in one
 // transaction; Release deletes the taken node only.
 //
 // No herd. Kazoo's idle workers all watch both directories, so every put,
@@ -23,9 +23,9 @@
 // taken node alone decides who has an item, so Kazoo workers, which do not
 // line up, stay safe.
 //
-// Honest about distributed reality: an Item's Lost channel closes when the
+// Honest about distributed reality: an Item's Done channel closes when the
 // take can no longer be trusted under the connection's error policy —
-// before another worker can take it — and Done after that fails with
+// before another worker can take it — and Consume after that fails with
 // ErrItemLost: the item was (or will be) delivered again. Token is the
 // czxid of the taken node, increasing from take to take of one item, for
 // a downstream system that must refuse a stale worker's result.

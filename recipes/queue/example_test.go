@@ -35,7 +35,7 @@ func Example() {
 					it.Release(ctx)
 					continue
 				}
-				it.Done(ctx)
+				it.Consume(ctx)
 			}
 		}()
 	}

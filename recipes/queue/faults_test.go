@@ -20,8 +20,8 @@ import (
 // every few hundred milliseconds, a worker is killed (its client closed
 // mid-work, and a new one started in its place) or cut off for longer
 // than its session timeout. Every item must be done, none lost (an item
-// whose worker was killed or cut off during its Done may be gone although
-// that Done failed with ErrOutcomeUnknown: the transaction applied, the
+// whose worker was killed or cut off during its Consume may be gone although
+// that Consume failed with ErrOutcomeUnknown: the transaction applied, the
 // answer was lost); no item is
 // taken by one worker while another's take of it is still trusted; the
 // first takes of the items, in the order the server made them (their
@@ -29,7 +29,7 @@ import (
 // first take a fault hid: Take never hands out a take lost while its
 // worker gave up its place in line, and until that take's taken node is
 // gone newer items pass it — at most one such item per cut or kill.
-// (TestOrderDoneRelease checks the order exactly, without faults.) Items
+// (TestOrderConsumeRelease checks the order exactly, without faults.) Items
 // delivered more than once are counted and reported.
 func TestWorkersUnderKillsAndCuts(t *testing.T) {
 	if testing.Short() {
@@ -53,15 +53,15 @@ func TestWorkersUnderKillsAndCuts(t *testing.T) {
 		token int64
 	}
 	var (
-		mu        sync.Mutex
-		takes     []take
-		done      = map[int]int{}
-		unknown   = map[int]bool{}            // Done failed with ErrOutcomeUnknown
-		inside    = map[int]<-chan struct{}{} // trusted takes by item
-		overlaps  []string
-		lostDones int
-		kills     int
-		cuts      int
+		mu           sync.Mutex
+		takes        []take
+		done         = map[int]int{}
+		unknown      = map[int]bool{}            // Consume failed with ErrOutcomeUnknown
+		inside       = map[int]<-chan struct{}{} // trusted takes by item
+		overlaps     []string
+		lostConsumes int
+		kills        int
+		cuts         int
 	)
 	type worker struct {
 		proxy *zktest.Proxy
@@ -117,24 +117,24 @@ func TestWorkersUnderKillsAndCuts(t *testing.T) {
 					if other, ok := inside[n]; ok && !closed(other) {
 						overlaps = append(overlaps, fmt.Sprintf("item %d", n))
 					}
-					inside[n] = it.Lost()
+					inside[n] = it.Done()
 					takes = append(takes, take{n, it.Token()})
 					mu.Unlock()
 					time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond)
-					err = it.Done(ctx)
+					err = it.Consume(ctx)
 					mu.Lock()
 					switch {
 					case err == nil:
 						done[n]++
 					case errors.Is(err, queue.ErrOutcomeUnknown):
-						// Killed or cut off during Done: the transaction
+						// Killed or cut off during Consume: the transaction
 						// may have been applied (the item is gone) or not
 						// (it will be delivered again).
 						unknown[n] = true
 					case errors.Is(err, queue.ErrItemLost):
-						lostDones++
+						lostConsumes++
 					default:
-						t.Errorf("Done: %v", err)
+						t.Errorf("Consume: %v", err)
 					}
 					mu.Unlock()
 				}
@@ -229,7 +229,7 @@ nemesis:
 	}
 	for i, n := range done {
 		if n != 1 {
-			t.Fatalf("item %d done %d times: Done succeeded twice", i, n)
+			t.Fatalf("item %d consumed %d times: Consume succeeded twice", i, n)
 		}
 	}
 	if len(overlaps) > 0 {
@@ -262,6 +262,6 @@ nemesis:
 			uncertain++
 		}
 	}
-	t.Logf("%d items, %d workers: %d takes, %d delivered twice or more (%d Done calls found the take lost); %d items removed by a Done whose answer was lost; %d kills, %d cuts",
-		items, workers, len(takes), len(takes)-items, lostDones, uncertain, kills, cuts)
+	t.Logf("%d items, %d workers: %d takes, %d delivered twice or more (%d Consume calls found the take lost); %d items removed by a Consume whose answer was lost; %d kills, %d cuts",
+		items, workers, len(takes), len(takes)-items, lostConsumes, uncertain, kills, cuts)
 }

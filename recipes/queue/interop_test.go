@@ -59,7 +59,7 @@ func TestKazooLockingQueueInterop(t *testing.T) {
 	if err != nil || string(u.Data()) != "urgent" {
 		t.Fatalf("Go took %v, %v, want urgent", u, err)
 	}
-	if err := u.Done(ctx); err != nil {
+	if err := u.Consume(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Go releases b: Kazoo gets it back before c.
@@ -76,7 +76,7 @@ func TestKazooLockingQueueInterop(t *testing.T) {
 	if err != nil || string(c.Data()) != "c" {
 		t.Fatalf("Go took %v, %v, want c", c, err)
 	}
-	if err := c.Done(ctx); err != nil {
+	if err := c.Consume(ctx); err != nil {
 		t.Fatal(err)
 	}
 	py.Send("get 5")

@@ -36,9 +36,9 @@ func takenGone(t *testing.T, obs *zk.Conn, p string, czxid int64) {
 }
 
 // finishWithShortDeadline takes the one item through a proxy, delays the
-// answers 300 ms and finishes the take (Release or Done) with a 100 ms
+// answers 300 ms and finishes the take (Release or Consume) with a 100 ms
 // deadline: the request is sent and applies, its answer comes late. When
-// the call returns the take must be over — Lost closed, Context
+// the call returns the take must be over — Done closed, Context
 // cancelled, the error saying the deadline and that the outcome is
 // unknown — a second call must say ErrFinished, and the taken node must
 // go.
@@ -65,8 +65,8 @@ func finishWithShortDeadline(t *testing.T, finish func(*queue.Item, context.Cont
 		t.Errorf("with a deadline shorter than the reply: %v, want DeadlineExceeded", err)
 	}
 	wantOutcomeUnknown(t, err)
-	if !closed(it.Lost()) {
-		t.Error("the take's Lost is open after the call returned: the item is still taken")
+	if !closed(it.Done()) {
+		t.Error("the take's Done is open after the call returned: the item is still taken")
 	}
 	if it.Context().Err() == nil {
 		t.Error("the take's Context is not cancelled after the call returned")
@@ -84,16 +84,16 @@ func TestReleaseWithShortDeadlineEndsTheTake(t *testing.T) {
 	finishWithShortDeadline(t, (*queue.Item).Release)
 }
 
-// TestDoneWithShortDeadlineEndsTheTake: see finishWithShortDeadline.
-func TestDoneWithShortDeadlineEndsTheTake(t *testing.T) {
+// TestConsumeWithShortDeadlineEndsTheTake: see finishWithShortDeadline.
+func TestConsumeWithShortDeadlineEndsTheTake(t *testing.T) {
 	t.Parallel()
-	finishWithShortDeadline(t, (*queue.Item).Done)
+	finishWithShortDeadline(t, (*queue.Item).Consume)
 }
 
 // TestReleaseEndsTheTakeBeforeAnotherWorkerTakesIt: two workers on their
 // own clients hand one item back and forth: one releases it while the
 // other waits in Take. At the moment the other's Take returns the item,
-// the released take's Lost (open before Release) must be closed — with
+// the released take's Done (open before Release) must be closed — with
 // no fault, and with the releasing client's answers delayed 1.5 s (its
 // session stays trusted).
 func TestReleaseEndsTheTakeBeforeAnotherWorkerTakesIt(t *testing.T) {
@@ -133,14 +133,14 @@ func TestReleaseEndsTheTakeBeforeAnotherWorkerTakesIt(t *testing.T) {
 			holder, bad := 0, 0
 			for i := range tc.n {
 				waiter := 1 - holder
-				prevLost := it.Lost()
-				if closed(prevLost) {
+				prevDone := it.Done()
+				if closed(prevDone) {
 					t.Fatalf("handover %d: the take ended before its Release; the check would prove nothing", i)
 				}
 				res := make(chan result, 1)
 				go func() {
 					next, err := qs[waiter].Take(ctx)
-					res <- result{next, err, closed(prevLost)} // at the instant Take returned
+					res <- result{next, err, closed(prevDone)} // at the instant Take returned
 				}()
 				zktest.Eventually(t, 10*time.Second, "the other worker waits in line", func() error {
 					kids, _, err := obs.Children(path + "/takers")
@@ -166,11 +166,11 @@ func TestReleaseEndsTheTakeBeforeAnotherWorkerTakesIt(t *testing.T) {
 				}
 				it, holder = r.it, waiter
 			}
-			if err := it.Done(ctx); err != nil {
+			if err := it.Consume(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if bad > 0 {
-				t.Errorf("in %d of %d handovers another worker took the item while the released take's Lost was open", bad, tc.n)
+				t.Errorf("in %d of %d handovers another worker took the item while the released take's Done was open", bad, tc.n)
 			}
 		})
 	}
@@ -180,7 +180,7 @@ func TestReleaseEndsTheTakeBeforeAnotherWorkerTakesIt(t *testing.T) {
 // values) on one shared client take 200 items as fast as they can (no
 // line: TryTake), releasing every third take and finishing the others.
 // No item may be taken by one worker while the other's take of it is
-// open (its Lost not closed); distinct takes have distinct tokens; and one
+// open (its Done not closed); distinct takes have distinct tokens; and one
 // worker's Release must never delete the taken node of the other's open
 // take.
 func TestWorkersOfOneClientNeverHoldOneItemTogether(t *testing.T) {
@@ -239,13 +239,13 @@ func TestWorkersOfOneClientNeverHoldOneItemTogether(t *testing.T) {
 					sameToken = append(sameToken, fmt.Sprintf("%s: token %d of worker %d's take too", it.Name(), it.Token(), other))
 				}
 				tokens[it.Token()] = w
-				current[w] = &take{it.Name(), it.Lost()}
+				current[w] = &take{it.Name(), it.Done()}
 				mu.Unlock()
 				release := n%3 == 0
 				if release {
 					err = it.Release(ctx)
 				} else {
-					err = it.Done(ctx)
+					err = it.Consume(ctx)
 				}
 				mu.Lock()
 				current[w] = nil
@@ -346,10 +346,10 @@ func TestReleaseWithLostAnswerLeavesTheNextTakeAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !ok || st.Czxid != cit.Token() {
-			t.Fatalf("worker C's taken node %s was deleted by A's Release while C's take is open (Lost closed: %v)", taken, closed(cit.Lost()))
+			t.Fatalf("worker C's taken node %s was deleted by A's Release while C's take is open (Lost closed: %v)", taken, closed(cit.Done()))
 		}
 	}
-	if closed(cit.Lost()) {
+	if closed(cit.Done()) {
 		t.Error("worker C's take ended")
 	}
 	if dit, err := third.TryTake(ctx); !errors.Is(err, queue.ErrEmpty) {
@@ -360,8 +360,8 @@ func TestReleaseWithLostAnswerLeavesTheNextTakeAlone(t *testing.T) {
 			t.Errorf("a third worker's TryTake = %v, want ErrEmpty", err)
 		}
 	}
-	if err := cit.Done(ctx); err != nil {
-		t.Errorf("worker C's Done: %v", err)
+	if err := cit.Consume(ctx); err != nil {
+		t.Errorf("worker C's Consume: %v", err)
 	}
 }
 

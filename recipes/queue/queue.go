@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -18,19 +19,19 @@ import (
 var (
 	// ErrEmpty is returned by TryTake when no item is available.
 	ErrEmpty = errors.New("queue: no item available")
-	// ErrItemLost is returned by Done and Release when the take was lost
-	// with its session (or the session's trust) before: the item is back
-	// in the queue, and another worker may process it. It wraps
+	// ErrItemLost is returned by Consume and Release when the take was
+	// lost with its session (or the session's trust) before: the item is
+	// back in the queue, and another worker may process it. It wraps
 	// connection.ErrSessionLost.
 	ErrItemLost = fmt.Errorf("queue: item lost: %w", connection.ErrSessionLost)
-	// ErrFinished is returned by Done and Release on an item that was
-	// done or released before, and is the cause of its Context then.
-	ErrFinished = errors.New("queue: item already done or released")
-	// ErrOutcomeUnknown is returned by Done and Release, together with the
-	// error that says why (which also matches
+	// ErrFinished is returned by Consume and Release on an item that was
+	// consumed or released before, and is the cause of its Context then.
+	ErrFinished = errors.New("queue: item already consumed or released")
+	// ErrOutcomeUnknown is returned by Consume and Release, together with
+	// the error that says why (which also matches
 	// connection.ErrOutcomeUnknown), when the write was sent and no answer
-	// came: for Done, the item may have been removed, or will be delivered
-	// again. The take is over either way.
+	// came: for Consume, the item may have been removed, or will be
+	// delivered again. The take is over either way.
 	ErrOutcomeUnknown = errors.New("queue: outcome unknown: the transaction was sent and not answered")
 	// ErrInvalidPriority means a priority outside MinPriority..MaxPriority.
 	ErrInvalidPriority = errors.New("queue: invalid priority")
@@ -72,13 +73,13 @@ func WithData(data []byte) Option {
 // New returns the queue at path. Nothing is created until Put or Take.
 func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 	if c == nil {
-		return nil, fmt.Errorf("queue: nil client: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("queue: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(p); err != nil {
-		return nil, fmt.Errorf("queue: %w", err)
+		return nil, errtext.Errorf("queue: %w", err)
 	}
 	if p == "/" {
-		return nil, fmt.Errorf("queue: %w: the root cannot be a queue", connection.ErrInvalidPath)
+		return nil, errtext.Errorf("queue: %w: the root cannot be a queue", connection.ErrInvalidPath)
 	}
 	q := &Queue{
 		client:  c,
@@ -109,7 +110,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 func (q *Queue) Path() string { return q.path }
 
 func (q *Queue) errorf(op string, err error) error {
-	return fmt.Errorf("queue: %s %s: %w", op, q.path, err)
+	return errtext.Errorf("queue: %s %s: %w", op, q.path, err)
 }
 
 // ensure makes the entries and taken directories, once: persistent, as
@@ -138,7 +139,7 @@ type putConfig struct{ priority int }
 func WithPriority(p int) PutOption {
 	return func(c *putConfig) error {
 		if p < MinPriority || p > MaxPriority {
-			return fmt.Errorf("%w: %d is not in %d..%d", ErrInvalidPriority, p, MinPriority, MaxPriority)
+			return errtext.Errorf("%w: %d is not in %d..%d", ErrInvalidPriority, p, MinPriority, MaxPriority)
 		}
 		c.priority = p
 		return nil
@@ -180,11 +181,11 @@ func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
 		}
 		return nil
 	}
-	return q.errorf("put", fmt.Errorf("%s keeps disappearing: %w", q.entries, zk.ErrNoNode))
+	return q.errorf("put", errtext.Errorf("%s keeps disappearing: %w", q.entries, zk.ErrNoNode))
 }
 
 // Take waits for the first available item and takes it: it is invisible
-// to other workers until Done, Release, or the end of this client's
+// to other workers until Consume, Release, or the end of this client's
 // session (then it is back at its place). Idle workers line up, and only
 // the first in line watches the queue. On failure (ctx's end included)
 // nothing taken is kept.
@@ -413,33 +414,33 @@ func (it *Item) Priority() int { return it.e.priority }
 // stale worker's.
 func (it *Item) Token() int64 { return it.hold.Token }
 
-// Lost returns a channel that is closed when this take can no longer be
+// Done returns a channel that is closed when this take can no longer be
 // trusted under the connection's error policy — from then on another
-// worker may take the item — or when the item is done or released.
-func (it *Item) Lost() <-chan struct{} { return it.hold.Done() }
+// worker may take the item — or when the item is consumed or released.
+func (it *Item) Done() <-chan struct{} { return it.hold.Done() }
 
-// Context returns a context for the item's processing: cancelled when Lost
+// Context returns a context for the item's processing: cancelled when Done
 // closes, with ErrItemLost or ErrFinished as its cause.
 func (it *Item) Context() context.Context { return it.hold.Context() }
 
-// Done removes the item from the queue: its entry and its taken node go in
-// one transaction, in the take's session only. The take ends before the
-// transaction is sent (Lost closes): from then on the item is not this
-// worker's, whatever the answer. It returns an error matching ErrItemLost
-// when the take was lost first (the item is back in the queue and will be
-// delivered again), and ErrFinished when the item was done or released
-// before. If the transaction was sent and its answer lost (ctx ended
-// first, or the connection was lost), the error also matches
-// ErrOutcomeUnknown: the item may be gone, or will be delivered again — its
-// taken node is deleted in the background while the session lives, if the
-// transaction did not take it.
-func (it *Item) Done(ctx context.Context) error {
-	return it.finish(ctx, "done", it.consume)
+// Consume removes the item from the queue (Kazoo's consume): its entry
+// and its taken node go in one transaction, in the take's session only.
+// The take ends before the transaction is sent (Done closes): from then on
+// the item is not this worker's, whatever the answer. It returns an error
+// matching ErrItemLost when the take was lost first (the item is back in
+// the queue and will be delivered again), and ErrFinished when the item
+// was consumed or released before. If the transaction was sent and its
+// answer lost (ctx ended first, or the connection was lost), the error
+// also matches ErrOutcomeUnknown: the item may be gone, or will be
+// delivered again — its taken node is deleted in the background while the
+// session lives, if the transaction did not take it.
+func (it *Item) Consume(ctx context.Context) error {
+	return it.finish(ctx, "consume", it.remove)
 }
 
 // Release puts the item back at its place for another worker (or this
-// one) to take; it returns the errors Done does. The take ends before the
-// delete is sent.
+// one) to take; it returns the errors Consume does. The take ends before
+// the delete is sent.
 func (it *Item) Release(ctx context.Context) error {
 	return it.finish(ctx, "release", it.untake)
 }
@@ -462,19 +463,19 @@ func (it *Item) finish(ctx context.Context, op string, release func(context.Cont
 }
 
 func (it *Item) errorf(op string, err error) error {
-	return fmt.Errorf("queue: %s %s/%s: %w", op, it.q.entries, it.e.name, err)
+	return errtext.Errorf("queue: %s %s/%s: %w", op, it.q.entries, it.e.name, err)
 }
 
-// consume deletes the entry and the taken node together, pinned to the
+// remove deletes the entry and the taken node together, pinned to the
 // take's session. It is sent once: a transaction whose answer was lost is
 // never sent again (connection.Multi), and a taken node it may have left
 // is deleted by czxid (lockcore.Hold.End).
-func (it *Item) consume(ctx context.Context, a lockcore.Acquired) error {
+func (it *Item) remove(ctx context.Context, a lockcore.Acquired) error {
 	_, err := it.q.client.Multi(connection.Pin(ctx, a.Session),
 		&zk.DeleteRequest{Path: path.Join(it.q.entries, it.e.name), Version: -1},
 		&zk.DeleteRequest{Path: a.Path, Version: -1})
 	if err != nil && !it.q.client.Live(a.Session) && !errors.Is(err, connection.ErrOutcomeUnknown) {
-		return fmt.Errorf("%w (%w)", connection.ErrSessionLost, err)
+		return errtext.Errorf("%w (%w)", connection.ErrSessionLost, err)
 	}
 	return err
 }

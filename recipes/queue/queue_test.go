@@ -45,10 +45,10 @@ func TestNewAndPutRefuseBadInput(t *testing.T) {
 	}
 }
 
-// TestOrderDoneRelease: items come out by priority, then in the order they
+// TestOrderConsumeRelease: items come out by priority, then in the order they
 // were put; a taken item is invisible to other workers; Release puts it
-// back at its place; Done removes it; misuse gets its sentinel.
-func TestOrderDoneRelease(t *testing.T) {
+// back at its place; Consume removes it; misuse gets its sentinel.
+func TestOrderConsumeRelease(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	path := ens.Root(t) + "/q"
@@ -82,11 +82,11 @@ func TestOrderDoneRelease(t *testing.T) {
 	if err := urgent.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if !closed(urgent.Lost()) || !errors.Is(context.Cause(urgent.Context()), queue.ErrFinished) {
-		t.Fatal("a released item's Lost is open or its cause is wrong")
+	if !closed(urgent.Done()) || !errors.Is(context.Cause(urgent.Context()), queue.ErrFinished) {
+		t.Fatal("a released item's Done is open or its cause is wrong")
 	}
-	if err := urgent.Done(ctx); !errors.Is(err, queue.ErrFinished) {
-		t.Fatalf("Done after Release = %v, want ErrFinished", err)
+	if err := urgent.Consume(ctx); !errors.Is(err, queue.ErrFinished) {
+		t.Fatalf("Consume after Release = %v, want ErrFinished", err)
 	}
 	again := take(q, "urgent") // back at its place
 	if again.Token() <= urgent.Token() {
@@ -100,7 +100,7 @@ func TestOrderDoneRelease(t *testing.T) {
 		t.Fatalf("entries %+v", ents)
 	}
 	for _, it := range []*queue.Item{again, a} {
-		if err := it.Done(ctx); err != nil {
+		if err := it.Consume(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,7 +108,7 @@ func TestOrderDoneRelease(t *testing.T) {
 	take(other, "c")
 	take(q, "late")
 	if n, err := q.Len(ctx); err != nil || n != 3 {
-		t.Fatalf("Len = %d, %v, want 3 (taken items stay until done)", n, err)
+		t.Fatalf("Len = %d, %v, want 3 (taken items stay until consumed)", n, err)
 	}
 }
 
@@ -136,13 +136,13 @@ func TestWorkerCrashPutsItemBack(t *testing.T) {
 		t.Fatalf("TryTake = %v, %v", next, err)
 	}
 	crashing.Close()
-	<-it.Lost()
+	<-it.Done()
 	back, err := q2.Take(ctx)
 	if err != nil || string(back.Data()) != "item-0" {
 		t.Fatalf("Take after the crash = %v, %v, want item-0 back", back, err)
 	}
-	if err := it.Done(ctx); !errors.Is(err, queue.ErrItemLost) {
-		t.Fatalf("Done by the crashed worker = %v, want ErrItemLost", err)
+	if err := it.Consume(ctx); !errors.Is(err, queue.ErrItemLost) {
+		t.Fatalf("Consume by the crashed worker = %v, want ErrItemLost", err)
 	}
 }
 
@@ -207,7 +207,7 @@ func TestNoHerd(t *testing.T) {
 					return
 				}
 				took <- string(it.Data())
-				if err := it.Done(wctx); err != nil && wctx.Err() == nil {
+				if err := it.Consume(wctx); err != nil && wctx.Err() == nil {
 					t.Error(err)
 				}
 			}

@@ -3,13 +3,13 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"strings"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -38,11 +38,11 @@ func (q *Queue) placed(ctx context.Context, created string) error {
 	if !ok || !lockcore.Exhausted(e.seq) {
 		return nil
 	}
-	exhausted := fmt.Errorf("%w (%s numbered an item %s)", connection.ErrSequenceExhausted,
+	exhausted := errtext.Errorf("%w (%s numbered an item %s)", connection.ErrSequenceExhausted,
 		q.entries, strings.TrimPrefix(e.name, entryName(e.priority)))
 	sess := q.client.Session()
 	if sess == nil {
-		return errors.Join(exhausted, fmt.Errorf("the item is in the queue, out of its order: %w", connection.ErrSessionLost))
+		return errors.Join(exhausted, errtext.Errorf("the item is in the queue, out of its order: %w", connection.ErrSessionLost))
 	}
 	// Not given up when ctx ends: the item would stay out of its order.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*lockcore.CleanupTimeout(sess))
@@ -60,5 +60,5 @@ func (q *Queue) placed(ctx context.Context, created string) error {
 	case len(res) == 3 && errors.Is(res[2].Error, zk.ErrNoNode):
 		return exhausted // a worker took it and was done with it already
 	}
-	return errors.Join(exhausted, fmt.Errorf("the item may still be in the queue, out of its order: withdraw: %w", err))
+	return errors.Join(exhausted, errtext.Errorf("the item may still be in the queue, out of its order: withdraw: %w", err))
 }

@@ -73,7 +73,7 @@ func TestPutAtTheSequenceLimit(t *testing.T) {
 		if string(it.Data()) != want {
 			t.Fatalf("took %q, want %q", it.Data(), want)
 		}
-		if err := it.Done(ctx); err != nil {
+		if err := it.Consume(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -68,13 +70,13 @@ func WithData(data []byte) Option {
 // created until a side is locked.
 func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 	if c == nil {
-		return nil, fmt.Errorf("rwlock: nil client: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("rwlock: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(p); err != nil {
-		return nil, fmt.Errorf("rwlock: %w", err)
+		return nil, errtext.Errorf("rwlock: %w", err)
 	}
 	if p == "/" {
-		return nil, fmt.Errorf("rwlock: %w: the root cannot be a lock", connection.ErrInvalidPath)
+		return nil, errtext.Errorf("rwlock: %w: the root cannot be a lock", connection.ErrInvalidPath)
 	}
 	rw := &RWMutex{client: c, path: p}
 	side := func(name string, pred lockcore.Predicate) *Side {
@@ -141,7 +143,7 @@ func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquire
 	held, err := rw.write.h.Use(ctx, func(w lockcore.Acquired) error {
 		c, ok := lockcore.Parse(path.Base(w.Path))
 		if !ok {
-			return fmt.Errorf("rwlock: the write node %s has no sequence", w.Path)
+			return errtext.Errorf("rwlock: the write node %s has no sequence", w.Path)
 		}
 		created, err := rw.client.CreateProtected(ctx, path.Join(rw.path, readName+c.Seq), rw.read.core.Data, connection.Ephemeral)
 		if err != nil {
@@ -217,18 +219,43 @@ func (s *Side) Token() int64 { return s.h.Token() }
 // Node returns the path of this side's node, or "".
 func (s *Side) Node() string { return s.h.Node() }
 
-// Participant is one contender of the lock.
-type Participant = lockcore.Participant
+// Participant is one contender of the lock as ZooKeeper shows it.
+// Participants lists them in queue order.
+type Participant struct {
+	// Path is the contender's node: "<lock>/_c_<uuid>-__READ__<seq>" or
+	// "...-__WRIT__<seq>" for a Go or Curator side, "<hex>__rlock__<seq>"
+	// or "<hex>__lock__<seq>" for Kazoo's.
+	Path string
+	// Kind names the layout of the node: "read-lock" and "write-lock"
+	// (zkrecipes and Curator), "kazoo-read-lock" and "kazoo-lock".
+	Kind string
+	// Seq is the node's 10-digit sequence number: the queue order.
+	Seq string
+	// Data is the node's data: the host's address unless the contender
+	// set it (WithData).
+	Data []byte
+	// Session is the session that owns the node (its ephemeralOwner).
+	Session int64
+	// Token is the node's czxid: the fencing token of its hold.
+	Token int64
+	// Created is when the node was created, by the server's clock.
+	Created time.Time
+}
 
 // Participants lists the readers and writers of the lock at path in
 // queue order, Curator's and Kazoo's included.
 func Participants(ctx context.Context, c *connection.Client, p string) ([]Participant, error) {
 	if err := connection.ValidatePath(p); err != nil {
-		return nil, fmt.Errorf("rwlock: %w", err)
+		return nil, errtext.Errorf("rwlock: %w", err)
 	}
 	ps, err := lockcore.Participants(ctx, c, p, lockcore.RWKinds)
 	if err != nil {
-		return nil, fmt.Errorf("rwlock: participants of %s: %w", p, err)
+		return nil, errtext.Errorf("rwlock: participants of %s: %w", p, err)
 	}
-	return ps, nil
+	out := make([]Participant, len(ps))
+	for i, c := range ps {
+		out[i] = Participant{Path: c.Path, Kind: c.Kind.String(), Seq: c.Seq, Data: c.Data,
+			Session: c.Session, Token: c.Token, Created: c.Created}
+	}
+	return out, nil
 }

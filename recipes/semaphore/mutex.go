@@ -3,10 +3,10 @@ package semaphore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // Errors of the semaphore-backed mutex. Match them with errors.Is.
@@ -35,10 +35,10 @@ type Mutex struct {
 // fixed maximum of 1).
 func NewMutex(sem *Semaphore) (*Mutex, error) {
 	if sem == nil {
-		return nil, fmt.Errorf("semaphore: nil semaphore: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("semaphore: nil semaphore: %w", connection.ErrInvalidOption)
 	}
 	if sem.max != 1 || sem.countPath != "" {
-		return nil, fmt.Errorf("semaphore: %w: a mutex needs a semaphore of exactly one lease, not %d", connection.ErrInvalidOption, sem.max)
+		return nil, errtext.Errorf("semaphore: %w: a mutex needs a semaphore of exactly one lease, not %d", connection.ErrInvalidOption, sem.max)
 	}
 	return &Mutex{sem: sem}, nil
 }
@@ -60,7 +60,7 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lease != nil {
-		return fmt.Errorf("semaphore: lock %s: %w", m.sem.path, ErrHeld)
+		return errtext.Errorf("semaphore: lock %s: %w", m.sem.path, ErrHeld)
 	}
 	var got []*Lease
 	var err error
@@ -70,7 +70,7 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		got, err = m.sem.TryAcquire(ctx, 1)
 	}
 	if errors.Is(err, ErrNoLeases) {
-		return fmt.Errorf("semaphore: lock %s: %w", m.sem.path, ErrLocked)
+		return errtext.Errorf("semaphore: lock %s: %w", m.sem.path, ErrLocked)
 	}
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lease == nil {
-		return fmt.Errorf("semaphore: unlock %s: %w", m.sem.path, ErrNotLocked)
+		return errtext.Errorf("semaphore: unlock %s: %w", m.sem.path, ErrNotLocked)
 	}
 	err := m.lease.Release(ctx)
 	m.lease = nil // over, whatever the answer (Lease.Release)

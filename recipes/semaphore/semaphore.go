@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 )
@@ -57,10 +58,10 @@ type Option func(*Semaphore) error
 func WithSharedCount(countPath string) Option {
 	return func(s *Semaphore) error {
 		if err := connection.ValidatePath(countPath); err != nil {
-			return fmt.Errorf("semaphore: shared count: %w", err)
+			return errtext.Errorf("semaphore: shared count: %w", err)
 		}
 		if countPath == "/" {
-			return fmt.Errorf("semaphore: shared count: %w: the root cannot be a count", connection.ErrInvalidPath)
+			return errtext.Errorf("semaphore: shared count: %w: the root cannot be a count", connection.ErrInvalidPath)
 		}
 		s.countPath = countPath
 		return nil
@@ -80,16 +81,16 @@ func WithData(data []byte) Option {
 // once. Nothing is created until Acquire.
 func New(c *connection.Client, p string, maxLeases int, opts ...Option) (*Semaphore, error) {
 	if c == nil {
-		return nil, fmt.Errorf("semaphore: nil client: %w", connection.ErrInvalidOption)
+		return nil, errtext.Errorf("semaphore: nil client: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(p); err != nil {
-		return nil, fmt.Errorf("semaphore: %w", err)
+		return nil, errtext.Errorf("semaphore: %w", err)
 	}
 	if p == "/" {
-		return nil, fmt.Errorf("semaphore: %w: the root cannot be a semaphore", connection.ErrInvalidPath)
+		return nil, errtext.Errorf("semaphore: %w: the root cannot be a semaphore", connection.ErrInvalidPath)
 	}
 	if maxLeases < 1 || maxLeases > math.MaxInt32 {
-		return nil, fmt.Errorf("semaphore: %w: maximum of %d leases", connection.ErrInvalidOption, maxLeases)
+		return nil, errtext.Errorf("semaphore: %w: maximum of %d leases", connection.ErrInvalidOption, maxLeases)
 	}
 	s := &Semaphore{client: c, path: p, max: maxLeases, data: c.DefaultData()}
 	for _, o := range opts {
@@ -121,10 +122,10 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int) ([]*Lease, error) {
 
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, error) {
 	if n < 1 {
-		return nil, fmt.Errorf("semaphore: acquire %d leases: %w", n, connection.ErrInvalidOption)
+		return nil, errtext.Errorf("semaphore: acquire %d leases: %w", n, connection.ErrInvalidOption)
 	}
 	if s.countPath == "" && n > s.max {
-		return nil, fmt.Errorf("semaphore: acquire %d of %d: %w", n, s.max, ErrTooMany)
+		return nil, errtext.Errorf("semaphore: acquire %d of %d: %w", n, s.max, ErrTooMany)
 	}
 	// A mutex value of its own: acquirers exclude each other, goroutines
 	// of this process included.
@@ -138,10 +139,10 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 		err = m.TryLock(ctx)
 	}
 	if errors.Is(err, mutex.ErrLocked) {
-		return nil, fmt.Errorf("semaphore: acquire at %s: %w", s.path, ErrNoLeases)
+		return nil, errtext.Errorf("semaphore: acquire at %s: %w", s.path, ErrNoLeases)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("semaphore: acquire at %s: %w", s.path, err)
+		return nil, errtext.Errorf("semaphore: acquire at %s: %w", s.path, err)
 	}
 	unlock := sync.OnceFunc(func() {
 		uctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -154,7 +155,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 		for _, l := range leases {
 			l.drop()
 		}
-		return nil, fmt.Errorf("semaphore: acquire %d at %s: %w", n, s.path, err)
+		return nil, errtext.Errorf("semaphore: acquire %d at %s: %w", n, s.path, err)
 	}
 	for range n {
 		l, err := s.one(ctx, wait, m)
@@ -183,7 +184,7 @@ func (l *Lease) start(ctx context.Context) error {
 	for {
 		a, err := lockcore.Confirm(ctx, l.sem.client, l.a)
 		if errors.Is(err, lockcore.ErrNodeGone) {
-			return fmt.Errorf("%w: %w", ErrLeaseLost, err)
+			return errtext.Errorf("%w: %w", ErrLeaseLost, err)
 		}
 		if err != nil {
 			return err
@@ -223,7 +224,7 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 			return nil, err
 		}
 		if !slices.Contains(children, name) {
-			return nil, fmt.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
+			return nil, errtext.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
 		}
 		if len(children) <= limit {
 			// Granted. The node's watch ends the lease if someone else
@@ -231,7 +232,7 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 			// released.
 			_, _, own, err := s.client.GetWatch(ctx, created.Path)
 			if errors.Is(err, zk.ErrNoNode) {
-				return nil, fmt.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
+				return nil, errtext.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
 			}
 			if err != nil {
 				return nil, err
@@ -251,7 +252,7 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 		case <-m.Done():
 			// The locks mutex can no longer be trusted: another acquirer
 			// may add leases. Give up rather than count on a stale view.
-			return nil, fmt.Errorf("semaphore: the acquire mutex was lost: %w", mutex.ErrLockLost)
+			return nil, errtext.Errorf("semaphore: the acquire mutex was lost: %w", mutex.ErrLockLost)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -277,7 +278,7 @@ func (s *Semaphore) limit(ctx context.Context) (int, <-chan struct{}, error) {
 			return 0, nil, err
 		}
 		if len(data) != 4 {
-			return 0, nil, fmt.Errorf("%w: %d bytes at %s", ErrBadCount, len(data), s.countPath)
+			return 0, nil, errtext.Errorf("%w: %d bytes at %s", ErrBadCount, len(data), s.countPath)
 		}
 		return int(int32(binary.BigEndian.Uint32(data))), w.Done(), nil
 	}
@@ -288,10 +289,10 @@ func (s *Semaphore) limit(ctx context.Context) (int, <-chan struct{}, error) {
 // acquirer.
 func (s *Semaphore) SetCount(ctx context.Context, n int) error {
 	if s.countPath == "" {
-		return fmt.Errorf("semaphore: %w: no shared count", connection.ErrInvalidOption)
+		return errtext.Errorf("semaphore: %w: no shared count", connection.ErrInvalidOption)
 	}
 	if n < 0 || n > math.MaxInt32 {
-		return fmt.Errorf("semaphore: %w: count %d", connection.ErrInvalidOption, n)
+		return errtext.Errorf("semaphore: %w: count %d", connection.ErrInvalidOption, n)
 	}
 	data := binary.BigEndian.AppendUint32(nil, uint32(n))
 	_, err := s.client.Set(ctx, s.countPath, data, -1)
@@ -299,7 +300,7 @@ func (s *Semaphore) SetCount(ctx context.Context, n int) error {
 		_, err = s.client.CreateAll(ctx, s.countPath, data, connection.Persistent)
 	}
 	if err != nil {
-		return fmt.Errorf("semaphore: set count %s: %w", s.countPath, err)
+		return errtext.Errorf("semaphore: set count %s: %w", s.countPath, err)
 	}
 	return nil
 }
@@ -340,13 +341,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
-		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, ErrReleased)
+		return errtext.Errorf("semaphore: release %s: %w", l.a.Path, ErrReleased)
 	}
 	l.released = true
 	if err := l.hold.End(ctx, func(ctx context.Context, a lockcore.Acquired) error {
 		return lockcore.Release(ctx, l.sem.client, a)
 	}); err != nil {
-		return fmt.Errorf("semaphore: release %s: %w", l.a.Path, err)
+		return errtext.Errorf("semaphore: release %s: %w", l.a.Path, err)
 	}
 	return nil
 }
@@ -359,17 +360,41 @@ func (l *Lease) drop() {
 	lockcore.Abandon(l.sem.client, l.a.Session, l.a.Path, l.a.Token)
 }
 
-// Participant is one lease holder.
-type Participant = lockcore.Participant
+// Participant is one lease holder as ZooKeeper shows it. Leases lists
+// them oldest first.
+type Participant struct {
+	// Path is the lease's node: "<semaphore>/leases/_c_<uuid>-lease-<seq>"
+	// (Curator's InterProcessSemaphoreV2 layout).
+	Path string
+	// Kind names the layout of the node: "semaphore-lease".
+	Kind string
+	// Seq is the node's 10-digit sequence number: the order leases were
+	// asked for.
+	Seq string
+	// Data is the node's data: the host's address unless the holder set
+	// it (WithData).
+	Data []byte
+	// Session is the session that owns the node (its ephemeralOwner).
+	Session int64
+	// Token is the node's czxid: the fencing token of the lease.
+	Token int64
+	// Created is when the node was created, by the server's clock.
+	Created time.Time
+}
 
 // Leases lists the leases held at the semaphore at path, oldest first.
 func Leases(ctx context.Context, c *connection.Client, p string) ([]Participant, error) {
 	if err := connection.ValidatePath(p); err != nil {
-		return nil, fmt.Errorf("semaphore: %w", err)
+		return nil, errtext.Errorf("semaphore: %w", err)
 	}
 	ps, err := lockcore.Participants(ctx, c, path.Join(p, "leases"), func(k lockcore.Kind) bool { return k == lockcore.Lease })
 	if err != nil {
-		return nil, fmt.Errorf("semaphore: leases of %s: %w", p, err)
+		return nil, errtext.Errorf("semaphore: leases of %s: %w", p, err)
 	}
-	return ps, nil
+	out := make([]Participant, len(ps))
+	for i, c := range ps {
+		out[i] = Participant{Path: c.Path, Kind: c.Kind.String(), Seq: c.Seq, Data: c.Data,
+			Session: c.Session, Token: c.Token, Created: c.Created}
+	}
+	return out, nil
 }

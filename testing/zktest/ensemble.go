@@ -129,10 +129,12 @@ type BackendFactory = zkserver.BackendFactory
 // install.
 func RegisterBackend(f BackendFactory) { zkserver.RegisterBackend(f) }
 
-// Ensemble is a running ZooKeeper ensemble. Its methods are safe for
-// concurrent use.
+// Ensemble is a running ZooKeeper ensemble: its addresses, the faults a
+// test injects (Stop, Start, Kill, Pause, Resume; Partition, Isolate, Heal
+// WithServerPartitions), and the helpers tests use (Root, Conn, Proxy).
+// Its methods are safe for concurrent use.
 type Ensemble struct {
-	*zkserver.Ensemble
+	e     *zkserver.Ensemble
 	admin adminConn
 }
 
@@ -143,7 +145,7 @@ func New(opts ...Option) (*Ensemble, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Ensemble{Ensemble: e}, nil
+	return &Ensemble{e: e}, nil
 }
 
 // Start starts an ensemble for the test and stops it when the test ends.
@@ -196,7 +198,7 @@ func (e *Ensemble) MustLeader(t testing.TB) int {
 // Close stops every server and removes their data. It is idempotent.
 func (e *Ensemble) Close() error {
 	e.admin.close()
-	return e.Ensemble.Close()
+	return e.e.Close()
 }
 
 func (e *Ensemble) reportLogs(t testing.TB) {
@@ -205,32 +207,6 @@ func (e *Ensemble) reportLogs(t testing.TB) {
 			t.Logf("zktest: last lines of server %d:\n%s", i, tail)
 		}
 	}
-}
-
-// Proxy is a TCP proxy between clients and an ensemble, one loopback
-// listener per server. Connect a client to Servers() instead of the
-// ensemble's addresses to cut, blackhole or delay its traffic.
-//
-// A blackhole drops bytes, so a connection that lost bytes is closed on
-// Restore (as a real network would reset it); the client reconnects. The
-// server hears nothing from a blackholed client, so a blackhole longer
-// than the session timeout expires the session on the server.
-type Proxy = zkserver.Proxy
-
-// NewProxy starts a proxy in front of targets (host:port each); the
-// caller must Close it.
-func NewProxy(targets []string) (*Proxy, error) { return zkserver.NewProxy(targets) }
-
-// Proxy starts a proxy in front of every server of the ensemble; it is
-// closed when the test ends.
-func (e *Ensemble) Proxy(t testing.TB) *Proxy {
-	t.Helper()
-	p, err := NewProxy(e.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	return p
 }
 
 // FourLetter sends a four-letter word (srvr, mntr, cons...) to the server

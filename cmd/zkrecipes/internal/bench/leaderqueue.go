@@ -279,7 +279,7 @@ func runQueue(ctx context.Context, servers []string, path string, workers, items
 			for {
 				it, err := q.Take(wctx)
 				if err == nil {
-					err = it.Done(ctx)
+					err = it.Consume(ctx)
 				}
 				if wctx.Err() != nil {
 					return
