@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -31,32 +30,18 @@ type participant struct {
 
 func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 	fs := newFlags("inspect", "PATH", out)
-	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS)")
+	cf := commonFlagsFor(ctx, fs, connFlags)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return errUsage
+		return usagef(fs, "want one PATH")
 	}
 	path := fs.Arg(0)
-	if err := connection.ValidatePath(path); err != nil {
-		return err
-	}
-	list := serverList(*servers)
-	if len(list) == 0 {
-		return errors.New("no ZooKeeper servers: give --servers host:port,... or set ZK_SERVERS")
-	}
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	opts, err := openOptions()
+	client, err := cf.openFor(ctx, fs, path, nil)
 	if err != nil {
 		return err
-	}
-	client, err := connection.Open(openCtx, list, opts...)
-	if err != nil {
-		return fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(list, ","), err)
 	}
 	defer client.Close()
 	if ok, _, err := client.Exists(ctx, path); err != nil {
