@@ -5,6 +5,7 @@ import (
 	"flag"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 func TestHelpEverywhere(t *testing.T) {
 	for _, words := range [][]string{
 		{"lock"}, {"semaphore"}, {"elect"}, {"queue"}, {"queue", "put"}, {"queue", "take"},
-		{"inspect"}, {"demo"}, {"bench"}, {"help"},
+		{"inspect"}, {"demo"}, {"bench"}, {"version"}, {"completion"}, {"help"},
 	} {
 		name := strings.Join(words, " ")
 		code, help, errOut := runCLI(t, append(append([]string{}, words...), "--help")...)
@@ -71,8 +72,71 @@ func TestUsageAligned(t *testing.T) {
 		}
 		col = at
 	}
-	if !strings.Contains(list, "semaphore  run") {
+	if !strings.Contains(list, "completion  print") {
 		t.Fatalf("the longest name is not followed by two spaces:\n%s", list)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, errOut := runCLI(t, args...)
+		if code != 0 || errOut != "" || !strings.HasPrefix(out, "zkrecipes ") || !strings.Contains(out, "built with go") {
+			t.Errorf("%v: exit %d, %q %q", args, code, out, errOut)
+		}
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		code, out, errOut := runCLI(t, "completion", shell)
+		if code != 0 || errOut != "" {
+			t.Fatalf("completion %s: exit %d, %q", shell, code, errOut)
+		}
+		// Commands, queue's subcommands, each command's own flags and
+		// the common ones, all from the flag sets.
+		for _, want := range []string{"lock", "semaphore", "elect", "inspect", "put", "take", "conflict-exit-code", "leases", "selector", "priority", "json", "servers", "policy"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("completion %s lacks %q", shell, want)
+			}
+		}
+		if strings.Contains(out, "standard-policy") {
+			t.Errorf("completion %s offers the deprecated --standard-policy", shell)
+		}
+		if _, err := exec.LookPath(shell); err == nil {
+			script := filepath.Join(t.TempDir(), "completion")
+			if err := os.WriteFile(script, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if b, err := exec.Command(shell, "-n", script).CombinedOutput(); err != nil {
+				t.Errorf("%s -n on its completion: %v\n%s", shell, err, b)
+			}
+		}
+	}
+	// Bash offers what the words before call for.
+	code, script, _ := runCLI(t, "completion", "bash")
+	if _, err := exec.LookPath("bash"); err != nil || code != 0 {
+		return
+	}
+	for _, tc := range []struct{ words, want string }{
+		{`zkrecipes ""`, "lock semaphore elect queue inspect demo bench version completion help"},
+		{`zkrecipes --servers h:1 lo`, "lock"},
+		{`zkrecipes lock --t`, "--timeout --try"},
+		{`zkrecipes queue ""`, "put take"},
+		{`zkrecipes queue put --p`, "--priority"},
+		{`zkrecipes completion ""`, "bash zsh fish"},
+	} {
+		cmd := exec.Command("bash", "-c", script+`
+COMP_WORDS=(`+tc.words+`); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _zkrecipes; echo "${COMPREPLY[*]}"`)
+		b, err := cmd.Output()
+		if got := strings.TrimSpace(string(b)); err != nil || got != tc.want {
+			t.Errorf("bash completion of %s: %q (%v), want %q", tc.words, got, err, tc.want)
+		}
+	}
+	if code, _, _ := runCLI(t, "completion"); code != 2 {
+		t.Errorf("completion without a shell: exit %d", code)
+	}
+	if code, _, _ := runCLI(t, "completion", "tcsh"); code != 2 {
+		t.Errorf("completion tcsh: exit %d", code)
 	}
 }
 

@@ -166,6 +166,9 @@ func newFlags(name, args string, out io.Writer, about ...string) *flag.FlagSet {
 			fmt.Fprintf(w, "\n%s", codes)
 		}
 	}
+	if c, ok := out.(*flagCollector); ok {
+		c.add(fs)
+	}
 	return fs
 }
 

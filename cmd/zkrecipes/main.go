@@ -10,7 +10,7 @@
 //	zkrecipes inspect [--json] PATH
 //	zkrecipes demo
 //	zkrecipes bench [--rounds 3] [--participants 2,10,100]
-//	zkrecipes help [COMMAND]
+//	zkrecipes version | completion bash|zsh|fish | help [COMMAND]
 //
 // Servers come from --servers (before or after the command) or
 // ZK_SERVERS, as a ZooKeeper connect string: host[:port],...[/chroot].
@@ -45,12 +45,14 @@ var commands = []command{
 	{name: "inspect", summary: "show who holds a lock, a semaphore's leases or an election, who waits, and a queue's items", run: runInspect},
 	{name: "demo", summary: "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", run: runDemo},
 	{name: "bench", summary: "compare the locks side by side: latency, handoffs/s and wake-ups per release", run: runBench},
+	{name: "version", summary: "print the version of zkrecipes and the revision it was built from", run: runVersion},
 }
 
 // The commands that read the command table join it here (an initializer
 // referring to it would be a cycle).
 func init() {
 	commands = append(commands,
+		command{name: "completion", summary: "print a shell completion script: bash, zsh or fish", run: runCompletion},
 		command{name: "help", summary: "print the help of a command (zkrecipes help lock), or this", run: runHelp},
 	)
 }
@@ -72,13 +74,17 @@ func main() {
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 	inv := invocationFrom(ctx)
 	global := flag.NewFlagSet("zkrecipes", flag.ContinueOnError)
-	globalFlags(global, &inv.flags)
+	version := globalFlags(global, &inv.flags)
 	global.Usage = func() { usage(global.Output()) }
 	if err := parse(global, args); err != nil {
 		return exitCode(ctx, "", err, out, errOut)
 	}
 	rest := global.Args()
-	if len(rest) == 0 {
+	switch {
+	case *version:
+		fmt.Fprint(out, versionText())
+		return 0
+	case len(rest) == 0:
 		usage(errOut)
 		return exitUsage
 	}
@@ -91,9 +97,10 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) int {
 }
 
 // globalFlags registers the flags that may come before the command on fs:
-// the common flags, into cf.
-func globalFlags(fs *flag.FlagSet, cf *commonFlags) {
+// the common flags, into cf, and --version.
+func globalFlags(fs *flag.FlagSet, cf *commonFlags) (version *bool) {
 	cf.register(fs, connFlags|holdFlags)
+	return fs.Bool("version", false, "print the version and exit")
 }
 
 func lookup(name string) (command, bool) {
@@ -157,7 +164,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
-	fmt.Fprint(w, "\nFlags, before or after the command:\n")
+	fmt.Fprint(w, "\nFlags (all but -version may come after the command too):\n")
 	global := flag.NewFlagSet("zkrecipes", flag.ContinueOnError)
 	globalFlags(global, &commonFlags{sessionTimeout: defaultCommonFlags().sessionTimeout, connectTimeout: defaultConnectTimeout, grace: defaultGrace})
 	printFlags(global, w)
