@@ -100,7 +100,7 @@ func TestTLSFromEnvironment(t *testing.T) {
 	}
 	t.Setenv("ZK_TLS_CA_FILE", "")
 	t.Setenv("ZK_TLS", "system")
-	if code, _, errOut := runCLI(t, "lock", "--servers", srv, "/tls-job", "--", "true"); code != 1 || !strings.Contains(errOut, "certificate") {
+	if code, _, errOut := runCLI(t, "lock", "--servers", srv, "/tls-job", "--", "true"); code != 5 || !strings.Contains(errOut, "certificate") {
 		t.Fatalf("lock trusting only the system roots: exit %d, %q", code, errOut)
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	fs := newFlags("bench", "", out)
-	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS, else a local 3-node ensemble started for the run)")
+	servers := fs.String("servers", invocationFrom(ctx).flags.servers, "ZooKeeper servers, host:port,... (default: ZK_SERVERS, else a local 3-node ensemble started for the run)")
 	rounds := fs.Int("rounds", 3, "rounds; results are medians")
 	duration := fs.Duration("duration", 3*time.Second, "length of each contended window")
 	iterations := fs.Int("iterations", 300, "uncontended Lock+Unlock per round")

@@ -15,7 +15,7 @@ import (
 
 func runDemo(ctx context.Context, args []string, out, _ io.Writer) error {
 	fs := newFlags("demo", "", out)
-	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS, else a local server started for the demo)")
+	servers := fs.String("servers", invocationFrom(ctx).flags.servers, "ZooKeeper servers, host:port,... (default: ZK_SERVERS, else a local server started for the demo)")
 	workers := fs.Int("workers", 5, "workers taking the lock in turn")
 	waiters := fs.Int("waiters", 20, "waiters in the herd comparison")
 	if err := parse(fs, args); err != nil {

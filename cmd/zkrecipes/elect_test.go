@@ -35,7 +35,7 @@ func TestElectRunsCommandWhileLeading(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, errOut = runCLI(t, "elect", "--servers", ens.ConnectString(), "--timeout", "500ms", path, "--", "true")
-	if code != 1 || !strings.Contains(errOut, "not elected") {
+	if code != 124 || !strings.Contains(errOut, "not elected") {
 		t.Fatalf("elect while another leads: exit %d, stderr %q", code, errOut)
 	}
 	code, out, _ = runCLI(t, "inspect", "--servers", ens.ConnectString(), path)
@@ -64,7 +64,7 @@ func TestQueuePutTakeInspect(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "3 item(s), 0 taken") {
 		t.Fatalf("inspect: exit %d, %q", code, out)
 	}
-	if code, out, _ := runCLI(t, "queue", "take", "--servers", srv, path); code != 0 || out != "urgent" {
+	if code, out, _ := runCLI(t, "queue", "take", "--servers", srv, path); code != 0 || out != "urgent\n" {
 		t.Fatalf("take: exit %d, %q", code, out)
 	}
 	// A failing command puts its item back at its place.
@@ -75,10 +75,10 @@ func TestQueuePutTakeInspect(t *testing.T) {
 	if code, out, _ := runCLI(t, "queue", "take", "--servers", srv, path, "--", "cat"); code != 0 || out != "a" {
 		t.Fatalf("take after the failure: exit %d, %q, want a again", code, out)
 	}
-	if code, out, _ := runCLI(t, "queue", "take", "--servers", srv, path); code != 0 || out != "b" {
+	if code, out, _ := runCLI(t, "queue", "take", "--servers", srv, path); code != 0 || out != "b\n" {
 		t.Fatalf("take: exit %d, %q", code, out)
 	}
-	if code, _, errOut := runCLI(t, "queue", "take", "--servers", srv, "--try", path); code != 1 || !strings.Contains(errOut, "no item") {
+	if code, _, errOut := runCLI(t, "queue", "take", "--servers", srv, "--try", path); code != 3 || !strings.Contains(errOut, "no item") {
 		t.Fatalf("take --try on an empty queue: exit %d, %q", code, errOut)
 	}
 	if code, _, _ := runCLI(t, "queue", "frob"); code != 2 {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
@@ -132,17 +132,18 @@ type view struct {
 
 // inspectOptions are inspect's flags.
 type inspectOptions struct {
-	path    string
-	json    bool
-	depth   int
-	watch   bool
-	count   string
-	servers string
+	path  string
+	json  bool
+	depth int
+	watch bool
+	count string
+	cf    *commonFlags
+	fs    *flag.FlagSet
 }
 
 func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 	fs := newFlags("inspect", "PATH", out)
-	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS)")
+	cf := commonFlagsFor(ctx, fs, connFlags)
 	asJSON := fs.Bool("json", false, "print JSON (see above)")
 	depth := fs.Int("depth", 3, "how many levels below PATH to look for recipes when PATH holds none")
 	watch := fs.Bool("watch", false, "follow PATH: print the view, then every change to it, until interrupted")
@@ -154,13 +155,12 @@ func runInspect(ctx context.Context, args []string, out, _ io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	o := inspectOptions{json: *asJSON, depth: *depth, watch: *watch, count: *count, servers: *servers}
+	o := inspectOptions{json: *asJSON, depth: *depth, watch: *watch, count: *count, cf: cf, fs: fs}
 	if fs.NArg() != 1 {
 		if o.json {
 			return jsonError(out, "", &exitError{exitUsage, "give one PATH"})
 		}
-		fs.Usage()
-		return errUsage
+		return usagef(fs, "want one PATH")
 	}
 	o.path = fs.Arg(0)
 	err := inspect(ctx, o, out)
@@ -176,6 +176,8 @@ func jsonError(out io.Writer, path string, err error) error {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		code = ee.code
+	} else if errors.Is(err, errUsage) {
+		code = exitUsage
 	}
 	_ = json.NewEncoder(out).Encode(struct {
 		Path     string `json:"path,omitempty"`
@@ -186,9 +188,6 @@ func jsonError(out io.Writer, path string, err error) error {
 }
 
 func inspect(ctx context.Context, o inspectOptions, out io.Writer) error {
-	if err := connection.ValidatePath(o.path); err != nil {
-		return err
-	}
 	if o.depth < 1 {
 		return &exitError{exitUsage, fmt.Sprintf("--depth %d: give 1 or more levels", o.depth)}
 	}
@@ -197,19 +196,9 @@ func inspect(ctx context.Context, o inspectOptions, out io.Writer) error {
 			return fmt.Errorf("--count: %w", err)
 		}
 	}
-	list := serverList(o.servers)
-	if len(list) == 0 {
-		return errors.New("no ZooKeeper servers: give --servers host:port,... or set ZK_SERVERS")
-	}
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	opts, err := openOptions()
+	client, err := o.cf.openFor(ctx, o.fs, o.path, nil)
 	if err != nil {
 		return err
-	}
-	client, err := connection.Open(openCtx, list, opts...)
-	if err != nil {
-		return fmt.Errorf("cannot reach ZooKeeper at %s: %w", strings.Join(list, ","), err)
 	}
 	defer client.Close()
 	if o.watch {

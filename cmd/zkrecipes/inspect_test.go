@@ -527,7 +527,7 @@ func TestInspectJSONErrors(t *testing.T) {
 		t.Fatalf("missing path: exit %d\n%s", code, raw)
 	}
 	code, doc, raw = inspectJSON(t, "--servers", ens.ConnectString(), "relative")
-	if code != 1 || !strings.Contains(doc.Error, "invalid path") {
+	if code != 2 || doc.ExitCode != 2 || !strings.Contains(doc.Error, "invalid path") {
 		t.Fatalf("bad path: exit %d\n%s", code, raw)
 	}
 	code, doc, raw = inspectJSON(t, "--servers", ens.ConnectString())
@@ -540,7 +540,7 @@ func TestInspectJSONErrors(t *testing.T) {
 	}
 	t.Setenv("ZK_SERVERS", "")
 	code, doc, raw = inspectJSON(t, root)
-	if code != 1 || !strings.Contains(doc.Error, "no ZooKeeper servers") {
+	if code != 2 || doc.ExitCode != 2 || !strings.Contains(doc.Error, "no ZooKeeper servers") {
 		t.Fatalf("no servers: exit %d\n%s", code, raw)
 	}
 	if code, out, _ := runCLI(t, "inspect", "--help"); code != 0 || !strings.Contains(out, "age_ms") || !strings.Contains(out, "-watch") {

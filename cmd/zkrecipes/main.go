@@ -2,16 +2,20 @@
 // a lock or while leading, a work queue, a look at who holds and waits, a
 // demo, and the benchmarks.
 //
-//	zkrecipes lock [--timeout d] [--try] [--read|--write] PATH -- CMD [ARGS...]
-//	zkrecipes semaphore --max N [--leases n] PATH -- CMD [ARGS...]
-//	zkrecipes elect [--id NAME] [--selector] PATH -- CMD [ARGS...]
+//	zkrecipes lock [--timeout d | --try] [--read|--write] PATH [-- CMD [ARGS...]]
+//	zkrecipes semaphore --max N [--leases n] [--count PATH] PATH [-- CMD [ARGS...]]
+//	zkrecipes elect [--id NAME] [--selector] PATH [-- CMD [ARGS...]]
 //	zkrecipes queue put [--priority p] PATH [ITEM...]
-//	zkrecipes queue take [--try] [--timeout d] PATH [-- CMD [ARGS...]]
+//	zkrecipes queue take [--timeout d | --try] PATH [-- CMD [ARGS...]]
 //	zkrecipes inspect [--json] PATH
-//	zkrecipes demo [--servers host:port,...]
-//	zkrecipes bench [--servers host:port,...] [--rounds 3] [--participants 2,10,100]
+//	zkrecipes demo
+//	zkrecipes bench [--rounds 3] [--participants 2,10,100]
+//	zkrecipes version | completion bash|zsh|fish | help [COMMAND]
 //
-// Servers come from --servers or ZK_SERVERS.
+// Servers come from --servers (before or after the command) or
+// ZK_SERVERS, as a ZooKeeper connect string: host[:port],...[/chroot].
+// The exit statuses are in exitcodes.go; each command's --help lists its
+// own.
 package main
 
 import (
@@ -21,9 +25,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
@@ -33,93 +34,162 @@ import (
 type command struct {
 	name, summary string
 	run           func(ctx context.Context, args []string, out, errOut io.Writer) error
+	subcommands   []string
 }
 
 var commands = []command{
-	{"lock", "run a command while holding a lock (the same lock Curator's InterProcessMutex takes)", runLock},
-	{"semaphore", "run a command while holding leases of a semaphore (Curator's InterProcessSemaphoreV2)", runSemaphore},
-	{"elect", "run a command while leading an election (Curator's LeaderLatch or LeaderSelector)", runElect},
-	{"queue", "put items in a work queue, or take one (Kazoo's LockingQueue)", runQueue},
-	{"inspect", "show who holds a lock, a semaphore's leases or an election, who waits, and a queue's items", runInspect},
-	{"demo", "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", runDemo},
-	{"bench", "compare the locks side by side: latency, handoffs/s and wake-ups per release", runBench},
+	{name: "lock", summary: "run a command while holding a lock (the same lock Curator's InterProcessMutex takes)", run: runLock},
+	{name: "semaphore", summary: "run a command while holding leases of a semaphore (Curator's InterProcessSemaphoreV2)", run: runSemaphore},
+	{name: "elect", summary: "run a command while leading an election (Curator's LeaderLatch or LeaderSelector)", run: runElect},
+	{name: "queue", summary: "put items in a work queue, or take one (Kazoo's LockingQueue)", run: runQueue, subcommands: []string{"put", "take"}},
+	{name: "inspect", summary: "show who holds a lock, a semaphore's leases or an election, who waits, and a queue's items", run: runInspect},
+	{name: "demo", summary: "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", run: runDemo},
+	{name: "bench", summary: "compare the locks side by side: latency, handoffs/s and wake-ups per release", run: runBench},
+	{name: "version", summary: "print the version of zkrecipes and the revision it was built from", run: runVersion},
 }
 
-// errUsage means the arguments were wrong; the usage was printed.
+// The commands that read the command table join it here (an initializer
+// referring to it would be a cycle).
+func init() {
+	commands = append(commands,
+		command{name: "completion", summary: "print a shell completion script: bash, zsh or fish", run: runCompletion},
+		command{name: "help", summary: "print the help of a command (zkrecipes help lock), or this", run: runHelp},
+	)
+}
+
+// errUsage means the arguments were wrong and the command said how
+// (usagef makes one that run prints).
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signalContext(context.Background())
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
+// run runs the command line args and returns the exit status. The flags
+// before the command are the common flags (they become the command's
+// defaults), --help and --version.
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(out)
-		if len(args) == 0 {
-			return 2
-		}
+	inv := invocationFrom(ctx)
+	global := flag.NewFlagSet("zkrecipes", flag.ContinueOnError)
+	version := globalFlags(global, &inv.flags)
+	global.Usage = func() { usage(global.Output()) }
+	if err := parse(global, args); err != nil {
+		return exitCode(ctx, "", err, out, errOut)
+	}
+	rest := global.Args()
+	switch {
+	case *version:
+		fmt.Fprint(out, versionText())
 		return 0
+	case len(rest) == 0:
+		usage(errOut)
+		return exitUsage
 	}
+	c, ok := lookup(rest[0])
+	if !ok {
+		fmt.Fprintf(errOut, "zkrecipes: unknown command %q\nRun \"zkrecipes help\" for the commands.\n", rest[0])
+		return exitUsage
+	}
+	return exitCode(ctx, c.name, c.run(withInvocation(ctx, inv), rest[1:], out, errOut), out, errOut)
+}
+
+// globalFlags registers the flags that may come before the command on fs:
+// the common flags, into cf, and --version.
+func globalFlags(fs *flag.FlagSet, cf *commonFlags) (version *bool) {
+	cf.register(fs, connFlags|holdFlags)
+	return fs.Bool("version", false, "print the version and exit")
+}
+
+func lookup(name string) (command, bool) {
 	for _, c := range commands {
-		if c.name == args[0] {
-			err := c.run(ctx, args[1:], out, errOut)
-			switch {
-			case err == nil:
-				return 0
-			case errors.Is(err, flag.ErrHelp):
-				return 0
-			case errors.Is(err, errUsage):
-				return 2
-			}
-			var ee *exitError
-			if errors.As(err, &ee) {
-				if ee.msg != "" {
-					fmt.Fprintf(errOut, "zkrecipes %s: %s\n", c.name, ee.msg)
-				}
-				return ee.code
-			}
-			fmt.Fprintf(errOut, "zkrecipes %s: %v\n", c.name, err)
-			return 1
+		if c.name == name {
+			return c, true
 		}
 	}
-	fmt.Fprintf(errOut, "zkrecipes: unknown command %q\n\n", args[0])
-	usage(errOut)
-	return 2
+	return command{}, false
+}
+
+// exitCode prints what err, the error of command name, says and returns
+// the exit status it means. Help asked for goes to out, with status 0;
+// everything else to errOut.
+func exitCode(ctx context.Context, name string, err error, out, errOut io.Writer) int {
+	var (
+		ue *usageError
+		ee *exitError
+		sc signalCause
+	)
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ue) && ue.help:
+		ue.fs.SetOutput(out)
+		ue.fs.Usage()
+		return 0
+	case errors.As(err, &ue):
+		label := "zkrecipes " + ue.fs.Name()
+		if ue.fs.Name() == "zkrecipes" {
+			label = "zkrecipes"
+		}
+		fmt.Fprintf(errOut, "%s: %s\nRun \"%s --help\" for usage.\n", label, ue.msg, label)
+		return exitUsage
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(errOut, "zkrecipes %s: %s\n", name, ee.msg)
+		}
+		return ee.code
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(errOut, "Run \"zkrecipes %s --help\" for usage.\n", name)
+		return exitUsage
+	case ctx.Err() != nil && errors.As(context.Cause(ctx), &sc):
+		// Interrupted while waiting (for a server, a lock, an item):
+		// 128+n, as a shell reports a command signal n ended.
+		fmt.Fprintf(errOut, "zkrecipes %s: %v\n", name, sc)
+		return exitSignal + int(sc.sig)
+	}
+	fmt.Fprintf(errOut, "zkrecipes %s: %v\n", name, err)
+	return exitFailure
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "zkrecipes — ZooKeeper recipes for Go, from the shell")
-	fmt.Fprintln(w, "\nUsage:\n  zkrecipes <command> [flags] [arguments]\n\nCommands:")
+	fmt.Fprint(w, "zkrecipes — ZooKeeper recipes for Go, from the shell\n\nUsage:\n  zkrecipes [flags] <command> [flags] [arguments]\n\nCommands:\n")
+	width := 0
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
 	}
-	fmt.Fprintln(w, "\nServers come from --servers host:port,... or the ZK_SERVERS environment variable.")
-	fmt.Fprintln(w, authHelp)
-	fmt.Fprintln(w, `Run "zkrecipes <command> --help" for a command's flags.`)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
+	}
+	fmt.Fprint(w, "\nFlags (all but -version may come after the command too):\n")
+	global := flag.NewFlagSet("zkrecipes", flag.ContinueOnError)
+	globalFlags(global, &commonFlags{sessionTimeout: defaultCommonFlags().sessionTimeout, connectTimeout: defaultConnectTimeout, grace: defaultGrace})
+	printFlags(global, w)
+	fmt.Fprintf(w, "\n%s\n\n%s\n%s\n", connStringHelp, exitSummary, authHelp)
+	fmt.Fprintln(w, `Run "zkrecipes help <command>" (or "zkrecipes <command> --help") for a command's flags.`)
 }
 
-// newFlags returns a flag set for a subcommand that prints its usage to out.
-func newFlags(name, args string, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: zkrecipes %s [flags] %s\n\nFlags:\n", name, args)
-		fs.PrintDefaults()
-	}
-	return fs
-}
+const connStringHelp = `Servers come from --servers or the ZK_SERVERS environment variable, as a
+ZooKeeper connect string, the same zkCli, Curator and Kazoo take:
+  zk1                          one server, port 2181
+  zk1:2181,zk2:2181,zk3:2181   an ensemble
+  [::1]:2181                   an IPv6 address, in brackets
+  zk1:2181,zk2:2181/app        with a chroot: every PATH is under /app, and paths
+                               are shown relative to it, as zkCli shows them`
 
-// parse parses args, mapping a bad flag to errUsage.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return errUsage
+func runHelp(ctx context.Context, args []string, out, errOut io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
+		usage(out)
+		return nil
 	}
-	return nil
+	c, ok := lookup(args[0])
+	if !ok {
+		return &exitError{exitUsage, fmt.Sprintf("unknown command %q\nRun \"zkrecipes help\" for the commands.", args[0])}
+	}
+	return c.run(ctx, append(append([]string{}, args[1:]...), "--help"), out, errOut)
 }
 
 // upTo is ctx, ending after d too unless d is 0 (a --timeout flag).
@@ -133,8 +203,15 @@ func upTo(ctx context.Context, d time.Duration) (context.Context, context.Cancel
 // serversOrLocal returns the servers of --servers or ZK_SERVERS, or else
 // starts a local ensemble of n servers (stop stops it).
 func serversOrLocal(flagValue string, n int, out io.Writer, opts ...zkserver.Option) (servers []string, stop func(), err error) {
-	if list := serverList(flagValue); len(list) > 0 {
-		return list, func() {}, nil
+	if flagValue != "" || os.Getenv("ZK_SERVERS") != "" {
+		cs, err := (&commonFlags{servers: flagValue}).connString()
+		switch {
+		case err != nil:
+			return nil, nil, &exitError{exitUsage, err.Error()}
+		case cs.chroot != "":
+			return nil, nil, &exitError{exitUsage, fmt.Sprintf("a chroot (%s) is not taken here: give the servers alone", cs.chroot)}
+		}
+		return cs.servers, func() {}, nil
 	}
 	fmt.Fprintf(out, "No servers given: starting a local %d-server ZooKeeper ensemble...\n", n)
 	start := time.Now()
@@ -146,17 +223,12 @@ func serversOrLocal(flagValue string, n int, out io.Writer, opts ...zkserver.Opt
 	return ens.Servers(), func() { ens.Close() }, nil
 }
 
-// serverList splits --servers (or ZK_SERVERS when the flag is empty).
+// serverList is the servers of --servers or ZK_SERVERS, nil if none (or
+// if they do not parse: serversOrLocal says why).
 func serverList(flagValue string) []string {
-	v := flagValue
-	if v == "" {
-		v = os.Getenv("ZK_SERVERS")
+	cs, err := (&commonFlags{servers: flagValue}).connString()
+	if err != nil {
+		return nil
 	}
-	var out []string
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
+	return cs.servers
 }

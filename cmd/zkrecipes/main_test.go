@@ -21,8 +21,8 @@ func runCLI(t *testing.T, args ...string) (code int, out, errOut string) {
 }
 
 func TestUsageAndErrors(t *testing.T) {
-	if code, out, _ := runCLI(t); code != 2 || !strings.Contains(out, "Commands:") {
-		t.Fatalf("no arguments: code %d, output %q", code, out)
+	if code, out, errOut := runCLI(t); code != 2 || out != "" || !strings.Contains(errOut, "Commands:") {
+		t.Fatalf("no arguments: code %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	if code, out, _ := runCLI(t, "--help"); code != 0 || !strings.Contains(out, "demo") {
 		t.Fatalf("--help: code %d, output %q", code, out)

@@ -6,56 +6,55 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
 )
 
-func runSemaphore(ctx context.Context, args []string, out, errOut io.Writer) error {
-	fs := newFlags("semaphore", "PATH -- CMD [ARGS...]", out)
-	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS)")
-	max := fs.Int("max", 0, "the most leases held at once at PATH (required unless --count is given)")
-	count := fs.String("count", "", "read the maximum from this shared count node (Curator's SharedCount); --max seeds it when missing")
-	leases := fs.Int("leases", 1, "how many leases CMD needs")
-	timeout := fs.Duration("timeout", 0, "give up if the leases are not held within this time (0: wait as long as it takes)")
-	try := fs.Bool("try", false, "do not wait: fail at once if the leases are not available")
-	session := fs.Duration("session-timeout", 10*time.Second, "ZooKeeper session timeout")
-	grace := fs.Duration("grace", 10*time.Second, "after a lease is lost, how long CMD has between SIGTERM and SIGKILL")
-	connect := fs.Duration("connect-timeout", 15*time.Second, "give up if no ZooKeeper session is established within this time")
-	standard := fs.Bool("standard-policy", true, "treat a lost connection (SUSPENDED) as a lost lease, as Curator does; false waits for the session to be LOST")
-	fs.Usage = func() {
-		fmt.Fprint(out, `Usage: zkrecipes semaphore [flags] PATH -- CMD [ARGS...]
-
-Runs CMD while holding --leases leases of the semaphore at PATH, the same
+const semaphoreAbout = `Runs CMD while holding --leases leases of the semaphore at PATH, the same
 semaphore a Curator InterProcessSemaphoreV2 uses on that path. CMD gets the
 newest lease's fencing token in ZKRECIPES_FENCING_TOKEN and the lease nodes,
 comma-separated, in ZKRECIPES_LOCK_NODE. zkrecipes exits with CMD's status.
 If a lease is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after the
-grace period, and zkrecipes exits with status 1. The leases are released
-when CMD ends.
+grace period, and zkrecipes exits saying why. The leases are released when
+CMD ends.
 
-Flags:
-`)
-		fs.PrintDefaults()
-	}
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	path, cmdArgs, err := pathAndCommand(fs, "semaphore", errOut)
+The most leases held at once is --max; with --count it is read from a
+shared count node (Curator's SharedCount), which --max seeds when the node
+does not exist yet (when it does, its value counts, whatever --max says).
+
+Without CMD, zkrecipes takes the leases, prints "holding N leases of PATH:
+token T, node NODES" and holds them until SIGINT or SIGTERM (exit 0), or
+until one is lost (exit 4).`
+
+func runSemaphore(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := newFlags("semaphore", "PATH [-- CMD [ARGS...]]", out, semaphoreAbout)
+	cf := commonFlagsFor(ctx, fs, connFlags|holdFlags)
+	max := fs.Int("max", 0, "the most leases held at once at PATH (required; with --count, the count's seed)")
+	count := fs.String("count", "", "read the maximum from this shared count node (Curator's SharedCount); --max seeds it when missing")
+	leases := fs.Int("leases", 1, "how many leases CMD needs")
+	timeout := fs.Duration("timeout", 0, "give up (exit 124) if the leases are not held within this time (0: wait as long as it takes)")
+	try := fs.Bool("try", false, "do not wait: exit 3 at once if the leases are not available")
+	conflict := fs.Int("conflict-exit-code", exitHeld, "with --try: the exit status when the leases are not available (flock's -E)")
+	path, cmdArgs, err := parsePath(fs, args)
 	if err != nil {
 		return err
 	}
-	if *max < 1 && *count == "" {
-		fmt.Fprintln(errOut, "zkrecipes semaphore: give --max N or --count PATH")
-		return errUsage
+	switch {
+	case *leases < 1:
+		return usagef(fs, "--leases %d: want at least 1", *leases)
+	case *max < 1 && *count != "":
+		return usagef(fs, "--count needs --max N too: the count node is created with N when it does not exist yet")
+	case *max < 1:
+		return usagef(fs, "give --max N, the most leases held at once (or --count PATH with --max N as its seed)")
+	case *count == "" && *leases > *max:
+		return usagef(fs, "--leases %d is more than --max %d: they could never be held", *leases, *max)
 	}
-	seed := *max
-	if seed < 1 {
-		seed = *leases
+	if err := checkTry(fs, *try, *timeout, *conflict); err != nil {
+		return err
 	}
-	client, err := openForCommand(ctx, *servers, path, cmdArgs, *connect, *session, *standard)
+	client, err := cf.openFor(ctx, fs, path, cmdArgs)
 	if err != nil {
 		return err
 	}
@@ -64,7 +63,7 @@ Flags:
 	if *count != "" {
 		opts = append(opts, semaphore.WithSharedCount(*count))
 	}
-	sem, err := semaphore.New(client, path, seed, opts...)
+	sem, err := semaphore.New(client, path, *max, opts...)
 	if err != nil {
 		return err
 	}
@@ -74,20 +73,30 @@ Flags:
 	if *try {
 		got, err = sem.TryAcquire(acqCtx, *leases)
 	} else {
+		stop := reportWhileWaiting(acqCtx, cf.reporting(errOut), "semaphore", errOut, semaphoreLooker(client, path, *leases))
 		got, err = sem.Acquire(acqCtx, *leases)
+		stop()
 	}
 	switch {
 	case errors.Is(err, semaphore.ErrNoLeases):
-		return &exitError{exitFailure, fmt.Sprintf("%s has no %d free leases (--try)", path, *leases)}
+		held := "another participant is acquiring"
+		if v, verr := viewLeases(ctx, client, path); verr == nil && len(v.holders) > 0 {
+			held = v.leasesText()
+		}
+		want := "a free lease"
+		if *leases > 1 {
+			want = fmt.Sprintf("%d free leases", *leases)
+		}
+		return &exitError{*conflict, fmt.Sprintf("%s has not %s (--try): %s", path, want, held)}
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return &exitError{exitFailure, fmt.Sprintf("%d leases of %s not acquired within %v", *leases, path, *timeout)}
+		return &exitError{exitTimeout, fmt.Sprintf("%s of %s not acquired within %v", plural(*leases, "lease"), path, *timeout)}
 	case err != nil:
 		return err
 	}
 	h := newLeaseHold(got)
 	defer func() {
 		h.stop()
-		rctx, cancel := context.WithTimeout(context.Background(), *session)
+		rctx, cancel := context.WithTimeout(context.Background(), cf.sessionTimeout)
 		defer cancel()
 		for _, l := range got {
 			if err := l.Release(rctx); err != nil && !errors.Is(err, connection.ErrSessionLost) {
@@ -95,7 +104,8 @@ Flags:
 			}
 		}
 	}()
-	return runUnder(h, underRun{name: "semaphore", what: fmt.Sprintf("a lease of %s", path), cmdArgs: cmdArgs, grace: *grace}, out, errOut)
+	return runHeld(ctx, client, h, underRun{name: "semaphore", what: fmt.Sprintf("a lease of %s", path), cmdArgs: cmdArgs, grace: cf.grace},
+		fmt.Sprintf("holding %s of %s", plural(*leases, "lease"), path), out, errOut)
 }
 
 // leaseHold is a set of leases as one hold: lost when any lease is.

@@ -35,7 +35,7 @@ func TestLockReadAndWrite(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "__READ__") {
 		t.Fatalf("--read beside a reader: exit %d, %q %q", code, out, errOut)
 	}
-	if code, _, errOut := runCLI(t, "lock", "--servers", ens.ConnectString(), "--write", "--try", root+"/rw", "--", "true"); code != 1 || !strings.Contains(errOut, "held by another") {
+	if code, _, errOut := runCLI(t, "lock", "--servers", ens.ConnectString(), "--write", "--try", root+"/rw", "--", "true"); code != 3 || !strings.Contains(errOut, "is held by ") {
 		t.Fatalf("--write beside a reader: exit %d, %q", code, errOut)
 	}
 	// inspect shows the reader as a holder.
@@ -76,7 +76,7 @@ func TestSemaphoreCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := runCLI(t, "semaphore", "--servers", ens.ConnectString(), "--max", "2", "--try", root+"/sem", "--", "true"); code != 1 || !strings.Contains(errOut, "no 1 free") {
+	if code, _, errOut := runCLI(t, "semaphore", "--servers", ens.ConnectString(), "--max", "2", "--try", root+"/sem", "--", "true"); code != 3 || !strings.Contains(errOut, "has not a free lease (--try): 2 leases held by ") {
 		t.Fatalf("--try on a full semaphore: exit %d, %q", code, errOut)
 	}
 	code, out, _ = runCLI(t, "inspect", "--json", "--servers", ens.ConnectString(), root+"/sem")

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// exitDoc is one line of an "Exit status" section of the help.
+type exitDoc struct {
+	code, meaning string
+	commands      string // the commands it applies to: names separated by "|", "" for all
+}
+
+var exitDocs = []exitDoc{
+	{"CMD's", "CMD ran: its exit status (128+n if signal n ended it)", "lock|semaphore|elect|queue take"},
+	{"0", "done; without CMD: held, then released after SIGINT or SIGTERM", "lock|semaphore|elect"},
+	{"0", "done", "queue put|queue take|inspect"},
+	{"1", "another failure (a server error, a refused ACL); the message says why", ""},
+	{"2", "bad flags or arguments (a bad connect string, a relative PATH)", ""},
+	{"3", "--try: held by another participant (--conflict-exit-code N changes it)", "lock"},
+	{"3", "--try: not that many free leases (--conflict-exit-code N changes it)", "semaphore"},
+	{"3", "--try: no item available (--conflict-exit-code N changes it)", "queue take"},
+	{"4", "the hold was lost (while CMD ran, CMD was stopped)", "lock|semaphore|elect"},
+	{"4", "the item was lost while CMD ran (CMD was stopped; the item goes to another worker)", "queue take"},
+	{"5", "cannot connect: no ZooKeeper session (every server refused, or --connect-timeout passed)", ""},
+	{"124", "--timeout passed before the hold was taken", "lock|semaphore|elect"},
+	{"124", "--timeout passed before an item came", "queue take"},
+	{"126", "CMD cannot be run (not an executable file)", "lock|semaphore|elect|queue take"},
+	{"127", "CMD was not found", "lock|semaphore|elect|queue take"},
+	{"128+n", "signal n ended the wait: 130 for SIGINT (Ctrl-C), 143 for SIGTERM", "lock|semaphore|elect|queue take|queue put"},
+}
+
+// exitHelp is the "Exit status" section of a command's help ("" for a
+// command with none of its own, such as demo).
+func exitHelp(command string) string {
+	switch command {
+	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect":
+	default:
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("Exit status:\n")
+	for _, d := range exitDocs {
+		if d.commands == "" || containsWord(d.commands, command) {
+			fmt.Fprintf(&b, "  %-6s %s\n", d.code, d.meaning)
+		}
+	}
+	return b.String()
+}
+
+// exitSummary is the table of all exit statuses, for the top-level usage.
+const exitSummary = `Exit status (each command's --help says which apply to it):
+  0      done (lock, semaphore, elect without CMD: released after SIGINT or SIGTERM)
+  1      another failure; the message says why
+  2      bad flags or arguments
+  3      --try: held by another / no free lease / no item (--conflict-exit-code N changes it)
+  4      the hold (or the taken item) was lost
+  5      cannot connect to ZooKeeper
+  124    --timeout passed first
+  126    CMD cannot be run
+  127    CMD was not found
+  128+n  signal n ended the wait (130: Ctrl-C, 143: SIGTERM)
+  When CMD runs, zkrecipes exits with CMD's status.
+`
+
+func containsWord(list, word string) bool {
+	for _, w := range strings.Split(list, "|") {
+		if w == word {
+			return true
+		}
+	}
+	return false
+}

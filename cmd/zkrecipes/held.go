@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+)
+
+// Why a hold was lost, in the words of what happened. The recipes' lost
+// errors all wrap connection.ErrSessionLost, also when under the standard
+// policy the connection was only SUSPENDED: the hold is over then (no one
+// can tell whether the session will come back in time), but saying
+// "session lost" would be wrong.
+var (
+	errLostSuspended = errors.New("connection suspended — counted as lost under the standard policy")
+	errLostSession   = errors.New("session lost (expired, or cut off from the servers for longer than the session timeout)")
+	errLostNode      = errors.New("its node was deleted (by another client, or an operator)")
+)
+
+// lossCause maps the cause of a hold's end to what happened: the node
+// deleted, the connection suspended (the session still alive) under the
+// standard policy, or the session lost. A cause that is not a loss (a
+// release) is kept.
+func lossCause(cause error, policy connection.ErrorPolicy, sessionAlive bool) error {
+	switch {
+	case !errors.Is(cause, connection.ErrSessionLost):
+		return cause
+	case errors.Is(cause, lockcore.ErrNodeGone):
+		return errLostNode
+	case policy == connection.StandardPolicy && sessionAlive:
+		return errLostSuspended
+	}
+	return errLostSession
+}
+
+// explained is a hold whose Context's cause, once it is lost, is
+// lossCause's: what runUnder and holdUntilSignal report.
+type explained struct {
+	hold
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   func() bool
+}
+
+// explainLoss wraps h, just taken on c. The session it was taken in is
+// the client's current one, unless h is already over (then nothing is
+// mapped to a suspension).
+func explainLoss(h hold, c *connection.Client) *explained {
+	sess := c.Session()
+	select {
+	case <-h.Done():
+		sess = nil
+	default:
+	}
+	policy := c.ErrorPolicy()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	e := &explained{hold: h, ctx: ctx, cancel: cancel}
+	// For a lock's hold this runs as the hold ends, before its Done
+	// closes: it must be quick, and only reads the session's state.
+	e.stop = context.AfterFunc(h.Context(), func() {
+		cancel(lossCause(context.Cause(h.Context()), policy, sess != nil && sess.Err() == nil))
+	})
+	return e
+}
+
+func (e *explained) Done() <-chan struct{}    { return e.ctx.Done() }
+func (e *explained) Context() context.Context { return e.ctx }
+
+// close stops following the hold.
+func (e *explained) close() {
+	e.stop()
+	e.cancel(context.Canceled)
+}
+
+// runHeld is what lock, semaphore and elect do once they hold h: run CMD
+// under it, or without CMD say what is held and keep it until a signal.
+func runHeld(ctx context.Context, c *connection.Client, h hold, r underRun, holding string, out, errOut io.Writer) error {
+	e := explainLoss(h, c)
+	defer e.close()
+	if len(r.cmdArgs) == 0 {
+		return holdUntilSignal(ctx, e, holding, r.what, out)
+	}
+	return runUnder(e, r, out, errOut)
+}
+
+// holdUntilSignal prints what is held ("holding /x: token 12, node
+// /x/_c_...-lock-0000000003") and waits, as etcdctl lock NAME does, for
+// ctx to end (a signal: the caller releases, exit 0) or for the hold to
+// be lost (exit 4, saying why).
+func holdUntilSignal(ctx context.Context, h hold, holding, what string, out io.Writer) error {
+	fmt.Fprintf(out, "%s: token %d, node %s\n", holding, h.Token(), h.Node())
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-h.Done():
+		return &exitError{exitLost, fmt.Sprintf("%s lost: %v", what, context.Cause(h.Context()))}
+	}
+}
