@@ -31,9 +31,11 @@ the term's fencing token in ZKRECIPES_FENCING_TOKEN, its node in
 ZKRECIPES_LOCK_NODE and the id in ZKRECIPES_LEADER_ID. zkrecipes exits with
 CMD's status, resigning when CMD ends.
 
-If leadership is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after
-the grace period, and zkrecipes exits with status 1 saying why. Signals
-sent to zkrecipes are passed on to CMD.
+CMD runs in a process group of its own. If leadership is lost while CMD
+runs, the group gets SIGTERM, then SIGKILL after the grace period, and
+zkrecipes exits with status 4 saying why once nothing of it runs. Signals
+sent to zkrecipes are passed on to the group; if zkrecipes is killed, the
+group is killed at once.
 
 Flags:
 `)

@@ -54,9 +54,12 @@ InterProcessMutex or a zkrecipes Mutex takes on that path (with --read or
 CMD gets the fencing token in ZKRECIPES_FENCING_TOKEN and the lock node in
 ZKRECIPES_LOCK_NODE. zkrecipes exits with CMD's status.
 
-If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after the
-grace period, and zkrecipes exits with status 1 saying why. Signals sent to
-zkrecipes are passed on to CMD. The lock is released when CMD ends.
+CMD runs in a process group of its own. If the lock is lost while CMD runs,
+the group gets SIGTERM, then SIGKILL after the grace period, and zkrecipes
+exits with status 4 saying why once nothing of it runs. Signals sent to
+zkrecipes are passed on to the group; if zkrecipes is killed, the group is
+killed at once. The lock is released when CMD has ended and what it left
+in its group has ended too (SIGTERM, then SIGKILL after the grace period).
 
 Flags:
 `)

@@ -49,6 +49,7 @@ var commands = []command{
 var errUsage = errors.New("usage")
 
 func main() {
+	runGuardianIfAsked() // first: zkrecipes re-executed as the guardian of a command's process group
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))

@@ -94,8 +94,10 @@ layout). Without CMD it prints the item's data to stdout and removes it.
 With CMD it runs CMD with the data on stdin, the take's fencing token in
 ZKRECIPES_FENCING_TOKEN and the item's name in ZKRECIPES_ITEM: the item is
 removed if CMD succeeds and put back at its place if it fails. If the take
-is lost while CMD runs (the item may go to another worker), CMD gets
-SIGTERM, then SIGKILL after the grace period.
+is lost while CMD runs (the item may go to another worker), CMD's process
+group gets SIGTERM, then SIGKILL after the grace period, and zkrecipes exits
+with status 4 once nothing of it runs; if zkrecipes is killed, the group is
+killed at once.
 
 Flags:
 `)

@@ -32,9 +32,12 @@ Runs CMD while holding --leases leases of the semaphore at PATH, the same
 semaphore a Curator InterProcessSemaphoreV2 uses on that path. CMD gets the
 newest lease's fencing token in ZKRECIPES_FENCING_TOKEN and the lease nodes,
 comma-separated, in ZKRECIPES_LOCK_NODE. zkrecipes exits with CMD's status.
-If a lease is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after the
-grace period, and zkrecipes exits with status 1. The leases are released
-when CMD ends.
+CMD runs in a process group of its own. If a lease is lost while CMD runs,
+the group gets SIGTERM, then SIGKILL after the grace period, and zkrecipes
+exits with status 4 once nothing of it runs. Signals sent to zkrecipes are
+passed on to the group; if zkrecipes is killed, the group is killed at
+once. The leases are released when CMD and what it left in its group have
+ended.
 
 Flags:
 `)
