@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -17,14 +19,24 @@ import (
 // continues it.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGCONT}
 
+// authEnv are the variables that hold zkrecipes' own credentials (auth.go):
+// CMD does not get them unless --pass-auth says so.
+var authEnv = []string{"ZK_AUTH", "ZK_AUTH_FILE"}
+
+// passAuthFlag defines --pass-auth on a command that runs CMD.
+func passAuthFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("pass-auth", false, "give CMD the ZooKeeper credentials in ZK_AUTH and ZK_AUTH_FILE (by default its environment lacks them)")
+}
+
 // underRun is a command to run under a hold.
 type underRun struct {
-	name    string // the subcommand, for messages: "lock"
-	what    string // the hold, for messages: "lock /jobs/nightly"
-	cmdArgs []string
-	grace   time.Duration
-	env     []string  // more environment, besides the token and the node
-	stdin   io.Reader // nil: zkrecipes' own
+	name     string // the subcommand, for messages: "lock"
+	what     string // the hold, for messages: "lock /jobs/nightly"
+	cmdArgs  []string
+	grace    time.Duration
+	env      []string  // more environment, besides the token and the node
+	stdin    io.Reader // nil: zkrecipes' own
+	passAuth bool      // CMD's environment keeps ZK_AUTH and ZK_AUTH_FILE
 }
 
 // runUnder runs the command while h is held and returns its exit status,
@@ -154,10 +166,18 @@ func cmdStopped(g *cmdGroup, term *terminal, sig syscall.Signal) {
 	_ = syscall.Kill(0, syscall.SIGSTOP)
 }
 
-// commandEnv is CMD's environment: zkrecipes' own, the token and the
-// node, and r.env.
+// commandEnv is CMD's environment: zkrecipes' own without its credentials
+// (unless r.passAuth), the token and the node, and r.env.
 func commandEnv(m hold, r underRun) []string {
-	env := append(os.Environ(),
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !r.passAuth && (name == authEnv[0] || name == authEnv[1]) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
 		"ZKRECIPES_FENCING_TOKEN="+strconv.FormatInt(m.Token(), 10),
 		"ZKRECIPES_LOCK_NODE="+m.Node(),
 	)

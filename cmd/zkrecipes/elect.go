@@ -22,6 +22,7 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	grace := fs.Duration("grace", 10*time.Second, "after leadership is lost, how long CMD has between SIGTERM and SIGKILL")
 	connect := fs.Duration("connect-timeout", 15*time.Second, "give up if no ZooKeeper session is established within this time")
 	standard := fs.Bool("standard-policy", true, "treat a lost connection (SUSPENDED) as lost leadership, as Curator does; false waits for the session to be LOST")
+	passAuth := passAuthFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(out, `Usage: zkrecipes elect [flags] PATH -- CMD [ARGS...]
 
@@ -35,7 +36,8 @@ CMD runs in a process group of its own. If leadership is lost while CMD
 runs, the group gets SIGTERM, then SIGKILL after the grace period, and
 zkrecipes exits with status 4 saying why once nothing of it runs. Signals
 sent to zkrecipes are passed on to the group; if zkrecipes is killed, the
-group is killed at once.
+group is killed at once. CMD's environment lacks ZK_AUTH and ZK_AUTH_FILE
+unless --pass-auth.
 
 Flags:
 `)
@@ -78,7 +80,7 @@ Flags:
 		}
 	}()
 	return runUnder(term, underRun{
-		name: "elect", what: "leadership of " + path, cmdArgs: cmdArgs, grace: *grace,
+		name: "elect", what: "leadership of " + path, cmdArgs: cmdArgs, grace: *grace, passAuth: *passAuth,
 		env: []string{"ZKRECIPES_LEADER_ID=" + *id},
 	}, out, errOut)
 }

@@ -45,6 +45,7 @@ func runLock(ctx context.Context, args []string, out, errOut io.Writer) error {
 	standard := fs.Bool("standard-policy", true, "treat a lost connection (SUSPENDED) as a lost lock, as Curator does; false waits for the session to be LOST")
 	read := fs.Bool("read", false, "take the read side of the read/write lock at PATH (Curator's InterProcessReadWriteLock) instead of the mutex")
 	write := fs.Bool("write", false, "take the write side of the read/write lock at PATH")
+	passAuth := passAuthFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(out, `Usage: zkrecipes lock [flags] PATH -- CMD [ARGS...]
 
@@ -60,6 +61,7 @@ exits with status 4 saying why once nothing of it runs. Signals sent to
 zkrecipes are passed on to the group; if zkrecipes is killed, the group is
 killed at once. The lock is released when CMD has ended and what it left
 in its group has ended too (SIGTERM, then SIGKILL after the grace period).
+CMD's environment lacks ZK_AUTH and ZK_AUTH_FILE unless --pass-auth.
 
 Flags:
 `)
@@ -121,7 +123,7 @@ Flags:
 			fmt.Fprintf(errOut, "zkrecipes lock: release %s: %v\n", path, err)
 		}
 	}()
-	return runUnder(m, underRun{name: "lock", what: "lock " + path, cmdArgs: cmdArgs, grace: *grace}, out, errOut)
+	return runUnder(m, underRun{name: "lock", what: "lock " + path, cmdArgs: cmdArgs, grace: *grace, passAuth: *passAuth}, out, errOut)
 }
 
 // pathAndCommand reads PATH -- CMD [ARGS...] from a command's arguments,

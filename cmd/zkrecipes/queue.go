@@ -86,6 +86,7 @@ func runQueueTake(ctx context.Context, args []string, out, errOut io.Writer) err
 	try := fs.Bool("try", false, "do not wait: fail at once if no item is available")
 	session := fs.Duration("session-timeout", 10*time.Second, "ZooKeeper session timeout")
 	grace := fs.Duration("grace", 10*time.Second, "after the item is lost, how long CMD has between SIGTERM and SIGKILL")
+	passAuth := passAuthFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(out, `Usage: zkrecipes queue take [flags] PATH [-- CMD [ARGS...]]
 
@@ -97,7 +98,8 @@ removed if CMD succeeds and put back at its place if it fails. If the take
 is lost while CMD runs (the item may go to another worker), CMD's process
 group gets SIGTERM, then SIGKILL after the grace period, and zkrecipes exits
 with status 4 once nothing of it runs; if zkrecipes is killed, the group is
-killed at once.
+killed at once. CMD's environment lacks ZK_AUTH and ZK_AUTH_FILE unless
+--pass-auth.
 
 Flags:
 `)
@@ -162,7 +164,7 @@ Flags:
 		return finish(true)
 	}
 	err = runUnder(itemHold{it}, underRun{
-		name: "queue take", what: "item " + it.Name() + " of " + path, cmdArgs: cmdArgs, grace: *grace,
+		name: "queue take", what: "item " + it.Name() + " of " + path, cmdArgs: cmdArgs, grace: *grace, passAuth: *passAuth,
 		env: []string{"ZKRECIPES_ITEM=" + it.Name()}, stdin: bytes.NewReader(it.Data()),
 	}, out, errOut)
 	if ferr := finish(err == nil); ferr != nil && !errors.Is(ferr, queue.ErrItemLost) {

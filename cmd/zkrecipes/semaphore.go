@@ -25,6 +25,7 @@ func runSemaphore(ctx context.Context, args []string, out, errOut io.Writer) err
 	grace := fs.Duration("grace", 10*time.Second, "after a lease is lost, how long CMD has between SIGTERM and SIGKILL")
 	connect := fs.Duration("connect-timeout", 15*time.Second, "give up if no ZooKeeper session is established within this time")
 	standard := fs.Bool("standard-policy", true, "treat a lost connection (SUSPENDED) as a lost lease, as Curator does; false waits for the session to be LOST")
+	passAuth := passAuthFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprint(out, `Usage: zkrecipes semaphore [flags] PATH -- CMD [ARGS...]
 
@@ -37,7 +38,7 @@ the group gets SIGTERM, then SIGKILL after the grace period, and zkrecipes
 exits with status 4 once nothing of it runs. Signals sent to zkrecipes are
 passed on to the group; if zkrecipes is killed, the group is killed at
 once. The leases are released when CMD and what it left in its group have
-ended.
+ended. CMD's environment lacks ZK_AUTH and ZK_AUTH_FILE unless --pass-auth.
 
 Flags:
 `)
@@ -98,7 +99,7 @@ Flags:
 			}
 		}
 	}()
-	return runUnder(h, underRun{name: "semaphore", what: fmt.Sprintf("a lease of %s", path), cmdArgs: cmdArgs, grace: *grace}, out, errOut)
+	return runUnder(h, underRun{name: "semaphore", what: fmt.Sprintf("a lease of %s", path), cmdArgs: cmdArgs, grace: *grace, passAuth: *passAuth}, out, errOut)
 }
 
 // leaseHold is a set of leases as one hold: lost when any lease is.
