@@ -18,7 +18,8 @@ import (
 //	ZK_AUTH_FILE=/path/to/file   the same, read from a file (its first line)
 const authHelp = `ZooKeeper credentials (digest) come from ZK_AUTH=user:password or from
 ZK_AUTH_FILE (a file whose first line is user:password); they are never
-printed. TLS: ZK_TLS_CA_FILE=ca.pem connects to the servers' TLS ports
+printed, and a command run under a hold does not get them unless
+--pass-auth. TLS: ZK_TLS_CA_FILE=ca.pem connects to the servers' TLS ports
 trusting that CA; ZK_TLS=system trusts the system's roots.`
 
 // errBadAuth means ZK_AUTH or ZK_AUTH_FILE is not user:password. Its

@@ -104,3 +104,42 @@ func TestTLSFromEnvironment(t *testing.T) {
 		t.Fatalf("lock trusting only the system roots: exit %d, %q", code, errOut)
 	}
 }
+
+// TestCommandEnvironmentLacksCredentials: ZK_AUTH and ZK_AUTH_FILE are
+// zkrecipes' own; CMD gets them only with --pass-auth.
+func TestCommandEnvironmentLacksCredentials(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	srv := ens.ConnectString()
+	t.Setenv("ZK_AUTH", "alice:s3cret-pw")
+	t.Setenv("ZK_AUTH_FILE", filepath.Join(t.TempDir(), "unused"))
+	if code, _, errOut := runCLI(t, "queue", "put", "--servers", srv, root+"/q", "a", "b"); code != 0 {
+		t.Fatalf("queue put: exit %d, %q", code, errOut)
+	}
+	printEnv := []string{"--", "env"}
+	for _, args := range [][]string{
+		{"lock", "--servers", srv, root + "/lock"},
+		{"semaphore", "--servers", srv, "--max", "1", root + "/sem"},
+		{"elect", "--servers", srv, root + "/leader"},
+		{"queue", "take", "--servers", srv, root + "/q"},
+	} {
+		for _, pass := range []bool{false, true} {
+			a := append([]string{}, args...)
+			if pass {
+				a = append(a[:len(a)-1], "--pass-auth", a[len(a)-1])
+			}
+			code, out, errOut := runCLI(t, append(a, printEnv...)...)
+			if code != 0 {
+				t.Fatalf("%v: exit %d, %q", a, code, errOut)
+			}
+			if !strings.Contains(out, "ZKRECIPES_FENCING_TOKEN=") {
+				t.Fatalf("%v: CMD's environment lacks the token:\n%s", a, out)
+			}
+			for _, name := range authEnv {
+				if has := strings.Contains("\n"+out, "\n"+name+"="); has != pass {
+					t.Errorf("%v: CMD's environment has %s: %v, want %v", a, name, has, pass)
+				}
+			}
+		}
+	}
+}

@@ -2,91 +2,190 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// forwarded are the signals zkrecipes passes on to the command.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+// forwarded are the signals zkrecipes passes on to CMD's process group.
+// SIGTSTP stops CMD with zkrecipes' job (see cmdStopped); SIGCONT
+// continues it.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGCONT}
+
+// authEnv are the variables that hold zkrecipes' own credentials (auth.go):
+// CMD does not get them unless --pass-auth says so.
+var authEnv = []string{"ZK_AUTH", "ZK_AUTH_FILE"}
 
 // underRun is a command to run under a hold.
 type underRun struct {
-	name    string // the subcommand, for messages: "lock"
-	what    string // the hold, for messages: "lock /jobs/nightly"
-	cmdArgs []string
-	grace   time.Duration
-	env     []string  // more environment, besides the token and the node
-	stdin   io.Reader // nil: zkrecipes' own
+	name     string // the subcommand, for messages: "lock"
+	what     string // the hold, for messages: "lock /jobs/nightly"
+	cmdArgs  []string
+	grace    time.Duration
+	env      []string  // more environment, besides the token and the node
+	stdin    io.Reader // nil: zkrecipes' own
+	passAuth bool      // CMD's environment keeps ZK_AUTH and ZK_AUTH_FILE
 }
 
 // runUnder runs the command while h is held and returns its exit status,
-// or a failure when the hold is lost first.
+// or an exitLost error when the hold was lost first.
+//
+// The command never outlives the hold. It runs in a process group of its
+// own (cmdGroup) and everything zkrecipes does to it, it does to the
+// group: signals passed on, SIGTERM when the hold is lost, SIGKILL once
+// the grace period has passed. runUnder returns only when nothing of the
+// group runs any more, so the caller releases the hold, and main reports
+// a loss, only then. When the command ends by itself, what it left running
+// in its group gets SIGTERM, then SIGKILL after the grace period, before
+// the hold is released. If zkrecipes is killed, the guardian kills the
+// group at once (guardian_linux.go).
 func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwarded...)
 	defer signal.Stop(sigc)
 
-	cmdArgs, grace, what := r.cmdArgs, r.grace, r.what
-	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
-	if r.stdin != nil {
-		cmd.Stdin = r.stdin
+	stdin := r.stdin
+	if stdin == nil {
+		stdin = os.Stdin
 	}
-	cmd.Env = append(os.Environ(),
+	if _, ok := errOut.(*os.File); !ok {
+		errOut = &syncWriter{w: errOut} // CMD's stderr is copied into it while zkrecipes writes its messages
+	}
+	term := openTerminal()
+	defer term.close()
+	g, err := startGroup(r.cmdArgs, commandEnv(m, r), stdin, out, errOut, term.ours())
+	if err != nil {
+		return err
+	}
+	defer term.takeBack(g.pgid)
+	defer g.close()
+
+	prog := r.cmdArgs[0]
+	events, lost := g.events, m.Done()
+	var (
+		ended      bool  // CMD itself has ended (or its guardian has)
+		status     error // how it ended
+		lostReason error
+		termed     bool // the group got SIGTERM from zkrecipes
+		killTimer  <-chan time.Time
+		tick       <-chan time.Time // while the group outlives CMD: poll for its end
+	)
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	terminate := func() {
+		termed = true
+		g.signal(syscall.SIGTERM)
+		g.signal(syscall.SIGCONT) // a stopped process acts on SIGTERM only once continued
+		killTimer = time.After(r.grace)
+	}
+	for !ended || g.running() {
+		if ended && tick == nil {
+			tick = poll.C
+			if !termed {
+				fmt.Fprintf(errOut, "zkrecipes %s: %s ended but left processes in its group; sending them SIGTERM\n", r.name, prog)
+				terminate()
+			}
+		}
+		select {
+		case ev, ok := <-events:
+			switch {
+			case !ok:
+				events = nil
+				if !ended {
+					ended, status = true, &exitError{exitFailure, fmt.Sprintf("the process guarding %s ended unexpectedly", prog)}
+				}
+			case ev.ended:
+				ended, status = true, ev.status
+			case ev.stopped != 0:
+				cmdStopped(g, term, ev.stopped)
+			}
+		case sig := <-sigc:
+			if sig == syscall.SIGCONT {
+				term.handTo(g.pgid) // continued in the foreground: the terminal is CMD's again
+			}
+			g.signal(sig.(syscall.Signal))
+		case <-lost:
+			lost = nil
+			lostReason = fmt.Errorf("%s lost: %v", r.what, context.Cause(m.Context()))
+			if termed { // what CMD left has had its SIGTERM
+				fmt.Fprintf(errOut, "zkrecipes %s: %v\n", r.name, lostReason)
+				break
+			}
+			fmt.Fprintf(errOut, "zkrecipes %s: %v; sending SIGTERM to %s and its process group\n", r.name, lostReason, prog)
+			terminate()
+		case <-killTimer:
+			killTimer = nil
+			fmt.Fprintf(errOut, "zkrecipes %s: %s's process group still running %v after SIGTERM; sending SIGKILL\n", r.name, prog, r.grace)
+			g.signal(syscall.SIGKILL)
+		case <-tick:
+		}
+	}
+	if lostReason != nil {
+		return &exitError{exitLost, fmt.Sprintf("%v; %s was stopped", lostReason, prog)}
+	}
+	return status
+}
+
+// cmdStopped makes zkrecipes' job follow CMD when job control stopped it:
+// Ctrl-Z on the terminal (SIGTSTP), or a read from or write to the
+// terminal while in the background (SIGTTIN, SIGTTOU). zkrecipes takes
+// the terminal back and stops its own process group, so that the shell
+// sees the job stopped and gets the terminal; fg or bg continues
+// zkrecipes, which passes SIGCONT on (and, in the foreground, hands the
+// terminal to CMD again). While stopped, zkrecipes does not heartbeat:
+// a job stopped for longer than the session timeout loses its hold, and
+// CMD gets SIGTERM soon after it is continued.
+//
+// A group that no shell does job control over (orphaned) would never be
+// continued: there Ctrl-Z on CMD's terminal does nothing, as a terminal
+// does for such a group. A stop by SIGSTOP is someone's deliberate act on
+// CMD alone, and zkrecipes keeps holding.
+func cmdStopped(g *cmdGroup, term *terminal, sig syscall.Signal) {
+	if sig != syscall.SIGTSTP && sig != syscall.SIGTTIN && sig != syscall.SIGTTOU {
+		return
+	}
+	if groupOrphaned() {
+		if sig == syscall.SIGTSTP && term.f != nil {
+			g.signal(syscall.SIGCONT)
+		}
+		return
+	}
+	term.takeBack(g.pgid)
+	_ = syscall.Kill(0, syscall.SIGSTOP)
+}
+
+// commandEnv is CMD's environment: zkrecipes' own without its credentials
+// (unless r.passAuth), the token and the node, and r.env.
+func commandEnv(m hold, r underRun) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !r.passAuth && (name == authEnv[0] || name == authEnv[1]) {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
 		"ZKRECIPES_FENCING_TOKEN="+strconv.FormatInt(m.Token(), 10),
 		"ZKRECIPES_LOCK_NODE="+m.Node(),
 	)
-	cmd.Env = append(cmd.Env, r.env...)
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
-	lost := m.Done()
-	var killTimer <-chan time.Time
-	var lostReason error
-	for {
-		select {
-		case err := <-exited:
-			if lostReason != nil {
-				return &exitError{exitFailure, fmt.Sprintf("%v; %s was stopped", lostReason, cmdArgs[0])}
-			}
-			return exitStatus(err)
-		case sig := <-sigc:
-			_ = cmd.Process.Signal(sig)
-		case <-lost:
-			lost = nil
-			lostReason = fmt.Errorf("%s lost: %v", what, context.Cause(m.Context()))
-			fmt.Fprintf(errOut, "zkrecipes %s: %v; sending SIGTERM to %s\n", r.name, lostReason, cmdArgs[0])
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			killTimer = time.After(grace)
-		case <-killTimer:
-			fmt.Fprintf(errOut, "zkrecipes %s: %s still running %v after SIGTERM; sending SIGKILL\n", r.name, cmdArgs[0], grace)
-			_ = cmd.Process.Kill()
-		}
-	}
+	return append(env, r.env...)
 }
 
-// exitStatus turns the command's end into zkrecipes' exit: its code, or
-// 128+signal when a signal ended it, as shells report.
-func exitStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return err
-	}
-	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return &exitError{code: 128 + int(ws.Signal()), msg: ""}
-	}
-	return &exitError{code: ee.ExitCode(), msg: ""}
+// syncWriter serializes the writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }

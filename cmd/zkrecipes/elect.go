@@ -16,9 +16,12 @@ the term's fencing token in ZKRECIPES_FENCING_TOKEN, its node in
 ZKRECIPES_LOCK_NODE and the id in ZKRECIPES_LEADER_ID. zkrecipes exits with
 CMD's status, resigning when CMD ends.
 
-If leadership is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after
-the grace period, and zkrecipes exits saying why. Signals sent to zkrecipes
-are passed on to CMD.
+If leadership is lost while CMD runs, CMD's process group gets SIGTERM,
+then SIGKILL after the grace period, and zkrecipes exits 4 saying why once
+nothing of it runs. CMD runs in a process group of its own; signals sent to zkrecipes are
+passed on to the group, and Ctrl-C on a terminal reaches CMD once. If zkrecipes
+is killed, the group is killed at once. CMD's environment lacks ZK_AUTH and
+ZK_AUTH_FILE unless --pass-auth.
 
 Without CMD, zkrecipes prints "leading PATH: token N, node NODE" once
 elected and leads until SIGINT or SIGTERM (it resigns, exit 0), or until
@@ -70,7 +73,7 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 	}()
 	return runHeld(ctx, client, term, underRun{
-		name: "elect", what: "leadership of " + path, cmdArgs: cmdArgs, grace: cf.grace,
+		name: "elect", what: "leadership of " + path, cmdArgs: cmdArgs, grace: cf.grace, passAuth: cf.passAuth,
 		env: []string{"ZKRECIPES_LEADER_ID=" + *id},
 	}, "leading "+path, out, errOut)
 }

@@ -47,7 +47,7 @@ type started struct {
 	cancel      context.CancelCauseFunc
 }
 
-func startCLI(t *testing.T, args ...string) *started {
+func startRun(t *testing.T, args ...string) *started {
 	t.Helper()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	s := &started{code: make(chan int, 1), cancel: cancel}
@@ -136,7 +136,7 @@ func TestInterruptedWhileWaiting(t *testing.T) {
 		sig  syscall.Signal
 		code int
 	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
-		s := startCLI(t, "lock", "--servers", ens.ConnectString(), path, "--", "true")
+		s := startRun(t, "lock", "--servers", ens.ConnectString(), path, "--", "true")
 		nodesUnder(t, c, path, 2) // it waits
 		s.interrupt(tc.sig)
 		if code := s.wait(t); code != tc.code || !strings.Contains(s.errOut.String(), "interrupted by "+signalName(tc.sig)) {
@@ -145,7 +145,7 @@ func TestInterruptedWhileWaiting(t *testing.T) {
 		nodesUnder(t, c, path, 1)
 	}
 	// The same while waiting for an item, and for leadership.
-	s := startCLI(t, "queue", "take", "--servers", ens.ConnectString(), root+"/q")
+	s := startRun(t, "queue", "take", "--servers", ens.ConnectString(), root+"/q")
 	zktest.Eventually(t, 10*time.Second, "the queue is made", func() error {
 		_, _, err := c.Get(root + "/q/entries")
 		return err
@@ -192,7 +192,7 @@ func TestHoldWithoutCommand(t *testing.T) {
 		{[]string{"semaphore", "--max", "2", "--leases", "2", "/sem"}, "holding 2 leases of /sem: token ", "/sem/leases"},
 		{[]string{"elect", "--id", "me", "/lead"}, "leading /lead: token ", "/lead"},
 	} {
-		s := startCLI(t, append([]string{"--servers", chrooted}, tc.args...)...)
+		s := startRun(t, append([]string{"--servers", chrooted}, tc.args...)...)
 		zktest.Eventually(t, 10*time.Second, "it holds", func() error {
 			if !strings.Contains(s.out.String(), "\n") {
 				return errors.New("nothing printed yet")
@@ -238,7 +238,7 @@ func TestHoldWithoutCommandLost(t *testing.T) {
 		{"session", "lock " + root + "/job lost: session lost"},
 	} {
 		p := ens.Proxy(t)
-		s := startCLI(t, "lock", "--servers", strings.Join(p.Servers(), ","), "--session-timeout", "1s", "--policy", tc.policy, root+"/job")
+		s := startRun(t, "lock", "--servers", strings.Join(p.Servers(), ","), "--session-timeout", "1s", "--policy", tc.policy, root+"/job")
 		zktest.Eventually(t, 10*time.Second, "it holds", func() error {
 			if !strings.Contains(s.out.String(), "holding ") {
 				return errors.New("not yet")
@@ -261,7 +261,7 @@ func TestVerboseWaiting(t *testing.T) {
 	root := ens.Root(t)
 	srv := ens.ConnectString()
 	holdLock(t, ens, root+"/job", "worker-0")
-	ahead := startCLI(t, "lock", "--servers", srv, root+"/job", "--", "true")
+	ahead := startRun(t, "lock", "--servers", srv, root+"/job", "--", "true")
 	nodesUnder(t, ens.Conn(t), root+"/job", 2)
 	code, _, errOut := runCLI(t, "lock", "-v", "--servers", srv, "--timeout", "1s", root+"/job", "--", "true")
 	if code != 124 || !strings.Contains(errOut, "zkrecipes lock: waiting for "+root+"/job: held by worker-0; 1 waiting ahead\n") {

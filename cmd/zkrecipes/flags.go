@@ -24,6 +24,7 @@ type commonFlags struct {
 	policy         connection.ErrorPolicy
 	grace          time.Duration
 	verbose        bool
+	passAuth       bool // CMD keeps ZK_AUTH and ZK_AUTH_FILE
 }
 
 // Defaults of the common flags. The session timeout is the library's: it
@@ -47,7 +48,7 @@ func defaultCommonFlags() commonFlags {
 // Which common flags a command takes.
 const (
 	connFlags = 1 << iota // --servers, --session-timeout, --connect-timeout
-	holdFlags             // --policy, --grace, --verbose (-v)
+	holdFlags             // --policy, --grace, --verbose (-v), --pass-auth
 )
 
 // hiddenFlags are accepted and not shown: old names kept for scripts.
@@ -72,6 +73,8 @@ func (cf *commonFlags) register(fs *flag.FlagSet, which int) {
 		fs.BoolVar(&cf.verbose, "verbose", cf.verbose,
 			"while waiting, say who holds and how many wait ahead (the default when stderr is a terminal)")
 		fs.BoolVar(&cf.verbose, "v", cf.verbose, "short for --verbose")
+		fs.BoolVar(&cf.passAuth, "pass-auth", cf.passAuth,
+			"give CMD the ZooKeeper credentials in ZK_AUTH and ZK_AUTH_FILE (by default its environment lacks them)")
 	}
 }
 

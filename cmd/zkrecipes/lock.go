@@ -37,9 +37,14 @@ InterProcessMutex or a zkrecipes Mutex takes on that path (with --read or
 CMD gets the fencing token in ZKRECIPES_FENCING_TOKEN and the lock node in
 ZKRECIPES_LOCK_NODE. zkrecipes exits with CMD's status.
 
-If the lock is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after the
-grace period, and zkrecipes exits saying why. Signals sent to zkrecipes are
-passed on to CMD. The lock is released when CMD ends.
+If the lock is lost while CMD runs, CMD's process group gets SIGTERM, then
+SIGKILL after the grace period, and zkrecipes exits 4 saying why once
+nothing of it runs. The lock is released when CMD has ended and what it
+left in its group has ended too (SIGTERM, then SIGKILL after the grace
+period). CMD runs in a process group of its own; signals sent to zkrecipes are
+passed on to the group, and Ctrl-C on a terminal reaches CMD once. If zkrecipes
+is killed, the group is killed at once. CMD's environment lacks ZK_AUTH and
+ZK_AUTH_FILE unless --pass-auth.
 
 Without CMD (as etcdctl lock NAME), zkrecipes takes the lock, prints
 "holding PATH: token N, node NODE" and holds it until SIGINT or SIGTERM,
@@ -114,7 +119,7 @@ func runLock(ctx context.Context, args []string, out, errOut io.Writer) error {
 			fmt.Fprintf(errOut, "zkrecipes lock: release %s: %v\n", path, err)
 		}
 	}()
-	return runHeld(ctx, client, m, underRun{name: "lock", what: "lock " + path, cmdArgs: cmdArgs, grace: cf.grace}, "holding "+path, out, errOut)
+	return runHeld(ctx, client, m, underRun{name: "lock", what: "lock " + path, cmdArgs: cmdArgs, grace: cf.grace, passAuth: cf.passAuth}, "holding "+path, out, errOut)
 }
 
 // commandData is the node data that tells inspect who holds: the program,

@@ -132,7 +132,7 @@ func TestLockExcludes(t *testing.T) {
 }
 
 // TestLockLostStopsCommand: when the session is lost while the command
-// runs, the command gets SIGTERM and zkrecipes exits 1 saying why.
+// runs, the command gets SIGTERM and zkrecipes exits 4 saying why.
 func TestLockLostStopsCommand(t *testing.T) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -158,8 +158,8 @@ func TestLockLostStopsCommand(t *testing.T) {
 	p.Blackhole()
 	<-done
 	p.Restore()
-	if code != 1 && code != 4 || !strings.Contains(errOut, "lost: connection suspended — counted as lost under the standard policy") {
-		t.Fatalf("exit %d, stderr %q; want 4 (or 1, before the loss had a status of its own) and why", code, errOut)
+	if code != exitLost || !strings.Contains(errOut, "lost: connection suspended — counted as lost under the standard policy") {
+		t.Fatalf("exit %d, stderr %q; want %d and why", code, errOut, exitLost)
 	}
 	if b, err := os.ReadFile(marker); err != nil || strings.TrimSpace(string(b)) != "TERM" {
 		t.Fatalf("the command did not get SIGTERM: %q %v", b, err)

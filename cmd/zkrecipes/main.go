@@ -62,6 +62,7 @@ func init() {
 var errUsage = errors.New("usage")
 
 func main() {
+	runGuardianIfAsked() // first: zkrecipes re-executed as the guardian of a command's process group
 	ctx, stop := signalContext(context.Background())
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -9,7 +9,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(shared.Wrap(m)) }
+func TestMain(m *testing.M) {
+	runGuardianIfAsked() // the in-process commands re-execute the test binary as their guardian
+	goleak.VerifyTestMain(shared.Wrap(builtCLI.wrap(m)))
+}
 
 func runCLI(t *testing.T, args ...string) (code int, out, errOut string) {
 	t.Helper()

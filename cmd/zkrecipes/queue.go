@@ -98,8 +98,12 @@ the data does not end with one) and removes it. With CMD it runs CMD with
 the data on stdin, the take's fencing token in ZKRECIPES_FENCING_TOKEN and
 the item's name in ZKRECIPES_ITEM: the item is removed if CMD succeeds and
 put back at its place if it fails. If the take is lost while CMD runs (the
-item may go to another worker), CMD gets SIGTERM, then SIGKILL after the
-grace period.`
+item may go to another worker), CMD's process group gets SIGTERM, then
+SIGKILL after the grace period, and zkrecipes exits 4 once nothing of it
+runs. CMD runs in a process group of its own; signals sent to zkrecipes are
+passed on to the group, and Ctrl-C on a terminal reaches CMD once. If zkrecipes
+is killed, the group is killed at once. CMD's environment lacks ZK_AUTH and
+ZK_AUTH_FILE unless --pass-auth.`
 
 func runQueueTake(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("queue take", "PATH [-- CMD [ARGS...]]", out, queueTakeAbout)
@@ -169,7 +173,7 @@ func runQueueTake(ctx context.Context, args []string, out, errOut io.Writer) err
 	}
 	held := explainLoss(itemHold{it}, client)
 	err = runUnder(held, underRun{
-		name: "queue take", what: "item " + it.Name() + " of " + path, cmdArgs: cmdArgs, grace: cf.grace,
+		name: "queue take", what: "item " + it.Name() + " of " + path, cmdArgs: cmdArgs, grace: cf.grace, passAuth: cf.passAuth,
 		env: []string{"ZKRECIPES_ITEM=" + it.Name()}, stdin: bytes.NewReader(it.Data()),
 	}, out, errOut)
 	held.close()

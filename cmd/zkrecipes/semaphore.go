@@ -16,9 +16,13 @@ const semaphoreAbout = `Runs CMD while holding --leases leases of the semaphore 
 semaphore a Curator InterProcessSemaphoreV2 uses on that path. CMD gets the
 newest lease's fencing token in ZKRECIPES_FENCING_TOKEN and the lease nodes,
 comma-separated, in ZKRECIPES_LOCK_NODE. zkrecipes exits with CMD's status.
-If a lease is lost while CMD runs, CMD gets SIGTERM, then SIGKILL after the
-grace period, and zkrecipes exits saying why. The leases are released when
-CMD ends.
+If a lease is lost while CMD runs, CMD's process group gets SIGTERM, then
+SIGKILL after the grace period, and zkrecipes exits 4 saying why once
+nothing of it runs. The leases are released when CMD and what it left in
+its group have ended. CMD runs in a process group of its own; signals sent to zkrecipes are
+passed on to the group, and Ctrl-C on a terminal reaches CMD once. If zkrecipes
+is killed, the group is killed at once. CMD's environment lacks ZK_AUTH and
+ZK_AUTH_FILE unless --pass-auth.
 
 The most leases held at once is --max; with --count it is read from a
 shared count node (Curator's SharedCount), which --max seeds when the node
@@ -104,7 +108,7 @@ func runSemaphore(ctx context.Context, args []string, out, errOut io.Writer) err
 			}
 		}
 	}()
-	return runHeld(ctx, client, h, underRun{name: "semaphore", what: fmt.Sprintf("a lease of %s", path), cmdArgs: cmdArgs, grace: cf.grace},
+	return runHeld(ctx, client, h, underRun{name: "semaphore", what: fmt.Sprintf("a lease of %s", path), cmdArgs: cmdArgs, grace: cf.grace, passAuth: cf.passAuth},
 		fmt.Sprintf("holding %s of %s", plural(*leases, "lease"), path), out, errOut)
 }
 
