@@ -22,9 +22,17 @@ demo: deps
 ## once more with the oldest supported Go ($(GO_OLDEST), without -race);
 ## the short fault run (internal/chaos) runs without it: go-zookeeper v1.0.4 reads its last zxid
 ## unsynchronised while it re-registers watches on a reconnect, a race inside the dependency
-## that the fault run's many reconnects make the detector report
+## that the fault run's many reconnects make the detector report (go-zookeeper/zk#35, open);
+## a package of the rest that fails with that race alone (scripts/known-race.py) runs once more
 test: deps
-	$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/chaos)
+	@out=$$(mktemp); \
+	{ $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/chaos) 2>&1; echo $$? > $$out.rc; } | tee $$out; \
+	rc=$$(cat $$out.rc); rm -f $$out.rc; \
+	if [ $$rc -ne 0 ]; then \
+		again=$$(python3 scripts/known-race.py < $$out) && [ -n "$$again" ] || { rm -f $$out; exit 1; }; \
+		echo "== go-zookeeper's own race (go-zookeeper/zk#35) failed $$again; once more"; \
+		$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$again || { rm -f $$out; exit 1; }; \
+	fi; rm -f $$out
 	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./internal/chaos
 	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	@echo "== fuzzing, $(FUZZTIME) per target (the seeds also run in every go test)"
