@@ -1,0 +1,76 @@
+// Package cache mirrors a node, a directory or a subtree of ZooKeeper in
+// memory and follows every change: Curator's CuratorCache (NodeCache,
+// PathChildrenCache and TreeCache in one) for Go.
+//
+// One type covers the three shapes, chosen by depth:
+//
+//	cache.New(client, "/config/flags", cache.WithMaxDepth(0)) // the node alone
+//	cache.New(client, "/services/web", cache.WithMaxDepth(1)) // the node and its children, with their data
+//	cache.New(client, "/routing")                              // the whole subtree
+//
+// and a Selector (Curator's TreeCacheSelector) leaves out nodes or whole
+// branches. The cache creates no node of its own; the root may be absent,
+// and the view follows it when it comes and goes.
+//
+// # The view
+//
+// Get returns a node's data and zk.Stat, Children the names of its cached
+// children, Snapshot the whole view, as an immutable value. Initialized is
+// closed once the first full load is in. Listen delivers events: Created,
+// Changed and Deleted for nodes, Initialized once, and Untrusted and
+// Trusted as the view's trust ends and begins again. Events of one path come
+// in the server's version order, a parent's Created before its children's,
+// a parent's Deleted after theirs.
+//
+// The view is trusted while it follows the server: from Trusted until
+// Untrusted, when the client's connection is suspended (under either error
+// policy: a cut-off client hears of no change) or its session is lost. Done
+// is a channel closed when the current trust period ends, as the locks'
+// Done is; Trust waits for the next period. While untrusted the view keeps
+// its data: it is the last one known, not an empty one.
+//
+// # Listeners never block the cache and never lose an event silently
+//
+// Each Listen channel has a queue of its own, bounded (WithBuffer,
+// DefaultBuffer events). A listener that falls that far behind receives
+// Overflow (with the number of events it missed), then Resync with a
+// Snapshot of the view taken when it is ready again; the events after the
+// Resync apply to that snapshot. Every channel starts with a Resync of the
+// view at the time of Listen, so a listener that replays the events onto
+// the last Resync's snapshot always holds the cache's view.
+//
+// # How it follows the server
+//
+// One worker goroutine per cache owns the view. Each cached node has at most
+// one data watch and one child watch on the server (one-shot watches, set
+// by the reads themselves, shared through the connection package, so that
+// a pending watch costs no goroutine). When a watch fires the worker reads
+// the node again; up to WithConcurrency reads are in flight at once, so a
+// load is pipelined. A read decides every event: a node whose czxid
+// changed was deleted and created again (Deleted, then Created); one whose
+// version changed, Changed; one that is gone, Deleted with its subtree.
+// Results older than the view (by czxid, mzxid, pzxid) are dropped, so the
+// view never goes back in time.
+//
+// Faults:
+//
+//   - A reconnect within the session: go-zookeeper registers the pending
+//     watches again with the last zxid it saw, and the server fires those
+//     of nodes that changed meanwhile; the worker reads those nodes only.
+//     The view is trusted again once a sync has been answered after the
+//     reconnect and the reads pending then are done.
+//   - A lost session: every watch is gone. In the new session the worker
+//     first syncs (a new session may reach a server behind the one the view
+//     came from), then checks every node with exists (a watch, and the Stat
+//     without the data) and reads data only where mzxid or czxid moved; each
+//     listed node is listed again, since a child watch can only be set by a
+//     listing. The events are the difference between the old view and the
+//     new one, not a delete-all and create-all.
+//   - A node the client may not read (NoAuth) is cached with its Stat (exists
+//     needs no permission) and Node.Err set; a directory too large to list
+//     (connection.ErrResponseTooLarge) keeps Node.Err too. Neither stops the
+//     cache.
+//
+// See docs/cache.md for the guarantees, what is not guaranteed, and the
+// figures.
+package cache
