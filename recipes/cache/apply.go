@@ -1,0 +1,472 @@
+package cache
+
+import (
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+)
+
+// This file turns read results into the view and its events. c.mu is
+// held throughout. The rules that keep the view consistent:
+//
+//   - A read never takes the view back in time: data older than the node
+//     held (by czxid, then mzxid) and listings older than the last one (by
+//     czxid, then pzxid) are dropped.
+//   - A node is published (Created) only once its parent is, and a
+//     parent unpublished (Deleted) only after its children: a listener
+//     building a tree from the events never sees an orphan.
+//   - A node whose czxid changed is another node at the same path: the old
+//     one and everything under it were deleted (Deleted), the new one is
+//     Created and listed afresh.
+
+func (w *worker) result(r *result) {
+	if r.op == nil {
+		w.syncDone(r)
+		return
+	}
+	w.inflight--
+	o := r.op
+	o.inflight = false
+	w.checkSession() // a read that ran in a later session must not count
+	switch {
+	case o.e.removed:
+		w.settle(o, r.seq)
+		return
+	case r.epoch != w.epoch:
+		// Sent before the session was lost: lost marked o dirty, and the
+		// answer says nothing certain of the new session.
+		w.settle(o, 0)
+		return
+	}
+	if r.err == nil {
+		w.retryDelay = minRetryDelay
+	}
+	if o.kind == dataOp {
+		w.dataDone(o, r)
+	} else {
+		w.listDone(o, r)
+	}
+}
+
+// unreadable reports whether err means the node cannot be read by this
+// client at all: no permission, or more than the client's buffer.
+func unreadable(err error) bool {
+	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, connection.ErrResponseTooLarge)
+}
+
+func (w *worker) dataDone(o *op, r *result) {
+	e := o.e
+	w.setWatch(o, r.watch)
+	seq := r.seq // 0 while o needs another read to settle
+	switch {
+	case errors.Is(r.err, zk.ErrNoNode), r.err == nil && r.mode == modeCheck && !r.exists:
+		// With a check, the watch is now a creation watch: the root's is
+		// what waits for it to come back.
+		w.gone(e, r.mode == modeCheck)
+		if e.removed {
+			return
+		}
+		if r.mode != modeCheck {
+			seq = 0 // the root's creation watch is still to set
+		}
+	case unreadable(r.err):
+		e.dataErr = r.err
+		if r.mode == modeFetch && e.checked != nil {
+			w.setNode(o, e, nil, e.checked)
+		} else {
+			w.markDirty(o, modeCheck) // its Stat, and a watch, from exists
+			seq = 0
+		}
+	case r.err != nil:
+		w.failed(o, r)
+		return
+	case r.mode == modeCheck:
+		if n := e.node; n != nil && n.Stat.Czxid == r.stat.Czxid && n.Stat.Mzxid == r.stat.Mzxid {
+			w.touch(e, r.stat)
+			break
+		}
+		// Moved (or never read): fetch the data; the check's watch stands.
+		e.checked = r.stat
+		w.start(o, modeFetch)
+		return
+	default:
+		e.dataErr, e.checked = nil, nil
+		w.setNode(o, e, r.data, r.stat)
+	}
+	w.settle(o, seq)
+}
+
+func (w *worker) listDone(o *op, r *result) {
+	e := o.e
+	w.setWatch(o, r.watch)
+	switch {
+	case errors.Is(r.err, zk.ErrNoNode):
+		if e.parent != nil {
+			w.vanish(e)
+			return
+		}
+		// The root: its data op decides, and waits for it to come back.
+	case unreadable(r.err):
+		e.listErr = r.err
+		w.openKids(e)
+		w.refresh(e)
+	case r.err != nil:
+		w.failed(o, r)
+		return
+	case e.node != nil && r.stat.Czxid < e.node.Stat.Czxid,
+		e.list.Czxid == r.stat.Czxid && r.stat.Pzxid < e.list.Pzxid:
+		// Older than the view: list again.
+		w.markDirty(o, modeGet)
+		w.settle(o, 0)
+		return
+	case e.node != nil && r.stat.Czxid > e.node.Stat.Czxid:
+		// A newer node at the path. Its data read drops the old node's
+		// children and lists the new one's (setNode).
+		w.markDirty(&e.data, modeGet)
+		if o.tracked {
+			w.track(&e.data)
+		}
+		w.schedule(&e.data)
+	default:
+		w.applyListing(o, e, r.children, r.stat)
+	}
+	w.settle(o, r.seq)
+}
+
+// applyListing makes e's children the listing's: new names become entries
+// (their reads tracked with the listing's, so a load includes them), names
+// gone are deleted with their subtrees.
+func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
+	e.list = *stat
+	hadErr := e.listErr != nil
+	e.listErr = nil
+	accept := w.c.opts.selector.Accept
+	present := make(map[string]bool, len(names))
+	for _, name := range names {
+		present[name] = true
+		if k := e.kids[name]; k != nil {
+			if k.seen != w.epoch {
+				k.seen = w.epoch // after a lost session: its reads may go now
+				for _, ko := range k.ops() {
+					w.schedule(ko)
+				}
+			}
+			continue
+		}
+		p := join(e.path, name)
+		if accept != nil && !accept(p) {
+			continue
+		}
+		k := w.newEntry(e, p, e.depth+1)
+		if e.kids == nil {
+			e.kids = map[string]*entry{}
+		}
+		e.kids[name] = k
+		for _, ko := range k.ops() {
+			if ko.dirty {
+				if o.tracked {
+					w.track(ko)
+				}
+				w.schedule(ko)
+			}
+		}
+	}
+	for name, k := range e.kids {
+		if !present[name] {
+			w.vanish(k)
+		}
+	}
+	if hadErr || e.node != nil && stat.Czxid == e.node.Stat.Czxid && stat.Pzxid > e.node.Stat.Pzxid {
+		w.refresh(e)
+	}
+}
+
+// setNode applies a data read of e.
+func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) {
+	n := &Node{Path: e.path, Data: data, Stat: *stat}
+	old := e.node
+	switch {
+	case old == nil:
+		if e.list.Czxid != 0 && e.list.Czxid < stat.Czxid {
+			// Children listed from an older node at the path: never
+			// published (their parent was not), so gone without events.
+			w.dropKids(e)
+		}
+		n.Err = e.err()
+		w.mergeList(e, n)
+		e.node = n
+		w.publish(e)
+	case stat.Czxid < old.Stat.Czxid, stat.Czxid == old.Stat.Czxid && stat.Mzxid < old.Stat.Mzxid:
+		return // older than the view
+	case stat.Czxid > old.Stat.Czxid:
+		// Deleted and created again since the last read: the old node
+		// and everything under it are gone.
+		w.unpublishTree(e)
+		w.dropKids(e)
+		w.unhook(&e.listing) // it watched the old node
+		e.list, e.listErr = zk.Stat{}, nil
+		n.Err = e.err()
+		e.node = n
+		w.publish(e)
+	default:
+		n.Err = e.err()
+		w.mergeList(e, n)
+		e.node = n
+		if e.published {
+			w.c.nodes[e.path] = n
+			if stat.Mzxid != old.Stat.Mzxid || errText(n.Err) != errText(old.Err) {
+				w.emit(Event{Type: Changed, Path: e.path, Node: *n, Old: *old})
+			}
+		}
+	}
+	if e.listable && e.list.Czxid != stat.Czxid && !e.listing.inflight {
+		// Never listed, or listed as another node: list this one.
+		w.markDirty(&e.listing, modeGet)
+		if o.tracked {
+			w.track(&e.listing)
+		}
+		w.schedule(&e.listing)
+	}
+}
+
+// touch applies a check that found e unchanged: only the child fields of
+// its Stat may have moved, silently.
+func (w *worker) touch(e *entry, stat *zk.Stat) {
+	n := *e.node
+	n.Stat = *stat
+	w.mergeList(e, &n)
+	if n.Stat != e.node.Stat {
+		e.node = &n
+		if e.published {
+			w.c.nodes[e.path] = e.node
+		}
+	}
+}
+
+// refresh applies a change of e's listing to its node: its Err (an event
+// if it changed) and its child fields (silently).
+func (w *worker) refresh(e *entry) {
+	old := e.node
+	if old == nil {
+		return
+	}
+	n := *old
+	n.Err = e.err()
+	w.mergeList(e, &n)
+	e.node = &n
+	if !e.published {
+		return
+	}
+	w.c.nodes[e.path] = e.node
+	if errText(n.Err) != errText(old.Err) {
+		w.emit(Event{Type: Changed, Path: e.path, Node: n, Old: *old})
+	}
+}
+
+// mergeList gives n the child fields of e's last listing when it is of the
+// same node and newer.
+func (w *worker) mergeList(e *entry, n *Node) {
+	if e.list.Czxid == n.Stat.Czxid && e.list.Pzxid > n.Stat.Pzxid {
+		n.Stat.Cversion, n.Stat.NumChildren, n.Stat.Pzxid = e.list.Cversion, e.list.NumChildren, e.list.Pzxid
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// gone handles the news that e's node does not exist. checked says the
+// read was an exists, whose watch now waits for the node's creation.
+func (w *worker) gone(e *entry, checked bool) {
+	if e.parent != nil {
+		w.vanish(e)
+		return
+	}
+	// The root empties; an exists waits for it to come back.
+	w.unpublishTree(e)
+	w.dropKids(e)
+	e.node, e.list, e.listErr, e.dataErr, e.checked = nil, zk.Stat{}, nil, nil, nil
+	w.clearOp(&e.listing)
+	if !checked {
+		w.markDirty(&e.data, modeCheck)
+	}
+}
+
+// vanish deletes e and its subtree from the view (children first) and
+// forgets them.
+func (w *worker) vanish(e *entry) {
+	w.unpublishTree(e)
+	w.remove(e)
+}
+
+// dropKids forgets e's children, which must not be published.
+func (w *worker) dropKids(e *entry) {
+	for _, k := range e.kids {
+		w.remove(k)
+	}
+}
+
+// remove forgets e and its subtree: no more reads, no more watches.
+func (w *worker) remove(e *entry) {
+	for _, k := range e.kids {
+		w.remove(k)
+	}
+	e.removed = true
+	for _, o := range e.ops() {
+		w.clearOp(o)
+	}
+	if e.parent != nil {
+		delete(e.parent.kids, e.name())
+	}
+}
+
+// clearOp forgets o's watch and any read it needs.
+func (w *worker) clearOp(o *op) {
+	w.unhook(o)
+	w.untrack(o)
+	o.dirty = false
+	if !o.inflight {
+		delete(w.pending, o)
+	}
+}
+
+// publish puts e's node in the view (Created) if its parent is there, and
+// then its children that were waiting for it.
+func (w *worker) publish(e *entry) {
+	if e.published || e.node == nil || e.removed || e.parent != nil && !e.parent.published {
+		return
+	}
+	e.published = true
+	c := w.c
+	c.nodes[e.path] = e.node
+	if e.parent != nil {
+		k := c.kids[e.parent.path]
+		if k == nil {
+			k = map[string]struct{}{}
+			c.kids[e.parent.path] = k
+		}
+		k[e.name()] = struct{}{}
+	}
+	w.emit(Event{Type: Created, Path: e.path, Node: *e.node})
+	for _, k := range e.kids {
+		w.publish(k)
+	}
+}
+
+// unpublishTree takes e and its subtree out of the view, children first
+// (Deleted each).
+func (w *worker) unpublishTree(e *entry) {
+	for _, k := range e.kids {
+		w.unpublishTree(k)
+	}
+	if !e.published {
+		return
+	}
+	e.published = false
+	c := w.c
+	delete(c.nodes, e.path)
+	delete(c.kids, e.path)
+	if e.parent != nil {
+		if k := c.kids[e.parent.path]; k != nil {
+			delete(k, e.name())
+			if len(k) == 0 {
+				delete(c.kids, e.parent.path)
+			}
+		}
+	}
+	w.emit(Event{Type: Deleted, Path: e.path, Node: *e.node})
+}
+
+// openKids lets e's children be read in this session without a listing
+// that shows them (e cannot be listed).
+func (w *worker) openKids(e *entry) {
+	for _, k := range e.kids {
+		if k.seen != w.epoch {
+			k.seen = w.epoch
+			for _, ko := range k.ops() {
+				w.schedule(ko)
+			}
+		}
+	}
+}
+
+// failed handles a read that failed for another reason than the node: the
+// client's retry policy gave up (a long outage), or the session ended.
+func (w *worker) failed(o *op, r *result) {
+	switch {
+	case w.c.ctx.Err() != nil:
+		return // closing
+	case errors.Is(r.err, connection.ErrClosed):
+		w.clientGone(r.err)
+		return
+	}
+	w.checkSession()
+	if r.epoch != w.epoch {
+		w.settle(o, 0) // lost marked it
+		return
+	}
+	mode := r.mode
+	if mode == modeFetch {
+		mode = modeCheck // the check's watch may be gone with the failure
+	}
+	w.markDirty(o, mode)
+	w.client.Logger().Debug("cache: read failed, will retry", "path", o.e.path, "error", r.err)
+	w.park(o)
+}
+
+// syncDone handles the answer to a sync: the barrier after a reconnect,
+// the first step in a new session, or what Sync's callers wait on.
+func (w *worker) syncDone(r *result) {
+	w.syncInflight = false
+	again := func() {
+		w.wantSync = true
+		w.syncWaiting = append(w.syncRiding, w.syncWaiting...)
+		w.syncRiding = nil
+	}
+	switch {
+	case w.c.ctx.Err() != nil:
+		return
+	case errors.Is(r.err, connection.ErrClosed):
+		w.clientGone(r.err)
+		return
+	case r.err != nil:
+		w.client.Logger().Debug("cache: sync failed, will retry", "path", w.c.root, "error", r.err)
+		again()
+		w.syncParked = true
+		w.armRetry()
+		return
+	}
+	w.retryDelay = minRetryDelay
+	w.checkSession()
+	switch s := r.sess; {
+	case s.Err() != nil:
+		again() // it may have run in the next session, before anything was known of it
+		return
+	case w.sess == nil:
+		w.sess = s // the view's session from now on
+	case w.sess != s:
+		again()
+		return
+	}
+	w.needSync = false
+	if w.connUp && r.gen == w.connGen {
+		w.syncedGen = r.gen
+	}
+	// Every notification the server sent before the sync's answer has
+	// been drained (run drains before each result): what is pending now
+	// is all the view lacks of the state at the sync.
+	w.barrier()
+	w.roundWaiters = append(w.roundWaiters, w.syncRiding...)
+	w.syncRiding = nil
+}
+
+// name returns the last component of e's path.
+func (e *entry) name() string {
+	_, name := split(e.path)
+	return name
+}

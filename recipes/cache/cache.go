@@ -1,0 +1,249 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
+)
+
+// ErrClosed means the cache was closed.
+var ErrClosed = errors.New("cache: closed")
+
+// Cache is an in-memory view of a node, a directory or a subtree, kept
+// current by one worker goroutine. Its methods are safe for concurrent
+// use.
+type Cache struct {
+	client *connection.Client
+	root   string
+	opts   options
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the worker, its reads, the listeners
+
+	// mu guards the view and the trust state: the worker writes them,
+	// readers and listeners read them.
+	mu          sync.RWMutex
+	nodes       map[string]*Node
+	kids        map[string]map[string]struct{} // published child names by parent
+	listeners   map[*listener]struct{}
+	initialized bool
+	trusted     bool
+	done        chan struct{} // closed when the trust period ends; closed while untrusted
+	began       chan struct{} // closed when a trust period begins
+	lastErr     error         // why the last trust period ended
+	closed      bool
+
+	initDone chan struct{} // closed at Initialized
+
+	syncs chan chan error // Sync requests to the worker
+
+	inbox inbox // fired watches, from the connection's hooks to the worker
+	w     *worker
+
+	reads, syncReads, watches atomic.Int64
+}
+
+// New starts a cache of the node at path and, unless WithMaxDepth says
+// otherwise, everything under it, and returns at once; Initialized closes
+// when the first full load is in. The node need not exist. Close stops the
+// cache. A path that is not valid gives an error wrapping
+// connection.ErrInvalidPath, a bad option one wrapping
+// connection.ErrInvalidOption.
+func New(client *connection.Client, path string, opts ...Option) (*Cache, error) {
+	if client == nil {
+		return nil, errtext.Errorf("cache: nil client: %w", connection.ErrInvalidOption)
+	}
+	if err := connection.ValidatePath(path); err != nil {
+		return nil, errtext.Errorf("cache: %w", err)
+	}
+	o := options{maxDepth: -1, concurrency: DefaultConcurrency}
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	c := &Cache{
+		client:    client,
+		root:      path,
+		opts:      o,
+		nodes:     map[string]*Node{},
+		kids:      map[string]map[string]struct{}{},
+		listeners: map[*listener]struct{}{},
+		done:      closedChan,
+		began:     make(chan struct{}),
+		initDone:  make(chan struct{}),
+		syncs:     make(chan chan error),
+	}
+	c.inbox.wake = make(chan struct{}, 1)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.w = newWorker(c)
+	c.wg.Add(1)
+	go c.w.run()
+	return c, nil
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Path returns the path of the cache's root.
+func (c *Cache) Path() string { return c.root }
+
+// Get returns the node at path, if the view holds it.
+func (c *Cache) Get(path string) (Node, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.nodes[path]
+	if !ok {
+		return Node{}, false
+	}
+	return *n, true
+}
+
+// Children returns the sorted names of the cached children of the node at
+// path; ok is false when the view does not hold that node. A node beyond
+// WithMaxDepth, or one the Selector does not descend into, has none.
+func (c *Cache) Children(path string) (names []string, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if _, ok := c.nodes[path]; !ok {
+		return nil, false
+	}
+	for name := range c.kids[path] {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, true
+}
+
+// Snapshot returns the whole view as an immutable value. It copies the
+// view's index (not the data): O(nodes).
+func (c *Cache) Snapshot() Snapshot {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.snapshotLocked()
+}
+
+func (c *Cache) snapshotLocked() Snapshot {
+	nodes := make(map[string]*Node, len(c.nodes))
+	for p, n := range c.nodes {
+		nodes[p] = n
+	}
+	return Snapshot{&snapshot{nodes: nodes, initialized: c.initialized, trusted: c.trusted}}
+}
+
+// Initialized returns a channel closed once the first full load is in:
+// the root and every node that load found under it (nothing, if the root
+// is absent).
+func (c *Cache) Initialized() <-chan struct{} { return c.initDone }
+
+// Done returns a channel that is closed when the current trust period of
+// the view ends: the connection is suspended, the session is lost, the
+// client or the cache is closed. Take it when the period begins (see
+// Trust); while the view is untrusted it returns a closed channel.
+func (c *Cache) Done() <-chan struct{} {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.done
+}
+
+// Err returns why the last trust period ended, or nil if none has.
+func (c *Cache) Err() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.lastErr
+}
+
+// Trust waits until the view is trusted — initialized, and following the
+// server — and returns that trust period's Done channel. It fails with
+// ctx's error, or ErrClosed.
+func (c *Cache) Trust(ctx context.Context) (<-chan struct{}, error) {
+	for {
+		c.mu.RLock()
+		closed, trusted, done, began := c.closed, c.trusted, c.done, c.began
+		c.mu.RUnlock()
+		switch {
+		case closed:
+			return nil, errtext.Errorf("cache: trust %s: %w", c.root, ErrClosed)
+		case trusted:
+			return done, nil
+		}
+		select {
+		case <-began:
+		case <-ctx.Done():
+			return nil, errtext.Errorf("cache: trust %s: %w", c.root, ctx.Err())
+		case <-c.ctx.Done():
+		}
+	}
+}
+
+// Sync waits until the view holds every change committed under the root
+// before Sync was called: it syncs the client's server with the leader,
+// then waits for the reads of every change notified until then. It fails
+// with ctx's error, ErrClosed, or an error wrapping connection.ErrClosed
+// when the client is closed.
+func (c *Cache) Sync(ctx context.Context) error {
+	done := make(chan error, 1)
+	select {
+	case c.syncs <- done:
+	case <-ctx.Done():
+		return errtext.Errorf("cache: sync %s: %w", c.root, ctx.Err())
+	case <-c.ctx.Done():
+		return errtext.Errorf("cache: sync %s: %w", c.root, ErrClosed)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			return errtext.Errorf("cache: sync %s: %w", c.root, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return errtext.Errorf("cache: sync %s: %w", c.root, ctx.Err())
+	case <-c.ctx.Done():
+		return errtext.Errorf("cache: sync %s: %w", c.root, ErrClosed)
+	}
+}
+
+// Stats counts what a cache holds and what it cost.
+type Stats struct {
+	// Nodes is the number of nodes in the view.
+	Nodes int
+	// Reads is the number of reads sent (get, exists, children), retries
+	// by the client's policy not counted.
+	Reads int64
+	// Syncs is the number of syncs sent.
+	Syncs int64
+	// Watches is the number of the cache's watches pending: at most one
+	// data watch and one child watch per cached node.
+	Watches int64
+}
+
+// Stats returns the cache's counters since New.
+func (c *Cache) Stats() Stats {
+	c.mu.RLock()
+	n := len(c.nodes)
+	c.mu.RUnlock()
+	return Stats{Nodes: n, Reads: c.reads.Load(), Syncs: c.syncReads.Load(), Watches: c.watches.Load()}
+}
+
+// Close stops the cache and waits for its worker, its reads and its
+// listeners (whose channels close). The view stays readable. The watches
+// the cache set stay on the server until they fire (go-zookeeper cannot
+// remove a watch); a new cache of the same nodes on the same client shares
+// them. Close is idempotent.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	return nil
+}

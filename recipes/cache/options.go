@@ -1,0 +1,75 @@
+package cache
+
+import (
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
+)
+
+// DefaultConcurrency is how many reads a cache keeps in flight at most
+// unless WithConcurrency says otherwise.
+const DefaultConcurrency = 16
+
+// maxConcurrency bounds WithConcurrency: each read in flight is a
+// goroutine while it lasts.
+const maxConcurrency = 1024
+
+// Option configures a Cache.
+type Option func(*options) error
+
+type options struct {
+	maxDepth    int // -1: no bound
+	selector    Selector
+	concurrency int
+}
+
+// Selector chooses the nodes of the subtree a cache holds, as Curator's
+// TreeCacheSelector does. A nil function selects everything. The cache
+// calls them from its worker: they must be quick and must not call the
+// cache.
+type Selector struct {
+	// Accept reports whether the child at path, found in a cached node's
+	// listing, is cached; one that is not is left out with everything
+	// under it.
+	Accept func(path string) bool
+	// Descend reports whether the children of the cached node at path are
+	// cached (and listed, with a child watch).
+	Descend func(path string) bool
+}
+
+// WithMaxDepth bounds the depth of the cached subtree: 0 caches the root
+// node alone (Curator's NodeCache), 1 the root and its children
+// (PathChildrenCache), and so on. Unbounded unless set.
+func WithMaxDepth(n int) Option {
+	return func(o *options) error {
+		if n < 0 {
+			return invalid("max depth %d must not be negative", n)
+		}
+		o.maxDepth = n
+		return nil
+	}
+}
+
+// WithSelector sets the Selector that chooses the nodes the cache holds.
+func WithSelector(s Selector) Option {
+	return func(o *options) error {
+		o.selector = s
+		return nil
+	}
+}
+
+// WithConcurrency sets how many reads the cache keeps in flight at most
+// (DefaultConcurrency unless set; 1 to 1024): more load a large tree
+// faster, at a goroutine per read while it lasts.
+func WithConcurrency(n int) Option {
+	return func(o *options) error {
+		if n < 1 || n > maxConcurrency {
+			return invalid("concurrency %d must be from 1 to %d", n, maxConcurrency)
+		}
+		o.concurrency = n
+		return nil
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return errtext.Errorf("cache: "+format+": %w", append(args, connection.ErrInvalidOption)...)
+}
