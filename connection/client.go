@@ -72,6 +72,7 @@ type connEvent struct {
 	authed     bool // synthetic: the credentials of gen were sent
 	authFailed bool // synthetic: sending them failed; the next session tries again
 	watchdog   bool // synthetic: time for the watchdog to look at the silence
+	restored   bool // synthetic: the connection's watches are registered again (restore.go)
 }
 
 // Open connects to servers and returns once the first session exists. If
@@ -138,6 +139,7 @@ func (c *Client) dialLocked() error {
 	var self atomic.Pointer[zk.Conn] // the handle, for its callback
 	tr.notifications, tr.replies = &c.notifications, &c.replies
 	tr.maxReply, tr.tooLarge = c.opts.maxBufferSize, c.noteTooLarge
+	tr.onRestored = func() { c.events.push(connEvent{gen: gen, restored: true}) }
 	dial := c.opts.dial
 	timeout := c.opts.dialTimeout
 	zopts := []func(*zk.Conn){
@@ -163,6 +165,11 @@ func (c *Client) dialLocked() error {
 		zk.WithEventCallback(func(ev zk.Event) {
 			// Called on go-zookeeper's loop goroutine: it must not block.
 			if ev.Type == zk.EventSession {
+				if ev.State == zk.StateHasSession {
+					// Before go-zookeeper sends the watches again: what
+					// it will send.
+					tr.expectWatches(c.restoreKeys(self.Load()))
+				}
 				c.events.push(connEvent{gen: gen, state: ev.State, sessionID: tr.sessionID.Load(), timeout: tr.timeout()})
 			} else if zc := self.Load(); zc != nil {
 				c.watchEvent(zc, ev) // no watch is set before Connect returns
@@ -222,6 +229,10 @@ func (c *Client) handle(ev connEvent) {
 		c.sessionUpLocked(c.tr.sessionID.Load(), c.tr.timeout())
 	case ev.authFailed:
 		c.authing = false
+	case ev.restored:
+		if c.zkUp && c.session != nil && c.tr.silence() < c.suspendAfter() {
+			c.resumeLocked()
+		}
 	case ev.state == zk.StateHasSession:
 		if !c.authed {
 			c.authenticateLocked(ev.gen)
@@ -260,7 +271,7 @@ func (c *Client) suspendLocked() {
 func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 	c.zkUp = true
 	if c.session != nil && c.session.id == id {
-		if c.tr.silence() < c.suspendAfter() {
+		if c.tr.silence() < c.suspendAfter() && c.tr.restored(c.suspendAfter()) {
 			c.resumeLocked()
 		}
 		return
@@ -398,9 +409,10 @@ func (c *Client) watchdogLocked() {
 		c.localExpiryLocked(silence)
 	case silence >= c.suspendAfter():
 		c.suspendLocked()
-	case c.zkUp:
+	case c.zkUp && c.tr.restored(c.suspendAfter()):
 		// Answers came back on the same connection (the watchdog had
-		// suspended it, go-zookeeper had not).
+		// suspended it, go-zookeeper had not), or on a new one whose
+		// watches are registered again (or that waited too long for it).
 		c.resumeLocked()
 	}
 }

@@ -13,7 +13,10 @@ const (
 	// already treat its lock as lost.
 	Suspended
 	// Reconnected: the client is connected again, with the same session
-	// after Suspended, or with a new one after Lost.
+	// after Suspended, or with a new one after Lost. With the same session
+	// it is reported once the shared watches set before are registered
+	// again, so a change made while the client was cut off has fired its
+	// watch by then.
 	Reconnected
 	// Lost: the session is gone. The server expired it, or the client was
 	// suspended for longer than the session timeout, so the server may have

@@ -72,6 +72,11 @@ type tracker struct {
 
 	mu      sync.Mutex
 	created map[string]createdStat // server path -> Stat of a create2 reply
+	restore restoreState           // the current connection's setWatches (restore.go)
+
+	// onRestored is told when the current connection is restored; it
+	// must not block.
+	onRestored func()
 }
 
 // createdStat is what a create2 reply says of the new node.
@@ -170,6 +175,9 @@ type trackedConn struct {
 	out     framer
 	in      framer
 	create2 map[int32]bool // xids of creates sent as create2
+
+	conn       int                    // the tracker's number of this connection, once its handshake is answered
+	setWatches map[int32][]restoreKey // setWatches sent and not answered, by xid
 }
 
 // ZooKeeper opcodes the tracker reads.
@@ -189,6 +197,12 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	handshaken := c.out.frames > 0
 	if c.out.atBoundary() && handshaken {
 		c.upgradeCreate(b)
+		if keys, ok := parseSetWatches(b); ok {
+			if c.setWatches == nil {
+				c.setWatches = map[int32][]restoreKey{}
+			}
+			c.setWatches[int32(binary.BigEndian.Uint32(b[4:8]))] = keys
+		}
 	}
 	path := ""
 	if c.t.maxReply > 0 && c.out.atBoundary() && handshaken {
@@ -336,12 +350,20 @@ func (c *trackedConn) reply(head []byte) {
 				return
 			}
 			c.t.timeoutMS.Store(int64(int32(binary.BigEndian.Uint32(head[4:8]))))
+			c.t.mu.Lock()
+			c.t.newConnectionLocked()
+			c.conn = c.t.restore.conn
+			c.t.mu.Unlock()
 		}
 	} else if len(head) >= 4 {
 		xid := int32(binary.BigEndian.Uint32(head[0:4]))
 		if xid == -1 {
 			count(c.t.notifications)
 			return // a watch notification answers no request
+		}
+		if keys, ok := c.setWatches[xid]; ok {
+			delete(c.setWatches, xid)
+			c.t.setWatchesAnswered(c.conn, keys)
 		}
 		if c.create2[xid] {
 			delete(c.create2, xid)

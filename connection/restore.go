@@ -1,0 +1,173 @@
+package connection
+
+import (
+	"encoding/binary"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Watches after a reconnect. When go-zookeeper connects again within its
+// session, it sends the server every watch it still holds (setWatches,
+// with the last zxid it saw), and the server fires at once those of nodes
+// that changed meanwhile — before it answers the setWatches. go-zookeeper
+// sends them from a goroutine of its own, after the session is back, so a
+// request sent as soon as Reconnected is reported could reach the server
+// first, and a recipe that takes its answer for "I have heard of every
+// change until now" would be wrong about the changes made while it was cut
+// off.
+//
+// The tracker closes that gap. When a connection's handshake resumes the
+// session, the client gives it the shared watches pending on the handle
+// (those go-zookeeper holds and will send); the tracker reads the
+// setWatches frames go-zookeeper writes, and once the answers to the
+// frames that name every one of them have been read, the connection is
+// restored. go-zookeeper reads a connection's frames one at a time and runs
+// the client's callback for each notification before it reads the next,
+// so by then every notification the server sent ahead of those answers
+// has fired its Watch. The client reports Reconnected only then.
+
+// opSetWatches is ZooKeeper's setWatches request, which go-zookeeper
+// v1.0.4 sends after a reconnect.
+const opSetWatches = 101
+
+// restoreKey is a watch the tracker waits to see sent again: a server
+// path and the kind of list it appears in.
+type restoreKey struct {
+	path string
+	kind watchKind // dataWatch, childWatch, or existWatch: data or exist list
+}
+
+// restoreState is the tracker's view of one connection's setWatches.
+type restoreState struct {
+	conn     int                     // handshakes answered on the handle
+	at       time.Duration           // mono time of the handshake
+	expect   map[restoreKey]struct{} // watches not yet seen answered; nil until given
+	restored bool
+}
+
+// newConnection starts the restore state of a connection whose handshake
+// was just answered; t.mu is held.
+func (t *tracker) newConnectionLocked() {
+	t.restore = restoreState{conn: t.restore.conn + 1, at: t.mono()}
+}
+
+// expectWatches gives the current connection the watches it must see sent
+// again before it is restored. It is called when the handshake is
+// answered, before go-zookeeper sends any of them.
+func (t *tracker) expectWatches(keys map[restoreKey]struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.restore.expect != nil || t.restore.restored {
+		return
+	}
+	t.restore.expect = keys
+	if keys == nil {
+		t.restore.expect = map[restoreKey]struct{}{}
+	}
+	t.checkRestoredLocked()
+}
+
+// restored reports whether the current connection is restored, or has
+// waited for it for longer than patience (a safety net: a server that
+// never answers setWatches must not keep the client suspended).
+func (t *tracker) restored(patience time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.restore.restored || t.mono()-t.restore.at > patience
+}
+
+// setWatchesAnswered records that the server answered a setWatches frame
+// naming keys.
+func (t *tracker) setWatchesAnswered(conn int, keys []restoreKey) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if conn != t.restore.conn {
+		return
+	}
+	if t.restore.expect == nil {
+		// Not expected yet: it cannot have been written before the
+		// expectation was given; keep nothing.
+		return
+	}
+	for _, k := range keys {
+		delete(t.restore.expect, k)
+		if k.kind == dataWatch {
+			// go-zookeeper files an exists watch on a node that exists
+			// as a data watch.
+			delete(t.restore.expect, restoreKey{k.path, existWatch})
+		}
+	}
+	t.checkRestoredLocked()
+}
+
+func (t *tracker) checkRestoredLocked() {
+	if !t.restore.restored && t.restore.expect != nil && len(t.restore.expect) == 0 {
+		t.restore.restored = true
+		if t.onRestored != nil {
+			t.onRestored()
+		}
+	}
+}
+
+// parseSetWatches reads the watches named by a whole setWatches request
+// at the start of b: [len][xid][opcode][relativeZxid int64], then the
+// data, exist and child lists, each an int32 count of strings (int32
+// length, bytes). It returns false if b is not one.
+func parseSetWatches(b []byte) ([]restoreKey, bool) {
+	if len(b) < 12 || int32(binary.BigEndian.Uint32(b[8:12])) != opSetWatches {
+		return nil, false
+	}
+	end := 4 + int(binary.BigEndian.Uint32(b[0:4]))
+	if end > len(b) || end < 20 {
+		return nil, false
+	}
+	p := b[20:end]
+	var keys []restoreKey
+	for _, kind := range []watchKind{dataWatch, existWatch, childWatch} {
+		if len(p) < 4 {
+			return nil, false
+		}
+		n := int(int32(binary.BigEndian.Uint32(p)))
+		p = p[4:]
+		if n < 0 || n > len(p)/4 {
+			return nil, false
+		}
+		for range n {
+			if len(p) < 4 {
+				return nil, false
+			}
+			l := int(int32(binary.BigEndian.Uint32(p)))
+			if l < 0 || 4+l > len(p) {
+				return nil, false
+			}
+			keys = append(keys, restoreKey{string(p[4 : 4+l]), kind})
+			p = p[4+l:]
+		}
+	}
+	return keys, true
+}
+
+// restoreKeys returns the shared watches of handle zc that go-zookeeper
+// holds: those whose read returned with the watch set and that have not
+// fired.
+func (c *Client) restoreKeys(zc *zk.Conn) map[restoreKey]struct{} {
+	keys := map[restoreKey]struct{}{}
+	if zc == nil {
+		return keys
+	}
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	for key, ws := range c.watches {
+		if key.zc != zc {
+			continue
+		}
+		for _, w := range ws {
+			if w.ready && !w.fired {
+				keys[restoreKey{key.spath, key.kind}] = struct{}{}
+				break
+			}
+		}
+	}
+	return keys
+}
