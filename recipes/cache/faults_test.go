@@ -1,0 +1,154 @@
+package cache_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// faultTreeSize is the size of the tree TestFaults writes to while the
+// cache is cut off (the issue asks for about 1,000; this keeps the test
+// under 20 s on a shared machine, and the size does not change what is
+// tested).
+const faultTreeSize = 300
+
+// faultSession is the cache client's session timeout in TestFaults: the
+// short faults stay well within it (go-zookeeper reconnects to a single
+// server after a second's pause), the long ones well beyond.
+const faultSession = 3 * time.Second
+
+// TestFaults: a writer makes random creates, sets, deletes and
+// re-creations on a tree of faultTreeSize nodes while the cache's client is
+// cut off, shorter and longer than its session timeout. After each fault,
+// the cache equals a fresh read of the tree node for node (data, version,
+// czxid, mzxid); the view was kept while cut off; the events of the
+// outage concern only the paths the writer touched (a difference, not a
+// delete-all and create-all); a reconnect of the same session reads only
+// what changed. At the end, the events replayed onto the first Resync give
+// the same tree, in version order per path.
+func TestFaults(t *testing.T) {
+	if raceDetector {
+		// go-zookeeper v1.0.4 reads its last zxid unsynchronised while it
+		// registers the watches again on a reconnect (go-zookeeper/zk#35,
+		// open): this test's reconnects under load make the detector
+		// report the dependency's race. make test runs it without -race,
+		// with the oldest supported Go.
+		t.Skip("go-zookeeper/zk#35: its reconnects race inside go-zookeeper under -race")
+	}
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wr := newWriter(t, conn, root, faultTreeSize, 40*time.Millisecond)
+	wr.fill(t)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(faultSession))
+	c := newCache(t, client, root)
+	rec := record(t, c)
+	ctx := ctxFor(t, 2*time.Minute)
+	start := time.Now()
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first full view of %d nodes: %v, %d reads", c.Snapshot().Len(), time.Since(start).Round(time.Millisecond), c.Stats().Reads)
+	wr.start()
+	defer wr.finish(t)
+
+	// settle pauses the writer, and waits until the cache holds every
+	// change and the listener every event; it returns the event count.
+	settle := func(when string) int {
+		t.Helper()
+		if err := c.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Trust(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
+			t.Fatalf("%s: the cache differs from the server:\n%s", when, d)
+		}
+		zktest.Eventually(t, 10*time.Second, when+": the listener has every event", func() error {
+			if d := diffReplay(replay(rec.all()), c.Snapshot()); d != "" {
+				return errors.New(d)
+			}
+			return nil
+		})
+		return len(rec.all())
+	}
+
+	type fault struct {
+		name       string
+		do         func()
+		hold       time.Duration
+		newSession bool
+	}
+	for _, f := range []fault{
+		{"short cut", proxy.Cut, 300 * time.Millisecond, false},
+		{"short blackhole", proxy.Blackhole, faultSession / 3, false},
+		{"blackhole beyond the session timeout", proxy.Blackhole, faultSession + 1500*time.Millisecond, true},
+		{"cut beyond the session timeout", proxy.Cut, faultSession + time.Second, true},
+	} {
+		wr.pause()
+		mark := settle("before " + f.name)
+		wr.reset()
+		sid := client.Session().ID()
+		size := c.Snapshot().Len()
+		wr.resume()
+		f.do()
+		time.Sleep(f.hold) // the writer writes meanwhile
+		wr.pause()
+		if n := c.Snapshot().Len(); n != size {
+			t.Errorf("%s: the view changed while cut off: %d nodes, %d before", f.name, n, size)
+		}
+		reads := c.Stats().Reads
+		proxy.Restore()
+		end := settle("after " + f.name)
+		reads = c.Stats().Reads - reads
+		touched, ops := wr.window()
+		s := client.Session()
+		if (s.ID() != sid) != f.newSession {
+			t.Errorf("%s: session %#x after %#x, want a new one: %v", f.name, s.ID(), sid, f.newSession)
+		}
+		// The outage's events: only paths the writer touched.
+		evs := rec.all()[mark:end]
+		var untrusted, trusted, changes int
+		var strangers []string
+		for _, ev := range evs {
+			switch ev.Type {
+			case cache.Untrusted:
+				untrusted++
+			case cache.Trusted:
+				trusted++
+			case cache.Created, cache.Deleted, cache.Changed:
+				changes++
+				if _, ok := touched[ev.Path]; !ok {
+					strangers = append(strangers, ev.Type.String()+" "+ev.Path)
+				}
+			}
+		}
+		if len(strangers) > 0 {
+			t.Errorf("%s: %d events of paths the writer did not touch: %s", f.name, len(strangers), strings.Join(strangers[:min(10, len(strangers))], ", "))
+		}
+		if untrusted == 0 || trusted == 0 {
+			t.Errorf("%s: %d Untrusted, %d Trusted events", f.name, untrusted, trusted)
+		}
+		if !f.newSession && reads > int64(4*len(touched)+8) {
+			t.Errorf("%s: %d reads after the reconnect for %d paths touched", f.name, reads, len(touched))
+		}
+		t.Logf("%s: %d ops on %d paths while cut off; %d reads after it, %d node events; %d nodes (session %#x → %#x)",
+			f.name, ops, len(touched), reads, changes, c.Snapshot().Len(), sid, s.ID())
+		wr.resume()
+	}
+	wr.pause()
+	settle("at the end")
+	wr.resume()
+	if bad := checkOrder(rec.all(), root); len(bad) > 0 {
+		t.Fatalf("order:\n%s", strings.Join(bad[:min(20, len(bad))], "\n"))
+	}
+}
