@@ -57,8 +57,9 @@
 //   - A reconnect within the session: go-zookeeper registers the pending
 //     watches again with the last zxid it saw, and the server fires those
 //     of nodes that changed meanwhile; the worker reads those nodes only.
-//     The view is trusted again once a sync has been answered after the
-//     reconnect and the reads pending then are done.
+//     The connection reports Reconnected once that registration is
+//     answered; the view is trusted again once a sync sent after it has
+//     been answered and the reads pending then are done.
 //   - A lost session: every watch is gone. In the new session the worker
 //     first syncs (a new session may reach a server behind the one the view
 //     came from), then checks every node with exists (a watch, and the Stat
@@ -67,9 +68,11 @@
 //     listing. The events are the difference between the old view and the
 //     new one, not a delete-all and create-all.
 //   - A node the client may not read (NoAuth) is cached with its Stat (exists
-//     needs no permission) and Node.Err set; a directory too large to list
-//     (connection.ErrResponseTooLarge) keeps Node.Err too. Neither stops the
-//     cache.
+//     needs no permission) and Node.Err set. ZooKeeper notifies no change of
+//     such a node, so its Stat is the one it had when found; its deletion
+//     is seen in its parent's listing. A directory too large to list
+//     (connection.ErrResponseTooLarge) keeps Node.Err too. Neither stops
+//     the cache.
 //
 // See docs/cache.md for the guarantees, what is not guaranteed, and the
 // figures.

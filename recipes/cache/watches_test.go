@@ -2,6 +2,7 @@ package cache_test
 
 import (
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,6 +58,7 @@ func TestWatchesPerNode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := open(t, ens.Servers())
+			before := runtime.NumGoroutine()
 			c := newCache(t, client, root, tc.opts...)
 			waitInit(t, c)
 			check := func(when string) {
@@ -74,6 +76,14 @@ func TestWatchesPerNode(t *testing.T) {
 				t.Logf("%s: %d nodes, %d data watches, %d watches in all, %d reads", when, c.Snapshot().Len(), tc.nodes, want, c.Stats().Reads)
 			}
 			check("after the load")
+			// No goroutine per node: the worker, and the client's state
+			// listener for it.
+			zktest.Eventually(t, 5*time.Second, "goroutines settle", func() error {
+				if n := runtime.NumGoroutine() - before; n > 2 {
+					return fmt.Errorf("%d goroutines more than before the cache of %d nodes", n, tc.nodes)
+				}
+				return nil
+			})
 			for i := range dirs {
 				p := fmt.Sprintf("%s/a%d", root, i)
 				if _, err := conn.Set(p, []byte("x"), -1); err != nil {
