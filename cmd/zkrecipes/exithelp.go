@@ -15,6 +15,7 @@ var exitDocs = []exitDoc{
 	{"CMD's", "CMD ran: its exit status (128+n if signal n ended it)", "lock|semaphore|elect|queue take"},
 	{"0", "done; without CMD: held, then released after SIGINT or SIGTERM", "lock|semaphore|elect"},
 	{"0", "done", "queue put|queue take|inspect"},
+	{"0", "interrupted (SIGINT, SIGTERM): watching ends", "watch"},
 	{"1", "another failure (a server error, a refused ACL); the message says why", ""},
 	{"2", "bad flags or arguments (a bad connect string, a relative PATH)", ""},
 	{"3", "--try: held by another participant (--conflict-exit-code N changes it)", "lock"},
@@ -34,7 +35,7 @@ var exitDocs = []exitDoc{
 // command with none of its own, such as demo).
 func exitHelp(command string) string {
 	switch command {
-	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect":
+	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect", "watch":
 	default:
 		return ""
 	}

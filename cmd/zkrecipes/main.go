@@ -8,6 +8,7 @@
 //	zkrecipes queue put [--priority p] PATH [ITEM...]
 //	zkrecipes queue take [--timeout d | --try] PATH [-- CMD [ARGS...]]
 //	zkrecipes inspect [--json] PATH
+//	zkrecipes watch [--json] [--depth n] PATH
 //	zkrecipes demo
 //	zkrecipes bench [--rounds 3] [--participants 2,10,100]
 //	zkrecipes version | completion bash|zsh|fish | help [COMMAND]
@@ -43,6 +44,7 @@ var commands = []command{
 	{name: "elect", summary: "run a command while leading an election (Curator's LeaderLatch or LeaderSelector)", run: runElect},
 	{name: "queue", summary: "put items in a work queue, or take one (Kazoo's LockingQueue)", run: runQueue, subcommands: []string{"put", "take"}},
 	{name: "inspect", summary: "show who holds a lock, a semaphore's leases or an election, who waits, and a queue's items", run: runInspect},
+	{name: "watch", summary: "print every change of a node and the nodes under it, until interrupted", run: runWatch},
 	{name: "demo", summary: "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", run: runDemo},
 	{name: "bench", summary: "compare the locks side by side: latency, handoffs/s and wake-ups per release", run: runBench},
 	{name: "version", summary: "print the version of zkrecipes and the revision it was built from", run: runVersion},
