@@ -162,3 +162,85 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("order:\n%s", strings.Join(bad[:min(20, len(bad))], "\n"))
 	}
 }
+
+// TestServerFaults: on a 3-node ensemble of its own, the writer goes on
+// while the leader is stopped (the leader moves, every client reconnects,
+// the cache's to another server with the same session) and started again,
+// and while a follower is killed and started again. After each, the cache
+// equals a fresh read of the tree, and the events replay to it in version
+// order.
+func TestServerFaults(t *testing.T) {
+	if raceDetector {
+		t.Skip("go-zookeeper/zk#35: its reconnects race inside go-zookeeper under -race")
+	}
+	t.Parallel()
+	ens := zktest.Start(t, zktest.WithServers(3))
+	ens.RequireFaults(t)
+	root := "/servers"
+	conn := ens.Conn(t)
+	mustCreate(t, conn, root, nil)
+	wr := newWriter(t, conn, root, faultTreeSize/2, 40*time.Millisecond)
+	wr.fill(t)
+	client := open(t, ens.Servers(), connection.WithSessionTimeout(8*time.Second))
+	c := newCache(t, client, root)
+	rec := record(t, c)
+	ctx := ctxFor(t, 2*time.Minute)
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wr.start()
+	defer wr.finish(t)
+	settle := func(when string) {
+		t.Helper()
+		if err := c.Sync(ctx); err != nil {
+			t.Fatalf("%s: %v", when, err)
+		}
+		if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
+			t.Fatalf("%s: the cache differs from the server:\n%s", when, d)
+		}
+		zktest.Eventually(t, 10*time.Second, when+": the listener has every event", func() error {
+			if d := diffReplay(replay(rec.all()), c.Snapshot()); d != "" {
+				return errors.New(d)
+			}
+			return nil
+		})
+	}
+	sid := client.Session().ID()
+	for _, step := range []struct {
+		name string
+		do   func() error
+	}{
+		{"leader stopped", func() error { return ens.Stop(ens.MustLeader(t)) }},
+		{"all started", func() error { return startAll(ens) }},
+		{"a follower killed", func() error { return ens.Kill((ens.MustLeader(t) + 1) % 3) }},
+		{"all started again", func() error { return startAll(ens) }},
+	} {
+		if err := step.do(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		time.Sleep(500 * time.Millisecond) // the writer writes meanwhile
+		wr.pause()
+		settle("after " + step.name)
+		wr.resume()
+		t.Logf("%s: %d nodes, %d reads so far", step.name, c.Snapshot().Len(), c.Stats().Reads)
+	}
+	wr.pause()
+	settle("at the end")
+	wr.resume()
+	if got := client.Session().ID(); got != sid {
+		t.Logf("the session changed (%#x → %#x): the servers' faults took longer than its timeout", sid, got)
+	}
+	if bad := checkOrder(rec.all(), root); len(bad) > 0 {
+		t.Fatalf("order:\n%s", strings.Join(bad[:min(20, len(bad))], "\n"))
+	}
+}
+
+// startAll starts the servers that are stopped.
+func startAll(ens *zktest.Ensemble) error {
+	for i := range ens.Servers() {
+		if err := ens.Start(i); err != nil && !errors.Is(err, zktest.ErrServerState) {
+			return err
+		}
+	}
+	return nil
+}

@@ -31,6 +31,7 @@ type writer struct {
 	// touched: paths written since reset, with what was done to them.
 	touched map[string]string
 	ops     int
+	stale   bool // a write's outcome is unknown: read the tree before the next
 	rnd     *rand.Rand
 	seq     int
 	errs    []error
@@ -109,7 +110,7 @@ func (w *writer) run() {
 		w.gate.Lock()
 		err := w.step()
 		w.gate.Unlock()
-		if err != nil {
+		if err != nil && !lostAnswer(err) {
 			w.mu.Lock()
 			w.errs = append(w.errs, err)
 			w.mu.Unlock()
@@ -159,10 +160,54 @@ func (w *writer) touch(p, what string) {
 	}
 }
 
+// lostAnswer reports whether err means the writer's request may or may
+// not have applied (a server stopped under it): it reads the tree again.
+func lostAnswer(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, zk.ErrSessionMoved)
+}
+
+// reload reads the tree into the writer's model, after a write whose
+// outcome is unknown; w.mu is held.
+func (w *writer) reload() error {
+	kids := map[string]map[string]bool{}
+	var walk func(p string) error
+	walk = func(p string) error {
+		names, _, err := w.conn.Children(p)
+		if err != nil {
+			return err
+		}
+		kids[p] = map[string]bool{}
+		for _, n := range names {
+			c := p + "/" + n
+			kids[p][c] = true
+			if err := walk(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(w.root); err != nil {
+		return err
+	}
+	w.kids, w.stale = kids, false
+	return nil
+}
+
 // step makes one random change.
-func (w *writer) step() error {
+func (w *writer) step() (err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stale {
+		if err := w.reload(); err != nil {
+			return fmt.Errorf("read the tree again: %w", err)
+		}
+	}
+	defer func() {
+		if err != nil && lostAnswer(err) {
+			w.stale = true
+		}
+	}()
 	paths := make([]string, 0, len(w.kids))
 	for p := range w.kids {
 		paths = append(paths, p)
