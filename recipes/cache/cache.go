@@ -11,8 +11,16 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
-// ErrClosed means the cache was closed.
-var ErrClosed = errors.New("cache: closed")
+// Errors of the cache. Match them with errors.Is.
+var (
+	// ErrClosed means the cache was closed.
+	ErrClosed = errors.New("cache: closed")
+	// ErrSuspended is the Err of an Untrusted event sent because the
+	// client's connection was suspended: the view may miss changes until
+	// it is back. (A lost session's error wraps connection.ErrSessionLost,
+	// a closed client's connection.ErrClosed.)
+	ErrSuspended = errors.New("cache: connection suspended")
+)
 
 // Cache is an in-memory view of a node, a directory or a subtree, kept
 // current by one worker goroutine. Its methods are safe for concurrent

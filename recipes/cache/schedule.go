@@ -1,0 +1,138 @@
+package cache
+
+import "time"
+
+// Scheduling: which op is read when, and retries.
+// markDirty records that o needs a read. A get is never downgraded to a
+// check.
+func (w *worker) markDirty(o *op, mode readMode) {
+	if !o.dirty || mode == modeGet {
+		o.mode = mode
+	}
+	o.dirty = true
+	w.pending[o] = true
+}
+
+// schedule queues o for a read if it needs one and may have one now.
+func (w *worker) schedule(o *op) {
+	if o.e.removed || !o.dirty || o.inflight || o.queued || o.parked || !w.open(o.e) {
+		return
+	}
+	o.queued = true
+	w.queue = append(w.queue, o)
+}
+
+// open reports whether e's reads may be sent: after a lost session, an
+// entry waits until its parent's listing in the new session shows it, so
+// that no exists is sent for a node deleted meanwhile (it would leave a
+// creation watch behind).
+func (w *worker) open(e *entry) bool { return e.parent == nil || e.seen == w.epoch }
+
+// dispatch sends reads while there are slots.
+func (w *worker) dispatch() {
+	if w.clientErr != nil || w.c.ctx.Err() != nil {
+		return
+	}
+	w.dispatchSync()
+	if w.needSync {
+		return
+	}
+	for w.inflight < w.c.opts.concurrency && len(w.queue) > 0 {
+		o := w.queue[0]
+		w.queue[0] = nil
+		w.queue = w.queue[1:]
+		o.queued = false
+		if o.e.removed || !o.dirty || o.inflight || o.parked || !w.open(o.e) {
+			continue
+		}
+		mode := o.mode
+		if o.kind == dataOp && o.e.dataErr != nil && mode == modeGet {
+			mode = modeCheck // not readable: follow its Stat
+		}
+		w.start(o, mode)
+	}
+	if len(w.queue) == 0 {
+		w.queue = nil // let a long queue's array go
+	}
+}
+
+// start sends o's read.
+func (w *worker) start(o *op, mode readMode) {
+	o.dirty, o.inflight = false, true
+	w.seq++
+	o.seq = w.seq
+	w.inflight++
+	w.pending[o] = true
+	w.c.wg.Add(1)
+	go w.read(job{op: o, kind: o.kind, mode: mode, path: o.e.path, epoch: w.epoch, seq: o.seq})
+}
+
+func (w *worker) dispatchSync() {
+	if !w.wantSync || w.syncInflight || w.syncParked {
+		return
+	}
+	w.wantSync, w.syncInflight = false, true
+	w.syncRiding = append(w.syncRiding, w.syncWaiting...)
+	w.syncWaiting = nil
+	w.c.wg.Add(1)
+	go w.read(job{path: w.c.root, epoch: w.epoch, gen: w.connGen})
+}
+
+// read runs one job on its own goroutine; the results channel has room
+// for every job in flight, so it never blocks.
+func (w *worker) read(j job) {
+	defer w.c.wg.Done()
+	ctx, cl := w.c.ctx, w.client
+	r := &result{job: j}
+	switch {
+	case j.op == nil:
+		if r.sess, r.err = cl.WaitSession(ctx); r.err == nil {
+			w.c.syncReads.Add(1)
+			r.err = cl.Sync(ctx, j.path)
+		}
+	case j.kind == listOp:
+		w.c.reads.Add(1)
+		r.children, r.stat, r.watch, r.err = cl.ChildrenWatch(ctx, j.path)
+	case j.mode == modeGet:
+		w.c.reads.Add(1)
+		r.data, r.stat, r.watch, r.err = cl.GetWatch(ctx, j.path)
+	case j.mode == modeCheck:
+		w.c.reads.Add(1)
+		r.exists, r.stat, r.watch, r.err = cl.ExistsWatch(ctx, j.path)
+	default:
+		w.c.reads.Add(1)
+		r.data, r.stat, r.err = cl.Get(ctx, j.path)
+	}
+	w.results <- r
+}
+
+// park keeps o until the retry timer fires or the connection is back.
+func (w *worker) park(o *op) {
+	if !o.parked {
+		o.parked = true
+		w.parked = append(w.parked, o)
+	}
+	w.armRetry()
+}
+
+func (w *worker) armRetry() {
+	if w.retryC == nil {
+		w.retryTimer = time.NewTimer(w.retryDelay)
+		w.retryC = w.retryTimer.C
+		w.retryDelay = min(2*w.retryDelay, maxRetryDelay)
+	}
+}
+
+func (w *worker) unpark() {
+	if w.retryTimer != nil {
+		w.retryTimer.Stop()
+		w.retryC, w.retryTimer = nil, nil
+	}
+	w.syncParked = false
+	parked := w.parked
+	w.parked = nil
+	for _, o := range parked {
+		o.parked = false
+		w.schedule(o)
+	}
+}

@@ -1,0 +1,65 @@
+package cache
+
+// Tracking: the rounds that Initialized, Sync and trust wait for.
+// track counts o in the round until a read of it sent from now on (or
+// the one in flight, if it needs no other) completes.
+func (w *worker) track(o *op) {
+	if o.e.removed {
+		return
+	}
+	need := w.seq // the next read sent
+	if !o.dirty && o.inflight {
+		need = o.seq - 1 // the read in flight
+	}
+	if !o.tracked {
+		o.tracked, o.need = true, need
+		w.round++
+		return
+	}
+	o.need = max(o.need, need)
+}
+
+func (w *worker) untrack(o *op) {
+	if o.tracked {
+		o.tracked = false
+		w.round--
+	}
+}
+
+// settle records that o's read numbered seq is done.
+func (w *worker) settle(o *op, seq uint64) {
+	if o.tracked && seq > o.need {
+		w.untrack(o)
+	}
+	if !o.dirty && !o.inflight {
+		delete(w.pending, o)
+	}
+	w.schedule(o)
+}
+
+// settleRound ends the round once nothing is tracked.
+func (w *worker) settleRound() {
+	if w.round > 0 {
+		return
+	}
+	if w.initPending {
+		w.initPending = false
+		w.c.initialized = true
+		close(w.c.initDone)
+		w.emit(Event{Type: Initialized})
+	}
+	for _, ch := range w.roundWaiters {
+		ch <- nil
+	}
+	w.roundWaiters = nil
+	w.maybeTrust()
+}
+
+// barrier tracks every op that needs or awaits a read: after a sync was
+// answered (and the notifications before its answer drained), the view
+// holds every change committed before the sync once these reads are done.
+func (w *worker) barrier() {
+	for o := range w.pending {
+		w.track(o)
+	}
+}

@@ -1,0 +1,132 @@
+package cache
+
+import (
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+)
+
+// The connection's states and sessions, and the view's trust.
+func (w *worker) state(s connection.State) {
+	switch s {
+	case connection.Suspended:
+		w.down(ErrSuspended)
+	case connection.Lost:
+		w.checkSession()
+		w.down(ErrSuspended) // the session's error if checkSession saw it end
+	case connection.Connected, connection.Reconnected, connection.ReadOnly:
+		w.checkSession()
+		if !w.connUp {
+			w.connUp = true
+			w.wantSync = true // the barrier before trust
+		}
+		w.unpark()
+	}
+}
+
+// down records a lost connection: the view is no longer trusted.
+func (w *worker) down(err error) {
+	if w.connUp {
+		w.connUp = false
+		w.connGen++
+	}
+	w.untrust(err)
+}
+
+// checkSession notices that the session of the view ended.
+func (w *worker) checkSession() {
+	if w.sess == nil {
+		return
+	}
+	err := w.sess.Err()
+	switch {
+	case err == nil:
+	case errors.Is(err, connection.ErrClosed):
+		w.clientGone(err)
+	default:
+		w.lost(err)
+	}
+}
+
+// lost starts the rebuild after a lost session: every watch is gone, so
+// every op is checked again in the next session, after a sync there, from
+// the root down (see open). The view keeps its data until the reads say
+// what changed.
+func (w *worker) lost(err error) {
+	w.epoch++
+	w.sess = nil
+	w.needSync, w.wantSync = true, true
+	w.down(err)
+	for _, o := range w.queue {
+		o.queued = false
+	}
+	w.queue = nil
+	for _, o := range w.parked {
+		o.parked = false
+	}
+	w.parked = nil
+	w.walk(w.root, func(e *entry) {
+		for _, o := range e.ops() {
+			w.unhook(o)
+		}
+		w.markDirty(&e.data, modeCheck)
+		w.track(&e.data)
+		if e.listable && (e.node != nil || e.list.Czxid != 0) {
+			w.markDirty(&e.listing, modeGet)
+			w.track(&e.listing)
+		}
+	})
+	for _, o := range w.root.ops() {
+		w.schedule(o)
+	}
+}
+
+// clientGone stops the cache's work: the client was closed.
+func (w *worker) clientGone(err error) {
+	if w.clientErr != nil {
+		return
+	}
+	w.clientErr = err
+	w.down(err)
+	for _, chs := range [][]chan error{w.syncWaiting, w.syncRiding, w.roundWaiters} {
+		for _, ch := range chs {
+			ch <- err
+		}
+	}
+	w.syncWaiting, w.syncRiding, w.roundWaiters = nil, nil, nil
+}
+
+func (w *worker) maybeTrust() {
+	c := w.c
+	if c.trusted || !c.initialized || !w.connUp || w.needSync || w.syncedGen != w.connGen ||
+		w.round > 0 || w.clientErr != nil || w.sess == nil || w.sess.Err() != nil {
+		return
+	}
+	c.trusted = true
+	c.done = make(chan struct{})
+	close(c.began)
+	w.emit(Event{Type: Trusted})
+}
+
+func (w *worker) untrust(err error) {
+	c := w.c
+	if !c.trusted {
+		return
+	}
+	if w.sess != nil && w.sess.Err() != nil {
+		err = w.sess.Err()
+	}
+	c.trusted = false
+	close(c.done)
+	c.done = closedChan
+	c.began = make(chan struct{})
+	c.lastErr = err
+	w.emit(Event{Type: Untrusted, Err: err})
+}
+
+// emit hands ev to every listener; c.mu is held.
+func (w *worker) emit(ev Event) {
+	for l := range w.c.listeners {
+		l.push(ev)
+	}
+}
