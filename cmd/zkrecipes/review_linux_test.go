@@ -1,0 +1,390 @@
+//go:build linux
+
+package main
+
+// Adversarial tests of the promise of the commands that run CMD under a
+// hold: the command runs only while the hold is held. Each test drives the
+// built binary against a real ZooKeeper and says, in its comment, which
+// promise it checks.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// startCLIIn starts the built zkrecipes in directory dir with environment
+// env (nil: the test's), its stderr going to a file. It is killed and
+// reaped when the test ends, if still running.
+func startCLIIn(t *testing.T, dir string, env []string, args ...string) *cliRun {
+	t.Helper()
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stderr.Close() })
+	r := &cliRun{cmd: exec.Command(builtCLI.get(t), args...), stderr: stderr, done: make(chan struct{})}
+	r.cmd.Dir, r.cmd.Env, r.cmd.Stderr = dir, env, stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(r.done)
+		err := r.cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			r.code = ee.ExitCode()
+		case err != nil:
+			r.code = -1
+		}
+	}()
+	t.Cleanup(func() {
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	})
+	return r
+}
+
+// slowLookupDir makes a directory in which the relative PATH entry "x" is
+// a chain of 38 symbolic links to an empty directory, and returns it with
+// an environment whose PATH names "x" as often as an environment string
+// allows, before the real PATH. A process started in that directory with
+// that environment takes a few hundred milliseconds to look a program up
+// in PATH (exec.LookPath of a bare name such as "sh"): the looking up is
+// slowed down, nothing else. It widens the window between the moment the
+// guardian starts and the moment it starts CMD, which is otherwise a
+// fraction of a millisecond wide, so that a test can act inside it.
+func slowLookupDir(t *testing.T) (dir string, env []string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prev := "empty"
+	for i := range 37 {
+		name := "l" + strconv.Itoa(i)
+		if err := os.Symlink(prev, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		prev = name
+	}
+	if err := os.Symlink(prev, filepath.Join(dir, "x")); err != nil {
+		t.Fatal(err)
+	}
+	path := strings.Repeat("x:", 60000) + os.Getenv("PATH")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	return dir, append(env, "PATH="+path)
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var kids []int
+	names, _ := filepath.Glob("/proc/[0-9]*")
+	for _, name := range names {
+		p, _ := strconv.Atoi(filepath.Base(name))
+		if st, err := readProcStat(p); err == nil && st.ppid == pid {
+			kids = append(kids, p)
+		}
+	}
+	return kids
+}
+
+// waitGuardian waits for zkrecipes (pid) to start its guardian, and
+// returns the guardian's pid.
+func waitGuardian(t *testing.T, pid int) int {
+	t.Helper()
+	var g int
+	zktest.Eventually(t, 60*time.Second, "zkrecipes starts its guardian", func() error {
+		for _, kid := range childrenOf(pid) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(kid) + "/cmdline")
+			if err == nil && strings.Contains(string(b), guardianArg) {
+				g = kid
+				return nil
+			}
+		}
+		return errors.New("no guardian yet")
+	})
+	return g
+}
+
+// inGuardianWindow waits until the guardian g has surely got past its
+// start-up (its runtime's start and signal.Notify: a few milliseconds) and
+// checks that it has not started CMD yet. It fails the test when the
+// window was missed: then the test shows nothing.
+func inGuardianWindow(t *testing.T, g int, started string) {
+	t.Helper()
+	time.Sleep(60 * time.Millisecond)
+	if _, err := os.Stat(started); err == nil || len(childrenOf(g)) > 0 {
+		t.Fatalf("the guardian %d started the command before the test could act (children %v): the window was missed", g, childrenOf(g))
+	}
+}
+
+// TestLockLostWhileGuardianStartsNeverRunsCommand checks the core promise,
+// the command runs only while the hold is held, when the hold is lost in
+// the moment between zkrecipes starting its guardian and the guardian
+// starting CMD (the lock node is deleted by another client).
+//
+// What happens instead: runUnder sends SIGTERM to the group at once, but
+// the group holds only the guardian, which catches every signal
+// (signal.Notify) and drops it because zkrecipes is still its parent. The
+// guardian then starts CMD anyway, after the lock was lost; CMD never
+// gets a SIGTERM, and runs beside whoever takes the lock next until the
+// SIGKILL of the grace period. Nothing in runUnder or in the guardian
+// checks the hold, or replays signals that came before CMD existed. The
+// window is normally well under a millisecond (the guardian's exec.Command
+// looking CMD up in PATH); the test widens it with a slow PATH lookup
+// (slowLookupDir), it does not create it.
+func TestLockLostWhileGuardianStartsNeverRunsCommand(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir, env := slowLookupDir(t)
+	tmp := t.TempDir()
+	started, termed := filepath.Join(tmp, "started"), filepath.Join(tmp, "termed")
+	script := fmt.Sprintf(`PATH=/usr/bin:/bin; trap 'echo TERM >> %[2]s' TERM; date +%%s.%%N > %[1]s; while :; do sleep 0.05; done`, started, termed)
+	c := ens.Conn(t)
+	r := startCLIIn(t, dir, env, "lock", "--servers", ens.ConnectString(), "--grace", "3s", root+"/job", "--", "sh", "-c", script)
+	g := waitGuardian(t, r.cmd.Process.Pid)
+	kids, _, err := c.Children(root + "/job")
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("lock nodes %v, %v", kids, err)
+	}
+	inGuardianWindow(t, g, started)
+
+	if err := c.Delete(root+"/job/"+kids[0], -1); err != nil { // the lock is lost
+		t.Fatal(err)
+	}
+	lostAt := time.Now()
+	code := r.wait(t, 60*time.Second)
+	t.Logf("zkrecipes exited %d; stderr:\n%s", code, r.errOut())
+	if b, err := os.ReadFile(started); err == nil {
+		var sec float64
+		_, _ = fmt.Sscan(string(b), &sec)
+		startedAt := time.Unix(0, int64(sec*1e9))
+		_, termErr := os.Stat(termed)
+		t.Fatalf("the command started %v after the lock was lost (it got SIGTERM: %v); exit %d",
+			startedAt.Sub(lostAt).Round(time.Millisecond), termErr == nil, code)
+	}
+	if code != exitLost {
+		t.Fatalf("exit %d, want %d", code, exitLost)
+	}
+}
+
+// TestSignalWhileGuardianStartsReachesCommand checks promise 4, signals
+// sent to zkrecipes are passed on to CMD's group exactly once, for a
+// SIGTERM that comes once the lock is held and the guardian runs, but
+// before the guardian has started CMD.
+//
+// What happens instead: zkrecipes passes the SIGTERM on to the group, in
+// which only the guardian runs yet; the guardian catches it and drops it.
+// CMD starts after it and never hears of it: a supervisor's SIGTERM is
+// lost, CMD runs on to its end, and zkrecipes exits with CMD's 0. (If the
+// signal lands even earlier, in the guardian's runtime start-up, it kills
+// the guardian instead and zkrecipes says "the process guarding sh ended
+// unexpectedly", exit 1, rather than 143.) The window is widened as in
+// TestLockLostWhileGuardianStartsNeverRunsCommand.
+func TestSignalWhileGuardianStartsReachesCommand(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir, env := slowLookupDir(t)
+	tmp := t.TempDir()
+	started, termed, stop := filepath.Join(tmp, "started"), filepath.Join(tmp, "termed"), filepath.Join(tmp, "stop")
+	script := fmt.Sprintf(`PATH=/usr/bin:/bin; trap 'echo TERM >> %[2]s' TERM; echo $$ > %[1]s; while [ ! -e %[3]s ]; do sleep 0.05; done`, started, termed, stop)
+	r := startCLIIn(t, dir, env, "lock", "--servers", ens.ConnectString(), root+"/job", "--", "sh", "-c", script)
+	g := waitGuardian(t, r.cmd.Process.Pid)
+	inGuardianWindow(t, g, started)
+
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+		// CMD never started: fine if zkrecipes says it was a signal.
+		if _, err := os.Stat(started); err != nil && r.code == exitSignal+int(syscall.SIGTERM) {
+			return
+		}
+		t.Fatalf("zkrecipes exited %d; stderr %q", r.code, r.errOut())
+	case <-time.After(5 * time.Second):
+	}
+	waitPid(t, started)
+	time.Sleep(500 * time.Millisecond) // time for the SIGTERM to be trapped, had it come
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := r.wait(t, 30*time.Second)
+	b, _ := os.ReadFile(termed)
+	if n := strings.Count(string(b), "TERM"); n != 1 {
+		t.Fatalf("the command got %d SIGTERMs, want the 1 sent to zkrecipes; zkrecipes exited %d; stderr %q", n, code, r.errOut())
+	}
+}
+
+// TestCommandThatCannotBeExecutedExits126Or127 checks promise 6: 126 when
+// CMD cannot be run, 127 when it is not found, as a shell (and env,
+// timeout, flock) says. checkCommand only asks exec.LookPath, which finds
+// any file with an execute bit; the execve itself happens later, in the
+// guardian, once the lock is held.
+//
+// What happens instead: a script whose interpreter does not exist (bash:
+// "required file not found", 127), or a file that is not an executable
+// format (bash: "cannot execute binary file", 126), passes the check, the
+// lock is taken, the guardian fails to start it and reports "fail ...",
+// and zkrecipes exits 1, the status of its own failures.
+func TestCommandThatCannotBeExecutedExits126Or127(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir := t.TempDir()
+	badInterpreter, badFormat := filepath.Join(dir, "bad-interpreter"), filepath.Join(dir, "bad-format")
+	if err := os.WriteFile(badInterpreter, []byte("#!/nonexistent/interpreter\necho hello\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(badFormat, append([]byte("\x7fELF"), make([]byte, 64)...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cmd  string
+		want int
+	}{{badInterpreter, exitNotFound}, {badFormat, exitCannotRun}} {
+		r := startCLI(t, "lock", "--servers", ens.ConnectString(), root+"/job", "--", tc.cmd)
+		if code := r.wait(t, 30*time.Second); code != tc.want {
+			t.Errorf("%s: exit %d, want %d as a shell gives; stderr %q", filepath.Base(tc.cmd), code, tc.want, r.errOut())
+		}
+	}
+}
+
+// lostNodeScript is a command that notes its pid in pidFile, and when it
+// gets SIGTERM writes TERM to termFile and exits.
+func lostNodeScript(pidFile, termFile string) string {
+	return fmt.Sprintf(`trap 'echo TERM > %[2]s; exit 0' TERM; echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; while :; do sleep 0.05; done`, pidFile, termFile)
+}
+
+// waitChildren waits until path has n children and returns them.
+func waitChildren(t *testing.T, ens *zktest.Ensemble, path string, n int) []string {
+	t.Helper()
+	c := ens.Conn(t)
+	var kids []string
+	zktest.Eventually(t, 30*time.Second, fmt.Sprintf("%d nodes under %s", n, path), func() error {
+		var err error
+		kids, _, err = c.Children(path)
+		if err == nil && len(kids) != n {
+			err = fmt.Errorf("%d nodes", len(kids))
+		}
+		return err
+	})
+	return kids
+}
+
+// TestSemaphoreLeaseDeletedSaysSo checks promise 1's report: when a hold
+// is lost because someone deleted its node, zkrecipes says so ("its node
+// was deleted"), as lock does (lossCause, held.go).
+//
+// What happens instead: the command is stopped and zkrecipes exits 4, but
+// it says "connection suspended — counted as lost under the standard
+// policy", which did not happen. newLeaseHold gives AnyLost a cause made
+// in advance, semaphore.ErrLeaseLost plus the node's name, for every lease:
+// the lease's own cause, which wraps lockcore.ErrNodeGone, is dropped, and
+// lossCause falls back on the session's state. Under --policy session it
+// would say "session lost" just as wrongly. An operator who deleted a
+// stuck lease node on purpose is told to look at the network.
+func TestSemaphoreLeaseDeletedSaysSo(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir := t.TempDir()
+	pidFile, termFile := filepath.Join(dir, "pid"), filepath.Join(dir, "term")
+	r := startCLI(t, "semaphore", "--servers", ens.ConnectString(), "--max", "3", "--leases", "2", "--grace", "5s", root+"/sem", "--",
+		"sh", "-c", lostNodeScript(pidFile, termFile))
+	pid := waitPid(t, pidFile)
+	kids := waitChildren(t, ens, root+"/sem/leases", 2)
+	if err := ens.Conn(t).Delete(root+"/sem/leases/"+kids[1], -1); err != nil { // one of the two leases is lost
+		t.Fatal(err)
+	}
+	code := r.wait(t, 30*time.Second)
+	if alive(pid) {
+		t.Fatalf("the command %d still runs after zkrecipes exited", pid)
+	}
+	if _, err := os.Stat(termFile); err != nil {
+		t.Fatalf("the command did not get SIGTERM: %v", err)
+	}
+	if code != exitLost || !strings.Contains(r.errOut(), errLostNode.Error()) {
+		t.Fatalf("exit %d, stderr %q; want %d saying %q", code, r.errOut(), exitLost, errLostNode)
+	}
+	waitChildren(t, ens, root+"/sem/leases", 0) // the other lease is released
+}
+
+// TestElectLeaderNodeDeletedStopsCommand (a probe that passes) checks
+// promise 1 for elect: the leader's node deleted by someone while CMD
+// runs; CMD gets SIGTERM, zkrecipes says the node was deleted and exits 4
+// once nothing of CMD runs, and another candidate can lead.
+func TestElectLeaderNodeDeletedStopsCommand(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir := t.TempDir()
+	pidFile, termFile := filepath.Join(dir, "pid"), filepath.Join(dir, "term")
+	r := startCLI(t, "elect", "--servers", ens.ConnectString(), "--grace", "5s", root+"/leader", "--", "sh", "-c", lostNodeScript(pidFile, termFile))
+	pid := waitPid(t, pidFile)
+	kids := waitChildren(t, ens, root+"/leader", 1)
+	if err := ens.Conn(t).Delete(root+"/leader/"+kids[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	code := r.wait(t, 30*time.Second)
+	if alive(pid) {
+		t.Fatalf("the command %d still runs after zkrecipes exited", pid)
+	}
+	if _, err := os.Stat(termFile); err != nil {
+		t.Fatalf("the command did not get SIGTERM: %v; stderr %q", err, r.errOut())
+	}
+	if code != exitLost || !strings.Contains(r.errOut(), errLostNode.Error()) {
+		t.Fatalf("exit %d, stderr %q; want %d saying %q", code, r.errOut(), exitLost, errLostNode)
+	}
+	next := startCLI(t, "elect", "--servers", ens.ConnectString(), "--timeout", "20s", root+"/leader", "--", "true")
+	if code := next.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("the next candidate: exit %d, %q", code, next.errOut())
+	}
+}
+
+// TestQueueTakeLostPutsItemBack (a probe that passes) checks promise 1
+// for queue take: the taken node deleted by someone while CMD works on
+// the item; CMD gets SIGTERM, zkrecipes exits 4 once nothing of CMD runs,
+// the item is not consumed although CMD then exits 0, and another worker
+// takes it again.
+func TestQueueTakeLostPutsItemBack(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	srv := ens.ConnectString()
+	if code, _, errOut := runCLI(t, "queue", "put", "--servers", srv, root+"/q", "the-item"); code != 0 {
+		t.Fatalf("put: exit %d, %q", code, errOut)
+	}
+	dir := t.TempDir()
+	pidFile, termFile := filepath.Join(dir, "pid"), filepath.Join(dir, "term")
+	r := startCLI(t, "queue", "take", "--servers", srv, "--grace", "5s", root+"/q", "--", "sh", "-c", lostNodeScript(pidFile, termFile))
+	pid := waitPid(t, pidFile)
+	kids := waitChildren(t, ens, root+"/q/taken", 1)
+	if err := ens.Conn(t).Delete(root+"/q/taken/"+kids[0], -1); err != nil {
+		t.Fatal(err)
+	}
+	code := r.wait(t, 30*time.Second)
+	if alive(pid) {
+		t.Fatalf("the command %d still runs after zkrecipes exited", pid)
+	}
+	if _, err := os.Stat(termFile); err != nil {
+		t.Fatalf("the command did not get SIGTERM: %v; stderr %q", err, r.errOut())
+	}
+	if code != exitLost || !strings.Contains(r.errOut(), errLostNode.Error()) {
+		t.Fatalf("exit %d, stderr %q; want %d saying %q", code, r.errOut(), exitLost, errLostNode)
+	}
+	if code, out, errOut := runCLI(t, "queue", "take", "--servers", srv, "--try", root+"/q"); code != 0 || out != "the-item\n" {
+		t.Fatalf("the item after the lost take: exit %d, %q %q; want it taken again", code, out, errOut)
+	}
+}
