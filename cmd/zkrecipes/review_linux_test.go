@@ -388,3 +388,88 @@ func TestQueueTakeLostPutsItemBack(t *testing.T) {
 		t.Fatalf("the item after the lost take: exit %d, %q %q; want it taken again", code, out, errOut)
 	}
 }
+
+// pythonPath is the Python 3 interpreter itself (not a wrapper such as a
+// pyenv shim), or the test skips.
+func pythonPath(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Skipf("no python3: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestTerminalHangupReachesCommandOnce checks promise 4 for the other
+// signal a terminal sends, SIGHUP: the terminal of an interactive shell
+// hangs up (an ssh connection drops) while zkrecipes runs CMD as the
+// shell's foreground job. As for Ctrl-C, CMD should hear of it once.
+//
+// What happens instead: CMD gets SIGHUP twice. zkrecipes made CMD's group
+// the terminal's foreground group, so when the session leader (bash)
+// exits after the hangup, the kernel sends SIGHUP to that group itself
+// (tty_old_pgrp); and bash, on its SIGHUP, sends SIGHUP to its jobs,
+// zkrecipes among them, which passes it on to CMD's group. A command that
+// reloads, or counts, on SIGHUP does it twice. (The command here handles
+// each signal as it comes, in Python; a shell's trap, slower to run, may
+// merge the two when they come close together.)
+func TestTerminalHangupReachesCommandOnce(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash for an interactive shell")
+	}
+	python := pythonPath(t)
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir := t.TempDir()
+	cpidFile, count, stop, script := filepath.Join(dir, "child"), filepath.Join(dir, "count"), filepath.Join(dir, "stop"), filepath.Join(dir, "cmd.py")
+	body := fmt.Sprintf(`import os, signal, time
+log = os.open(%[2]q, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+def hup(sig, frame):
+    os.write(log, b"HUP %%d\n" %% time.monotonic_ns())
+signal.signal(signal.SIGHUP, hup)
+with open(%[1]q + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.rename(%[1]q + ".tmp", %[1]q)
+while not os.path.exists(%[3]q):
+    time.sleep(0.05)
+`, cpidFile, count, stop)
+	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shell, master, screen := startOnTerminal(t, "bash", "--norc", "--noprofile", "-i")
+	// The shell holds 64 MB, which takes its exit, and with it the
+	// kernel's SIGHUP, a few milliseconds: the two SIGHUPs then come far
+	// enough apart not to merge into one pending signal. Without it they
+	// are a fraction of a millisecond apart and merge now and then.
+	line := fmt.Sprintf("printf -v pad '%%*s' 64000000 ''; %s lock --servers %s %s -- %s %s\n", builtCLI.get(t), ens.ConnectString(), root+"/job", python, script)
+	if _, err := master.Write([]byte(line)); err != nil {
+		t.Fatal(err)
+	}
+	child := waitPid(t, cpidFile)
+	st, err := readProcStat(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fg := foregroundGroup(t, master); fg != st.pgrp {
+		t.Fatalf("foreground group %d, the command's %d; terminal:\n%s", fg, st.pgrp, screen.String())
+	}
+	master.Close() // the terminal hangs up
+	shell.wait(t, 30*time.Second)
+	zktest.Eventually(t, 10*time.Second, "the command counts a SIGHUP", func() error {
+		_, err := os.Stat(count)
+		return err
+	})
+	time.Sleep(500 * time.Millisecond) // time for a second one, if any
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 30*time.Second, "the command ends", func() error {
+		if alive(child) {
+			return errors.New("still running")
+		}
+		return nil
+	})
+	if b, _ := os.ReadFile(count); strings.Count(string(b), "HUP") != 1 {
+		t.Fatalf("the command got %d SIGHUPs from one hangup, want 1:\n%s", strings.Count(string(b), "HUP"), b)
+	}
+}
