@@ -704,3 +704,221 @@ func TestStoppedCLIDoesNotLeaveCommandBesideNextHolder(t *testing.T) {
 		t.Fatalf("the command %d runs beside the next holder while zkrecipes is stopped", child)
 	}
 }
+
+// --- Probes that pass: coverage the other tests lack. ---
+
+// TestSecondSignalWhileCommandRunsIsPassedOn (passes) checks promises 4
+// and 6 against signals.go's "a second signal ends zkrecipes at once":
+// while CMD runs, a second SIGINT is passed on like the first (CMD gets
+// two), zkrecipes does not end, exits with CMD's status (0, though
+// signals came), and releases the lock at once rather than leaving it to
+// the session's expiry.
+func TestSecondSignalWhileCommandRunsIsPassedOn(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir := t.TempDir()
+	cpidFile, count, stop := filepath.Join(dir, "child"), filepath.Join(dir, "count"), filepath.Join(dir, "stop")
+	script := fmt.Sprintf(`trap 'echo INT >> %[2]s' INT; echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s
+while [ ! -e %[3]s ]; do sleep 0.05; done`, cpidFile, count, stop)
+	r := startCLI(t, "lock", "--servers", ens.ConnectString(), "--session-timeout", "20s", root+"/job", "--", "sh", "-c", script)
+	waitPid(t, cpidFile)
+	node := lockNode(t, ens, root+"/job")
+	for n := 1; n <= 2; n++ {
+		if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		zktest.Eventually(t, 10*time.Second, fmt.Sprintf("the command counts SIGINT %d", n), func() error {
+			if b, _ := os.ReadFile(count); strings.Count(string(b), "INT") < n {
+				return errors.New("not yet")
+			}
+			return nil
+		})
+	}
+	select {
+	case <-r.done:
+		t.Fatalf("zkrecipes ended on the second SIGINT while the command ran: exit %d, %q", r.code, r.errOut())
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t, 30*time.Second); code != 0 {
+		t.Fatalf("exit %d, want the command's 0; stderr %q", code, r.errOut())
+	}
+	if ok, _, err := ens.Conn(t).Exists(node); err != nil || ok { // released, not left to a 20s expiry
+		t.Fatalf("the lock node after zkrecipes exited: exists %v, %v", ok, err)
+	}
+	if b, _ := os.ReadFile(count); strings.Count(string(b), "INT") != 2 {
+		t.Fatalf("the command got %d SIGINTs, want 2", strings.Count(string(b), "INT"))
+	}
+}
+
+// TestSignalOrKillWhileWaitingStartsNothing (passes) checks promises 3 and
+// 6 before CMD: SIGTERM while waiting for the lock exits 143 and takes the
+// waiting node away at once; SIGKILL while waiting leaves the node to the
+// session's expiry, and no CMD ever starts, though the lock comes free
+// meanwhile.
+func TestSignalOrKillWhileWaitingStartsNothing(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	path := root + "/job"
+	c := ens.Conn(t)
+	m := holdLock(t, ens, path, "holder")
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	script := fmt.Sprintf(`echo started >> %s`, started)
+
+	r := startCLI(t, "lock", "--servers", ens.ConnectString(), "--session-timeout", "2s", path, "--", "sh", "-c", script)
+	nodesUnder(t, c, path, 2)
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t, 30*time.Second); code != 143 {
+		t.Fatalf("SIGTERM while waiting: exit %d, %q", code, r.errOut())
+	}
+	if kids, _, err := c.Children(path); err != nil || len(kids) != 1 { // at once, no expiry
+		t.Fatalf("after SIGTERM while waiting: %v, %v; want only the holder's node", kids, err)
+	}
+
+	r = startCLI(t, "lock", "--servers", ens.ConnectString(), "--session-timeout", "2s", path, "--", "sh", "-c", script)
+	nodesUnder(t, c, path, 2)
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, 30*time.Second)
+	if err := m.Unlock(context.Background()); err != nil { // the dead waiter's node is first now
+		t.Fatal(err)
+	}
+	nodesUnder(t, c, path, 0) // its session expires
+	m2 := holdLock(t, ens, path, "next holder")
+	if err := m2.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Fatal("a command started although zkrecipes was ended while waiting")
+	}
+}
+
+// TestLossOfStoppedCommandThatIgnoresTerm (passes) checks promise 1 for a
+// command that ignores SIGTERM and has stopped itself (SIGSTOP): on loss it
+// gets SIGTERM and SIGCONT, runs on ignoring the SIGTERM, and gets SIGKILL
+// after the grace; zkrecipes waits for that and exits 4. Also with
+// --grace 0: SIGKILL at once.
+func TestLossOfStoppedCommandThatIgnoresTerm(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := ens.Conn(t)
+	for _, grace := range []time.Duration{time.Second, 0} {
+		dir := t.TempDir()
+		cpidFile, cont := filepath.Join(dir, "child"), filepath.Join(dir, "cont")
+		script := fmt.Sprintf(`trap '' TERM; trap 'echo CONT >> %[2]s' CONT; echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; kill -STOP $$; while :; do sleep 0.05; done`, cpidFile, cont)
+		path := fmt.Sprintf("%s/job-%v", root, grace)
+		r := startCLI(t, "lock", "--servers", ens.ConnectString(), "--grace", grace.String(), path, "--", "sh", "-c", script)
+		child := waitPid(t, cpidFile)
+		zktest.Eventually(t, 10*time.Second, "the command stops itself", func() error {
+			if st, err := readProcStat(child); err != nil || st.state != 'T' {
+				return fmt.Errorf("state %c %v", st.state, err)
+			}
+			return nil
+		})
+		node := lockNode(t, ens, path)
+		if err := c.Delete(node, -1); err != nil {
+			t.Fatal(err)
+		}
+		lostAt := time.Now()
+		code := r.wait(t, 30*time.Second)
+		took := time.Since(lostAt)
+		if alive(child) || code != exitLost || !strings.Contains(r.errOut(), "SIGKILL") || took < grace-100*time.Millisecond {
+			t.Fatalf("--grace %v: exit %d %v after the loss, command alive %v; stderr %q", grace, code, took, alive(child), r.errOut())
+		}
+		if grace > 0 {
+			if _, err := os.Stat(cont); err != nil {
+				t.Fatalf("the stopped command was not continued before its SIGKILL")
+			}
+		}
+	}
+}
+
+// TestKilledGuardianStillTerminatesGroup (passes) checks the guardian's
+// stated limit: SIGKILL to the guardian alone. CMD dies with it
+// (PR_SET_PDEATHSIG), zkrecipes says so and exits 1, and a grandchild
+// that ignores SIGTERM is killed after the grace, before the lock is
+// released.
+func TestKilledGuardianStillTerminatesGroup(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir := t.TempDir()
+	cpidFile, gpidFile := filepath.Join(dir, "child"), filepath.Join(dir, "grandchild")
+	script := fmt.Sprintf(`(trap '' TERM; exec sleep 300) & echo $! > %[1]s.tmp && mv %[1]s.tmp %[1]s; echo $$ > %[2]s.tmp && mv %[2]s.tmp %[2]s; wait`, gpidFile, cpidFile)
+	r := startCLI(t, "lock", "--servers", ens.ConnectString(), "--grace", "1s", root+"/job", "--", "sh", "-c", script)
+	child, grandchild := waitPid(t, cpidFile), waitPid(t, gpidFile)
+	st, err := readProcStat(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := lockNode(t, ens, root+"/job")
+	_, _, watch, err := ens.Conn(t).ExistsW(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(st.ppid, syscall.SIGKILL); err != nil { // the guardian
+		t.Fatal(err)
+	}
+	select {
+	case <-watch:
+		if alive(grandchild) || alive(child) {
+			t.Fatalf("the lock was released while the command (alive %v) or its grandchild (alive %v) ran", alive(child), alive(grandchild))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the lock node was not deleted")
+	}
+	if code := r.wait(t, 30*time.Second); code != exitFailure || !strings.Contains(r.errOut(), "ended unexpectedly") {
+		t.Fatalf("exit %d, stderr %q", code, r.errOut())
+	}
+}
+
+// TestLossWhileCommandBlocksOnFullPipe (passes) checks promise 1 for a
+// command blocked writing to a stdout nobody reads (a full pipe) when the
+// lock is lost: it ends, by SIGTERM or by the SIGKILL after the grace,
+// and zkrecipes exits 4 without waiting on the pipe.
+func TestLossWhileCommandBlocksOnFullPipe(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir := t.TempDir()
+	cpidFile := filepath.Join(dir, "child")
+	script := fmt.Sprintf(`trap 'exit 0' TERM; echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; yes "a line of output that nobody reads"`, cpidFile)
+	stderr, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd := exec.Command(builtCLI.get(t), "lock", "--servers", ens.ConnectString(), "--grace", "1s", root+"/job", "--", "sh", "-c", script)
+	out, err := cmd.StdoutPipe() // never read
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	child := waitPid(t, cpidFile)
+	node := lockNode(t, ens, root+"/job")
+	time.Sleep(200 * time.Millisecond) // the pipe is full by now
+	if err := ens.Conn(t).Delete(node, -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitLost || alive(child) {
+			b, _ := os.ReadFile(stderr.Name())
+			t.Fatalf("zkrecipes: %v, command alive %v; stderr %q", err, alive(child), b)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("zkrecipes did not end after the loss")
+	}
+}
