@@ -922,3 +922,51 @@ func TestLossWhileCommandBlocksOnFullPipe(t *testing.T) {
 		t.Fatal("zkrecipes did not end after the loss")
 	}
 }
+
+// TestCtrlCStopsScriptThatRunsCLI checks promise 4 from the side of the
+// shell script that runs zkrecipes: Ctrl-C on the terminal reaches CMD
+// once, and should stop the script too, as it does for any command the
+// script runs (flock, timeout, sudo, env...).
+//
+// What happens instead: the script goes on with its next command. A shell
+// running a foreground command decides, on its end, whether Ctrl-C was for
+// it too by whether the command died of SIGINT (bash's "wait and
+// cooperative exit"); zkrecipes, whose CMD died of SIGINT, exits with
+// status 130 instead, and the script's shell did not get the SIGINT
+// itself either, since zkrecipes gave the terminal to CMD's group. So
+//
+//	for host in a b c; do zkrecipes lock /deploy -- deploy "$host"; done
+//
+// cannot be stopped with Ctrl-C: each press ends one deploy, and the next
+// one starts. (The same holds for Ctrl-C while zkrecipes waits for the
+// lock: it exits 130 rather than dying of the signal.) The fix is the
+// usual one for wrappers: after releasing, reset SIGINT to its default and
+// kill itself with it when CMD died of SIGINT (or zkrecipes was
+// interrupted by it).
+func TestCtrlCStopsScriptThatRunsCLI(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	// A script as bash runs one: no job control, zkrecipes in its group.
+	script := fmt.Sprintf(`for i in 1 2 3; do "$0" "$@" "echo \$\$ > %[1]s.$i.tmp && mv %[1]s.$i.tmp %[1]s.$i; exec sleep 300"; done; echo finished`, pidFile)
+	r, master, screen := startOnTerminal(t, "bash", "-c", script, builtCLI.get(t), "lock", "--servers", ens.ConnectString(), root+"/job", "--", "sh", "-c")
+	waitPid(t, pidFile+".1")
+	if _, err := master.Write([]byte{3}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(3 * time.Second):
+		if _, err := os.Stat(pidFile + ".2"); err == nil {
+			t.Fatalf("after Ctrl-C the script ran zkrecipes again; terminal:\n%s", screen.String())
+		}
+		t.Fatalf("the script still runs 3s after Ctrl-C; terminal:\n%s", screen.String())
+	}
+	if _, err := os.Stat(pidFile + ".2"); err == nil || strings.Contains(screen.String(), "finished") {
+		t.Fatalf("after Ctrl-C the script went on; terminal:\n%s", screen.String())
+	}
+}
