@@ -970,3 +970,30 @@ func TestCtrlCStopsScriptThatRunsCLI(t *testing.T) {
 		t.Fatalf("after Ctrl-C the script went on; terminal:\n%s", screen.String())
 	}
 }
+
+// TestQuitWhileWaitingExits131 checks promise 6, 128+n when a signal ends
+// the wait, for SIGQUIT (Ctrl-\ on a terminal), which zkrecipes passes on
+// to CMD like SIGINT once CMD runs.
+//
+// What happens instead: while waiting, nothing catches SIGQUIT, so Go's
+// runtime handles it: a dump of every goroutine on stderr and exit status
+// 2, which is zkrecipes' status for a bad command line. The waiting node
+// is left to the session's expiry, as after a SIGKILL.
+func TestQuitWhileWaitingExits131(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	path := root + "/job"
+	holdLock(t, ens, path, "holder")
+	r := startCLI(t, "lock", "--servers", ens.ConnectString(), path, "--", "true")
+	nodesUnder(t, ens.Conn(t), path, 2)
+	if err := r.cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t, 30*time.Second); code != exitSignal+int(syscall.SIGQUIT) {
+		errOut := r.errOut()
+		if len(errOut) > 300 {
+			errOut = errOut[:300] + "..."
+		}
+		t.Fatalf("SIGQUIT while waiting: exit %d, want %d; stderr %q", code, exitSignal+int(syscall.SIGQUIT), errOut)
+	}
+}
