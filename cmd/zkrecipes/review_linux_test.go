@@ -213,14 +213,21 @@ func TestSignalWhileGuardianStartsReachesCommand(t *testing.T) {
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-r.done:
-		// CMD never started: fine if zkrecipes says it was a signal.
-		if _, err := os.Stat(started); err != nil && r.code == exitSignal+int(syscall.SIGTERM) {
-			return
+	zktest.Eventually(t, 30*time.Second, "the command starts, or zkrecipes ends", func() error {
+		select {
+		case <-r.done:
+			return nil
+		default:
 		}
-		t.Fatalf("zkrecipes exited %d; stderr %q", r.code, r.errOut())
-	case <-time.After(5 * time.Second):
+		_, err := os.Stat(started)
+		return err
+	})
+	if _, err := os.Stat(started); err != nil {
+		// CMD never started: fine if zkrecipes says it was a signal.
+		if r.wait(t, time.Second) != exitSignal+int(syscall.SIGTERM) {
+			t.Fatalf("the command never started, and zkrecipes exited %d, not %d; stderr %q", r.code, exitSignal+int(syscall.SIGTERM), r.errOut())
+		}
+		return
 	}
 	waitPid(t, started)
 	time.Sleep(500 * time.Millisecond) // time for the SIGTERM to be trapped, had it come
