@@ -5,11 +5,26 @@ package main
 // The guardian: CMD's tree must die with zkrecipes, whatever kills it.
 //
 // zkrecipes re-executes itself (/proc/self/exe, so an upgraded or deleted
-// binary still works) with guardianArg as the first argument. That
-// process, the guardian, leads a new process group and starts CMD in it;
-// everything CMD starts stays in the group unless it leaves on purpose.
-// zkrecipes signals the group (kill(-pgid)); the guardian catches every
-// signal and only checks, on each, whether zkrecipes is still its parent.
+// binary still works) with guardianArg and its pid as the first
+// arguments. That process, the guardian, leads a new process group and
+// starts CMD in it; everything CMD starts stays in the group unless it
+// leaves on purpose. zkrecipes signals the group (kill(-pgid)); the
+// guardian catches every signal and only checks, on each, whether
+// zkrecipes is still its parent.
+//
+// CMD starts only on zkrecipes' word. The guardian sets itself up (signals
+// caught, subreaper, CMD looked up in PATH), says "ready" over a socket
+// pair shared with zkrecipes and waits. zkrecipes looks at the hold right
+// then: held, it sends a start byte; lost, or a terminating signal came,
+// it sends abort and the guardian exits with CMD never run. The guardian
+// starts CMD and says "run" (or "fail CODE why" when the exec fails:
+// 127 not found, 126 otherwise). zkrecipes signals the group only after
+// "run", holding back what came since start (a loss: SIGTERM), so every
+// signal it sends finds CMD there; a signal someone else sends the group
+// before CMD exists is dropped. A terminating signal (INT, TERM, HUP,
+// QUIT) the guardian gets while it waits, from the terminal whose
+// foreground group it leads, it reports ("signal N"): zkrecipes then
+// aborts as if it had got it.
 //
 // When zkrecipes dies, even by SIGKILL, the guardian notices at once, in
 // three ways: its end of a socket pair shared with zkrecipes reads EOF
@@ -72,8 +87,15 @@ func runGuardianIfAsked() {
 	}
 }
 
+// Bytes from zkrecipes to the guardian.
+const (
+	ctlStart = 's' // start CMD: the hold is held
+	ctlAbort = 'a' // do not start CMD
+)
+
 // guardian runs cmdArgs in its own process group and kills the group when
-// its parent, whose pid is parent, is gone. The socket to the parent is fd 3.
+// its parent, whose pid is parent, is gone. The socket to the parent is
+// fd 3.
 func guardian(parent string, cmdArgs []string) int {
 	sigc := make(chan os.Signal, 64)
 	signal.Notify(sigc) // every signal: those sent to the group are CMD's; caught ones are reset for CMD at exec
@@ -88,19 +110,56 @@ func guardian(parent string, cmdArgs []string) int {
 	// CMD's PR_SET_PDEATHSIG fires when this thread ends: the thread that
 	// runs main lives as long as the process once locked.
 	runtime.LockOSThread()
-	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
+	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...) // looks CMD up in PATH: before ready, so that start is quick
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // if the guardian alone is killed
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(ctl, "fail %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
-		return exitCannotRun
-	}
-	gone := make(chan struct{})
+
+	first, gone := make(chan byte, 1), make(chan struct{})
 	go func() {
-		_, _ = io.Copy(io.Discard, ctl) // returns when zkrecipes' end is closed: it is gone
-		close(gone)
+		defer close(gone) // zkrecipes' end is closed: it is gone
+		buf := make([]byte, 64)
+		for started := false; ; {
+			n, err := ctl.Read(buf)
+			if n > 0 && !started {
+				started = true
+				first <- buf[0]
+			}
+			if err != nil {
+				return
+			}
+		}
 	}()
 	tick := time.NewTicker(250 * time.Millisecond)
+	fmt.Fprintf(ctl, "ready\n")
+	for run := false; !run; {
+		select {
+		case b := <-first:
+			if b != ctlStart {
+				return exitFailure // the hold is over, or zkrecipes was told to stop: CMD never runs
+			}
+			run = true
+		case sig := <-sigc:
+			switch sig {
+			case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT: // the terminal's, most likely: zkrecipes decides
+				fmt.Fprintf(ctl, "signal %d\n", int(sig.(syscall.Signal)))
+			}
+		case <-tick.C:
+		case <-gone:
+			return exitFailure
+		}
+		if os.Getppid() != ppid {
+			return exitFailure
+		}
+	}
+	// zkrecipes signals the group only once it reads "run": a signal that
+	// comes now is someone else's, sent before CMD existed.
+	if err := cmd.Start(); err != nil {
+		code, why := cannotRun(cmdArgs[0], err)
+		fmt.Fprintf(ctl, "fail %d %s\n", code, why)
+		return code
+	}
+	fmt.Fprintf(ctl, "run\n")
+
 	for {
 		reapChildren(cmd.Process.Pid, ctl)
 		select {
@@ -117,6 +176,21 @@ func guardian(parent string, cmdArgs []string) int {
 		_ = syscall.Kill(0, syscall.SIGKILL) // zkrecipes is gone: the whole group, the guardian too
 		return exitFailure
 	}
+}
+
+// cannotRun is the exit status and message for CMD that could not be
+// executed: 127 when it (or its script's interpreter) is not found, 126
+// otherwise, as a shell says.
+func cannotRun(name string, err error) (int, string) {
+	code, why := exitCannotRun, err.Error()
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		why = errno.Error()
+	}
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, syscall.ENOENT) {
+		code = exitNotFound
+	}
+	return code, strings.ReplaceAll(fmt.Sprintf("%s: cannot run: %s", name, why), "\n", " ")
 }
 
 // reapChildren reaps the guardian's children without waiting: CMD, whose
@@ -146,8 +220,8 @@ func reapChildren(pid int, ctl io.Writer) {
 }
 
 // startGroup starts the guardian, which starts CMD in the guardian's new
-// process group. With a terminal fd (tty >= 0) the group is made the
-// terminal's foreground group before the guardian runs.
+// process group once told to. With a terminal fd (tty >= 0) the group is
+// made the terminal's foreground group before the guardian runs.
 func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer, tty int) (*cmdGroup, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -191,6 +265,13 @@ func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer
 	return &cmdGroup{
 		pgid:   g.Process.Pid,
 		events: events,
+		start: func(run bool) {
+			if !run {
+				_, _ = ours.Write([]byte{ctlAbort})
+				return
+			}
+			_, _ = ours.Write([]byte{ctlStart})
+		},
 		stop: func() {
 			_ = g.Wait()
 			close(quit)
@@ -204,12 +285,19 @@ func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer
 // parseGuardianLine reads one of the guardian's reports.
 func parseGuardianLine(line []byte) (groupEvent, bool) {
 	word, rest, _ := bytes.Cut(line, []byte(" "))
-	n, err := strconv.Atoi(string(rest))
+	arg, why, _ := bytes.Cut(rest, []byte(" "))
+	n, err := strconv.Atoi(string(arg))
 	switch {
-	case string(word) == "fail":
-		return groupEvent{ended: true, status: errors.New(string(rest))}, true
+	case string(word) == "ready":
+		return groupEvent{ready: true}, true
+	case string(word) == "run":
+		return groupEvent{started: true}, true
 	case err != nil:
 		return groupEvent{}, false
+	case string(word) == "fail":
+		return groupEvent{ended: true, status: &exitError{code: n, msg: string(why)}}, true
+	case string(word) == "signal":
+		return groupEvent{signal: syscall.Signal(n)}, true
 	case string(word) == "stop":
 		return groupEvent{stopped: syscall.Signal(n)}, true
 	case string(word) == "exit" && n == 0:
