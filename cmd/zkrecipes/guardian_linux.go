@@ -67,6 +67,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -310,7 +311,9 @@ func parseGuardianLine(line []byte) (groupEvent, bool) {
 
 // running reports whether a process of the group other than the guardian
 // is still alive. Zombies do not count: they run nothing, and whether
-// they are reaped soon depends on their parent.
+// they are reaped soon depends on their parent. A process whose main
+// thread has ended shows as a zombie but may still run other threads:
+// it counts (procRuns).
 func (g *cmdGroup) running() bool {
 	if err := syscall.Kill(-g.pgid, 0); errors.Is(err, syscall.ESRCH) {
 		return false
@@ -329,7 +332,24 @@ func (g *cmdGroup) running() bool {
 		if err != nil || pid == g.pgid {
 			continue
 		}
-		if st, err := readProcStat(pid); err == nil && st.pgrp == g.pgid && st.state != 'Z' && st.state != 'X' {
+		if st, err := readProcStat(pid); err == nil && st.pgrp == g.pgid && procRuns(pid, st) {
+			return true
+		}
+	}
+	return false
+}
+
+// procRuns reports whether process pid, whose stat is st, runs: it is not
+// a zombie, or one of its threads is not (/proc/PID/task/TID/stat).
+func procRuns(pid int, st procStat) bool {
+	if st.state != 'Z' && st.state != 'X' {
+		return true
+	}
+	tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/[0-9]*/stat")
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		i := bytes.LastIndexByte(b, ')')
+		if err == nil && i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X' {
 			return true
 		}
 	}
