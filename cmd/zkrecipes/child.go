@@ -47,8 +47,8 @@ type underRun struct {
 // so the caller releases the hold, and main reports a loss, only then.
 // When the command ends by itself, what it left running in its group gets
 // SIGTERM, then SIGKILL after the grace period, before the hold is
-// released. If zkrecipes is killed, the guardian kills the group at
-// once (guardian_linux.go).
+// released. If zkrecipes is killed, or stops for long, the guardian kills
+// the group at once (guardian_linux.go).
 func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwarded...)
@@ -63,7 +63,7 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 	}
 	term := openTerminal()
 	defer term.close()
-	g, err := newGroup(r.cmdArgs, commandEnv(m, r), stdin, out, errOut, term.ours())
+	g, err := newGroup(r.cmdArgs, commandEnv(m, r), stdin, out, errOut, term.ours(), sessionTimeout(m))
 	if err != nil {
 		return err
 	}
@@ -231,6 +231,14 @@ func terminating(sig os.Signal) bool {
 		return true
 	}
 	return false
+}
+
+// sessionTimeout is the session timeout of m's session, 0 if unknown.
+func sessionTimeout(m hold) time.Duration {
+	if s, ok := m.(interface{ sessionTimeout() time.Duration }); ok {
+		return s.sessionTimeout()
+	}
+	return 0
 }
 
 // cmdStopped makes zkrecipes' job follow CMD when job control stopped it:

@@ -5,12 +5,12 @@ package main
 // The guardian: CMD's tree must die with zkrecipes, whatever kills it.
 //
 // zkrecipes re-executes itself (/proc/self/exe, so an upgraded or deleted
-// binary still works) with guardianArg and its pid as the first
-// arguments. That process, the guardian, leads a new process group and
-// starts CMD in it; everything CMD starts stays in the group unless it
-// leaves on purpose. zkrecipes signals the group (kill(-pgid)); the
-// guardian catches every signal and only checks, on each, whether
-// zkrecipes is still its parent.
+// binary still works) with guardianArg, its pid and the session timeout in
+// milliseconds as the first arguments. That process, the guardian, leads a
+// new process group and starts CMD in it; everything CMD starts stays in
+// the group unless it leaves on purpose. zkrecipes signals the group
+// (kill(-pgid)); the guardian catches every signal and only checks, on
+// each, whether zkrecipes is still its parent.
 //
 // CMD starts only on zkrecipes' word. The guardian sets itself up (signals
 // caught, subreaper, CMD looked up in PATH), says "ready" over a socket
@@ -51,12 +51,32 @@ package main
 // group; zkrecipes reaps it last, so the group's number stays theirs for
 // every signal zkrecipes sends.
 //
+// zkrecipes can also stop without dying (SIGSTOP, a debugger, a frozen
+// cgroup): its session's heartbeats stop, the server expires the session
+// after the negotiated timeout T and another participant takes the hold,
+// while CMD runs on. So once CMD runs zkrecipes sends a byte over the
+// socket every T/10, and the guardian kills the group (SIGKILL, as above)
+// when it has heard nothing for T/2: before the server, which needs T of
+// silence, can give the hold to anyone else. The silence is counted only
+// while the guardian itself runs and CMD is not stopped by job control:
+//   - Ctrl-Z (SIGTSTP, or SIGTTIN, SIGTTOU) stops CMD's group, but not
+//     the guardian, which catches them; cmdStopped then stops zkrecipes.
+//     While CMD is so stopped the guardian does not count; it starts
+//     again from zero when CMD continues (WCONTINUED), so a job stopped
+//     for long is continued, and zkrecipes, continued first by fg, gets
+//     T/2 to beat again (or to see the hold lost and SIGTERM the group).
+//   - The guardian can be stopped too (SIGSTOP to the group): it starts
+//     again from zero when it gets SIGCONT, giving zkrecipes, which may
+//     be continued a moment later, its T/2.
+// Stopped CMD or not, the hold itself does not wait: a job stopped for
+// longer than T loses it (cmdStopped).
+//
 // Limits: a process that leaves the group (setsid, setpgid: daemons do)
-// is neither signalled nor waited for. The guardian itself can be killed
-// alone (SIGKILL to its pid): CMD then gets SIGKILL (PR_SET_PDEATHSIG
-// again) and zkrecipes kills the rest of the group, but if zkrecipes dies
-// at the same moment, CMD's descendants live on. SIGSTOP of zkrecipes
-// stops its session's heartbeats without stopping CMD.
+// is neither signalled nor waited for; nor is it stopped by Ctrl-Z, and
+// it runs on while the guardian waits for CMD to continue. The guardian
+// itself can be killed alone (SIGKILL to its pid): CMD then gets SIGKILL
+// (PR_SET_PDEATHSIG again) and zkrecipes kills the rest of the group, but
+// if zkrecipes dies at the same moment, CMD's descendants live on.
 
 import (
 	"bufio"
@@ -71,6 +91,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -83,8 +104,8 @@ const prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER, not in package syscall
 // runGuardianIfAsked runs the guardian, and exits, when this process was
 // started as one. main calls it before anything else.
 func runGuardianIfAsked() {
-	if len(os.Args) > 3 && os.Args[1] == guardianArg {
-		os.Exit(guardian(os.Args[2], os.Args[3:]))
+	if len(os.Args) > 4 && os.Args[1] == guardianArg {
+		os.Exit(guardian(os.Args[2], os.Args[3], os.Args[4:]))
 	}
 }
 
@@ -92,17 +113,20 @@ func runGuardianIfAsked() {
 const (
 	ctlStart = 's' // start CMD: the hold is held
 	ctlAbort = 'a' // do not start CMD
+	ctlBeat  = '.' // zkrecipes runs (heartbeat)
 )
 
 // guardian runs cmdArgs in its own process group and kills the group when
-// its parent, whose pid is parent, is gone. The socket to the parent is
-// fd 3.
-func guardian(parent string, cmdArgs []string) int {
+// its parent, whose pid is parent, is gone or silent for half of the
+// session timeout (timeoutMs, 0 for no heartbeat). The socket to the
+// parent is fd 3.
+func guardian(parent, timeoutMs string, cmdArgs []string) int {
 	sigc := make(chan os.Signal, 64)
 	signal.Notify(sigc) // every signal: those sent to the group are CMD's; caught ones are reset for CMD at exec
 	ppid, err := strconv.Atoi(parent)
+	ms, err2 := strconv.Atoi(timeoutMs)
 	ctl := os.NewFile(3, "zkrecipes")
-	if err != nil || ctl == nil || os.Getppid() != ppid {
+	if err != nil || err2 != nil || ctl == nil || os.Getppid() != ppid {
 		return exitFailure // not started by runUnder, or zkrecipes is gone already: nothing started
 	}
 	syscall.CloseOnExec(3)
@@ -115,15 +139,19 @@ func guardian(parent string, cmdArgs []string) int {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // if the guardian alone is killed
 
+	var beats beatClock
 	first, gone := make(chan byte, 1), make(chan struct{})
 	go func() {
 		defer close(gone) // zkrecipes' end is closed: it is gone
 		buf := make([]byte, 64)
 		for started := false; ; {
 			n, err := ctl.Read(buf)
-			if n > 0 && !started {
-				started = true
-				first <- buf[0]
+			if n > 0 {
+				beats.beat()
+				if !started {
+					started = true
+					first <- buf[0]
+				}
 			}
 			if err != nil {
 				return
@@ -161,22 +189,46 @@ func guardian(parent string, cmdArgs []string) int {
 	}
 	fmt.Fprintf(ctl, "run\n")
 
+	silence := time.Duration(ms) * time.Millisecond / 2
+	if silence > 0 && silence/5 < 250*time.Millisecond {
+		tick.Reset(silence / 5)
+	}
+	beats.beat()
 	for {
-		reapChildren(cmd.Process.Pid, ctl)
+		if reapChildren(cmd.Process.Pid, ctl) {
+			beats.beat() // CMD continued: the silence counts from now
+		}
 		select {
 		case sig := <-sigc:
+			if sig == syscall.SIGCONT {
+				beats.beat() // the guardian itself may have been stopped: zkrecipes gets its time
+			}
 			if sig == syscall.SIGCHLD || os.Getppid() == ppid {
 				continue
 			}
 		case <-tick.C:
-			if os.Getppid() == ppid {
+			if os.Getppid() != ppid {
+				break
+			}
+			if silence <= 0 || cmdJobStopped || beats.since() < silence {
 				continue
 			}
+			fmt.Fprintf(os.Stderr, "zkrecipes: no heartbeat from zkrecipes (pid %d) for %v: killing %s and its process group\n", ppid, beats.since().Round(time.Millisecond), cmdArgs[0])
 		case <-gone:
 		}
-		_ = syscall.Kill(0, syscall.SIGKILL) // zkrecipes is gone: the whole group, the guardian too
+		_ = syscall.Kill(0, syscall.SIGKILL) // zkrecipes is gone or stuck: the whole group, the guardian too
 		return exitFailure
 	}
+}
+
+// beatClock is when zkrecipes was last heard of, on the monotonic clock.
+type beatClock struct{ last atomic.Int64 }
+
+var guardianEpoch = time.Now()
+
+func (b *beatClock) beat() { b.last.Store(int64(time.Since(guardianEpoch))) }
+func (b *beatClock) since() time.Duration {
+	return time.Since(guardianEpoch) - time.Duration(b.last.Load())
 }
 
 // cannotRun is the exit status and message for CMD that could not be
@@ -194,23 +246,36 @@ func cannotRun(name string, err error) (int, string) {
 	return code, strings.ReplaceAll(fmt.Sprintf("%s: cannot run: %s", name, why), "\n", " ")
 }
 
+// cmdJobStopped is whether job control (SIGTSTP, SIGTTIN, SIGTTOU)
+// stopped CMD and it has not continued: then zkrecipes' silence does not
+// count (cmdStopped stops zkrecipes too). Only the guardian's main
+// goroutine uses it.
+var cmdJobStopped bool
+
 // reapChildren reaps the guardian's children without waiting: CMD, whose
-// stops and end it reports, and CMD's orphans.
-func reapChildren(pid int, ctl io.Writer) {
+// stops and end it reports, and CMD's orphans. It reports whether CMD
+// continued after a stop.
+func reapChildren(pid int, ctl io.Writer) (continued bool) {
 	for {
 		var ws syscall.WaitStatus
-		wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|syscall.WUNTRACED, nil)
+		wpid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG|syscall.WUNTRACED|syscall.WCONTINUED, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
 		if wpid <= 0 {
-			return
+			return continued
 		}
 		if wpid != pid {
 			continue
 		}
 		switch {
+		case ws.Continued():
+			cmdJobStopped, continued = false, true
 		case ws.Stopped():
+			switch ws.StopSignal() {
+			case syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU:
+				cmdJobStopped = true
+			}
 			fmt.Fprintf(ctl, "stop %d\n", int(ws.StopSignal()))
 		case ws.Exited():
 			fmt.Fprintf(ctl, "exit %d\n", ws.ExitStatus())
@@ -222,8 +287,9 @@ func reapChildren(pid int, ctl io.Writer) {
 
 // startGroup starts the guardian, which starts CMD in the guardian's new
 // process group once told to. With a terminal fd (tty >= 0) the group is
-// made the terminal's foreground group before the guardian runs.
-func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer, tty int) (*cmdGroup, error) {
+// made the terminal's foreground group before the guardian runs. Once CMD
+// is started zkrecipes beats every tenth of the session timeout.
+func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer, tty int, session time.Duration) (*cmdGroup, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("socket pair for the guardian: %w", err)
@@ -232,7 +298,7 @@ func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer
 	ours, theirs := os.NewFile(uintptr(fds[0]), "guardian"), os.NewFile(uintptr(fds[1]), "zkrecipes")
 	defer theirs.Close()
 
-	g := exec.Command("/proc/self/exe", append([]string{guardianArg, strconv.Itoa(os.Getpid())}, cmdArgs...)...)
+	g := exec.Command("/proc/self/exe", append([]string{guardianArg, strconv.Itoa(os.Getpid()), strconv.FormatInt(session.Milliseconds(), 10)}, cmdArgs...)...)
 	g.Args[0] = os.Args[0]
 	g.Env = env
 	g.Stdin, g.Stdout, g.Stderr = stdin, stdout, stderr
@@ -272,6 +338,21 @@ func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer
 				return
 			}
 			_, _ = ours.Write([]byte{ctlStart})
+			if session <= 0 {
+				return
+			}
+			go func() {
+				t := time.NewTicker(session / 10)
+				defer t.Stop()
+				for {
+					select {
+					case <-t.C:
+						_, _ = ours.Write([]byte{ctlBeat})
+					case <-quit:
+						return
+					}
+				}
+			}()
 		},
 		stop: func() {
 			_ = g.Wait()

@@ -25,7 +25,8 @@ func runGuardianIfAsked() {}
 
 // startGroup prepares CMD, which start(true) starts as the leader of a
 // new process group, made the terminal's foreground group when tty >= 0.
-func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer, tty int) (*cmdGroup, error) {
+// There is no guardian to beat to: session is not used.
+func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer, tty int, session time.Duration) (*cmdGroup, error) {
 	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr

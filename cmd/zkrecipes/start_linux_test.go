@@ -43,10 +43,10 @@ func TestLossRightAfterStartReachesCommand(t *testing.T) {
 	events := make(chan groupEvent, 4)
 	startSaid := make(chan bool, 1)
 	var cmd *exec.Cmd
-	defer func(old func([]string, []string, io.Reader, io.Writer, io.Writer, int) (*cmdGroup, error)) {
+	defer func(old func([]string, []string, io.Reader, io.Writer, io.Writer, int, time.Duration) (*cmdGroup, error)) {
 		newGroup = old
 	}(newGroup)
-	newGroup = func(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer, tty int) (*cmdGroup, error) {
+	newGroup = func(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer, tty int, session time.Duration) (*cmdGroup, error) {
 		cmd = exec.Command("sh", "-c", script)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
