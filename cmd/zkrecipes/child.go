@@ -18,6 +18,9 @@ import (
 // continues it.
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTSTP, syscall.SIGCONT}
 
+// newGroup is startGroup; tests put a group of their own in.
+var newGroup = startGroup
+
 // authEnv are the variables that hold zkrecipes' own credentials (auth.go):
 // CMD does not get them unless --pass-auth says so.
 var authEnv = []string{"ZK_AUTH", "ZK_AUTH_FILE"}
@@ -36,15 +39,16 @@ type underRun struct {
 // runUnder runs the command while h is held and returns its exit status,
 // or an exitLost error when the hold was lost first.
 //
-// The command never outlives the hold. It runs in a process group of its
-// own (cmdGroup) and everything zkrecipes does to it, it does to the
-// group: signals passed on, SIGTERM when the hold is lost, SIGKILL once
-// the grace period has passed. runUnder returns only when nothing of the
-// group runs any more, so the caller releases the hold, and main reports
-// a loss, only then. When the command ends by itself, what it left running
-// in its group gets SIGTERM, then SIGKILL after the grace period, before
-// the hold is released. If zkrecipes is killed, the guardian kills the
-// group at once (guardian_linux.go).
+// The command starts only while the hold is held (startCommand) and never
+// outlives it. It runs in a process group of its own (cmdGroup) and
+// everything zkrecipes does to it, it does to the group: signals passed
+// on, SIGTERM when the hold is lost, SIGKILL once the grace period has
+// passed. runUnder returns only when nothing of the group runs any more,
+// so the caller releases the hold, and main reports a loss, only then.
+// When the command ends by itself, what it left running in its group gets
+// SIGTERM, then SIGKILL after the grace period, before the hold is
+// released. If zkrecipes is killed, or stops for long, the guardian kills
+// the group at once (guardian_linux.go).
 func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwarded...)
@@ -59,16 +63,21 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 	}
 	term := openTerminal()
 	defer term.close()
-	g, err := startGroup(r.cmdArgs, commandEnv(m, r), stdin, out, errOut, term.ours())
+	g, err := newGroup(r.cmdArgs, commandEnv(m, r), stdin, out, errOut, term.ours(), sessionTimeout(m))
 	if err != nil {
 		return err
 	}
-	defer term.takeBack(g.pgid)
+	defer func() { term.takeBack(g.pgid) }()
 	defer g.close()
 
 	prog := r.cmdArgs[0]
+	pending, err := startCommand(g, m, r, sigc)
+	if err != nil {
+		return err
+	}
 	events, lost := g.events, m.Done()
 	var (
+		started    bool  // CMD runs: until then signals and the loss wait
 		ended      bool  // CMD itself has ended (or its guardian has)
 		status     error // how it ended
 		lostReason error
@@ -100,12 +109,31 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 				if !ended {
 					ended, status = true, &exitError{exitFailure, fmt.Sprintf("the process guarding %s ended unexpectedly", prog)}
 				}
+			case ev.signal != 0: // the guardian's, as zkrecipes said start: CMD gets it
+				pending = append(pending, ev.signal)
+			case ev.started:
+				started = true
+				for _, sig := range pending {
+					if sig == syscall.SIGCONT {
+						term.handTo(g.pgid)
+					}
+					g.signal(sig.(syscall.Signal))
+				}
+				pending = nil
+				if lostReason != nil {
+					fmt.Fprintf(errOut, "zkrecipes %s: %v; sending SIGTERM to %s and its process group\n", r.name, lostReason, prog)
+					terminate()
+				}
 			case ev.ended:
 				ended, status = true, ev.status
 			case ev.stopped != 0:
 				cmdStopped(g, term, ev.stopped)
 			}
 		case sig := <-sigc:
+			if !started && !ended {
+				pending = append(pending, sig) // passed on once CMD runs
+				break
+			}
 			if sig == syscall.SIGCONT {
 				term.handTo(g.pgid) // continued in the foreground: the terminal is CMD's again
 			}
@@ -113,6 +141,9 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 		case <-lost:
 			lost = nil
 			lostReason = fmt.Errorf("%s lost: %v", r.what, context.Cause(m.Context()))
+			if !started { // CMD is being started: SIGTERM once it runs
+				break
+			}
 			if termed { // what CMD left has had its SIGTERM
 				fmt.Fprintf(errOut, "zkrecipes %s: %v\n", r.name, lostReason)
 				break
@@ -130,6 +161,84 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 		return &exitError{exitLost, fmt.Sprintf("%v; %s was stopped", lostReason, prog)}
 	}
 	return status
+}
+
+// startCommand has g start CMD once the group is ready, if the hold is
+// still held and no terminating signal came (INT, TERM, HUP, QUIT): else
+// CMD never runs, and the error says why (exit 4, or 128+n). It returns
+// the other signals that came meanwhile, to be passed on once CMD runs.
+//
+// No window: the hold is checked after the group is ready, right before
+// start. A loss after that is runUnder's usual one: zkrecipes signals the
+// group only once the guardian says CMD runs ("run"), so CMD gets the
+// SIGTERM; the guardian never has to pass a signal on.
+func startCommand(g *cmdGroup, m hold, r underRun, sigc <-chan os.Signal) ([]os.Signal, error) {
+	prog := r.cmdArgs[0]
+	var pending []os.Signal
+	interrupted := func(sig syscall.Signal) error {
+		g.start(false)
+		return &exitError{exitSignal + int(sig), fmt.Sprintf("%s not started: interrupted by %v", prog, signalName(sig))}
+	}
+	lost := func() error {
+		g.start(false)
+		return &exitError{exitLost, fmt.Sprintf("%s lost: %v; %s was not started", r.what, context.Cause(m.Context()), prog)}
+	}
+	for {
+		select {
+		case ev, ok := <-g.events:
+			switch {
+			case !ok:
+				return nil, &exitError{exitFailure, fmt.Sprintf("the process guarding %s ended before starting it", prog)}
+			case ev.ended:
+				return nil, ev.status
+			case ev.signal != 0:
+				return nil, interrupted(ev.signal)
+			case !ev.ready:
+				continue
+			}
+			for { // what came before ready first, then the hold, right before start
+				select {
+				case sig := <-sigc:
+					if terminating(sig) {
+						return nil, interrupted(sig.(syscall.Signal))
+					}
+					pending = append(pending, sig)
+					continue
+				case <-m.Done():
+					return nil, lost()
+				default:
+				}
+				break
+			}
+			g.start(true)
+			return pending, nil
+		case sig := <-sigc:
+			if terminating(sig) {
+				return nil, interrupted(sig.(syscall.Signal))
+			}
+			pending = append(pending, sig)
+		case <-m.Done():
+			return nil, lost()
+		}
+	}
+}
+
+// terminating reports whether sig, before CMD runs, stops zkrecipes from
+// starting it.
+func terminating(sig os.Signal) bool {
+	switch sig {
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+		return true
+	}
+	return false
+}
+
+// sessionTimeout is the session timeout of m's session, 0 if unknown.
+func sessionTimeout(m hold) time.Duration {
+	if s, ok := m.(interface{ sessionTimeout() time.Duration }); ok {
+		return s.sessionTimeout()
+	}
+	return 0
 }
 
 // cmdStopped makes zkrecipes' job follow CMD when job control stopped it:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
@@ -41,9 +42,10 @@ func lossCause(cause error, policy connection.ErrorPolicy, sessionAlive bool) er
 // lossCause's: what runUnder and holdUntilSignal report.
 type explained struct {
 	hold
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   func() bool
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	stop    func() bool
+	timeout time.Duration // the session's negotiated timeout, 0 if unknown
 }
 
 // explainLoss wraps h, just taken on c. The session it was taken in is
@@ -59,6 +61,9 @@ func explainLoss(h hold, c *connection.Client) *explained {
 	policy := c.ErrorPolicy()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	e := &explained{hold: h, ctx: ctx, cancel: cancel}
+	if sess != nil {
+		e.timeout = sess.Timeout()
+	}
 	// For a lock's hold this runs as the hold ends, before its Done
 	// closes: it must be quick, and only reads the session's state.
 	e.stop = context.AfterFunc(h.Context(), func() {
@@ -69,6 +74,8 @@ func explainLoss(h hold, c *connection.Client) *explained {
 
 func (e *explained) Done() <-chan struct{}    { return e.ctx.Done() }
 func (e *explained) Context() context.Context { return e.ctx }
+
+func (e *explained) sessionTimeout() time.Duration { return e.timeout }
 
 // close stops following the hold.
 func (e *explained) close() {
