@@ -102,6 +102,9 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 				}
 			case ev.ended:
 				ended, status = true, ev.status
+				if se, ok := status.(*signalExit); ok {
+					se.onTerminal = term.foreground(g.pgid)
+				}
 			case ev.stopped != 0:
 				cmdStopped(g, term, ev.stopped)
 			}

@@ -48,6 +48,15 @@ func (t *terminal) ours() int {
 	return fd
 }
 
+// foreground reports whether group pgid is the terminal's foreground group.
+func (t *terminal) foreground(pgid int) bool {
+	if t.f == nil {
+		return false
+	}
+	pgrp, err := tcgetpgrp(int(t.f.Fd()))
+	return err == nil && pgrp == pgid
+}
+
 // handTo gives the terminal to group pgid if zkrecipes' group has it.
 func (t *terminal) handTo(pgid int) {
 	if fd := t.ours(); fd >= 0 {
