@@ -76,6 +76,7 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 		killTimer  <-chan time.Time
 		tick       <-chan time.Time // while the group outlives CMD: poll for its end
 	)
+	term.cmdHas = term.foreground(g.pgid) // startGroup handed it the terminal
 	poll := time.NewTicker(20 * time.Millisecond)
 	defer poll.Stop()
 	terminate := func() {
@@ -109,7 +110,13 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 				cmdStopped(g, term, ev.stopped)
 			}
 		case sig := <-sigc:
-			if sig == syscall.SIGCONT {
+			switch {
+			case sig == syscall.SIGHUP && term.hungUpOnCommand():
+				// The terminal hung up while CMD's group had it: the kernel
+				// sends that group SIGHUP itself; passed on, it would come
+				// twice (see hungUpOnCommand).
+				continue
+			case sig == syscall.SIGCONT:
 				term.handTo(g.pgid) // continued in the foreground: the terminal is CMD's again
 			}
 			g.signal(sig.(syscall.Signal))
