@@ -160,6 +160,17 @@ func (h *leaseHold) stop() {
 	}
 }
 
+// over reports whether a lease has ended, asking the leases themselves
+// (the set's own Done closes a moment after).
+func (h *leaseHold) over() bool {
+	for _, l := range h.leases {
+		if l.Context().Err() != nil {
+			return true
+		}
+	}
+	return h.ctx.Err() != nil
+}
+
 func (h *leaseHold) Done() <-chan struct{}    { return h.ctx.Done() }
 func (h *leaseHold) Context() context.Context { return h.ctx }
 
