@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -82,15 +83,20 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 		status     error // how it ended
 		lostReason error
 		termed     bool // the group got SIGTERM from zkrecipes
-		killTimer  <-chan time.Time
-		tick       <-chan time.Time // while the group outlives CMD: poll for its end
+		// stoppedSinceCont: CMD was stopped (job control) since zkrecipes
+		// last sent its group SIGCONT.
+		stoppedSinceCont bool
+		killTimer        <-chan time.Time
+		tick             <-chan time.Time // while the group outlives CMD: poll for its end
 	)
+	term.cmdHas = term.foreground(g.pgid) // startGroup handed it the terminal
 	poll := time.NewTicker(20 * time.Millisecond)
 	defer poll.Stop()
 	terminate := func() {
 		termed = true
 		g.signal(syscall.SIGTERM)
 		g.signal(syscall.SIGCONT) // a stopped process acts on SIGTERM only once continued
+		stoppedSinceCont = false
 		killTimer = time.After(r.grace)
 	}
 	for !ended || g.running() {
@@ -126,7 +132,11 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 				}
 			case ev.ended:
 				ended, status = true, ev.status
+				if se, ok := status.(*signalExit); ok {
+					se.onTerminal = term.foreground(g.pgid)
+				}
 			case ev.stopped != 0:
+				stoppedSinceCont = true
 				cmdStopped(g, term, ev.stopped)
 			}
 		case sig := <-sigc:
@@ -134,8 +144,35 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 				pending = append(pending, sig) // passed on once CMD runs
 				break
 			}
-			if sig == syscall.SIGCONT {
+			switch {
+			case sig == syscall.SIGHUP && term.hungUpOnCommand():
+				// The terminal hung up while CMD's group had it: the kernel
+				// sends that group SIGHUP itself; passed on, it would come
+				// twice (see hungUpOnCommand).
+				continue
+			case sig == syscall.SIGCONT:
 				term.handTo(g.pgid) // continued in the foreground: the terminal is CMD's again
+				if lostReason == nil && !trustedNow(m) {
+					// zkrecipes was stopped with CMD (or alone): the hold
+					// may have been lost meanwhile without a word yet. CMD
+					// is continued only to a SIGTERM (terminate sends it
+					// before the SIGCONT), never to run beside the next
+					// holder. The loss's own cause replaces this one when
+					// it comes.
+					lostReason = fmt.Errorf("%s lost: %w", r.what, errLostWhileStopped)
+					if !termed {
+						fmt.Fprintf(errOut, "zkrecipes %s: %v; sending SIGTERM to %s and its process group\n", r.name, lostReason, prog)
+						terminate()
+					}
+					continue
+				}
+				if termed && !stoppedSinceCont {
+					// terminate continued CMD already, as zkrecipes was
+					// continued: a second SIGCONT could interrupt CMD's
+					// SIGTERM handler with its SIGCONT handler.
+					continue
+				}
+				stoppedSinceCont = false
 			}
 			g.signal(sig.(syscall.Signal))
 		case <-lost:
@@ -241,6 +278,19 @@ func sessionTimeout(m hold) time.Duration {
 	return 0
 }
 
+// errLostWhileStopped is why a hold is over when zkrecipes, continued,
+// can no longer trust it (trustedNow) before the hold itself says why.
+var errLostWhileStopped = errors.New("no longer trusted after zkrecipes was stopped (the servers may have expired its session, or given the hold to another)")
+
+// trustedNow reports whether hold m can be trusted at this moment (see
+// explained.trustedNow); a hold that cannot say is trusted until its Done.
+func trustedNow(m hold) bool {
+	if t, ok := m.(interface{ trustedNow() bool }); ok {
+		return t.trustedNow()
+	}
+	return !holdOver(m)
+}
+
 // cmdStopped makes zkrecipes' job follow CMD when job control stopped it:
 // Ctrl-Z on the terminal (SIGTSTP), or a read from or write to the
 // terminal while in the background (SIGTTIN, SIGTTOU). zkrecipes takes
@@ -248,8 +298,11 @@ func sessionTimeout(m hold) time.Duration {
 // sees the job stopped and gets the terminal; fg or bg continues
 // zkrecipes, which passes SIGCONT on (and, in the foreground, hands the
 // terminal to CMD again). While stopped, zkrecipes does not heartbeat:
-// a job stopped for longer than the session timeout loses its hold, and
-// CMD gets SIGTERM soon after it is continued.
+// a job stopped for longer than the session timeout loses its hold, as
+// does one whose node was deleted meanwhile. So when continued, zkrecipes
+// first asks whether the hold can still be trusted (trustedNow), and if
+// not CMD is continued only to a SIGTERM, which the kernel delivers before
+// CMD runs on.
 //
 // A group that no shell does job control over (orphaned) would never be
 // continued: there Ctrl-Z on CMD's terminal does nothing, as a terminal

@@ -280,7 +280,7 @@ func reapChildren(pid int, ctl io.Writer) (continued bool) {
 		case ws.Exited():
 			fmt.Fprintf(ctl, "exit %d\n", ws.ExitStatus())
 		case ws.Signaled():
-			fmt.Fprintf(ctl, "exit %d\n", exitSignal+int(ws.Signal()))
+			fmt.Fprintf(ctl, "signal %d\n", int(ws.Signal())) // not "exit 128+n": zkrecipes may die of it (diesOfSignal)
 		}
 	}
 }
@@ -386,6 +386,8 @@ func parseGuardianLine(line []byte) (groupEvent, bool) {
 		return groupEvent{ended: true}, true
 	case string(word) == "exit":
 		return groupEvent{ended: true, status: &exitError{code: n}}, true
+	case string(word) == "signal":
+		return groupEvent{ended: true, status: &signalExit{sig: syscall.Signal(n)}}, true
 	}
 	return groupEvent{}, false
 }

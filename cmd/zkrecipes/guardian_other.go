@@ -85,7 +85,7 @@ func exitStatus(err error) error {
 		return err
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return &exitError{code: exitSignal + int(ws.Signal())}
+		return &signalExit{sig: ws.Signal()}
 	}
 	return &exitError{code: ee.ExitCode()}
 }
