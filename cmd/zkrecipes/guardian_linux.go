@@ -47,7 +47,7 @@ package main
 // CMD's orphans become its children and it reaps them: no zombie of the
 // group waits for an init that may never reap (zkrecipes as PID 1 in a
 // container). It reports CMD's stops and end to zkrecipes over the socket
-// ("stop N", "exit N", "fail why") and stays until zkrecipes kills the
+// ("stop N", "exit N", "killed N" when signal N ended CMD, "fail why") and stays until zkrecipes kills the
 // group; zkrecipes reaps it last, so the group's number stays theirs for
 // every signal zkrecipes sends.
 //
@@ -280,7 +280,7 @@ func reapChildren(pid int, ctl io.Writer) (continued bool) {
 		case ws.Exited():
 			fmt.Fprintf(ctl, "exit %d\n", ws.ExitStatus())
 		case ws.Signaled():
-			fmt.Fprintf(ctl, "signal %d\n", int(ws.Signal())) // not "exit 128+n": zkrecipes may die of it (diesOfSignal)
+			fmt.Fprintf(ctl, "killed %d\n", int(ws.Signal())) // not "exit 128+n": zkrecipes may die of it (diesOfSignal)
 		}
 	}
 }
@@ -386,7 +386,7 @@ func parseGuardianLine(line []byte) (groupEvent, bool) {
 		return groupEvent{ended: true}, true
 	case string(word) == "exit":
 		return groupEvent{ended: true, status: &exitError{code: n}}, true
-	case string(word) == "signal":
+	case string(word) == "killed":
 		return groupEvent{ended: true, status: &signalExit{sig: syscall.Signal(n)}}, true
 	}
 	return groupEvent{}, false

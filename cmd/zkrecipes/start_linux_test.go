@@ -116,3 +116,20 @@ func TestLossRightAfterStartReachesCommand(t *testing.T) {
 		t.Fatalf("CMD got %q, want one SIGTERM", b)
 	}
 }
+
+// TestGuardianLinesAreDistinct: each line the guardian writes means one
+// thing — a signal it got while waiting to start CMD ("signal N", which
+// aborts the start) is not CMD's death by a signal ("killed N").
+func TestGuardianLinesAreDistinct(t *testing.T) {
+	if ev, ok := parseGuardianLine([]byte("signal 2")); !ok || ev.signal != syscall.SIGINT || ev.ended {
+		t.Fatalf("signal 2: %+v, %v", ev, ok)
+	}
+	ev, ok := parseGuardianLine([]byte("killed 15"))
+	se, isSig := ev.status.(*signalExit)
+	if !ok || !ev.ended || ev.signal != 0 || !isSig || se.sig != syscall.SIGTERM {
+		t.Fatalf("killed 15: %+v, %v", ev, ok)
+	}
+	if ev, ok := parseGuardianLine([]byte("exit 7")); !ok || !ev.ended {
+		t.Fatalf("exit 7: %+v, %v", ev, ok)
+	}
+}
