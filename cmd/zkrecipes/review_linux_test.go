@@ -30,32 +30,9 @@ import (
 // reaped when the test ends, if still running.
 func startCLIIn(t *testing.T, dir string, env []string, args ...string) *cliRun {
 	t.Helper()
-	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stderr.Close() })
-	r := &cliRun{cmd: exec.Command(builtCLI.get(t), args...), stderr: stderr, done: make(chan struct{})}
-	r.cmd.Dir, r.cmd.Env, r.cmd.Stderr = dir, env, stderr
-	if err := r.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(r.done)
-		err := r.cmd.Wait()
-		var ee *exec.ExitError
-		switch {
-		case errors.As(err, &ee):
-			r.code = ee.ExitCode()
-		case err != nil:
-			r.code = -1
-		}
-	}()
-	t.Cleanup(func() {
-		_ = r.cmd.Process.Kill()
-		<-r.done
-	})
-	return r
+	cmd := exec.Command(builtCLI.get(t), args...)
+	cmd.Dir, cmd.Env = dir, env
+	return startCmd(t, nil, cmd)
 }
 
 // slowLookupDir makes a directory in which the relative PATH entry "x" is
