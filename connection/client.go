@@ -500,6 +500,37 @@ func (c *Client) Live(s *Session) bool {
 	return c.session == s && c.tr.sessionID.Load() == s.ID()
 }
 
+// TrustedNow reports whether holds taken in session s can be trusted at
+// this moment under the client's error policy: s is the client's current
+// session and has not ended, it is not suspended (StandardPolicy), and the
+// server last certainly heard from the client less long ago than the
+// silence after which the client reports Suspended (StandardPolicy) or
+// Lost (SessionPolicy). It measures that silence itself, on the monotonic
+// clock, rather than waiting for the client's watchdog, whose timer fires
+// only when the process runs: after a stop (SIGSTOP, a job stopped with
+// Ctrl-Z) the trust may have lapsed while no hold has heard of it yet. It
+// sends nothing to the server; a hold whose node is gone is not seen here.
+func (c *Client) TrustedNow(s *Session) bool {
+	if s == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.session != s || s.Err() != nil {
+		return false
+	}
+	limit := c.lostAfter()
+	if c.opts.errorPolicy == StandardPolicy {
+		select {
+		case <-s.Untrusted():
+			return false
+		default:
+		}
+		limit = c.suspendAfter()
+	}
+	return c.opts.noLocalExpiry || c.tr.silence() < limit
+}
+
 // WaitSession returns the current session, waiting for the next one when
 // there is none, until ctx is done or the client is closed.
 func (c *Client) WaitSession(ctx context.Context) (*Session, error) {

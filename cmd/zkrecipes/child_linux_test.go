@@ -45,12 +45,19 @@ func startCLI(t *testing.T, args ...string) *cliRun {
 // still running, and so is every process of its session.
 func startProcess(t *testing.T, tty *os.File, name string, args ...string) *cliRun {
 	t.Helper()
+	return startCmd(t, tty, exec.Command(name, args...))
+}
+
+// startCmd is startProcess for a command already made (its directory or
+// environment set).
+func startCmd(t *testing.T, tty *os.File, cmd *exec.Cmd) *cliRun {
+	t.Helper()
 	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stderr.Close() })
-	r := &cliRun{cmd: exec.Command(name, args...), stderr: stderr, done: make(chan struct{})}
+	r := &cliRun{cmd: cmd, stderr: stderr, done: make(chan struct{})}
 	if tty != nil {
 		r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = tty, tty, tty
 		r.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
@@ -495,6 +502,44 @@ trap 'echo INT >> %[4]s' INT; touch %[3]s; while [ ! -e %[5]s ]; do sleep 0.05; 
 	}
 }
 
+// stoppedJob is zkrecipes run as a job of bash with job control on a
+// terminal, its command (sh) ready to read a line, and stopped by Ctrl-Z.
+type stoppedJob struct {
+	r           *cliRun
+	master      *os.File // the terminal's master side: what is typed
+	screen      *lockedBuffer
+	got, status string // what the command read; what the shell says of the job ("stopped N", then "ended N")
+}
+
+// stopJob starts zkrecipes lock with lockArgs (flags and PATH) under
+// bash on a terminal, waits until its command is ready to read, types
+// Ctrl-Z and waits until the shell saw the job stop. The shell then runs
+// beforeFg (e.g. "sleep 2.5;"), fg, and records how the job ended.
+func stopJob(t *testing.T, beforeFg string, lockArgs ...string) stoppedJob {
+	t.Helper()
+	dir := t.TempDir()
+	cpidFile, ready := filepath.Join(dir, "child"), filepath.Join(dir, "ready")
+	j := stoppedJob{got: filepath.Join(dir, "got"), status: filepath.Join(dir, "status")}
+	cmdScript := fmt.Sprintf(`echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; touch %[2]s; read line; echo "$line" > %[3]s`, cpidFile, ready, j.got)
+	// bash with job control, as at a prompt: zkrecipes is a job of its own.
+	shell := fmt.Sprintf(`set -m; "$0" "$@"; echo "stopped $?" > %[1]s.tmp && mv %[1]s.tmp %[1]s; %[2]s fg; echo "ended $?" >> %[1]s`, j.status, beforeFg)
+	args := append(append([]string{"-c", shell, builtCLI.get(t), "lock"}, lockArgs...), "--", "sh", "-c", cmdScript)
+	j.r, j.master, j.screen = startOnTerminal(t, "bash", args...)
+	waitPid(t, cpidFile)
+	zktest.Eventually(t, 10*time.Second, "the command is ready to read", func() error {
+		_, err := os.Stat(ready)
+		return err
+	})
+	if _, err := j.master.Write([]byte{26}); err != nil { // Ctrl-Z
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 10*time.Second, "the shell sees the job stopped", func() error {
+		_, err := os.Stat(j.status)
+		return err
+	})
+	return j
+}
+
 // TestCtrlZStopsTheJob: Ctrl-Z stops the command and zkrecipes with it, so
 // that the shell gets the terminal back; fg continues both, and the
 // command has the terminal again.
@@ -503,25 +548,8 @@ func TestCtrlZStopsTheJob(t *testing.T) {
 		t.Skip("no bash for job control")
 	}
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	dir := t.TempDir()
-	cpidFile, ready, got, status := filepath.Join(dir, "child"), filepath.Join(dir, "ready"), filepath.Join(dir, "got"), filepath.Join(dir, "status")
-	cmdScript := fmt.Sprintf(`echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; touch %[2]s; read line; echo "$line" > %[3]s`, cpidFile, ready, got)
-	// bash with job control, as at a prompt: zkrecipes is a job of its own.
-	shell := fmt.Sprintf(`set -m; "$0" "$@"; echo "stopped $?" > %[1]s.tmp && mv %[1]s.tmp %[1]s; fg; echo "ended $?" >> %[1]s`, status)
-	r, master, screen := startOnTerminal(t, "bash", "-c", shell, builtCLI.get(t), "lock", "--servers", ens.ConnectString(), root+"/job", "--", "sh", "-c", cmdScript)
-	waitPid(t, cpidFile)
-	zktest.Eventually(t, 10*time.Second, "the command is ready to read", func() error {
-		_, err := os.Stat(ready)
-		return err
-	})
-	if _, err := master.Write([]byte{26}); err != nil { // Ctrl-Z
-		t.Fatal(err)
-	}
-	zktest.Eventually(t, 10*time.Second, "the shell sees the job stopped", func() error {
-		_, err := os.Stat(status)
-		return err
-	})
+	j := stopJob(t, "", "--servers", ens.ConnectString(), ens.Root(t)+"/job")
+	r, master, screen, got, status := j.r, j.master, j.screen, j.got, j.status
 	if b, _ := os.ReadFile(status); !strings.HasPrefix(string(b), "stopped 1") { // 128+n after stop signal n
 		t.Fatalf("the shell says %q", b)
 	}

@@ -348,3 +348,54 @@ func TestQueueConventions(t *testing.T) {
 		t.Fatalf("take --try --conflict-exit-code 0: exit %d", code)
 	}
 }
+
+// TestDeathBySignalIsPassedOn: CMD's death by SIGINT or SIGQUIT makes
+// zkrecipes die of it (after exiting run with 128+n); by SIGTERM it exits
+// 143; a CMD that merely exits 130 makes zkrecipes exit 130, not die; a
+// SIGINT that ends the wait makes it die of SIGINT, a SIGQUIT exits 131.
+func TestDeathBySignalIsPassedOn(t *testing.T) {
+	var out, errOut bytes.Buffer
+	for _, tc := range []struct {
+		err  error
+		code int
+		dies syscall.Signal
+	}{
+		{&signalExit{sig: syscall.SIGINT}, 130, syscall.SIGINT},
+		{&signalExit{sig: syscall.SIGQUIT}, 131, syscall.SIGQUIT},
+		{&signalExit{sig: syscall.SIGTERM}, 143, 0},
+		{&signalExit{sig: syscall.SIGHUP}, 129, 0},
+		{&exitError{code: 130}, 130, 0},
+	} {
+		code, death := exitOutcome(context.Background(), "lock", tc.err, &out, &errOut)
+		var dies syscall.Signal
+		if death != nil {
+			dies = death.sig
+		}
+		if code != tc.code || dies != tc.dies {
+			t.Errorf("%#v: exit %d, dies of %v; want %d, %v", tc.err, code, dies, tc.code, tc.dies)
+		}
+	}
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+		dies syscall.Signal
+	}{{syscall.SIGINT, 130, syscall.SIGINT}, {syscall.SIGQUIT, 131, 0}, {syscall.SIGTERM, 143, 0}} {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(signalCause{tc.sig})
+		code, death := exitOutcome(ctx, "lock", context.Cause(ctx), &out, &errOut)
+		var dies syscall.Signal
+		if death != nil {
+			dies = death.sig
+		}
+		if code != tc.code || dies != tc.dies {
+			t.Errorf("%v while waiting: exit %d, dies of %v; want %d, %v", tc.sig, code, dies, tc.code, tc.dies)
+		}
+	}
+	// While CMD runs a SIGINT cancels the context too; CMD's own 130 is
+	// still only a status.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(signalCause{syscall.SIGINT})
+	if code, death := exitOutcome(ctx, "lock", &exitError{code: 130}, &out, &errOut); code != 130 || death != nil {
+		t.Errorf("CMD exited 130 after a SIGINT: exit %d, dies %v", code, death)
+	}
+}

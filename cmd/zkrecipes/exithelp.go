@@ -12,7 +12,7 @@ type exitDoc struct {
 }
 
 var exitDocs = []exitDoc{
-	{"CMD's", "CMD ran: its exit status (128+n if signal n ended it)", "lock|semaphore|elect|queue take"},
+	{"CMD's", "CMD ran: its exit status (128+n if signal n ended it; if SIGINT or SIGQUIT did, zkrecipes dies of it too)", "lock|semaphore|elect|queue take"},
 	{"0", "done; without CMD: held, then released after SIGINT or SIGTERM", "lock|semaphore|elect"},
 	{"0", "done", "queue put|queue take|inspect"},
 	{"0", "interrupted (SIGINT, SIGTERM): watching ends", "watch"},
@@ -28,7 +28,7 @@ var exitDocs = []exitDoc{
 	{"124", "--timeout passed before an item came", "queue take"},
 	{"126", "CMD cannot be run (not an executable file)", "lock|semaphore|elect|queue take"},
 	{"127", "CMD was not found", "lock|semaphore|elect|queue take"},
-	{"128+n", "signal n ended the wait: 130 for SIGINT (Ctrl-C), 143 for SIGTERM", "lock|semaphore|elect|queue take|queue put"},
+	{"128+n", "signal n ended the wait: 130 for SIGINT (Ctrl-C: zkrecipes dies of it), 143 for SIGTERM", "lock|semaphore|elect|queue take|queue put"},
 }
 
 // exitHelp is the "Exit status" section of a command's help ("" for a
@@ -61,7 +61,9 @@ const exitSummary = `Exit status (each command's --help says which apply to it):
   126    CMD cannot be run
   127    CMD was not found
   128+n  signal n ended the wait (130: Ctrl-C, 143: SIGTERM)
-  When CMD runs, zkrecipes exits with CMD's status.
+  When CMD runs, zkrecipes exits with CMD's status. After Ctrl-C (SIGINT),
+  and when CMD died of SIGQUIT, zkrecipes dies of the signal itself once it
+  has released, so that a calling shell script stops as it would for CMD.
 `
 
 func containsWord(list, word string) bool {

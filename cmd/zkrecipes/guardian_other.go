@@ -13,6 +13,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"syscall"
@@ -22,9 +23,10 @@ import (
 // runGuardianIfAsked does nothing: there is no guardian here.
 func runGuardianIfAsked() {}
 
-// startGroup starts CMD as the leader of a new process group, made the
-// terminal's foreground group when tty >= 0.
-func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer, tty int) (*cmdGroup, error) {
+// startGroup prepares CMD, which start(true) starts as the leader of a
+// new process group, made the terminal's foreground group when tty >= 0.
+// There is no guardian to beat to: session is not used.
+func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer, tty int, session time.Duration) (*cmdGroup, error) {
 	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
@@ -33,27 +35,40 @@ func startGroup(cmdArgs, env []string, stdin io.Reader, stdout, stderr io.Writer
 	if tty >= 0 {
 		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, tty
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	events := make(chan groupEvent, 1)
-	go func() {
-		defer close(events)
-		events <- groupEvent{ended: true, status: exitStatus(cmd.Wait())}
-	}()
-	return &cmdGroup{
-		pgid:   cmd.Process.Pid,
-		events: events,
-		stop: func() {
-			for range events {
+	events := make(chan groupEvent, 2)
+	events <- groupEvent{ready: true}
+	g := &cmdGroup{events: events}
+	g.start = func(run bool) {
+		if !run {
+			close(events)
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			code := exitCannotRun
+			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, syscall.ENOENT) {
+				code = exitNotFound
 			}
-		},
-	}, nil
+			events <- groupEvent{ended: true, status: &exitError{code, fmt.Sprintf("%s: cannot run: %v", cmdArgs[0], err)}}
+			close(events)
+			return
+		}
+		g.pgid = cmd.Process.Pid
+		events <- groupEvent{started: true}
+		go func() {
+			defer close(events)
+			events <- groupEvent{ended: true, status: exitStatus(cmd.Wait())}
+		}()
+	}
+	g.stop = func() {
+		for range events {
+		}
+	}
+	return g, nil
 }
 
 // running reports whether the group has a process left.
 func (g *cmdGroup) running() bool {
-	return !errors.Is(syscall.Kill(-g.pgid, 0), syscall.ESRCH)
+	return g.pgid > 0 && !errors.Is(syscall.Kill(-g.pgid, 0), syscall.ESRCH)
 }
 
 // groupOrphaned is never asked: without the guardian CMD's stops are not seen.
@@ -70,7 +85,7 @@ func exitStatus(err error) error {
 		return err
 	}
 	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return &exitError{code: exitSignal + int(ws.Signal())}
+		return &signalExit{sig: ws.Signal()}
 	}
 	return &exitError{code: ee.ExitCode()}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
@@ -41,9 +42,12 @@ func lossCause(cause error, policy connection.ErrorPolicy, sessionAlive bool) er
 // lossCause's: what runUnder and holdUntilSignal report.
 type explained struct {
 	hold
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	stop   func() bool
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	stop    func() bool
+	timeout time.Duration // the session's negotiated timeout, 0 if unknown
+	client  *connection.Client
+	sess    *connection.Session // the session h was taken in; nil if h was over already
 }
 
 // explainLoss wraps h, just taken on c. The session it was taken in is
@@ -58,7 +62,10 @@ func explainLoss(h hold, c *connection.Client) *explained {
 	}
 	policy := c.ErrorPolicy()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	e := &explained{hold: h, ctx: ctx, cancel: cancel}
+	e := &explained{hold: h, ctx: ctx, cancel: cancel, client: c, sess: sess}
+	if sess != nil {
+		e.timeout = sess.Timeout()
+	}
 	// For a lock's hold this runs as the hold ends, before its Done
 	// closes: it must be quick, and only reads the session's state.
 	e.stop = context.AfterFunc(h.Context(), func() {
@@ -67,8 +74,39 @@ func explainLoss(h hold, c *connection.Client) *explained {
 	return e
 }
 
+// trustedNow reports whether the hold can still be trusted at this
+// moment, not only whether it has been found lost: what runUnder asks
+// before it continues a stopped CMD, since while zkrecipes was stopped
+// nothing noticed anything. It asks the server a question in the hold's
+// session (up to the session timeout): ZooKeeper answers it only after
+// the notifications it sent before, such as the deletion of the hold's
+// node, which have then ended the hold. Then it asks the client whether
+// the session's silence still allows trust now (Client.TrustedNow), which
+// its watchdog, stopped with zkrecipes, may not have looked at yet. A
+// question the server does not answer in time counts as untrusted.
+func (e *explained) trustedNow() bool {
+	if e.sess == nil || holdOver(e.hold) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), e.sess.Timeout())
+	defer cancel()
+	_, _, err := e.client.Exists(ctx, "/")
+	return err == nil && !holdOver(e.hold) && e.client.TrustedNow(e.sess)
+}
+
+// holdOver reports whether h has ended, asking the hold's context itself,
+// which the hold's end cancels at once (a Done may close a moment later).
+func holdOver(h hold) bool {
+	if o, ok := h.(interface{ over() bool }); ok {
+		return o.over()
+	}
+	return h.Context().Err() != nil
+}
+
 func (e *explained) Done() <-chan struct{}    { return e.ctx.Done() }
 func (e *explained) Context() context.Context { return e.ctx }
+
+func (e *explained) sessionTimeout() time.Duration { return e.timeout }
 
 // close stops following the hold.
 func (e *explained) close() {

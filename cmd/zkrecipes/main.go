@@ -66,8 +66,11 @@ var errUsage = errors.New("usage")
 func main() {
 	runGuardianIfAsked() // first: zkrecipes re-executed as the guardian of a command's process group
 	ctx, stop := signalContext(context.Background())
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code, death := runToEnd(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	if death != nil {
+		dieOf(death, code) // all is released by now: only the process's end is left
+	}
 	os.Exit(code)
 }
 
@@ -75,28 +78,36 @@ func main() {
 // before the command are the common flags (they become the command's
 // defaults), --help and --version.
 func run(ctx context.Context, args []string, out, errOut io.Writer) int {
+	code, _ := runToEnd(ctx, args, out, errOut)
+	return code
+}
+
+// runToEnd is run, and also says which signal, if any, zkrecipes should
+// die of rather than exit with the status (diesOfSignal): only main acts
+// on it, so that tests can call run.
+func runToEnd(ctx context.Context, args []string, out, errOut io.Writer) (code int, death *signalExit) {
 	inv := invocationFrom(ctx)
 	global := flag.NewFlagSet("zkrecipes", flag.ContinueOnError)
 	version := globalFlags(global, &inv.flags)
 	global.Usage = func() { usage(global.Output()) }
 	if err := parse(global, args); err != nil {
-		return exitCode(ctx, "", err, out, errOut)
+		return exitCode(ctx, "", err, out, errOut), nil
 	}
 	rest := global.Args()
 	switch {
 	case *version:
 		fmt.Fprint(out, versionText())
-		return 0
+		return 0, nil
 	case len(rest) == 0:
 		usage(errOut)
-		return exitUsage
+		return exitUsage, nil
 	}
 	c, ok := lookup(rest[0])
 	if !ok {
 		fmt.Fprintf(errOut, "zkrecipes: unknown command %q\nRun \"zkrecipes help\" for the commands.\n", rest[0])
-		return exitUsage
+		return exitUsage, nil
 	}
-	return exitCode(ctx, c.name, c.run(withInvocation(ctx, inv), rest[1:], out, errOut), out, errOut)
+	return exitOutcome(ctx, c.name, c.run(withInvocation(ctx, inv), rest[1:], out, errOut), out, errOut)
 }
 
 // globalFlags registers the flags that may come before the command on fs:
@@ -119,10 +130,47 @@ func lookup(name string) (command, bool) {
 // the exit status it means. Help asked for goes to out, with status 0;
 // everything else to errOut.
 func exitCode(ctx context.Context, name string, err error, out, errOut io.Writer) int {
+	code, _ := exitOutcome(ctx, name, err, out, errOut)
+	return code
+}
+
+// exitOutcome is exitCode, and also the signal zkrecipes should die of
+// instead of exiting (nil: none), when diesOfSignal says so: the one that
+// ended CMD, or the one that interrupted the wait.
+func exitOutcome(ctx context.Context, name string, err error, out, errOut io.Writer) (int, *signalExit) {
 	var (
 		ue *usageError
 		ee *exitError
+		se *signalExit
 		sc signalCause
+	)
+	switch {
+	case errors.As(err, &se):
+		// CMD died of a signal: no message, the shell that runs zkrecipes
+		// reports it as it would have reported CMD's end.
+		if diesOfSignal(se.sig, false) {
+			return exitSignal + int(se.sig), se
+		}
+		return exitSignal + int(se.sig), nil
+	case err != nil && !errors.As(err, &ue) && !errors.As(err, &ee) && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errUsage) &&
+		ctx.Err() != nil && errors.As(context.Cause(ctx), &sc):
+		// Interrupted while waiting (for a server, a lock, an item):
+		// 128+n, as a shell reports a command signal n ended.
+		fmt.Fprintf(errOut, "zkrecipes %s: %v\n", name, sc)
+		if diesOfSignal(sc.sig, true) {
+			return exitSignal + int(sc.sig), &signalExit{sig: sc.sig}
+		}
+		return exitSignal + int(sc.sig), nil
+	}
+	return exitCodeOf(name, err, out, errOut), nil
+}
+
+// exitCodeOf is exitCode for the errors that are neither CMD's death by a
+// signal nor an interrupted wait.
+func exitCodeOf(name string, err error, out, errOut io.Writer) int {
+	var (
+		ue *usageError
+		ee *exitError
 	)
 	switch {
 	case err == nil:
@@ -148,11 +196,6 @@ func exitCode(ctx context.Context, name string, err error, out, errOut io.Writer
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(errOut, "Run \"zkrecipes %s --help\" for usage.\n", name)
 		return exitUsage
-	case ctx.Err() != nil && errors.As(context.Cause(ctx), &sc):
-		// Interrupted while waiting (for a server, a lock, an item):
-		// 128+n, as a shell reports a command signal n ended.
-		fmt.Fprintf(errOut, "zkrecipes %s: %v\n", name, sc)
-		return exitSignal + int(sc.sig)
 	}
 	fmt.Fprintf(errOut, "zkrecipes %s: %v\n", name, err)
 	return exitFailure

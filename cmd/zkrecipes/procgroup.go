@@ -13,14 +13,23 @@ import (
 // startGroup, running and the guardian are per platform: on Linux the
 // group's leader is a guardian (guardian_linux.go) that kills the group
 // when zkrecipes dies; elsewhere CMD is the leader (guardian_other.go).
+//
+// CMD starts only when zkrecipes says so: startGroup prepares the group
+// and reports ready; then start(true) starts CMD (reported as started, or
+// as ended with why it could not run) and start(false) ends the group
+// with CMD never run. runUnder says start only while the hold is held.
 type cmdGroup struct {
-	pgid   int
-	events <-chan groupEvent // CMD stopped or ended; closed once what zkrecipes started (guardian or CMD) is gone
+	pgid   int               // 0 until the group exists
+	events <-chan groupEvent // CMD ready, started, stopped or ended; closed once what zkrecipes started (guardian or CMD) is gone
+	start  func(run bool)    // starts CMD (run), or gives it up; called once, after ready
 	stop   func()            // reaps what zkrecipes started and stops the event reader
 }
 
 // groupEvent is news of CMD itself.
 type groupEvent struct {
+	ready   bool           // the group is set up and waits for start
+	started bool           // CMD runs: signals to the group reach it
+	signal  syscall.Signal // before start, the guardian got this terminating signal (from the terminal)
 	stopped syscall.Signal // CMD was stopped by this signal (job control)
 	ended   bool           // CMD ended, with status
 	status  error          // nil, an *exitError with CMD's code (128+n after signal n), or why CMD could not start
@@ -32,7 +41,9 @@ type groupEvent struct {
 // and is reaped only in close, after the last signal, so the number
 // cannot name another group before that.
 func (g *cmdGroup) signal(sig syscall.Signal) {
-	_ = syscall.Kill(-g.pgid, sig)
+	if g.pgid > 0 { // kill(-0) would be zkrecipes' own group
+		_ = syscall.Kill(-g.pgid, sig)
+	}
 }
 
 // close kills whatever is left of the group, waits until none of it runs

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
 )
 
@@ -112,22 +111,68 @@ func runSemaphore(ctx context.Context, args []string, out, errOut io.Writer) err
 		fmt.Sprintf("holding %s of %s", plural(*leases, "lease"), path), out, errOut)
 }
 
-// leaseHold is a set of leases as one hold: lost when any lease is.
+// leaseHold is a set of leases as one hold: lost when any lease is, with
+// that lease's own cause (its node deleted, its session lost...), which
+// explainLoss puts in words.
 type leaseHold struct {
 	leases []*semaphore.Lease
-	*lockcore.AnyLost
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stops  []func() bool
 }
 
 func newLeaseHold(leases []*semaphore.Lease) *leaseHold {
-	lost := lockcore.NewAnyLost(nil)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	h := &leaseHold{leases: leases, ctx: ctx, cancel: cancel}
 	for _, l := range leases {
-		lost.Add(l.Context(), fmt.Errorf("%w: %s", semaphore.ErrLeaseLost, l.Node()))
+		// context.AfterFunc on the lease's context seen as a plain one:
+		// the hold's own AfterFunc runs before the hold's cause is set,
+		// and the cause is what tells a deleted node from a lost session.
+		h.stops = append(h.stops, context.AfterFunc(plainContext{l.Context()}, func() {
+			cancel(leaseCause(l))
+		}))
 	}
-	return &leaseHold{leases, lost}
+	return h
 }
 
-// stop stops watching the leases, before they are released.
-func (h *leaseHold) stop() { h.Stop(context.Canceled) }
+// plainContext hides a hold context's AfterFunc method from
+// context.AfterFunc.
+type plainContext struct{ context.Context }
+
+// leaseCause is why lease l ended, naming its node.
+func leaseCause(l *semaphore.Lease) error {
+	cause := context.Cause(l.Context())
+	if cause == nil {
+		cause = semaphore.ErrLeaseLost
+	}
+	if !strings.Contains(cause.Error(), l.Node()) {
+		cause = fmt.Errorf("%w: %s", cause, l.Node())
+	}
+	return cause
+}
+
+// stop stops watching the leases, before they are released: Done is
+// closed first.
+func (h *leaseHold) stop() {
+	h.cancel(context.Canceled)
+	for _, stop := range h.stops {
+		stop()
+	}
+}
+
+// over reports whether a lease has ended, asking the leases themselves
+// (the set's own Done closes a moment after).
+func (h *leaseHold) over() bool {
+	for _, l := range h.leases {
+		if l.Context().Err() != nil {
+			return true
+		}
+	}
+	return h.ctx.Err() != nil
+}
+
+func (h *leaseHold) Done() <-chan struct{}    { return h.ctx.Done() }
+func (h *leaseHold) Context() context.Context { return h.ctx }
 
 // Token is the newest lease's token.
 func (h *leaseHold) Token() int64 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -18,6 +19,11 @@ import (
 // CMD's group is gone.
 type terminal struct {
 	f *os.File // nil: no controlling terminal
+	// cmdHas: zkrecipes handed the terminal to CMD's group (at the start
+	// or on fg) and has not taken it back since. After a hangup the
+	// terminal's foreground group cannot be asked any more: this is
+	// what it was.
+	cmdHas bool
 }
 
 // openTerminal opens zkrecipes' controlling terminal, if it has one.
@@ -26,7 +32,7 @@ func openTerminal() *terminal {
 	if err != nil {
 		return &terminal{}
 	}
-	return &terminal{f}
+	return &terminal{f: f}
 }
 
 func (t *terminal) close() {
@@ -48,11 +54,36 @@ func (t *terminal) ours() int {
 	return fd
 }
 
+// foreground reports whether group pgid is the terminal's foreground group.
+func (t *terminal) foreground(pgid int) bool {
+	if t.f == nil {
+		return false
+	}
+	pgrp, err := tcgetpgrp(int(t.f.Fd()))
+	return err == nil && pgrp == pgid
+}
+
 // handTo gives the terminal to group pgid if zkrecipes' group has it.
 func (t *terminal) handTo(pgid int) {
-	if fd := t.ours(); fd >= 0 {
-		_ = tcsetpgrp(fd, pgid)
+	if fd := t.ours(); fd >= 0 && tcsetpgrp(fd, pgid) == nil {
+		t.cmdHas = true
 	}
+}
+
+// hungUpOnCommand reports whether the terminal has hung up while CMD's
+// group was its foreground group. The kernel then sends SIGHUP to that
+// group itself (when the session leader exits), so a SIGHUP that
+// zkrecipes gets then (the shell's, passed to its jobs) is the same
+// hangup and is not passed on: CMD hears of it once. A hung-up terminal
+// answers every request on a descriptor opened before with EIO (ENOTTY
+// for some); a live one answers tcgetpgrp, and a kill -HUP of zkrecipes
+// there is passed on as any other signal.
+func (t *terminal) hungUpOnCommand() bool {
+	if t.f == nil || !t.cmdHas {
+		return false
+	}
+	_, err := tcgetpgrp(int(t.f.Fd()))
+	return errors.Is(err, syscall.EIO) || errors.Is(err, syscall.ENOTTY)
 }
 
 // takeBack gives the terminal back to zkrecipes' group if group pgid has it.
@@ -68,7 +99,9 @@ func (t *terminal) takeBack(pgid int) {
 	}
 	signal.Ignore(syscall.SIGTTOU)
 	defer signal.Reset(syscall.SIGTTOU)
-	_ = tcsetpgrp(fd, syscall.Getpgrp())
+	if tcsetpgrp(fd, syscall.Getpgrp()) == nil {
+		t.cmdHas = false
+	}
 }
 
 func tcgetpgrp(fd int) (int, error) {
