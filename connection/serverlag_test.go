@@ -143,9 +143,24 @@ func TestFollowerAnswersWhileLeaderExpires(t *testing.T) {
 		{"follower partitioned from the leader", partitionFollower},
 		{"leader paused", pauseLeader},
 	} {
-		deleted, began, log := faultUnderFollowerClient(t, ens, tc.fault, 2500*time.Millisecond, connection.WithSessionTimeout(time.Second))
+		var (
+			deleted, began time.Time
+			log            stateLog
+		)
+		// As in TestServerLagKeepsHoldsSafe: the scenario needs the leader
+		// to expire the session; on a loaded machine the quorum sometimes
+		// reshuffles instead (after the heal, or when the paused leader
+		// resumes), and such a run shows nothing either way. It is run
+		// again, at most three times; the assertion is not relaxed.
+		for attempt := 1; attempt <= 3; attempt++ {
+			deleted, began, log = faultUnderFollowerClient(t, ens, tc.fault, 2500*time.Millisecond, connection.WithSessionTimeout(time.Second))
+			if !deleted.IsZero() {
+				break
+			}
+			t.Logf("%s, attempt %d: the leader did not expire the session; again", tc.name, attempt)
+		}
 		if deleted.IsZero() {
-			t.Fatalf("%s: the leader never expired the session; the test shows nothing", tc.name)
+			t.Fatalf("%s: the leader never expired the session in three attempts; the test shows nothing", tc.name)
 		}
 		if s := log.first(connection.Suspended); !s.IsZero() && s.Before(deleted.Add(-50*time.Millisecond)) {
 			t.Fatalf("%s: the client was suspended %v into the fault, before its node was deleted (%v); the follower was expected to answer until then",
