@@ -1,0 +1,8 @@
+package shared
+
+// Add exposes the overflow-checked sum to the unit tests.
+func (e Encoding) Add(a, delta int64) (int64, error) { return e.add(a, delta) }
+
+// BeforeWrite makes c call f before it sends each write (a fault test's
+// hook: the read before the write must get its answer).
+func BeforeWrite(c *Counter, f func()) { c.beforeWrite = f }

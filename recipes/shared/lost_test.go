@@ -1,0 +1,224 @@
+package shared_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/shared"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// waitData waits until the node at p holds want, as the server says it.
+func waitData(t *testing.T, conn *zk.Conn, p string, want []byte) {
+	t.Helper()
+	zktest.Eventually(t, 20*time.Second, "the write lands", func() error {
+		data, _, err := conn.Get(p)
+		if err == nil && !bytes.Equal(data, want) {
+			err = fmt.Errorf("data %q, want %q", data, want)
+		}
+		return err
+	})
+}
+
+// TestAddLostAnswerApplied: the add reaches the server, its answer is
+// lost; once connected again in the same session, the marker says it
+// applied: Succeeded, counted once, tried once.
+func TestAddLostAnswerApplied(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	p := ens.Root(t) + "/c"
+	proxy := ens.Proxy(t)
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
+	conn := ens.Conn(t)
+	ctx := ctxFor(t, time.Minute)
+	cn := newCounter(t, c, p, shared.WithEncoding(shared.Text))
+	if _, err := cn.Add(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	sess := c.Session()
+	var once sync.Once
+	shared.BeforeWrite(cn, func() { once.Do(proxy.DropReplies) })
+	type result struct {
+		res shared.Result
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := cn.Add(ctx, 10)
+		done <- result{res, err}
+	}()
+	waitData(t, conn, p, []byte("11"))
+	proxy.Restore()
+	r := <-done
+	if r.err != nil || !r.res.Succeeded || r.res.Pre != 1 || r.res.Post != 11 || r.res.OptimisticTries != 1 {
+		t.Fatalf("Add after a lost answer = %+v, %v; want succeeded once", r.res, r.err)
+	}
+	if c.Session() != sess {
+		t.Fatal("the session changed: the test did not exercise the same-session case")
+	}
+	if n, err := cn.Get(ctx); n != 11 || err != nil {
+		t.Fatalf("counter %d, %v; want 11", n, err)
+	}
+	// The marker's version moved with the adds and nothing else.
+	if res, err := cn.Add(ctx, 100); err != nil || res.Post != 111 {
+		t.Fatalf("next Add = %+v, %v", res, err)
+	}
+}
+
+// TestAddLostRequestNotApplied: the add never reaches the server and the
+// connection breaks: the marker says it did not apply, and it is sent
+// again — counted once.
+func TestAddLostRequestNotApplied(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	p := ens.Root(t) + "/c"
+	proxy := ens.Proxy(t)
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
+	ctx := ctxFor(t, time.Minute)
+	cn := newCounter(t, c, p)
+	if _, err := cn.Add(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	sess := c.Session()
+	var once sync.Once
+	shared.BeforeWrite(cn, func() {
+		once.Do(func() {
+			proxy.DropRequests()
+			// The write is sent into the drop; then the connection
+			// breaks (Restore closes it).
+			time.AfterFunc(300*time.Millisecond, proxy.Restore)
+		})
+	})
+	done := make(chan error, 1)
+	var res shared.Result
+	go func() {
+		var err error
+		res, err = cn.Add(ctx, 10)
+		done <- err
+	}()
+	if err := <-done; err != nil || !res.Succeeded || res.Post != 11 {
+		t.Fatalf("Add = %+v, %v", res, err)
+	}
+	if c.Session() != sess {
+		t.Fatal("the session changed")
+	}
+	if n, _ := cn.Get(ctx); n != 11 {
+		t.Fatalf("counter %d, want 11", n)
+	}
+	if res.OptimisticTries != 2 {
+		t.Fatalf("%d tries; want 2: the lost one, settled as not applied, and the one answered", res.OptimisticTries)
+	}
+}
+
+// TestAddOutcomeUnknownAfterSessionLoss: the add applies, its answer is
+// lost, and the session ends before the client hears anything: the
+// outcome cannot be read any more, and the error says so — never success,
+// never a retry that would count it twice.
+func TestAddOutcomeUnknownAfterSessionLoss(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	p := ens.Root(t) + "/c"
+	proxy := ens.Proxy(t)
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second))
+	conn := ens.Conn(t)
+	ctx := ctxFor(t, time.Minute)
+	cn := newCounter(t, c, p, shared.WithEncoding(shared.Int32))
+	if _, err := cn.Add(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	sess := c.Session()
+	var once sync.Once
+	// The server hears pings: only the client can give the session up.
+	shared.BeforeWrite(cn, func() { once.Do(proxy.DropReplies) })
+	done := make(chan error, 1)
+	var res shared.Result
+	go func() {
+		var err error
+		res, err = cn.Add(ctx, 10)
+		done <- err
+	}()
+	waitData(t, conn, p, []byte{0, 0, 0, 11})
+	select {
+	case <-sess.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the session was not given up")
+	}
+	proxy.Restore()
+	err := <-done
+	if !errors.Is(err, connection.ErrOutcomeUnknown) || res.Succeeded {
+		t.Fatalf("Add after the session was lost = %+v, %v; want ErrOutcomeUnknown", res, err)
+	}
+	if n, _ := cn.Get(ctx); n != 11 {
+		t.Fatalf("counter %d, want 11 (the add applied once)", n)
+	}
+	// The Counter goes on in the next session, with a new marker.
+	if res, err := cn.Add(ctx, 100); err != nil || res.Post != 111 {
+		t.Fatalf("Add in the next session = %+v, %v", res, err)
+	}
+	// The old session's marker goes with it: one marker is left.
+	zktest.Eventually(t, 20*time.Second, "the old marker goes", func() error {
+		kids, _, err := conn.Children(p)
+		if err == nil && len(kids) != 1 {
+			err = fmt.Errorf("children %v", kids)
+		}
+		return err
+	})
+}
+
+// TestTrySetLostAnswer: a compare-and-set whose answer was lost after it
+// applied cannot be told from another participant's identical write: the
+// error says the outcome is unknown. One that another write beat is
+// ErrChanged.
+func TestTrySetLostAnswer(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	root := ens.Root(t)
+	proxy := ens.Proxy(t)
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
+	conn := ens.Conn(t)
+	ctx := ctxFor(t, time.Minute)
+	count, _ := shared.NewCount(c, root+"/n", 0)
+	prev, err := count.Set(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.DropReplies()
+	done := make(chan error, 1)
+	go func() {
+		_, err := count.TrySet(ctx, prev, 2)
+		done <- err
+	}()
+	waitData(t, conn, root+"/n", []byte{0, 0, 0, 2})
+	proxy.Restore()
+	if err := <-done; !errors.Is(err, connection.ErrOutcomeUnknown) {
+		t.Fatalf("TrySet whose answer was lost = %v, want ErrOutcomeUnknown", err)
+	}
+
+	// The request is lost, another participant writes first; the
+	// client's own retry in the session gets BadVersion, and the read
+	// shows another's data: ErrChanged.
+	prev, err = count.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.DropRequests()
+	go func() {
+		_, err := count.TrySet(ctx, prev, 3)
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if _, err := conn.Set(root+"/n", []byte{0, 0, 0, 7}, prev.Version); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Restore()
+	if err := <-done; !errors.Is(err, shared.ErrChanged) {
+		t.Fatalf("TrySet beaten by another write = %v, want ErrChanged", err)
+	}
+}
