@@ -19,9 +19,9 @@ func TestDecode(t *testing.T) {
 		{shared.Int64, "\x00\x00\x00\x00\x00\x00\x00\x2a", 42, false},
 		{shared.Int64, "\xff\xff\xff\xff\xff\xff\xff\xfe", -2, false},
 		{shared.Int64, "\x80\x00\x00\x00\x00\x00\x00\x00", math.MinInt64, false},
-		{shared.Int64, "\x00\x00\x00\x2a", 0, true},                         // a count is not a long
-		{shared.Int64, "\x00\x00\x00\x00\x00\x00\x00\x2a\x00", 0, true},     // Curator would read the first 8
-		{shared.Int32, "", 0, false},                                         // Kazoo's ensure_path
+		{shared.Int64, "\x00\x00\x00\x2a", 0, true},                     // a count is not a long
+		{shared.Int64, "\x00\x00\x00\x00\x00\x00\x00\x2a\x00", 0, true}, // Curator would read the first 8
+		{shared.Int32, "", 0, false},                                    // Kazoo's ensure_path
 		{shared.Int32, "\x00\x00\x00\x07", 7, false},
 		{shared.Int32, "\xff\xff\xff\xff", -1, false},
 		{shared.Int32, "\x7f\xff\xff\xff", math.MaxInt32, false},
