@@ -1,8 +1,9 @@
 // A Curator lock steered line by line over stdin, for the interop tests.
-// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write|semaphore N|latch ID|selector ID]
+// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write|semaphore N|latch ID|selector ID|atomiclong|sharedcount]
 // (an InterProcessMutex, one side of an InterProcessReadWriteLock, an
 // InterProcessSemaphoreV2 of N leases, whose acquire takes one lease and
-// release gives back the newest, a LeaderLatch or a LeaderSelector).
+// release gives back the newest, a LeaderLatch, a LeaderSelector, a
+// DistributedAtomicLong or a SharedCount).
 // Commands: acquire [timeoutMs] | release | participants | revocable | quit
 // Answers:  READY | ACQUIRED <node> | TIMEOUT | RELEASED | PARTICIPANTS <p1,p2,...>
 //           | REVOCABLE | REVOKE_REQUESTED (at any time) | ERROR <message>
@@ -10,6 +11,10 @@
 // Latch answers:     STARTED | LEADER | TIMEOUT | LEADER_ID <id> | CLOSED
 // Selector commands: start | resign | leader | close
 // Selector answers:  STARTED | LEADING (at any time) | RESIGNED | LEADER_ID <id> | CLOSED
+// Counter commands:  add <delta> <n> (n adds of delta, one after the other) | get
+// Counter answers:   ADDED <succeeded> <not succeeded> <failed with an exception> | VALUE <n>
+//   (a DistributedAtomicLong's add with its own retry policy; a SharedCount's
+//   add is a trySetCount loop over the versioned value until it succeeds)
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.util.ArrayDeque;
@@ -19,6 +24,8 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -26,6 +33,9 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
+import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorDriver {
@@ -75,6 +85,15 @@ public class CuratorDriver {
                 return;
             case "selector":
                 serve(client, selector(client, args[1], args[3]));
+                return;
+            case "atomiclong":
+                serve(client, atomicLong(new DistributedAtomicLong(client, args[1], new BoundedExponentialBackoffRetry(5, 100, 20))));
+                return;
+            case "sharedcount":
+                SharedCount count = new SharedCount(client, args[1], 0);
+                count.start();
+                serve(client, sharedCount(count));
+                count.close();
                 return;
             case "semaphore":
                 serve(client, semaphore(new InterProcessSemaphoreV2(client, args[1], Integer.parseInt(args[3]))));
@@ -134,6 +153,61 @@ public class CuratorDriver {
                 case "release":
                     sem.returnLease(leases.pop());
                     return "RELEASED";
+                default:
+                    return null;
+            }
+        };
+    }
+
+    private static Handler atomicLong(DistributedAtomicLong counter) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "add":
+                    long delta = Long.parseLong(cmd[1]);
+                    int n = Integer.parseInt(cmd[2]), ok = 0, no = 0, failed = 0;
+                    for (int i = 0; i < n; i++) {
+                        try {
+                            AtomicValue<Long> r = counter.add(delta);
+                            if (r.succeeded()) {
+                                ok++;
+                            } else {
+                                no++;
+                            }
+                        } catch (Exception e) {
+                            failed++;
+                        }
+                    }
+                    return "ADDED " + ok + " " + no + " " + failed;
+                case "get":
+                    return "VALUE " + counter.get().postValue();
+                default:
+                    return null;
+            }
+        };
+    }
+
+    private static Handler sharedCount(SharedCount count) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "add":
+                    int delta = Integer.parseInt(cmd[1]);
+                    int n = Integer.parseInt(cmd[2]), ok = 0, failed = 0;
+                    for (int i = 0; i < n; i++) {
+                        try {
+                            while (true) {
+                                VersionedValue<Integer> v = count.getVersionedValue();
+                                if (count.trySetCount(v, v.getValue() + delta)) {
+                                    break;
+                                }
+                            }
+                            ok++;
+                        } catch (Exception e) {
+                            failed++;
+                        }
+                    }
+                    return "ADDED " + ok + " 0 " + failed;
+                case "get":
+                    return "VALUE " + count.getCount();
                 default:
                     return null;
             }

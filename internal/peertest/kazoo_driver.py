@@ -1,12 +1,15 @@
 """A Kazoo Lock steered line by line over stdin, for the interop tests.
 
-Usage: kazoo_driver.py <hosts> <lock path> [lock|write|queue]
+Usage: kazoo_driver.py <hosts> <lock path> [lock|write|queue|counter|curatorcounter]
 (a Lock that also sees Curator-layout mutex nodes, a WriteLock that also
-sees Curator-layout read/write lock nodes, or a LockingQueue)
+sees Curator-layout read/write lock nodes, a LockingQueue, or a Counter:
+text, or with support_curator=True)
 Commands: acquire [timeoutSeconds] | release | contenders | quit
 Answers:  READY | ACQUIRED | TIMEOUT | RELEASED | CONTENDERS <a,b,...> | ERROR <message>
 Queue commands: put <value> [priority] | get [timeoutSeconds] | consume | release | len | quit
 Queue answers:  PUT | ITEM <value> | TIMEOUT | CONSUMED <True|False> | RELEASED <True|False> | LEN <n>
+Counter commands: add <delta> <n> (n adds of delta, one after the other) | get | quit
+Counter answers:  ADDED <succeeded> 0 <failed with an exception> | VALUE <n>
 """
 import sys
 
@@ -24,6 +27,11 @@ def main():
     kind = sys.argv[3] if len(sys.argv) > 3 else "lock"
     client = KazooClient(hosts=hosts, timeout=10.0)
     client.start(timeout=20)
+    if kind in ("counter", "curatorcounter"):
+        serve_counter(client.Counter(path, support_curator=(kind == "curatorcounter")))
+        client.stop()
+        client.close()
+        return
     if kind == "queue":
         serve_queue(client.LockingQueue(path))
         client.stop()
@@ -84,6 +92,33 @@ def serve_queue(queue):
                 say("RELEASED %s" % queue.release())
             elif cmd[0] == "len":
                 say("LEN %d" % len(queue))
+            elif cmd[0] == "quit":
+                break
+            else:
+                say("ERROR unknown command " + cmd[0])
+        except Exception as e:  # report, keep serving
+            say("ERROR %r" % (e,))
+
+
+def serve_counter(counter):
+    say("READY")
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        try:
+            if cmd[0] == "add":
+                delta, n = int(cmd[1]), int(cmd[2])
+                ok = failed = 0
+                for _ in range(n):
+                    try:
+                        counter += delta
+                        ok += 1
+                    except Exception:  # the add may or may not have applied
+                        failed += 1
+                say("ADDED %d 0 %d" % (ok, failed))
+            elif cmd[0] == "get":
+                say("VALUE %d" % counter.value)
             elif cmd[0] == "quit":
                 break
             else:

@@ -112,6 +112,14 @@ func CuratorSelector(t testing.TB, connect, path, id string) *Peer {
 	return curator(t, "curator selector", connect, path, "selector", id)
 }
 
+// CuratorCounter starts a Curator counter on path: kind "atomiclong"
+// (DistributedAtomicLong, 8 bytes) or "sharedcount" (SharedCount, 4
+// bytes, added to by a trySetCount loop). "add <delta> <n>" answers
+// "ADDED <succeeded> <not succeeded> <failed>".
+func CuratorCounter(t testing.TB, connect, path, kind string) *Peer {
+	return curator(t, "curator "+kind, connect, path, kind)
+}
+
 func curator(t testing.TB, name string, args ...string) *Peer {
 	dir := build(t)
 	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
@@ -131,6 +139,16 @@ func KazooWriteLock(t testing.TB, connect, path string) *Peer {
 // KazooQueue starts a Kazoo LockingQueue on path.
 func KazooQueue(t testing.TB, connect, path string) *Peer {
 	return kazoo(t, connect, path, "queue")
+}
+
+// KazooCounter starts a Kazoo Counter on path: its text encoding, or
+// with curator true support_curator=True (Curator's 4-byte count). "add
+// <delta> <n>" answers "ADDED <succeeded> 0 <failed>".
+func KazooCounter(t testing.TB, connect, path string, curator bool) *Peer {
+	if curator {
+		return kazoo(t, connect, path, "curatorcounter")
+	}
+	return kazoo(t, connect, path, "counter")
 }
 
 func kazoo(t testing.TB, connect, path, kind string) *Peer {
@@ -218,5 +236,22 @@ func (p *Peer) Quiet(d time.Duration) {
 	case line := <-p.lines:
 		p.t.Fatalf("%s said %q, want silence (still waiting)", p.name, line)
 	case <-time.After(d):
+	}
+}
+
+// Ask sends one command line and returns the next line the peer says,
+// without failing the test: for a goroutine, which must not call Fatal.
+func (p *Peer) Ask(timeout time.Duration, format string, args ...any) (string, error) {
+	if _, err := fmt.Fprintf(p.in, format+"\n", args...); err != nil {
+		return "", fmt.Errorf("%s: send: %w", p.name, err)
+	}
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			return "", fmt.Errorf("%s exited", p.name)
+		}
+		return line, nil
+	case <-time.After(timeout):
+		return "", fmt.Errorf("%s: no answer within %v", p.name, timeout)
 	}
 }

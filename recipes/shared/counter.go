@@ -118,6 +118,7 @@ type Counter struct {
 	m *marker // this participant's marker in the current session; under gate
 
 	beforeWrite func() // a test's hook, called before each write is sent
+	settled     [2]int // lost answers settled: not applied, applied (for tests); under gate
 }
 
 // NewCounter returns a participant of the counter at path. Nothing is read

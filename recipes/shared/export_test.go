@@ -6,3 +6,7 @@ func (e Encoding) Add(a, delta int64) (int64, error) { return e.add(a, delta) }
 // BeforeWrite makes c call f before it sends each write (a fault test's
 // hook: the read before the write must get its answer).
 func BeforeWrite(c *Counter, f func()) { c.beforeWrite = f }
+
+// Settled returns how many lost answers c settled as not applied and as
+// applied. Call it when no operation of c runs.
+func Settled(c *Counter) (notApplied, applied int) { return c.settled[0], c.settled[1] }

@@ -124,6 +124,11 @@ func (c *Counter) try(ctx context.Context, res *Result, next func(int64) (int64,
 			return errors.Join(err, serr)
 		}
 		if applied {
+			c.settled[1]++
+		} else {
+			c.settled[0]++
+		}
+		if applied {
 			m.version = k + 1
 			res.Succeeded, res.Post = true, post
 			return nil
