@@ -92,7 +92,7 @@ func TestCounterExactUnderFaults(t *testing.T) {
 	ens.RequireFaults(t)
 	const (
 		sessions   = 5
-		perSession = 4 // per encoding: 20 participants each
+		perSession = 4   // per encoding: 20 participants each
 		maxAdds    = 250 // each: the 4-byte count stays below 2^31
 		run        = 30 * time.Second
 		// Spread the adds over the run: a pause of up to twice this
