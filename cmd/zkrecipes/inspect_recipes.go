@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"path"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
+	sharedrecipe "github.com/zkrecipes/zkrecipes/recipes/shared"
 )
 
 // lookSemaphore reads the semaphore at v.Path: its leases, who is in line
@@ -48,11 +48,13 @@ func lookSemaphore(ctx context.Context, r *reader, v *view, o lookOptions, toler
 			info.MaxSource = fmt.Sprintf("shared count %s does not exist", o.countPath)
 		case err != nil:
 			return err
-		case len(data) != 4:
-			info.MaxSource = fmt.Sprintf("shared count %s does not hold a 4-byte count (%d bytes)", o.countPath, len(data))
 		default:
-			n := int(int32(binary.BigEndian.Uint32(data)))
-			info.Max = &n
+			if n, err := sharedrecipe.Int32.Decode(data); err != nil {
+				info.MaxSource = fmt.Sprintf("shared count %s does not hold a 4-byte count (%d bytes)", o.countPath, len(data))
+			} else {
+				max := int(n)
+				info.Max = &max
+			}
 		}
 	}
 	// The line to add leases: its first is acquiring.

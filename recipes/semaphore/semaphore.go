@@ -2,7 +2,6 @@ package semaphore
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -17,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes/shared"
 )
 
 // Errors of the semaphore. Match them with errors.Is.
@@ -33,7 +33,8 @@ var (
 	ErrLeaseLost = fmt.Errorf("semaphore: lease lost: %w", connection.ErrSessionLost)
 	// ErrReleased is returned by Release on a lease released before.
 	ErrReleased = errors.New("semaphore: lease already released")
-	// ErrBadCount means the shared count node does not hold a 4-byte count.
+	// ErrBadCount means the shared count node does not hold a 4-byte count
+	// (the error matches shared.ErrCorrupt too).
 	ErrBadCount = errors.New("semaphore: shared count node is not a 4-byte count")
 )
 
@@ -43,18 +44,19 @@ type Semaphore struct {
 	client    *connection.Client
 	path      string
 	max       int
-	countPath string // WithSharedCount, or ""
+	countPath string        // WithSharedCount, or ""
+	count     *shared.Count // at countPath, seeded with max
 	data      []byte
 }
 
 // Option configures a Semaphore.
 type Option func(*Semaphore) error
 
-// WithSharedCount reads the maximum number of leases from the node at
-// countPath, Curator's SharedCount format (a 4-byte big-endian integer),
-// and wakes a waiting acquirer when it changes. If the node does not
-// exist, it is created with the maximum given to New, as SharedCount's
-// seed.
+// WithSharedCount reads the maximum number of leases from the shared
+// count at countPath (a shared.Count: Curator's SharedCount, a 4-byte
+// big-endian integer, which an empty node holds as 0), and wakes a waiting
+// acquirer when it changes. If the node does not exist, Acquire creates it
+// with the maximum given to New, as SharedCount's seed.
 func WithSharedCount(countPath string) Option {
 	return func(s *Semaphore) error {
 		if err := connection.ValidatePath(countPath); err != nil {
@@ -96,6 +98,12 @@ func New(c *connection.Client, p string, maxLeases int, opts ...Option) (*Semaph
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
+		}
+	}
+	if s.countPath != "" {
+		var err error
+		if s.count, err = shared.NewCount(c, s.countPath, int32(maxLeases)); err != nil {
+			return nil, errtext.Errorf("semaphore: shared count: %w", err)
 		}
 	}
 	return s, nil
@@ -150,6 +158,11 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 		_ = m.Unlock(uctx) // a lost hold is ended either way
 	})
 	defer unlock()
+	lim, err := s.limits(ctx)
+	if err != nil {
+		return nil, errtext.Errorf("semaphore: acquire at %s: %w", s.path, err)
+	}
+	defer lim.close()
 	var leases []*Lease
 	fail := func(err error) ([]*Lease, error) {
 		for _, l := range leases {
@@ -158,7 +171,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 		return nil, errtext.Errorf("semaphore: acquire %d at %s: %w", n, s.path, err)
 	}
 	for range n {
-		l, err := s.one(ctx, wait, m)
+		l, err := s.one(ctx, wait, m, lim)
 		if err != nil {
 			return fail(err)
 		}
@@ -201,7 +214,7 @@ func (l *Lease) start(ctx context.Context) error {
 
 // one creates a lease node and waits until it is within the maximum. The
 // caller holds the locks mutex m.
-func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease, error) {
+func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex, lim *limits) (*Lease, error) {
 	created, err := s.client.CreateProtected(ctx, path.Join(s.leasesDir(), "lease-"), s.data, connection.EphemeralSequential)
 	if err != nil {
 		return nil, err
@@ -215,7 +228,7 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 	}()
 	name := path.Base(created.Path)
 	for {
-		limit, countWatch, err := s.limit(ctx)
+		limit, err := lim.current()
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +259,7 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 		}
 		select {
 		case <-w.Done():
-		case <-countWatch:
+		case <-lim.changed:
 		case <-created.Session.Done():
 			return nil, ErrLeaseLost
 		case <-m.Done():
@@ -259,28 +272,62 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex) (*Lease,
 	}
 }
 
-// limit returns the maximum number of leases, and for a shared count a
-// channel that closes when the count changes.
-func (s *Semaphore) limit(ctx context.Context) (int, <-chan struct{}, error) {
-	if s.countPath == "" {
-		return s.max, nil, nil
+// limits is the maximum number of leases during one acquire: fixed, or
+// a shared count followed by a watch.
+type limits struct {
+	max     int
+	watcher *shared.Watcher[int32] // for a shared count, or nil
+	changed <-chan shared.Versioned[int32]
+	cancel  context.CancelFunc
+}
+
+// limits starts following the maximum number of leases for one acquire:
+// for a shared count, a watch on it (the node is created with the seed
+// if it does not exist, as Curator's SharedCount.start does).
+func (s *Semaphore) limits(ctx context.Context) (*limits, error) {
+	if s.count == nil {
+		return &limits{max: s.max}, nil
 	}
-	for {
-		data, _, w, err := s.client.GetWatch(ctx, s.countPath)
-		if errors.Is(err, zk.ErrNoNode) {
-			seed := binary.BigEndian.AppendUint32(nil, uint32(s.max))
-			if _, err := s.client.CreateAll(ctx, s.countPath, seed, connection.Persistent); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-				return 0, nil, err
-			}
-			continue
+	w, err := s.count.Watch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	lim := &limits{watcher: w, cancel: cancel}
+	if lim.changed, err = w.Listen(lctx); err != nil {
+		lim.close()
+		return nil, err
+	}
+	if cur, err := w.Current(); err == nil && !cur.Exists() {
+		if _, err := s.count.Initialize(ctx); err != nil {
+			lim.close()
+			return nil, err
 		}
-		if err != nil {
-			return 0, nil, err
-		}
-		if len(data) != 4 {
-			return 0, nil, errtext.Errorf("%w: %d bytes at %s", ErrBadCount, len(data), s.countPath)
-		}
-		return int(int32(binary.BigEndian.Uint32(data))), w.Done(), nil
+	}
+	return lim, nil
+}
+
+// current returns the maximum as the watch last saw it. The listener's
+// channel wakes the waiter at each change (its first value, the current
+// one, wakes it once for nothing).
+func (l *limits) current() (int, error) {
+	if l.watcher == nil {
+		return l.max, nil
+	}
+	cur, err := l.watcher.Current()
+	if errors.Is(err, shared.ErrCorrupt) {
+		return 0, errtext.Errorf("%w: %w", ErrBadCount, err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return int(cur.Value), nil
+}
+
+func (l *limits) close() {
+	if l.watcher != nil {
+		l.cancel()
+		l.watcher.Close()
 	}
 }
 
@@ -294,12 +341,7 @@ func (s *Semaphore) SetCount(ctx context.Context, n int) error {
 	if n < 0 || n > math.MaxInt32 {
 		return errtext.Errorf("semaphore: %w: count %d", connection.ErrInvalidOption, n)
 	}
-	data := binary.BigEndian.AppendUint32(nil, uint32(n))
-	_, err := s.client.Set(ctx, s.countPath, data, -1)
-	if errors.Is(err, zk.ErrNoNode) {
-		_, err = s.client.CreateAll(ctx, s.countPath, data, connection.Persistent)
-	}
-	if err != nil {
+	if _, err := s.count.Set(ctx, int32(n)); err != nil {
 		return errtext.Errorf("semaphore: set count %s: %w", s.countPath, err)
 	}
 	return nil

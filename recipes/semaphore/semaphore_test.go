@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/peertest"
 	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
+	sharedvalue "github.com/zkrecipes/zkrecipes/recipes/shared"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -290,6 +291,34 @@ func TestSharedCountWakesWaiter(t *testing.T) {
 	}
 	if err := held[0].Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSharedCountCorrupt: a count node that is not 4 bytes long fails
+// the acquire, matching ErrBadCount and shared.ErrCorrupt, and leaves no
+// lease; an empty one (Kazoo's ensure_path) is a maximum of 0.
+func TestSharedCountCorrupt(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	path, count := root+"/sem", root+"/count"
+	conn := ens.Conn(t)
+	if _, err := conn.Create(count, []byte{1, 2, 3}, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 30*time.Second)
+	s := newSem(t, open(t, ens.Servers()), path, 1, semaphore.WithSharedCount(count))
+	if _, err := s.Acquire(ctx, 1); !errors.Is(err, semaphore.ErrBadCount) || !errors.Is(err, sharedvalue.ErrCorrupt) {
+		t.Fatalf("Acquire on a 3-byte count = %v", err)
+	}
+	if _, err := conn.Set(count, nil, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TryAcquire(ctx, 1); !errors.Is(err, semaphore.ErrNoLeases) {
+		t.Fatalf("TryAcquire on an empty count = %v, want ErrNoLeases", err)
+	}
+	if kids, _, err := conn.Children(path + "/leases"); err != nil || len(kids) != 0 {
+		t.Fatalf("leases left: %v, %v", kids, err)
 	}
 }
 
