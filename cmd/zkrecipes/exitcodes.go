@@ -11,6 +11,7 @@ const (
 	exitHeld      = 3   // --try: held by another participant (no free lease, no item); --conflict-exit-code changes it
 	exitLost      = 4   // the hold was lost while CMD ran, and CMD was stopped
 	exitNoServer  = 5   // no ZooKeeper session could be established
+	exitUnknown   = 6   // a write's answer was lost with its session: it may or may not have applied
 	exitTimeout   = 124 // --timeout passed before the hold was taken (timeout(1) uses 124 too)
 	exitCannotRun = 126 // CMD is not executable
 	exitNotFound  = 127 // CMD was not found

@@ -16,26 +16,30 @@ var exitDocs = []exitDoc{
 	{"0", "done; without CMD: held, then released after SIGINT or SIGTERM", "lock|semaphore|elect"},
 	{"0", "done", "queue put|queue take|inspect"},
 	{"0", "interrupted (SIGINT, SIGTERM): watching ends", "watch"},
+	{"0", "done: the number is printed", "counter get|counter add|counter set"},
 	{"1", "another failure (a server error, a refused ACL); the message says why", ""},
 	{"2", "bad flags or arguments (a bad connect string, a relative PATH)", ""},
 	{"3", "--try: held by another participant (--conflict-exit-code N changes it)", "lock"},
 	{"3", "--try: not that many free leases (--conflict-exit-code N changes it)", "semaphore"},
 	{"3", "--try: no item available (--conflict-exit-code N changes it)", "queue take"},
+	{"3", "not added: other participants' writes kept coming first until the tries ran out", "counter add"},
+	{"3", "--expect N: the counter holds another number; nothing was set", "counter set"},
 	{"4", "the hold was lost (while CMD ran, CMD was stopped)", "lock|semaphore|elect"},
 	{"4", "the item was lost while CMD ran (CMD was stopped; the item goes to another worker)", "queue take"},
 	{"5", "cannot connect: no ZooKeeper session (every server refused, or --connect-timeout passed)", ""},
+	{"6", "the answer was lost and the session ended (or Ctrl-C came) before the outcome could be read: it may or may not have applied", "counter add|counter set"},
 	{"124", "--timeout passed before the hold was taken", "lock|semaphore|elect"},
 	{"124", "--timeout passed before an item came", "queue take"},
 	{"126", "CMD cannot be run (not an executable file)", "lock|semaphore|elect|queue take"},
 	{"127", "CMD was not found", "lock|semaphore|elect|queue take"},
-	{"128+n", "signal n ended the wait: 130 for SIGINT (Ctrl-C: zkrecipes dies of it), 143 for SIGTERM", "lock|semaphore|elect|queue take|queue put"},
+	{"128+n", "signal n ended the wait: 130 for SIGINT (Ctrl-C: zkrecipes dies of it), 143 for SIGTERM", "lock|semaphore|elect|queue take|queue put|counter get|counter add|counter set"},
 }
 
 // exitHelp is the "Exit status" section of a command's help ("" for a
 // command with none of its own, such as demo).
 func exitHelp(command string) string {
 	switch command {
-	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect", "watch":
+	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect", "watch", "counter get", "counter add", "counter set":
 	default:
 		return ""
 	}
@@ -54,9 +58,11 @@ const exitSummary = `Exit status (each command's --help says which apply to it):
   0      done (lock, semaphore, elect without CMD: released after SIGINT or SIGTERM)
   1      another failure; the message says why
   2      bad flags or arguments
-  3      --try: held by another / no free lease / no item (--conflict-exit-code N changes it)
+  3      --try: held by another / no free lease / no item (--conflict-exit-code N changes it);
+         counter: not written (set --expect found another number, add's tries ran out)
   4      the hold (or the taken item) was lost
   5      cannot connect to ZooKeeper
+  6      counter: a write's outcome is unknown (its answer was lost with its session)
   124    --timeout passed first
   126    CMD cannot be run
   127    CMD was not found

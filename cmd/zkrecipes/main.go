@@ -9,6 +9,7 @@
 //	zkrecipes queue take [--timeout d | --try] PATH [-- CMD [ARGS...]]
 //	zkrecipes inspect [--json] PATH
 //	zkrecipes watch [--json] [--depth n] PATH
+//	zkrecipes counter get|add|set [--encoding int64|int32|text] PATH [NUMBER]
 //	zkrecipes demo
 //	zkrecipes bench [--rounds 3] [--participants 2,10,100]
 //	zkrecipes version | completion bash|zsh|fish | help [COMMAND]
@@ -45,6 +46,7 @@ var commands = []command{
 	{name: "queue", summary: "put items in a work queue, or take one (Kazoo's LockingQueue)", run: runQueue, subcommands: []string{"put", "take"}},
 	{name: "inspect", summary: "show who holds a lock, a semaphore's leases or an election, who waits, and a queue's items", run: runInspect},
 	{name: "watch", summary: "print every change of a node and the nodes under it, until interrupted", run: runWatch},
+	{name: "counter", summary: "read, add to or set a counter (Curator's DistributedAtomicLong or SharedCount, Kazoo's Counter)", run: runCounter, subcommands: []string{"get", "add", "set"}},
 	{name: "demo", summary: "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", run: runDemo},
 	{name: "bench", summary: "compare the locks side by side: latency, handoffs/s and wake-ups per release", run: runBench},
 	{name: "version", summary: "print the version of zkrecipes and the revision it was built from", run: runVersion},
