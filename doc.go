@@ -17,13 +17,16 @@
 //     elected.
 //   - recipes/queue: a fair work queue with at-least-once delivery (Kazoo's
 //     LockingQueue layout), whose idle workers wait in line.
+//   - recipes/shared: shared values, counts and counters in Curator's and
+//     Kazoo's encodings (SharedValue, SharedCount, DistributedAtomicLong,
+//     Kazoo's Counter), whose adds count exactly once under lost answers.
 //   - recipes/naive: the herd-prone one-node lock, for comparison.
 //   - retry: Curator's retry policies on cenkalti/backoff.
 //   - testing/zktest: real ZooKeeper ensembles with fault injection for
 //     tests (its Docker backend is the separate module
 //     testing/zktest/docker).
 //   - cmd/zkrecipes: the command line (a command under a lock or while
-//     leading, a work queue, inspect, demo, bench).
+//     leading, a work queue, a counter, inspect, demo, bench).
 //
 // Errors are sentinels of the package that returns them, matched with
 // errors.Is (mutex.ErrLockLost, connection.ErrSessionLost), wrapped with

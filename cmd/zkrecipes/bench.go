@@ -28,7 +28,8 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	impls := fs.String("impls", "mutex,naive,zk.Lock,Curator,Kazoo,raw floor", "implementations to compare (Curator and Kazoo need Debian's libcurator-recipes-java, a JDK and python3-kazoo)")
 	output := fs.String("o", "", "also write the markdown report to this file")
 	docs := fs.String("docs", "", "also write benchmarks.md and benchmarks.svg (the chart) into this directory")
-	scenarios := fs.String("scenarios", "locks,recipes,election-queue,scale", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), scale (many keys locked through one client, against Curator and zk.Lock)")
+	scenarios := fs.String("scenarios", "locks,recipes,election-queue,counters,scale", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), counters (the counter against Curator's DistributedAtomicLong and Kazoo's Counter), scale (many keys locked through one client, against Curator and zk.Lock)")
+	counterParts := fs.String("counter-participants", "1,10,100", "counters: participant counts, each incrementing one counter")
 	keys := fs.Int("keys", 10000, "scale: distinct lock paths")
 	keyGoroutines := fs.Int("key-goroutines", 64, "scale: goroutines (Curator: threads) locking keys through one client")
 	deepWaiters := fs.String("deep", "10,1000", "scale: waiters of the deep-queue runs on one lock")
@@ -44,7 +45,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	doLocks, doRecipes, doElectionQueue, doScale := false, false, false, false
+	doLocks, doRecipes, doElectionQueue, doCounters, doScale := false, false, false, false, false
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch strings.TrimSpace(s) {
 		case "locks":
@@ -53,14 +54,16 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			doRecipes = true
 		case "election-queue":
 			doElectionQueue = true
+		case "counters":
+			doCounters = true
 		case "scale":
 			doScale = true
 		default:
-			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue or scale", s)
+			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, counters or scale", s)
 		}
 	}
-	if *docs != "" && !(doLocks && doRecipes && doElectionQueue && doScale) {
-		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes,election-queue,scale")
+	if *docs != "" && !(doLocks && doRecipes && doElectionQueue && doCounters && doScale) {
+		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes,election-queue,counters,scale")
 	}
 	counts, err := positiveCounts("--participants", *parts)
 	if err != nil {
@@ -71,6 +74,10 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		return err
 	}
 	deep, err := positiveCounts("--deep", *deepWaiters)
+	if err != nil {
+		return err
+	}
+	counterCounts, err := positiveCounts("--counter-participants", *counterParts)
 	if err != nil {
 		return err
 	}
@@ -140,6 +147,15 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			return err
 		}
 		report += "\n### Leader election and the work queue\n\n" + er.Markdown()
+	}
+	if doCounters {
+		cr, err := bench.RunCounters(ctx, bench.CounterConfig{
+			Servers: list, Peers: peers, Rounds: *rounds, Participants: counterCounts, Duration: *duration, Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		report += "\n### Counters\n\n" + cr.Markdown()
 	}
 	var sr *bench.ScaleResults
 	if doScale {
@@ -226,7 +242,8 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
 	b.WriteString("- **Many keys, one client**: one client (one session, one connection, on the first server) and 64 goroutines, each taking and releasing locks on keys drawn at random from 10,000 paths under one parent, each key's lock directory created on first use — a service locking per entity. zkrecipes makes a `mutex.Mutex` per cycle; zk.Lock a `zk.NewLock` per cycle on one `zk.Conn`; Curator an InterProcessMutex per key on one CuratorFramework, and Kazoo a Lock per key on one KazooClient, each on 64 threads. Lock+Unlock cycles per second, latency of a cycle, and the packets the servers received per cycle (`mntr`'s `zk_packets_received`, the session's pings included). The servers check for empty containers every minute, ZooKeeper's default, so a key's directory is created again after it has been idle for about that long.\n")
 	b.WriteString("- **Deep queue**: 10 waiters on 10 sessions, then 1,000 waiters on 50 sessions (20 lock values per session; Curator and Kazoo: 1,000 threads over 50 clients), all taking and releasing one lock in a loop; handoffs per second once the queue has filled, the slowdown from 10 to 1,000, and wake-ups per release as above. *mutex, one watch* is the mutex with Curator's predicate — a waiter watches its predecessor alone and lists the directory when it goes — measured beside it to choose between the two.\n")
 	b.WriteString("- **Idle waiters**: one client on the first server holds 100 locks and queues 100 waiters behind each — 10,000 waiters in one process, each blocked in its Lock (zkrecipes, zk.Lock: a goroutine each; Curator, Kazoo: a thread each, as their locks need). What the waiters added to the process, after a garbage collection: resident memory (the kernel's VmRSS, comparable across languages), the Go runtime's heap and stacks in use, goroutines or threads, and the watches the servers hold for them (`mntr`'s `zk_watch_count`); then the process's CPU time over 5 s of waiting, beside the same before the waiters came (the session's pings; the kernel counts CPU in ticks of 10 ms).\n")
-	b.WriteString("- **Queue**: 10 workers, each with its own session, take and finish 500 items put beforehand (zkrecipes `queue`, Kazoo's LockingQueue with 10 clients on 10 threads); items per second.\n\n")
+	b.WriteString("- **Queue**: 10 workers, each with its own session, take and finish 500 items put beforehand (zkrecipes `queue`, Kazoo's LockingQueue with 10 clients on 10 threads); items per second.\n")
+	fmt.Fprintf(&b, "- **Counters**: 1, 10 or 100 participants, each with its own session, increment one counter in a loop for %v: zkrecipes `shared.Counter` (8 bytes, each write a transaction with the participant's marker), Curator's DistributedAtomicLong (the same 8 bytes, a plain versioned set) and Kazoo's Counter (text, a plain versioned set). Each add that loses the race to another participant's write tries again after a random sleep from 5 ms, doubling, at most 100 ms (Curator's BoundedExponentialBackoffRetry(5, 100, 29); Kazoo's command retry set to the same delays, as its default starts at 100 ms); increments that succeeded per second.\n\n", d)
 	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`cmd/zkrecipes/internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
 	b.WriteString("## Versions\n\n")
 	for _, v := range versions(servers) {
@@ -291,6 +308,14 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
   and a channel, and it keeps nothing else. Curator and Kazoo block a
   thread per waiter. The CPU of an idle process is the session's pings:
   compare it with the column before the waiters.
+- **Counters.** Every increment is a read and a compare-and-set on the
+  node's version, so contending participants mostly lose races and sleep:
+  with many participants the rate is set by the retry policy's sleeps more
+  than by the servers. A zkrecipes write is a transaction of two versioned
+  sets (the counter and the participant's marker): one request and one
+  transaction log entry, as a plain set is, a few percent slower on the
+  server (BenchmarkMarkerCost in recipes/shared measures it). What it buys:
+  an add whose answer is lost is never counted twice (docs/shared.md).
 - **The peers' drivers** run in a fresh JVM or interpreter per scenario,
   warmed up with hundreds of iterations first; a long-running service would
   be warmer still.

@@ -3,6 +3,7 @@ package shared
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -111,9 +112,10 @@ type Counter struct {
 	opts   counterOptions
 	lock   *mutex.Mutex // WithPromotedLock, or nil
 
-	closeCtx context.Context // cancelled by Close
-	close    context.CancelCauseFunc
-	gate     chan struct{} // one operation at a time; Close keeps it
+	closeCtx  context.Context // cancelled by Close
+	close     context.CancelCauseFunc
+	closeOnce sync.Once
+	gate      chan struct{} // one operation at a time; Close keeps it
 
 	m *marker // this participant's marker in the current session; under gate
 
@@ -233,15 +235,14 @@ func (c *Counter) Initialize(ctx context.Context, value int64) (bool, error) {
 // it would go with the session anyway). Later operations fail with
 // ErrClosed. Close is idempotent.
 func (c *Counter) Close() error {
-	if c.closeCtx.Err() != nil {
-		return nil
-	}
-	c.close(ErrClosed)
-	c.gate <- struct{}{} // the operation in progress has ended; the gate stays taken
-	if m := c.m; m != nil {
-		c.m = nil
-		lockcore.Abandon(c.client, m.sess, m.path, m.czxid)
-	}
+	c.closeOnce.Do(func() {
+		c.close(ErrClosed)
+		c.gate <- struct{}{} // the operation in progress has ended; the gate stays taken
+		if m := c.m; m != nil {
+			c.m = nil
+			lockcore.Abandon(c.client, m.sess, m.path, m.czxid)
+		}
+	})
 	return nil
 }
 

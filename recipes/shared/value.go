@@ -208,12 +208,21 @@ func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T) (Versione
 	if err != nil {
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
 	}
-	pctx := connection.Pin(ctx, sess)
 	for {
-		next, err := v.trySetOnce(pctx, prev, data)
+		next, err := v.trySetOnce(connection.Pin(ctx, sess), prev, data)
 		if err == nil {
 			next.Value = x
 			return next, nil
+		}
+		if errors.Is(err, connection.ErrSessionLost) && !errors.Is(err, connection.ErrOutcomeUnknown) && ctx.Err() == nil {
+			// Nothing was sent: the session had ended. A compare-and-set
+			// is the same in any session.
+			next, werr := v.client.WaitSession(ctx)
+			if werr != nil || next == sess {
+				return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, errors.Join(err, werr))
+			}
+			sess = next
+			continue
 		}
 		if !errors.Is(err, connection.ErrOutcomeUnknown) {
 			return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)

@@ -187,3 +187,26 @@ func checkScaleSmoke(r *ScaleResults) error {
 	}
 	return nil
 }
+
+// TestRunCountersSmoke runs the counter scenario once, small, with
+// zkrecipes alone.
+func TestRunCountersSmoke(t *testing.T) {
+	ens := shared.Ensemble(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for attempt := 1; ; attempt++ {
+		r, err := RunCounters(ctx, CounterConfig{
+			Servers: ens.Servers(), Rounds: 1, Participants: []int{1, 3}, Duration: 300 * time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rate["zkrecipes"][1] > 0 && r.Rate["zkrecipes"][3] > 0 {
+			return
+		} else if attempt == 2 {
+			t.Fatalf("results %+v", r)
+		}
+		// A short window can fall in a server's stall (see TestRunScaleSmoke).
+		t.Logf("run %d: no increment in a window (%+v); once more", attempt, r)
+	}
+}

@@ -15,6 +15,10 @@
 //   semaphore <n> <leases> <ms>  n clients take and return one lease of an
 //                             InterProcessSemaphoreV2 of <leases> for <ms>; prints
 //                             RESULT <leases taken> <elapsed ns>
+//   counter <n> <ms>          n clients increment one DistributedAtomicLong for <ms> after a
+//                             warm-up of up to a second, each add
+//                             retried as BoundedExponentialBackoffRetry(5 ms, 100 ms, 29) allows;
+//                             prints RESULT <increments that succeeded> <elapsed ns>
 //   failover <leader connect> <session ms>  a LeaderLatch leader through <leader connect>
 //                             and a standby on the first server; prints READY <negotiated ms>
 //                             once the standby waits, ELECTED when the standby leads (the
@@ -48,11 +52,13 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
 public class CuratorBench {
@@ -351,6 +357,41 @@ public class CuratorBench {
                                 Lease l = sem.acquire();
                                 sem.returnLease(l);
                                 count.incrementAndGet();
+                            }
+                        } catch (Exception e) {
+                            e.printStackTrace();
+                            System.exit(1);
+                        }
+                    });
+                    threads.add(t);
+                    t.start();
+                }
+                for (Thread t : threads) t.join();
+                System.out.println("RESULT " + count.get() + " " + (System.nanoTime() - t0));
+                for (CuratorFramework c : cs) c.close();
+                break;
+            }
+            case "counter": {
+                int n = Integer.parseInt(args[3]);
+                long ms = Long.parseLong(args[4]);
+                AtomicLong count = new AtomicLong();
+                List<CuratorFramework> cs = new ArrayList<>();
+                List<Thread> threads = new ArrayList<>();
+                List<DistributedAtomicLong> counters = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    CuratorFramework c = client(servers[i % servers.length]);
+                    cs.add(c);
+                    counters.add(new DistributedAtomicLong(c, path, new BoundedExponentialBackoffRetry(5, 100, 29)));
+                }
+                // A warm-up of up to a second (the JIT), not counted.
+                long t0 = System.nanoTime() + Math.min(ms, 1000) * 1_000_000L, deadline = t0 + ms * 1_000_000L;
+                for (DistributedAtomicLong counter : counters) {
+                    Thread t = new Thread(() -> {
+                        try {
+                            while (System.nanoTime() < deadline) {
+                                if (counter.increment().succeeded() && System.nanoTime() >= t0) {
+                                    count.incrementAndGet();
+                                }
                             }
                         } catch (Exception e) {
                             e.printStackTrace();

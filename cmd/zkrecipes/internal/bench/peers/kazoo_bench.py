@@ -4,7 +4,11 @@ Usage: kazoo_bench.py <server,server,...> <lock path> <scenario> [args]
 Scenarios and output as CuratorBench.java: uncontended <iterations>,
 handoff <iterations>, contended <n> (READY, then "mark" / "stop" on stdin),
 readers <n> and writehandoff <iterations> (Kazoo's ReadLock and WriteLock),
-semaphore <n> <leases> <ms> (Kazoo's Semaphore), queue <n> <items> (n
+semaphore <n> <leases> <ms> (Kazoo's Semaphore), counter <n> <ms> (n
+clients increment one Counter for <ms> after a warm-up of up to a second,
+each add retried with delays from
+5 ms doubling to at most 100 ms; prints RESULT <increments> <elapsed
+ns>), queue <n> <items> (n
 LockingQueue workers take and consume <items> put beforehand; prints
 RESULT <items> <elapsed ns>), deep <n> <sessions>, manykeys <threads>
 <keys> and idle <locks> <waiters per lock> (as CuratorBench.java).
@@ -186,6 +190,37 @@ def main():
                 sem.release()
                 with count_lock:
                     count[0] += 1
+
+        threads = [threading.Thread(target=loop, args=(c,), daemon=True) for c in cs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        print("RESULT %d %d" % (count[0], time.perf_counter_ns() - t0), flush=True)
+        for c in cs:
+            c.stop()
+            c.close()
+    elif scenario == "counter":
+        from kazoo.retry import KazooRetry
+        n, ms = int(sys.argv[4]), int(sys.argv[5])
+        cs = [client(servers[i % len(servers)]) for i in range(n)]
+        for c in cs:
+            # The Counter retries through the client's command retry:
+            # Kazoo's default starts at 100 ms and doubles up to an hour.
+            c.retry = KazooRetry(max_tries=-1, delay=0.005, backoff=2, max_delay=0.1)
+        count = [0]
+        count_lock = threading.Lock()
+        # A warm-up of up to a second, not counted, as in CuratorBench.
+        t0 = time.perf_counter_ns() + min(ms, 1000) * 1000000
+        deadline = t0 + ms * 1000000
+
+        def loop(c):
+            counter = c.Counter(path)
+            while time.perf_counter_ns() < deadline:
+                counter += 1
+                if time.perf_counter_ns() >= t0:
+                    with count_lock:
+                        count[0] += 1
 
         threads = [threading.Thread(target=loop, args=(c,), daemon=True) for c in cs]
         for t in threads:
