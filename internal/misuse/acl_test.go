@@ -18,6 +18,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
+	sharedvalue "github.com/zkrecipes/zkrecipes/recipes/shared"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -59,6 +60,14 @@ func TestACLOnEveryNode(t *testing.T) {
 	must(t, q.Put(ctx, []byte("two")))
 	_, err = q.TryTake(ctx)
 	must(t, err)
+	counter, err := sharedvalue.NewCounter(owner, base+"/counter/hits", sharedvalue.WithPromotedLock(base+"/counter/lock", nil))
+	must(t, err)
+	_, err = counter.Add(ctx, 1) // the counter, its parent and the marker
+	must(t, err)
+	value, err := sharedvalue.NewValue(owner, base+"/value", nil)
+	must(t, err)
+	_, err = value.Set(ctx, []byte("v"))
+	must(t, err)
 	// A Take that waits in line leaves its place there while it waits.
 	tctx, cancel := context.WithCancel(ctx)
 	waiting := make(chan error, 1)
@@ -87,7 +96,7 @@ func TestACLOnEveryNode(t *testing.T) {
 	zktest.Eventually(t, 15*time.Second, "every directory and a worker in line", func() error {
 		nodes = nodes[:0]
 		walk(admin, base, &nodes)
-		for _, want := range []string{"/queue/takers", "/queue/taken", "/queue/entries", "/election", "/sem/leases", "/sem/locks", "/rw", "/naive/lock", "/mutex"} {
+		for _, want := range []string{"/queue/takers", "/queue/taken", "/queue/entries", "/election", "/sem/leases", "/sem/locks", "/rw", "/naive/lock", "/mutex", "/counter/hits", "/value"} {
 			if !slices.Contains(nodes, base+want) {
 				return fmt.Errorf("no %s yet", want)
 			}
@@ -121,6 +130,11 @@ func TestACLOnEveryNode(t *testing.T) {
 	must(t, err)
 	ss, err := semaphore.New(stranger, base+"/sem", 2)
 	must(t, err)
+	sc, err := sharedvalue.NewCounter(stranger, base+"/counter/hits")
+	must(t, err)
+	defer sc.Close()
+	sv, err := sharedvalue.NewValue(stranger, base+"/value", nil)
+	must(t, err)
 	for name, f := range map[string]func() error{
 		"take the lock":            func() error { return sm.Lock(ctx) },
 		"delete the holder's node": func() error { return stranger.Delete(ctx, lockNode, -1) },
@@ -129,6 +143,8 @@ func TestACLOnEveryNode(t *testing.T) {
 		"acquire a lease":          func() error { _, err := ss.Acquire(ctx, 1); return err },
 		"put an item":              func() error { return sq.Put(ctx, []byte("x")) },
 		"take an item":             func() error { _, err := sq.TryTake(ctx); return err },
+		"add to the counter":       func() error { _, err := sc.Add(ctx, 1); return err },
+		"set the value":            func() error { _, err := sv.Set(ctx, []byte("x")); return err },
 	} {
 		start := time.Now()
 		err := call(f)

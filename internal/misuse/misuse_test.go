@@ -19,6 +19,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
+	sharedvalue "github.com/zkrecipes/zkrecipes/recipes/shared"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -68,6 +69,25 @@ var constructors = map[string]func(c *connection.Client, p string) error{
 		return err
 	},
 	"mutex.Revoke": func(c *connection.Client, p string) error { return mutex.Revoke(context.Background(), c, p) },
+	"shared.NewValue": func(c *connection.Client, p string) error {
+		_, err := sharedvalue.NewValue(c, p, nil)
+		return err
+	},
+	"shared.NewCount": func(c *connection.Client, p string) error {
+		_, err := sharedvalue.NewCount(c, p, 0)
+		return err
+	},
+	"shared.NewCounter": func(c *connection.Client, p string) error {
+		_, err := sharedvalue.NewCounter(c, p)
+		return err
+	},
+	"shared.WithPromotedLock": func(c *connection.Client, p string) error {
+		if p == "/" {
+			return connection.ErrInvalidPath // a lock at the root is a lock: no error is right here
+		}
+		_, err := sharedvalue.NewCounter(c, "/counter", sharedvalue.WithPromotedLock(p, nil))
+		return err
+	},
 }
 
 // TestConstructorsRefuseBadInput: every constructor refuses every bad path
@@ -287,15 +307,26 @@ func TestMisuseOfLeasesTermsItems(t *testing.T) {
 	}
 	noOrphans(t, ens, root+"/sem/leases", root+"/election", root+"/queue/taken", root+"/queue/takers")
 
+	counter, err := sharedvalue.NewCounter(c, root+"/counter")
+	must(t, err)
+	_, err = counter.Add(ctx, 1)
+	must(t, err)
+	value, err := sharedvalue.NewValue(c, root+"/value", nil)
+	must(t, err)
+
 	c.Close()
 	for name, err := range map[string]error{
-		"Acquire":  call(func() error { _, err := s.Acquire(ctx, 1); return err }),
-		"Campaign": call(func() error { _, err := e.Campaign(ctx); return err }),
-		"Leader":   call(func() error { _, err := e.Leader(ctx); return err }),
-		"Put":      call(func() error { return q.Put(ctx, []byte("y")) }),
-		"Take":     call(func() error { _, err := q.Take(ctx); return err }),
-		"TryTake":  call(func() error { _, err := q.TryTake(ctx); return err }),
-		"Get":      call(func() error { _, _, err := c.Get(ctx, "/"); return err }),
+		"Counter.Add":  call(func() error { _, err := counter.Add(ctx, 1); return err }),
+		"Counter.Get":  call(func() error { _, err := counter.Get(ctx); return err }),
+		"Value.TrySet": call(func() error { _, err := value.TrySet(ctx, sharedvalue.Versioned[[]byte]{Version: -1}, nil); return err }),
+		"Value.Watch":  call(func() error { _, err := value.Watch(ctx); return err }),
+		"Acquire":      call(func() error { _, err := s.Acquire(ctx, 1); return err }),
+		"Campaign":     call(func() error { _, err := e.Campaign(ctx); return err }),
+		"Leader":       call(func() error { _, err := e.Leader(ctx); return err }),
+		"Put":          call(func() error { return q.Put(ctx, []byte("y")) }),
+		"Take":         call(func() error { _, err := q.Take(ctx); return err }),
+		"TryTake":      call(func() error { _, err := q.TryTake(ctx); return err }),
+		"Get":          call(func() error { _, _, err := c.Get(ctx, "/"); return err }),
 	} {
 		if !errors.Is(err, connection.ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)

@@ -231,9 +231,11 @@ func (c *Counter) Initialize(ctx context.Context, value int64) (bool, error) {
 }
 
 // Close ends the participant: an operation in progress returns an error
-// matching ErrClosed, and the marker node is deleted (it is ephemeral, so
-// it would go with the session anyway). Later operations fail with
-// ErrClosed. Close is idempotent.
+// matching ErrClosed (or, for a write in flight, connection.ErrOutcomeUnknown
+// too), and the marker node is deleted — Close waits for the delete up to
+// the session timeout, then leaves it to the background while the session
+// lives (the marker is ephemeral: it goes with the session anyway). Later
+// operations fail with ErrClosed. Close is idempotent.
 func (c *Counter) Close() error {
 	c.closeOnce.Do(func() {
 		c.close(ErrClosed)

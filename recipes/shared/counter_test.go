@@ -3,6 +3,7 @@ package shared_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/shared"
 	"github.com/zkrecipes/zkrecipes/retry"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // TestCounterOperations: add, increment, compare-and-set, set and
@@ -221,11 +223,14 @@ func TestPromotedLock(t *testing.T) {
 	t.Logf("%d of %d adds took the promoted lock", promoted, n*adds)
 }
 
-// TestCounterMisuse: cancelled contexts and a Close during an operation.
+// TestCounterMisuse: a cancelled context writes nothing; Close during an
+// operation ends it with ErrClosed and removes the marker; later
+// operations fail with ErrClosed.
 func TestCounterMisuse(t *testing.T) {
 	t.Parallel()
 	ens := zkShared.Ensemble(t)
 	root := ens.Root(t)
+	conn := ens.Conn(t)
 	c := open(t, ens.Servers())
 	cn := newCounter(t, c, root+"/c")
 	done, cancel := context.WithCancel(context.Background())
@@ -233,30 +238,46 @@ func TestCounterMisuse(t *testing.T) {
 	if _, err := cn.Add(done, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Add(cancelled) = %v", err)
 	}
-	if ok, _, _ := ens.Conn(t).Exists(root + "/c"); ok {
+	if ok, _, _ := conn.Exists(root + "/c"); ok {
 		t.Fatal("a cancelled Add made the node")
 	}
-	// An add blocked behind a held promoted lock ends with Close.
-	holder := newCounter(t, c, root+"/c")
-	ctx := ctxFor(t, 30*time.Second)
-	if _, err := holder.Add(ctx, 1); err != nil {
+
+	// An add stuck on a connection that hears nothing ends with Close.
+	proxy := ens.Proxy(t)
+	pc := open(t, proxy.Servers(), connection.WithSessionTimeout(20*time.Second))
+	stuck := newCounter(t, pc, root+"/d")
+	ctx := ctxFor(t, time.Minute)
+	if _, err := stuck.Add(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	blocked := newCounter(t, open(t, ens.Servers()), root+"/c",
-		shared.WithRetryPolicy(retry.NTimes(0, 0)), shared.WithPromotedLock(root+"/lock", nil))
-	_ = blocked
-	closing := newCounter(t, c, root+"/d")
+	proxy.DropRequests()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := closing.Add(ctx, 1)
+		_, err := stuck.Add(ctx, 1)
 		errc <- err
 	}()
-	closing.Close()
-	if err := <-errc; err != nil && !errors.Is(err, shared.ErrClosed) {
-		t.Fatalf("Add during Close = %v", err)
+	time.Sleep(200 * time.Millisecond) // the add is waiting for an answer (if not yet, Close ends it before it starts)
+	closed := make(chan struct{})
+	go func() {
+		stuck.Close()
+		close(closed)
+	}()
+	if err := <-errc; !errors.Is(err, shared.ErrClosed) {
+		t.Fatalf("Add during Close = %v, want ErrClosed", err)
 	}
-	if _, err := closing.Add(ctx, 1); !errors.Is(err, shared.ErrClosed) || !strings.Contains(err.Error(), "shared: add") {
+	proxy.Restore()
+	<-closed
+	if _, err := stuck.Add(ctx, 1); !errors.Is(err, shared.ErrClosed) || !strings.Contains(err.Error(), "shared: add") {
 		t.Fatalf("Add after Close = %v", err)
 	}
-	_ = connection.ErrClosed
+	zktest.Eventually(t, 30*time.Second, "the marker goes", func() error {
+		kids, _, err := conn.Children(root + "/d")
+		if err == nil && len(kids) != 0 {
+			err = fmt.Errorf("children %v", kids)
+		}
+		return err
+	})
+	if n, _ := newCounter(t, c, root+"/d").Get(ctx); n != 1 && n != 2 {
+		t.Fatalf("counter %d", n)
+	}
 }

@@ -222,3 +222,78 @@ func TestTrySetLostAnswer(t *testing.T) {
 		t.Fatalf("TrySet beaten by another write = %v, want ErrChanged", err)
 	}
 }
+
+// TestSettleCAS: what a read in the same session says of a lost
+// compare-and-set, case by case (the table in docs/shared.md).
+func TestSettleCAS(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers())
+	conn := ens.Conn(t)
+	ctx := ctxFor(t, 30*time.Second)
+	p := root + "/v"
+	if _, err := conn.Create(p, []byte("a"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := conn.Set(p, []byte("a"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, st, err := conn.Get(p) // version 3, data "a"
+	if err != nil || st.Version != 3 {
+		t.Fatal(st, err)
+	}
+	type want int
+	const (
+		again want = iota
+		changed
+		unknown
+	)
+	for _, tc := range []struct {
+		name  string
+		path  string
+		prev  int32
+		czxid int64
+		data  string
+		want  want
+	}{
+		{"still at the version given", p, 3, st.Czxid, "b", again},
+		{"the next version, other data", p, 2, st.Czxid, "b", changed},
+		{"the next version, the same data", p, 2, st.Czxid, "a", unknown},
+		{"further on", p, 1, st.Czxid, "b", unknown},
+		{"another node at the path", p, 3, st.Czxid + 1, "b", unknown},
+		{"czxid not known", p, 3, 0, "b", again},
+		{"a create, the node absent", root + "/absent", -1, 0, "b", again},
+		{"a create, the node at 0 with other data", root + "/fresh", -1, 0, "b", changed},
+		{"a create, the node at 0 with the same data", root + "/fresh", -1, 0, "f", unknown},
+		{"a set, the node absent", root + "/absent", 3, 0, "b", unknown},
+	} {
+		if tc.path == root+"/fresh" {
+			if _, err := conn.Create(tc.path, []byte("f"), 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+				t.Fatal(err)
+			}
+		}
+		ok, err := shared.SettleCAS(ctx, c, tc.path, tc.prev, tc.czxid, []byte(tc.data))
+		got := unknown
+		switch {
+		case err == nil && ok:
+			got = again
+		case err == nil:
+			got = changed
+		case !errors.Is(err, connection.ErrOutcomeUnknown):
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: again %v, %v; want %d", tc.name, ok, err, tc.want)
+		}
+	}
+	// Once the session is gone, nothing is settled.
+	c2 := open(t, ens.Servers())
+	sess := c2.Session()
+	c2.Close()
+	if _, err := shared.SettleCASIn(ctx, c2, sess, p, 3, st.Czxid, []byte("b")); !errors.Is(err, connection.ErrOutcomeUnknown) {
+		t.Errorf("settled after the session ended: %v", err)
+	}
+}

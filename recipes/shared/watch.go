@@ -26,6 +26,11 @@ type Watcher[T any] struct {
 // Watch starts following the value and returns once the first read is in
 // (or ctx ends). Close the Watcher when done.
 func (v *Value[T]) Watch(ctx context.Context) (*Watcher[T], error) {
+	// A closed client fails here: a cache of it would wait for its first
+	// load until ctx ends.
+	if _, err := v.client.WaitSession(ctx); err != nil {
+		return nil, errtext.Errorf("shared: watch %s: %w", v.path, err)
+	}
 	c, err := cache.New(v.client, v.path, cache.WithMaxDepth(0))
 	if err != nil {
 		return nil, errtext.Errorf("shared: watch %s: %w", v.path, err)
