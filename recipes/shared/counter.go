@@ -290,7 +290,7 @@ func (c *Counter) update(ctx context.Context, op string, next func(pre int64) (i
 	var res Result
 	done, err := c.tries(octx, &res, c.opts.policy, &res.OptimisticTries, next)
 	if err == nil && !done && c.lock != nil {
-		done, err = c.promoted(octx, &res, next)
+		_, err = c.promoted(octx, &res, next)
 	}
 	if err != nil {
 		if c.closeCtx.Err() != nil && !errors.Is(err, ErrClosed) {
