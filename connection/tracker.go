@@ -73,6 +73,10 @@ type tracker struct {
 	mu      sync.Mutex
 	created map[string]createdStat // server path -> Stat of a create2 reply
 	restore restoreState           // the current connection's setWatches (restore.go)
+	// goodZxid is the newest zxid of a reply heard on a restored
+	// connection: every watch was registered on the server up to it
+	// (restore.go).
+	goodZxid int64
 
 	// onRestored is told when the current connection is restored; it
 	// must not block.
@@ -197,12 +201,7 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	handshaken := c.out.frames > 0
 	if c.out.atBoundary() && handshaken {
 		c.upgradeCreate(b)
-		if keys, ok := parseSetWatches(b); ok {
-			if c.setWatches == nil {
-				c.setWatches = map[int32][]restoreKey{}
-			}
-			c.setWatches[int32(binary.BigEndian.Uint32(b[4:8]))] = keys
-		}
+		c.noteSetWatches(b)
 	}
 	path := ""
 	if c.t.maxReply > 0 && c.out.atBoundary() && handshaken {
@@ -364,6 +363,9 @@ func (c *trackedConn) reply(head []byte) {
 		if keys, ok := c.setWatches[xid]; ok {
 			delete(c.setWatches, xid)
 			c.t.setWatchesAnswered(c.conn, keys)
+		}
+		if len(head) >= 12 {
+			c.t.replyZxid(c.conn, int64(binary.BigEndian.Uint64(head[4:12])))
 		}
 		if c.create2[xid] {
 			delete(c.create2, xid)
