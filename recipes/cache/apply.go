@@ -454,13 +454,23 @@ func (w *worker) syncDone(r *result) {
 		return
 	}
 	w.needSync = false
-	if w.connUp && r.gen == w.connGen {
-		w.syncedGen = r.gen
-	}
 	// Every notification the server sent before the sync's answer has
 	// been drained (run drains before each result): what is pending now
 	// is all the view lacks of the state at the sync.
 	w.barrier()
+	if !w.connUp || r.gen != w.connGen || !r.up {
+		// Sent while the connection was down, or on an earlier one: it
+		// may have been written on the new connection before the
+		// watches were registered again, and answered before the
+		// notifications of the changes made while cut off. Neither trust
+		// nor a Sync caller may rest on it; one sent after Reconnected
+		// will (state asks for it).
+		w.syncWaiting = append(w.syncRiding, w.syncWaiting...)
+		w.syncRiding = nil
+		w.wantSync = w.connUp
+		return
+	}
+	w.syncedGen = r.gen
 	w.roundWaiters = append(w.roundWaiters, w.syncRiding...)
 	w.syncRiding = nil
 }
