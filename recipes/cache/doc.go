@@ -70,9 +70,12 @@
 //   - A node the client may not read (NoAuth) is cached with its Stat (exists
 //     needs no permission) and Node.Err set. ZooKeeper notifies no change of
 //     such a node, so its Stat is the one it had when found; its deletion
-//     is seen in its parent's listing. A directory too large to list
-//     (connection.ErrResponseTooLarge) keeps Node.Err too. Neither stops
-//     the cache.
+//     is seen in its parent's listing. A directory whose listing is longer
+//     than the client accepts (connection.WithMaxBufferSize) is cached
+//     without its children, with Node.Err wrapping
+//     connection.ErrResponseTooLarge; the answer drops the connection once.
+//     Neither stops the cache; nor does size: a directory of 70,000
+//     children and a subtree of 100,000 nodes load whole.
 //
 // See docs/cache.md for the guarantees, what is not guaranteed, and the
 // figures.
