@@ -85,9 +85,7 @@ func TestScaleDirectory(t *testing.T) {
 }
 
 // TestScaleTree: a subtree of 100,011 nodes (10 × 100 × 99 under the
-// root), more than the 65,535 reads in flight that CuratorCache before
-// 5.6.0 could count during its first load (CURATOR-690: its Phaser's
-// bound). The first view equals a fresh read; changes spread over the
+// root). The first view equals a fresh read; changes spread over the
 // levels — sets, a leaf and a subtree of 100 deleted, a re-creation, new
 // nodes at every depth — give their events, and nothing else.
 func TestScaleTree(t *testing.T) {
@@ -113,7 +111,9 @@ func TestScaleTree(t *testing.T) {
 }
 
 // wideChildren is the size of TestScaleWideDirectory's directory: more
-// than 65,535, CURATOR-690's bound.
+// than 65,535, the reads in flight CuratorCache before 5.6.0 could count
+// (CURATOR-690: its Phaser's bound), which a listing of that many
+// children starts at once.
 const wideChildren = 70_000
 
 // javaMaxPacket is the longest answer the Java client reads unless its
