@@ -44,8 +44,9 @@ type Client struct {
 	watchMu sync.Mutex
 	watches map[watchKey][]*Watch // pending shared watches (GetWatch, ChildrenWatch, ExistsWatch), by handle, node and kind
 
-	// tooLarge holds the server paths whose last reply exceeded
-	// WithMaxBufferSize, until the request that asked fails.
+	// tooLarge holds the requests (tooLargeKey: kind and server path)
+	// whose last reply exceeded WithMaxBufferSize, until the request that
+	// asked fails.
 	tooLarge sync.Map
 
 	notifications atomic.Int64 // watch notifications received, all handles

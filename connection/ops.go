@@ -102,7 +102,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 			err = op(ctx, zc)
 			unknown = unknown || noAnswer(err) || isUnanswered(err)
 		}
-		if noAnswer(err) && c.takeTooLarge(c.server(path)) {
+		if noAnswer(err) && c.takeTooLarge(tooLargeKey(what, c.server(path))) {
 			// The answer came and was too long for the client's buffer;
 			// asking again would only drop the next connection too.
 			return retry.Permanent(errtext.Errorf("%w (%d bytes): %w", ErrResponseTooLarge, c.opts.maxBufferSize, err))
@@ -142,18 +142,20 @@ func isUnanswered(err error) bool {
 	return errors.As(err, &u)
 }
 
-// noteTooLarge records that the reply to a request on the server path
-// exceeded the client's buffer.
-func (c *Client) noteTooLarge(path string) { c.tooLarge.Store(path, time.Now()) }
+// noteTooLarge records that the reply to a request (tooLargeKey: its kind
+// and server path) exceeded the client's buffer.
+func (c *Client) noteTooLarge(key string) { c.tooLarge.Store(key, time.Now()) }
 
-// takeTooLarge reports, once, whether a reply for the server path exceeded
-// the client's buffer just now (the request fails as soon as the
-// connection drops; an older note is of a request that gave up).
-func (c *Client) takeTooLarge(path string) bool {
+// takeTooLarge reports, once, whether a reply to a request of key
+// exceeded the client's buffer just now (the request fails as soon as the
+// connection drops; an older note is of a request that gave up). The
+// other requests the drop fails, a read of the same node's data among
+// them, are retried.
+func (c *Client) takeTooLarge(key string) bool {
 	if c.opts.maxBufferSize == 0 {
 		return false
 	}
-	at, ok := c.tooLarge.LoadAndDelete(path)
+	at, ok := c.tooLarge.LoadAndDelete(key)
 	return ok && time.Since(at.(time.Time)) < 10*time.Second
 }
 
