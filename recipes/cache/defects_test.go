@@ -4,8 +4,11 @@ package cache_test
 // after the defect and says how it shows.
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,5 +191,92 @@ func waitFrom(t testing.TB, r *recorder, from int, what string, f func(cache.Eve
 		case <-deadline:
 			t.Fatalf("no event %s within 30 s; events: %v", what, summary(evs))
 		}
+	}
+}
+
+// dropConn closes its connection when the client writes the setWatches
+// frame (opcode 101) numbered drop, from 1, counted over every connection
+// of the dialer: a connection that drops in the middle of go-zookeeper's
+// re-registration of the watches.
+type dropConn struct {
+	net.Conn
+	frames *atomic.Int32
+	drop   int32
+}
+
+func (c *dropConn) Write(b []byte) (int, error) {
+	if len(b) >= 12 && binary.BigEndian.Uint32(b[8:12]) == 101 && c.frames.Add(1) == c.drop {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(b)
+}
+
+// TestDropMidSetWatchesLeavesCacheStale: a view of 1,500 nodes with long
+// names (7 setWatches frames); the client is cut off, every 10th node is
+// set, and when the connection comes back it drops as go-zookeeper writes
+// the second setWatches frame. The next connection succeeds, the view is
+// Trusted again and Sync returns nil — yet most of the nodes set during
+// the cut keep their old version in the view, for good: the server was
+// asked to re-register their watches "since" a zxid past the changes
+// (see connection's TestDropMidSetWatchesLosesChangesMadeWhileCutOff).
+func TestDropMidSetWatchesLeavesCacheStale(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	pad := strings.Repeat("x", 200)
+	const nodes = 1500
+	var reqs []any
+	for i := range nodes {
+		reqs = append(reqs, &zk.CreateRequest{Path: fmt.Sprintf("%s/%s%05d", root, pad, i), Data: []byte("v0"), Acl: zk.WorldACL(zk.PermAll)})
+		if len(reqs) == 200 || i == nodes-1 {
+			if _, err := conn.Multi(reqs...); err != nil {
+				t.Fatal(err)
+			}
+			reqs = reqs[:0]
+		}
+	}
+	proxy := ens.Proxy(t)
+	var frames atomic.Int32
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &dropConn{Conn: c, frames: &frames, drop: 2}, nil
+	}
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second), connection.WithDialer(dial))
+	c := newCache(t, client, root)
+	ctx := ctxFor(t, 2*time.Minute)
+	done, err := c.Trust(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := client.Session().ID()
+	proxy.Cut()
+	<-done
+	for i := 0; i < nodes; i += 10 {
+		if _, err := conn.Set(fmt.Sprintf("%s/%s%05d", root, pad, i), []byte("v1"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.Restore()
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if client.Session().ID() != sid {
+		t.Skip("a new session: not the case under test")
+	}
+	if frames.Load() < 3 {
+		t.Fatalf("%d setWatches frames written: the drop did not happen as planned", frames.Load())
+	}
+	time.Sleep(2 * time.Second) // time enough for any late notification
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
+		t.Fatalf("trusted and synced, the view lacks changes made during the cut:\n%s", strings.ReplaceAll(d, pad, "x…x"))
 	}
 }
