@@ -19,160 +19,43 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// TestReplacedWhileCutOff: while the client is cut off (within the
-// session, and beyond it), a parent is deleted and created again with other
-// children, a leaf is deleted and created again and set back to the same
-// version, the cache's root is deleted and created again (a new czxid) with
-// the same names, and a new branch three levels deep comes. After the
-// reconnect the view equals the server's tree; the events replayed onto
-// the first Resync give it, in version order per path, parents' Created
-// before children's and children's Deleted before parents'; and the
-// outage's events concern only the paths written.
-func TestReplacedWhileCutOff(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		hold time.Duration
-		cut  func(p *zktest.Proxy)
-		lost bool
-	}{
-		{"same session", 300 * time.Millisecond, (*zktest.Proxy).Cut, false},
-		{"expired", 4500 * time.Millisecond, (*zktest.Proxy).Blackhole, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ens := shared.Ensemble(t)
-			ens.RequireFaults(t)
-			base := ens.Root(t)
-			conn := ens.Conn(t)
-			root := base + "/r"
-			create := func(p, data string) {
-				t.Helper()
-				mustCreate(t, conn, p, []byte(data))
-			}
-			create(root, "root")
-			for _, p := range []string{"/p", "/p/a", "/p/b", "/p/b/deep", "/q", "/q/x", "/keep", "/keep/k"} {
-				create(root+p, p)
-			}
-			for range 3 {
-				if _, err := conn.Set(root+"/q/x", []byte("x"), -1); err != nil {
-					t.Fatal(err)
-				}
-			}
-			proxy := ens.Proxy(t)
-			client := open(t, proxy.Servers(), connection.WithSessionTimeout(3*time.Second))
-			c := newCache(t, client, root)
-			rec := record(t, c)
-			ctx := ctxFor(t, time.Minute)
-			done, err := c.Trust(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			before := nodesOf(c.Snapshot())
-			sid := client.Session().ID()
-			mark := waitFrom(t, rec, 0, "Trusted", func(ev cache.Event) bool { return ev.Type == cache.Trusted })
-			tc.cut(proxy)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("still trusted 10 s after the fault")
-			}
-			// The parent p, with other children.
-			for _, p := range []string{"/p/b/deep", "/p/b", "/p/a", "/p"} {
-				if err := conn.Delete(root+p, -1); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for _, p := range []string{"/p", "/p/c", "/p/a"} {
-				create(root+p, "new "+p)
-			}
-			// The leaf q/x, at the same version as before.
-			if err := conn.Delete(root+"/q/x", -1); err != nil {
-				t.Fatal(err)
-			}
-			create(root+"/q/x", "x")
-			for range 3 {
-				if _, err := conn.Set(root+"/q/x", []byte("x"), -1); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// A new branch.
-			for _, p := range []string{"/n", "/n/m", "/n/m/o"} {
-				create(root+p, p)
-			}
-			time.Sleep(tc.hold)
-			proxy.Restore()
-			if err := c.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := c.Trust(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if lost := client.Session().ID() != sid; lost != tc.lost {
-				t.Fatalf("new session %v, want %v", lost, tc.lost)
-			}
-			want := readTree(t, conn, root, -1)
-			if d := diff(nodesOf(c.Snapshot()), want); d != "" {
-				t.Fatalf("the view differs from the server:\n%s", d)
-			}
-			zktest.Eventually(t, 10*time.Second, "the events replay to the server's tree", func() error {
-				if d := diff(replay(rec.all()), want); d != "" {
-					return errors.New(d)
-				}
-				return nil
-			})
-			evs := rec.all()
-			if bad := checkOrder(evs, root); len(bad) > 0 {
-				t.Fatalf("order:\n%s\nevents: %s", strings.Join(bad, "\n"), summary(evs))
-			}
-			// Only written paths: everything under p and n, q/x; nothing of
-			// keep, q or the root unless replaced.
-			for _, ev := range evs[mark:] {
-				switch ev.Type {
-				case cache.Created, cache.Changed, cache.Deleted:
-				default:
-					continue
-				}
-				rel := strings.TrimPrefix(ev.Path, root)
-				if rel == "" || rel == "/q" || strings.HasPrefix(rel, "/keep") {
-					t.Errorf("event of a path not written: %v %s", ev.Type, ev.Path)
-				}
-			}
-			// q/x: one Deleted and one Created (a new czxid, same version).
-			var qx []string
-			for _, ev := range evs[mark:] {
-				if ev.Path == root+"/q/x" {
-					qx = append(qx, ev.Type.String())
-				}
-			}
-			if strings.Join(qx, " ") != "DELETED CREATED" {
-				t.Errorf("events of q/x: %v, want DELETED CREATED", qx)
-			}
-			if n := before[root+"/q/x"]; n.Stat.Version != want[root+"/q/x"].stat.Version {
-				t.Fatalf("q/x version moved (%d, %d): not the case under test", n.Stat.Version, want[root+"/q/x"].stat.Version)
-			}
-			t.Logf("events after the fault: %s", summary(evs[mark:]))
-		})
-	}
+// TestReplacedWhileCutOffExpired: while the client is cut off beyond its
+// session, a parent is deleted and created again with other children, a
+// leaf is deleted and created again and set back to the same version, and
+// a new branch three levels deep comes. In the new session the view
+// equals the server's tree; the events replayed onto the first Resync give
+// it, in version order per path, parents' Created before children's and
+// children's Deleted before parents'; no Deleted names a node that still
+// exists; and the outage's events concern only the paths written. (The
+// same within the session: TestReplacedParentWhileCutOffGivesSpuriousEvents.)
+func TestReplacedWhileCutOffExpired(t *testing.T) {
+	t.Parallel()
+	replacedWhileCutOff(t, 4500*time.Millisecond, (*zktest.Proxy).Blackhole, true)
 }
 
-// TestRootReplacedWhileCutOff: the cache's root itself is deleted with its
-// subtree and created again with the same names while the client is cut
-// off, within the session. Every node is another one now (new czxids): the
-// events are Deleted for the old subtree, children first, then Created
-// for the new, parents first; the view equals the server's tree.
-func TestRootReplacedWhileCutOff(t *testing.T) {
-	t.Parallel()
+// replacedWhileCutOff is TestReplacedWhileCutOffExpired with a fault of
+// hold (cut: Cut or Blackhole), and lost: whether it ends the session.
+func replacedWhileCutOff(t *testing.T, hold time.Duration, cut func(p *zktest.Proxy), lost bool) {
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
 	base := ens.Root(t)
 	conn := ens.Conn(t)
 	root := base + "/r"
-	names := []string{"", "/a", "/a/b", "/c"}
-	for _, p := range names {
-		mustCreate(t, conn, root+p, []byte("old"))
+	create := func(p, data string) {
+		t.Helper()
+		mustCreate(t, conn, p, []byte(data))
+	}
+	create(root, "root")
+	for _, p := range []string{"/p", "/p/a", "/p/b", "/p/b/deep", "/q", "/q/x", "/keep", "/keep/k"} {
+		create(root+p, p)
+	}
+	for range 3 {
+		if _, err := conn.Set(root+"/q/x", []byte("x"), -1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(3*time.Second))
 	c := newCache(t, client, root)
 	rec := record(t, c)
 	ctx := ctxFor(t, time.Minute)
@@ -180,23 +63,48 @@ func TestRootReplacedWhileCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := nodesOf(c.Snapshot())
 	sid := client.Session().ID()
-	proxy.Cut()
-	<-done
-	for _, p := range []string{"/a/b", "/a", "/c", ""} {
+	mark := waitFrom(t, rec, 0, "Trusted", func(ev cache.Event) bool { return ev.Type == cache.Trusted })
+	cut(proxy)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("still trusted 10 s after the fault")
+	}
+	// The parent p, with other children.
+	for _, p := range []string{"/p/b/deep", "/p/b", "/p/a", "/p"} {
 		if err := conn.Delete(root+p, -1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, p := range names {
-		mustCreate(t, conn, root+p, []byte("new"))
+	for _, p := range []string{"/p", "/p/c", "/p/a"} {
+		create(root+p, "new "+p)
 	}
+	// The leaf q/x, at the same version as before.
+	if err := conn.Delete(root+"/q/x", -1); err != nil {
+		t.Fatal(err)
+	}
+	create(root+"/q/x", "x")
+	for range 3 {
+		if _, err := conn.Set(root+"/q/x", []byte("x"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A new branch.
+	for _, p := range []string{"/n", "/n/m", "/n/m/o"} {
+		create(root+p, p)
+	}
+	time.Sleep(hold)
 	proxy.Restore()
 	if err := c.Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if client.Session().ID() != sid {
-		t.Skip("a new session")
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := client.Session().ID() != sid; got != lost {
+		t.Fatalf("new session %v, want %v", got, lost)
 	}
 	want := readTree(t, conn, root, -1)
 	if d := diff(nodesOf(c.Snapshot()), want); d != "" {
@@ -208,9 +116,40 @@ func TestRootReplacedWhileCutOff(t *testing.T) {
 		}
 		return nil
 	})
-	if bad := checkOrder(rec.all(), root); len(bad) > 0 {
-		t.Fatalf("order:\n%s\nevents: %s", strings.Join(bad, "\n"), summary(rec.all()))
+	evs := rec.all()
+	if bad := spuriousDeletes(evs, want); len(bad) > 0 {
+		t.Errorf("Deleted of nodes that exist:\n%s", strings.Join(bad, "\n"))
 	}
+	if bad := checkOrder(evs, root); len(bad) > 0 {
+		t.Fatalf("order:\n%s\nevents:\n%s", strings.Join(bad, "\n"), detail(evs[mark:], root))
+	}
+	// Only written paths: everything under p and n, q/x; nothing of
+	// keep, q or the root unless replaced.
+	for _, ev := range evs[mark:] {
+		switch ev.Type {
+		case cache.Created, cache.Changed, cache.Deleted:
+		default:
+			continue
+		}
+		rel := strings.TrimPrefix(ev.Path, root)
+		if rel == "" || rel == "/q" || strings.HasPrefix(rel, "/keep") {
+			t.Errorf("event of a path not written: %v %s", ev.Type, ev.Path)
+		}
+	}
+	// q/x: one Deleted and one Created (a new czxid, same version).
+	var qx []string
+	for _, ev := range evs[mark:] {
+		if ev.Path == root+"/q/x" {
+			qx = append(qx, ev.Type.String())
+		}
+	}
+	if strings.Join(qx, " ") != "DELETED CREATED" {
+		t.Errorf("events of q/x: %v, want DELETED CREATED", qx)
+	}
+	if n := before[root+"/q/x"]; n.Stat.Version != want[root+"/q/x"].stat.Version {
+		t.Fatalf("q/x version moved (%d, %d): not the case under test", n.Stat.Version, want[root+"/q/x"].stat.Version)
+	}
+	t.Logf("events after the fault: %s", summary(evs[mark:]))
 }
 
 // TestCloseDuringLoadAndReconnect: Close while the first load of 2,000
@@ -450,4 +389,30 @@ func TestListenersComeAndGo(t *testing.T) {
 	}
 	t.Logf("%d listeners kept, %d nodes", len(keep), snap.Len())
 	wr.resume()
+}
+
+// spuriousDeletes returns the Deleted events of nodes (path and czxid)
+// that exist in the server's tree want.
+func spuriousDeletes(evs []cache.Event, want map[string]tnode) []string {
+	var bad []string
+	for i, ev := range evs {
+		if n, ok := want[ev.Path]; ok && ev.Type == cache.Deleted && n.stat.Czxid == ev.Node.Stat.Czxid {
+			bad = append(bad, fmt.Sprintf("#%d Deleted %s (czxid %d), which exists", i, ev.Path, n.stat.Czxid))
+		}
+	}
+	return bad
+}
+
+// detail lists events one a line, with czxid and version, paths relative
+// to base.
+func detail(evs []cache.Event, base string) string {
+	var b strings.Builder
+	for i, ev := range evs {
+		fmt.Fprintf(&b, "#%d %v %s", i, ev.Type, strings.TrimPrefix(ev.Path, base))
+		if ev.Path != "" {
+			fmt.Fprintf(&b, " czxid %d v%d %q", ev.Node.Stat.Czxid, ev.Node.Stat.Version, ev.Node.Data)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
