@@ -416,3 +416,58 @@ func detail(evs []cache.Event, base string) string {
 	}
 	return b.String()
 }
+
+// TestSyncAcrossExpiry: Sync called while the client is cut off beyond
+// its session, after nodes were set, returns once the view of the new
+// session holds them.
+func TestSyncAcrossExpiry(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	const nodes = 20
+	for i := range nodes {
+		mustCreate(t, conn, fmt.Sprintf("%s/n%d", root, i), []byte("v0"))
+	}
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	c := newCache(t, client, root)
+	ctx := ctxFor(t, time.Minute)
+	done, err := c.Trust(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := client.Session().ID()
+	proxy.Blackhole()
+	<-done
+	for i := range nodes {
+		if _, err := conn.Set(fmt.Sprintf("%s/n%d", root, i), []byte("v1"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := make(chan []string, 1)
+	go func() {
+		if err := c.Sync(ctx); err != nil {
+			t.Error(err)
+		}
+		snap := c.Snapshot()
+		var stale []string
+		for i := range nodes {
+			p := fmt.Sprintf("%s/n%d", root, i)
+			if n, ok := snap.Get(p); !ok || n.Stat.Version != 1 {
+				stale = append(stale, p)
+			}
+		}
+		res <- stale
+	}()
+	time.Sleep(3500 * time.Millisecond)
+	proxy.Restore()
+	stale := <-res
+	if client.Session().ID() == sid {
+		t.Fatal("the same session: not the case under test")
+	}
+	if len(stale) > 0 {
+		t.Fatalf("Sync returned with %d of %d sets missing (first %s)", len(stale), nodes, stale[0])
+	}
+}
