@@ -1,7 +1,8 @@
 package connection_test
 
-// Tests of defects: each fails until its defect is fixed. Each is named
-// after the defect and says how it shows. Tests of attacks that held are in
+// Tests of defects: each is named after the defect and says how it
+// shows; each failed when written, and fails until its defect is fixed
+// (those fixed say so). Tests of attacks that held are in
 // restore_attack_test.go.
 
 import (
@@ -138,6 +139,9 @@ func (c *dropConn) Write(b []byte) (int, error) {
 // marks the connection restored once they are answered, without noticing
 // that the zxid they carry is newer than the one the watches were last
 // known good at.
+//
+// Fixed: the tracker caps the relativeZxid of setWatches at the zxid of
+// the last answer read on a restored connection (capRelativeZxid).
 func TestDropMidSetWatchesLosesChangesMadeWhileCutOff(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

@@ -1,7 +1,8 @@
 package cache_test
 
-// Tests of defects: each fails until its defect is fixed. Each is named
-// after the defect and says how it shows.
+// Tests of defects: each is named after the defect and says how it
+// shows; each failed when written, and fails until its defect is fixed
+// (those fixed say so).
 
 import (
 	"encoding/binary"
@@ -33,6 +34,10 @@ import (
 // off. syncDone answers Sync's callers whatever the connection state
 // (only trust waits for a sync sent after Reconnected), so the barrier it
 // builds lacks those changes.
+//
+// Fixed: a sync is sent only while the connection is up, and counts only
+// if no loss came between its sending and its answer (dispatchSync,
+// syncDone).
 func TestSyncAcrossReconnectMissesChangesMadeWhileCutOff(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -222,6 +227,8 @@ func (c *dropConn) Write(b []byte) (int, error) {
 // the cut keep their old version in the view, for good: the server was
 // asked to re-register their watches "since" a zxid past the changes
 // (see connection's TestDropMidSetWatchesLosesChangesMadeWhileCutOff).
+//
+// Fixed with it, in the connection's tracker.
 func TestDropMidSetWatchesLeavesCacheStale(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
