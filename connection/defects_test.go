@@ -65,6 +65,10 @@ func manyWatches(t *testing.T, conn *zk.Conn, c *connection.Client, root string,
 // counts from the handshake, and the client's pings keep the silence low
 // meanwhile, so the watchdog resumes once patience is over, without
 // regard to the setWatches frames still being answered.
+//
+// Fixed: the safety net waits while a setWatches frame is in flight, and
+// counts its patience from the last frame written or answered
+// (tracker.restored).
 func TestReconnectedBeforeWatchesRestoredOnSlowLink(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -140,8 +144,8 @@ func (c *dropConn) Write(b []byte) (int, error) {
 // that the zxid they carry is newer than the one the watches were last
 // known good at.
 //
-// Fixed: the tracker caps the relativeZxid of setWatches at the zxid of
-// the last answer read on a restored connection (capRelativeZxid).
+// Fixed: the tracker writes into every setWatches no zxid newer than the
+// last answer read on a restored connection (goodZxid, restore.go).
 func TestDropMidSetWatchesLosesChangesMadeWhileCutOff(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

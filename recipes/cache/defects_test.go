@@ -35,9 +35,8 @@ import (
 // (only trust waits for a sync sent after Reconnected), so the barrier it
 // builds lacks those changes.
 //
-// Fixed: a sync is sent only while the connection is up, and counts only
-// if no loss came between its sending and its answer (dispatchSync,
-// syncDone).
+// Fixed: a sync counts, for trust and for Sync's callers, only if it was
+// sent after Reconnected and no loss came before its answer (syncDone).
 func TestSyncAcrossReconnectMissesChangesMadeWhileCutOff(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -121,6 +120,8 @@ func TestSyncAcrossReconnectMissesChangesMadeWhileCutOff(t *testing.T) {
 // go-zookeeper's setWatches frames, sent one after another, are still being
 // answered; the cache's barrier sync, sent after Reconnected, is answered
 // before the later frames and the notifications they bring.
+//
+// Fixed in the connection (TestReconnectedBeforeWatchesRestoredOnSlowLink).
 func TestTrustedWhileLackingChangesOnSlowLink(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -383,6 +384,9 @@ func TestReplacedRootWhileCutOffGivesSpuriousEvents(t *testing.T) {
 // TestReplacedRootWhileCutOffGivesSpuriousEvents for the suspected cause:
 // the child's data watch and the parent's fire together, and the child's
 // read comes first).
+//
+// Fixed, with the two tests above: a node made after its parent's last
+// listing waits for a listing that shows it (awaitParent).
 func TestParentReplacedAtOnceGivesSpuriousEvents(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
