@@ -117,6 +117,8 @@ func (w *worker) check(sess *connection.Session) (*connection.Watch, error) {
 		}
 		return nil, nil
 	case occupied:
+		// Whatever we had there is gone: nothing of ours to delete.
+		w.own.czxid, w.own.maybe = 0, false
 		n.setAbsent(errtext.Errorf("node: %s: %w (%s)", w.own.path, ErrOccupied, describe(stat, sess)))
 		return watch, nil
 	}

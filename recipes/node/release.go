@@ -117,9 +117,9 @@ func (n *Node) release(ctx context.Context, h held) error {
 			return errtext.Errorf("delete %s: %w", p, connection.ErrSessionLost)
 		}
 	}
-	err := n.client.DeleteCreated(connection.Pin(ctx, sess), p, czxid)
+	err := n.deleteOwn(connection.Pin(ctx, sess), p, czxid)
 	switch {
-	case err == nil, errors.Is(err, zk.ErrNoNode):
+	case err == nil:
 		return nil
 	case eph && errors.Is(err, connection.ErrSessionLost):
 		return nil // it went with its session
@@ -129,4 +129,36 @@ func (n *Node) release(ctx context.Context, h held) error {
 		return errtext.Errorf("%w (deleted in the background)", err)
 	}
 	return err
+}
+
+// deleteOwn deletes the node at p if it is the one created at czxid, and
+// no other: after a sync (the server catches up with the leader), it reads
+// the node and deletes it at the version read. Someone else may have
+// deleted ours and made another at the path — a delete sent blind would
+// remove theirs. A delete whose answer was lost is read again, never sent
+// blind.
+func (n *Node) deleteOwn(ctx context.Context, p string, czxid int64) error {
+	for {
+		if err := n.client.Sync(ctx, p); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		_, stat, err := n.client.Get(ctx, p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if stat.Czxid != czxid {
+			return nil // ours is gone; this one is another's
+		}
+		err = n.client.Delete(ctx, p, stat.Version)
+		switch {
+		case err == nil, errors.Is(err, zk.ErrNoNode):
+			return nil // deleted, by this delete or (after a lost answer) by anyone
+		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, connection.ErrOutcomeUnknown) && !errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil:
+			continue // changed meanwhile, or the answer was lost: read again
+		}
+		return err
+	}
 }
