@@ -99,6 +99,12 @@ func (w *worker) check(sess *connection.Session) (*connection.Watch, error) {
 	if w.own.path == "" {
 		return nil, w.makeSequential(sess)
 	}
+	if !w.mustLook {
+		// Nothing there is known to be ours: make it first, as Curator
+		// does (one round trip less than a look first), and look after.
+		w.mustLook = true
+		return nil, w.make(sess)
+	}
 	what, data, stat, watch, err := w.look(sess, w.own.path)
 	if err != nil {
 		return nil, err
@@ -197,7 +203,7 @@ func (w *worker) makeSequential(sess *connection.Session) error {
 		}
 		w.own.maybe = false
 		if p != "" {
-			w.own.path = p
+			w.own.path, w.mustLook = p, true
 			n.setActual(p)
 			return nil // look at it
 		}
@@ -207,9 +213,9 @@ func (w *worker) makeSequential(sess *connection.Session) error {
 	created, err := w.create(sess, path.Join(dir, n.guid+name), data, n.mode)
 	switch {
 	case err == nil:
-		w.own.path, w.own.maybe = created, false
+		w.own.path, w.own.maybe, w.mustLook = created, false, true
 		n.setActual(created)
-		return nil
+		return nil // look at it
 	case errors.Is(err, connection.ErrOutcomeUnknown):
 		if sess.Err() != nil {
 			return connection.ErrSessionLost

@@ -21,9 +21,14 @@ type worker struct {
 	watch *connection.Watch // on own.path, set by the last look
 	// valid: own was confirmed by a look whose watch has not fired since,
 	// in the current trust period, so a data write needs no look first.
-	valid   bool
-	backoff time.Duration
-	spins   int // steps in a row that asked to go again at once
+	valid bool
+	// mustLook: look at the path before making the node there, since a
+	// node may be there (ours, a create's that lost its answer, or in the
+	// way); false when the node is known to be gone, and at the start of
+	// an ephemeral node's session.
+	mustLook bool
+	backoff  time.Duration
+	spins    int // steps in a row that asked to go again at once
 }
 
 // held is what the worker knows of its node; Close deletes by it.
@@ -74,10 +79,10 @@ func (w *worker) session(sess *connection.Session) {
 	n := w.n
 	if w.own.sess != sess {
 		w.valid = false
-		if n.mode.Ephemeral() && w.own.czxid != 0 {
-			// It went with its session, or goes soon: the look in this
-			// session tells which.
-			w.own.czxid = 0
+		if n.mode.Ephemeral() {
+			// It went with its session, or goes soon: make it at once, and
+			// a copy still there says so (NodeExists).
+			w.own.czxid, w.mustLook = 0, false
 		}
 	}
 	var timer *time.Timer
@@ -151,6 +156,7 @@ func (w *worker) fired(watch *connection.Watch) {
 	w.valid = false
 	if watch.Err() == nil && watch.Event().Type == zk.EventNodeDeleted {
 		w.n.setAbsent(errtext.Errorf("node: %s: %w", w.n.base, ErrDeleted))
+		w.own.czxid, w.mustLook = 0, false // gone: make it at once
 	}
 }
 
