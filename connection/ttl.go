@@ -44,7 +44,7 @@ func (c *Client) CreateTTL(ctx context.Context, path string, data []byte, mode M
 		return "", errtext.Errorf("%w: CreateTTL of %s with mode %s: want a TTL mode", ErrInvalidOption, path, mode)
 	}
 	if ttl < time.Millisecond || ttl > MaxTTL || ttl%time.Millisecond != 0 {
-		return "", errtext.Errorf("%w: TTL %v of %s: want whole milliseconds from 1ms to %v", ErrInvalidOption, ttl, path, MaxTTL)
+		return "", errtext.Errorf("%w: TTL %v of %s: want whole milliseconds from 1ms to 2^40-1ms (MaxTTL)", ErrInvalidOption, ttl, path)
 	}
 	return c.createNode(ctx, "create", path, data, mode, ttl, false)
 }

@@ -56,23 +56,24 @@ type Node struct {
 	wake   chan struct{} // new data for the worker (one slot)
 	exited chan struct{} // closed when the worker has returned
 
-	mu      sync.Mutex
-	started bool
-	closed  bool
-	gaveUp  bool // Close stopped waiting for the worker
-	data    []byte
-	gen     uint64 // the generation of data: each SetData adds one
-	wrote   uint64 // the newest generation the node is known to hold
-	failGen uint64 // the generation whose write the server refused
-	failErr error
-	actual  string // the node's path ("" for a sequential node not made yet)
-	created bool   // the node was present once
-	refusal error  // the server's refusal to make the node, until it makes it
-	present bool
-	done    chan struct{} // closed when the presence ends; closed while absent
-	why     error         // why the node is absent (nil before the first try)
-	changed chan struct{} // closed and replaced at every change of the above
-	left    held          // what the worker held when it returned
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	gaveUp   bool // Close stopped waiting for the worker
+	data     []byte
+	gen      uint64 // the generation of data: each SetData adds one
+	wrote    uint64 // the newest generation the node is known to hold
+	failGen  uint64 // the generation whose write the server refused
+	failErr  error
+	actual   string // the node's path ("" for a sequential node not made yet)
+	created  bool   // the node was present once
+	refusal  error  // the server's refusal to make the node, until it makes it
+	finished error  // why the worker stopped before Close: the client was closed
+	present  bool
+	done     chan struct{} // closed when the presence ends; closed while absent
+	why      error         // why the node is absent (nil before the first try)
+	changed  chan struct{} // closed and replaced at every change of the above
+	left     held          // what the worker held when it returned
 }
 
 // New returns a Node that will keep a node at path with data; nothing is
@@ -123,7 +124,7 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 		n.actual = path
 	}
 	if err := n.checkData(data); err != nil {
-		return nil, err
+		return nil, errtext.Errorf("node: new %s: %w", path, err)
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	return n, nil
@@ -131,16 +132,14 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-// checkData refuses data that would not fit in a create of the node.
+// checkData refuses data that would not fit in a create of the node
+// (connection.ErrDataTooLarge).
 func (n *Node) checkData(data []byte) error {
 	p := n.base
 	if n.mode.Sequential() {
 		p = path.Join(path.Dir(n.base), n.guid+path.Base(n.base)+"0000000000")
 	}
-	if err := n.client.CheckData(p, data); err != nil {
-		return errtext.Errorf("node: %s: %w", n.base, err)
-	}
-	return nil
+	return n.client.CheckData(p, data)
 }
 
 // Start begins keeping the node, in a goroutine of the Node's own, and
@@ -216,7 +215,7 @@ func (n *Node) Err() error {
 func (n *Node) Trust(ctx context.Context) (<-chan struct{}, error) {
 	for {
 		n.mu.Lock()
-		started, closed, present, done, changed := n.started, n.closed, n.present, n.done, n.changed
+		started, closed, present, done, changed, finished := n.started, n.closed, n.present, n.done, n.changed, n.finished
 		n.mu.Unlock()
 		switch {
 		case closed:
@@ -225,6 +224,8 @@ func (n *Node) Trust(ctx context.Context) (<-chan struct{}, error) {
 			return nil, errtext.Errorf("node: trust %s: %w", n.base, ErrNotStarted)
 		case present:
 			return done, nil
+		case finished != nil:
+			return nil, finished
 		}
 		select {
 		case <-changed:
@@ -240,21 +241,24 @@ func (n *Node) Trust(ctx context.Context) (<-chan struct{}, error) {
 // with the server's refusal when the server refuses to make the node (no
 // permission, TTL nodes not enabled, an ephemeral parent...): the Node
 // keeps trying, but the caller learns at once what is wrong. It fails with
-// ctx's error, ErrClosed, or ErrNotStarted.
+// ctx's error, ErrClosed (after Close, even if the node was made), or
+// ErrNotStarted.
 func (n *Node) WaitForInitialCreate(ctx context.Context) error {
 	for {
 		n.mu.Lock()
-		started, closed, created, refusal, changed := n.started, n.closed, n.created, n.refusal, n.changed
+		started, closed, created, refusal, changed, finished := n.started, n.closed, n.created, n.refusal, n.changed, n.finished
 		n.mu.Unlock()
 		switch {
-		case created:
-			return nil
 		case closed:
 			return errtext.Errorf("node: wait for %s: %w", n.base, ErrClosed)
+		case created:
+			return nil
 		case !started:
 			return errtext.Errorf("node: wait for %s: %w", n.base, ErrNotStarted)
 		case refusal != nil:
-			return errtext.Errorf("node: wait for %s: %w", n.base, refusal)
+			return refusal // "node: make <path>: ..."
+		case finished != nil:
+			return finished
 		}
 		select {
 		case <-changed:
@@ -274,7 +278,7 @@ func (n *Node) WaitForInitialCreate(ctx context.Context) error {
 // write.
 func (n *Node) SetData(ctx context.Context, data []byte) error {
 	if err := n.checkData(data); err != nil {
-		return err
+		return errtext.Errorf("node: set data of %s: %w", n.base, err)
 	}
 	n.mu.Lock()
 	if n.closed {
@@ -296,7 +300,7 @@ func (n *Node) SetData(ctx context.Context, data []byte) error {
 	}
 	for {
 		n.mu.Lock()
-		wrote, closed, failGen, failErr, changed := n.wrote, n.closed, n.failGen, n.failErr, n.changed
+		wrote, closed, failGen, failErr, changed, finished := n.wrote, n.closed, n.failGen, n.failErr, n.changed, n.finished
 		n.mu.Unlock()
 		switch {
 		case wrote >= g:
@@ -305,6 +309,8 @@ func (n *Node) SetData(ctx context.Context, data []byte) error {
 			return errtext.Errorf("node: set data of %s: %w", n.base, ErrClosed)
 		case failGen >= g:
 			return errtext.Errorf("node: set data of %s: %w", n.base, failErr)
+		case finished != nil:
+			return finished
 		}
 		select {
 		case <-changed:

@@ -43,7 +43,7 @@ func WithMode(m connection.Mode) Option {
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) error {
 		if ttl < time.Millisecond || ttl > connection.MaxTTL || ttl%time.Millisecond != 0 {
-			return errtext.Errorf("node: %w: TTL %v: want whole milliseconds from 1ms to %v", connection.ErrInvalidOption, ttl, connection.MaxTTL)
+			return errtext.Errorf("node: %w: TTL %v: want whole milliseconds from 1ms to 2^40-1ms (connection.MaxTTL)", connection.ErrInvalidOption, ttl)
 		}
 		o.ttl = ttl
 		return nil

@@ -113,8 +113,9 @@ func (n *Node) release(ctx context.Context, h held) error {
 	if !eph {
 		// A persistent node outlives the session that made it: delete it
 		// in the current one.
-		if sess = n.client.Session(); sess == nil {
-			return errtext.Errorf("delete %s: %w", p, connection.ErrSessionLost)
+		var err error
+		if sess, err = n.client.WaitSession(ctx); err != nil {
+			return err
 		}
 	}
 	err := n.deleteOwn(connection.Pin(ctx, sess), p, czxid)

@@ -37,6 +37,17 @@ func (n *Node) endLocked(why error) {
 	n.broadcastLocked()
 }
 
+// setFinished records that the worker stopped for good before Close: the
+// client was closed. Every wait returns err from then on.
+func (n *Node) setFinished(err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.closed {
+		n.finished = err
+		n.endLocked(err)
+	}
+}
+
 // setRefused records the server's refusal to make the node: absent, and
 // WaitForInitialCreate returns it.
 func (n *Node) setRefused(err error) {

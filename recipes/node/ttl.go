@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,10 +58,11 @@ type ttlOptions struct {
 }
 
 // WithTouchName sets the name of the touched child (DefaultTouchName
-// unless set). Every TTLNode of a path must use the same.
+// unless set): one path component. Every TTLNode of a path must use the
+// same.
 func WithTouchName(name string) TTLOption {
 	return func(o *ttlOptions) error {
-		if err := connection.ValidatePath("/" + name); err != nil || name == "" {
+		if err := connection.ValidatePath("/" + name); err != nil || name == "" || strings.Contains(name, "/") {
 			return errtext.Errorf("node: touch name %q: %w", name, connection.ErrInvalidPath)
 		}
 		o.name = name
@@ -135,6 +137,7 @@ func (t *TTLNode) run() {
 		if err != nil {
 			return
 		}
+		began := time.Now()
 		t.touchOnce()
 		if !timer.Stop() {
 			select {
@@ -142,7 +145,9 @@ func (t *TTLNode) run() {
 			default:
 			}
 		}
-		timer.Reset(t.interval)
+		// An interval from the start of this touch, not its end: a slow
+		// answer does not stretch the period.
+		timer.Reset(max(t.interval-time.Since(began), 0))
 		select {
 		case <-timer.C:
 		case <-done:

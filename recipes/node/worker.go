@@ -61,9 +61,9 @@ func (w *worker) run() {
 		if err != nil {
 			if n.ctx.Err() == nil {
 				// The client is closed: an ephemeral node went with its
-				// session, and nothing can be made any more.
-				n.setAbsent(errtext.Errorf("node: %s: %w", n.base, err))
-				<-n.ctx.Done()
+				// session, and nothing can be made any more. The waits
+				// say so from now on.
+				n.setFinished(errtext.Errorf("node: %s: %w", n.base, err))
 			}
 			return
 		}
