@@ -206,6 +206,7 @@ func TestLeaderRestart(t *testing.T) {
 	created(t, n)
 	created(t, seq)
 	sid := c.Session().ID()
+	_, before := get(t, obs, "/members/a")
 
 	leader := ens.MustLeader(t)
 	stopped := time.Now()
@@ -243,7 +244,10 @@ func TestLeaderRestart(t *testing.T) {
 	}
 	owner := c.Session().ID()
 	t.Logf("present again %v after the leader stopped; session kept: %v", time.Since(stopped), owner == sid)
-	waitFor(t, obs, "/members/a", "v2", owner, 10*time.Second)
+	after := waitFor(t, obs, "/members/a", "v2", owner, 10*time.Second)
+	if owner == sid && after.Czxid != before.Czxid {
+		t.Fatalf("the session lived, yet the node was made again (czxid %d, was %d)", after.Czxid, before.Czxid)
+	}
 	waitFor(t, obs, seq.Path(), "v2", owner, 10*time.Second)
 	if ks := kids(t, obs, "/members"); len(ks) != 1 {
 		t.Fatalf("/members holds %v", ks)

@@ -227,3 +227,35 @@ func TestTTLNodeOptions(t *testing.T) {
 		t.Errorf("a 2ms TTL (1ms touches): %v", err)
 	}
 }
+
+// TestTTLNodeOnContainer: Curator before 5.9 made a PersistentTtlNode's
+// node a container. A TTLNode on such a node keeps it as it is, and keeps
+// it alive by its child as well.
+func TestTTLNodeOnContainer(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers())
+	obs := ens.Conn(t)
+	p := root + "/svc"
+	if _, err := obs.CreateContainer(p, []byte("curator"), zk.FlagContainer, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, before := get(t, obs, p)
+	n := newTTL(t, c, p, []byte("go"), node.WithTouchInterval(testTTL/4))
+	created(t, n)
+	after := waitFor(t, obs, p, "go", 0, 10*time.Second)
+	if after.Czxid != before.Czxid {
+		t.Fatal("made again instead of kept")
+	}
+	zktest.Eventually(t, 10*time.Second, "the child touched", func() error {
+		if _, st := get(t, obs, p+"/touch"); st == nil {
+			return errors.New("no child")
+		}
+		return nil
+	})
+	time.Sleep(3 * testTTL) // the server's checks come and go
+	if _, st := get(t, obs, p); st == nil || st.Czxid != before.Czxid {
+		t.Fatalf("the node went: %+v", st)
+	}
+}
