@@ -63,7 +63,7 @@ func TestExpiry(t *testing.T) {
 	seq := newNode(t, c, root+"/seq/m-", []byte("v0"), node.WithMode(connection.EphemeralSequential))
 	created(t, n)
 	created(t, seq)
-	var lags, outages []time.Duration
+	var lags []time.Duration
 	for i := 1; i <= expiryRounds; i++ {
 		old := c.Session().ID()
 		waitFor(t, obs, p, fmt.Sprintf("v%d", i-1), old, 10*time.Second)
@@ -126,7 +126,6 @@ func TestExpiry(t *testing.T) {
 			return nil
 		})
 		lags = append(lags, present.Sub(established))
-		outages = append(outages, present.Sub(cut))
 		t.Logf("round %d: present %v after the new session (%v after the cut)", i, present.Sub(established), present.Sub(cut))
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sort"
 	"testing"
 	"time"
@@ -101,5 +100,3 @@ func waitFor(t testing.TB, conn *zk.Conn, p string, want string, owner int64, ti
 	})
 	return stat
 }
-
-func join(dir, name string) string { return path.Join(dir, name) }
