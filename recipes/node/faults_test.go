@@ -133,7 +133,7 @@ func TestExpiry(t *testing.T) {
 		lags[0], lags[len(lags)/2], lags[len(lags)-1], len(lags))
 }
 
-// TestSuspension: a short cut (within the session timeout) ends the
+// TestSuspension: a short cut (well within the session timeout) ends the
 // presence under the standard policy (the node may go and the client would
 // not hear); the same node is present again once the connection is back.
 // Under the session policy the presence lasts through it.
@@ -156,7 +156,7 @@ func TestSuspension(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, before := get(t, obs, p)
-			proxy.Blackhole()
+			proxy.Cut() // suspended at once; back well within the session timeout
 			if policy == connection.StandardPolicy {
 				select {
 				case <-done:
@@ -333,18 +333,21 @@ func TestLostCreateAnswer(t *testing.T) {
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
 	for _, tc := range []struct {
-		name string
-		hold time.Duration // how long answers are dropped, beyond the creates' arrival
-		lost bool          // the client's session ends meanwhile
+		name    string
+		timeout time.Duration // the client's session timeout
+		hold    time.Duration // how long answers are dropped, beyond the creates' arrival
+		lost    bool          // the client's session ends meanwhile
 	}{
-		{"within the session", 500 * time.Millisecond, false},
-		{"beyond the session", 0, true},
+		// go-zookeeper waits a second before it dials a single server
+		// again: 8 s leave room for it on a loaded machine.
+		{"within the session", 8 * time.Second, 500 * time.Millisecond, false},
+		{"beyond the session", 3 * time.Second, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := ens.Root(t)
 			obs := ens.Conn(t)
 			proxy := ens.Proxy(t)
-			c := open(t, proxy.Servers(), connection.WithSessionTimeout(3*time.Second))
+			c := open(t, proxy.Servers(), connection.WithSessionTimeout(tc.timeout))
 			first := c.Session().ID()
 			// The parents exist, so that the first requests are the
 			// creates.

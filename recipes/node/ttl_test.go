@@ -158,7 +158,7 @@ func TestTTLNodesShared(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	p := root + "/svc"
 	a := newTTL(t, c1, p, []byte("v"))
-	b := newTTL(t, c2, p, []byte("v"))
+	b := newTTL(t, c2, p, []byte("v"), node.WithTouchInterval(testTTL/4))
 	created(t, a)
 	created(t, b)
 	_, before := get(t, obs, p)
