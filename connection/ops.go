@@ -428,6 +428,11 @@ func (c *Client) createNode(ctx context.Context, what, path string, data []byte,
 		default:
 			created, err = c.createRaw(ctx, zc, c.server(path), data, mode)
 		}
+		if err == nil && strings.HasPrefix(lastComponent(created), ProtectedPrefix) {
+			// The tracker sent it as a create2 (a protected name) and kept
+			// the reply's Stat for CreateProtected: nobody here collects it.
+			c.createdStat(zc, created)
+		}
 		if err != nil && mode.sequential() {
 			return retry.Permanent(sequentialErr(err))
 		}
