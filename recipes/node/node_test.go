@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // An ephemeral node (the default): made with its data, owned by the
@@ -61,8 +62,8 @@ func TestEphemeral(t *testing.T) {
 }
 
 // Every mode: the node has the kind asked for, a sequential one a
-// protected name, and Close deletes it (a container parent made for it
-// goes with it, at the server's next check).
+// protected name, and Close deletes it; the container parent made for it
+// goes too, at the server's next check: nothing is left.
 func TestModes(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -84,6 +85,7 @@ func TestModes(t *testing.T) {
 		{connection.PersistentSequentialTTL, []node.Option{node.WithTTL(time.Minute)}},
 	} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
+			t.Parallel()
 			dir := root + "/" + tc.mode.String()
 			n := newNode(t, c, dir+"/n-", []byte(tc.mode.String()), append(tc.opts, node.WithMode(tc.mode))...)
 			created(t, n)
@@ -110,6 +112,12 @@ func TestModes(t *testing.T) {
 			if _, st := get(t, obs, p); st != nil {
 				t.Fatal("the node is still there after Close")
 			}
+			zktest.Eventually(t, 10*time.Second, "the container parent goes", func() error {
+				if _, st := get(t, obs, dir); st != nil {
+					return errors.New("still there")
+				}
+				return nil
+			})
 		})
 	}
 }
