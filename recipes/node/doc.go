@@ -47,9 +47,10 @@
 //   - Persistent kinds (persistent, container, TTL) have no owner: the node
 //     at the path is the one kept, whoever made it, and gets the Node's data.
 //
-// Close ends the presence first, then deletes the node the Node made, by
-// its czxid (connection.DeleteCreated): never a node someone else made at
-// the path since.
+// Close ends the presence first, then deletes the node the Node made: it
+// reads the node (after a sync) and deletes it only if its czxid is the one
+// made, at the version read — never a delete sent blind, which could remove
+// a node someone else made at the path since.
 //
 // # TTL nodes
 //

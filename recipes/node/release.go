@@ -13,12 +13,14 @@ import (
 )
 
 // Close ends the node's presence (Done closes first), stops the Node's
-// goroutine and deletes the node it made — that node only: by its czxid
-// (connection.DeleteCreated), in its session for an ephemeral node, so
-// that a node someone else made at the path since is never deleted. A
-// create whose answer was lost is looked for first (by the path, or by
-// the protected id of a sequential node). A TTLNode's node is left to its
-// TTL. Close is idempotent.
+// goroutine and deletes the node it made — that node only: it reads the
+// node (after a sync) and deletes it if its czxid is the one made, at the
+// version read, in its session for an ephemeral node; so a node someone
+// else made at the path since is never deleted. A create whose answer was
+// lost is looked for first (by the path, or by the protected id of a
+// sequential node). If the delete fails while the session lives, the
+// client keeps trying in the background (connection.GuaranteedDelete). A
+// TTLNode's node is left to its TTL. Close is idempotent.
 //
 // A create in flight is never abandoned (its answer says whether there is
 // a node to delete): Close waits for it, as long as ctx allows. If ctx
@@ -136,8 +138,9 @@ func (n *Node) release(ctx context.Context, h held) error {
 // no other: after a sync (the server catches up with the leader), it reads
 // the node and deletes it at the version read. Someone else may have
 // deleted ours and made another at the path — a delete sent blind would
-// remove theirs. A delete whose answer was lost is read again, never sent
-// blind.
+// remove theirs; connection.DeleteCreated sends its first attempt blind
+// (right for a lock's node, which nobody else deletes), so it is not used
+// here. A delete whose answer was lost is read again, never sent blind.
 func (n *Node) deleteOwn(ctx context.Context, p string, czxid int64) error {
 	for {
 		if err := n.client.Sync(ctx, p); err != nil && !errors.Is(err, zk.ErrNoNode) {
