@@ -81,3 +81,31 @@ func TestGuardOfReentrantHold(t *testing.T) {
 		t.Fatalf("state %q, %v: want the write made while held", data, err)
 	}
 }
+
+// TestGuardAfterRevocationRequest: a revocation request writes to the
+// holder's node (its version changes); the guard, which does not compare
+// versions, still commits while the hold lasts.
+func TestGuardAfterRevocationRequest(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	if _, err := c.Create(ctx, root+"/state", nil, connection.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	m := newMutex(t, c, root+"/lock")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Unlock(ctx)
+	if err := mutex.Revoke(ctx, open(t, ens.Servers()), m.Node()); err != nil {
+		t.Fatal(err)
+	}
+	if _, st, err := c.Get(ctx, m.Node()); err != nil || st.Version == 0 {
+		t.Fatalf("the holder's node after a revocation request: %+v, %v; want a new version", st, err)
+	}
+	if _, err := c.Multi(ctx, m.Guard(), &zk.SetDataRequest{Path: root + "/state", Data: []byte("x"), Version: -1}); err != nil {
+		t.Fatalf("guard of a hold asked to let go: %v", err)
+	}
+}
