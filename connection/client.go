@@ -49,6 +49,8 @@ type Client struct {
 	// asked fails.
 	tooLarge sync.Map
 
+	guards guardTable // the guards of guarded transactions in flight (Guard)
+
 	notifications atomic.Int64 // watch notifications received, all handles
 	replies       atomic.Int64 // replies received, all handles
 
@@ -140,6 +142,7 @@ func (c *Client) dialLocked() error {
 	var self atomic.Pointer[zk.Conn] // the handle, for its callback
 	tr.notifications, tr.replies = &c.notifications, &c.replies
 	tr.maxReply, tr.tooLarge = c.opts.maxBufferSize, c.noteTooLarge
+	tr.guards = &c.guards
 	tr.onRestored = func() { c.events.push(connEvent{gen: gen, restored: true}) }
 	dial := c.opts.dial
 	timeout := c.opts.dialTimeout

@@ -580,9 +580,29 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 // the provider's. The requests are not changed. A transaction whose answer
 // was lost with the connection is not retried, since it may have been
 // applied.
+//
+// An op may also be a *Guard, a hold's (mutex.Mutex.Guard,
+// election.Term.Guard...): the transaction then commits only while that
+// hold lasts, and runs in the hold's session only. When the hold is over —
+// released, lost, its node gone — Multi sends nothing, or the server
+// applies nothing, and the error matches ErrGuardFailed; the failure of
+// another op is reported as it is. See Guard. The responses are in the
+// order of ops, a guard's included.
 func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	gs, ops := splitGuards(ops)
+	var sess *Session
+	if len(gs.guards) > 0 {
+		var err error
+		if sess, err = gs.check(pinned(ctx)); err != nil {
+			return nil, err
+		}
+		ctx = Pin(ctx, sess)
+	}
 	server := make([]any, len(ops))
 	size := 16 // the multi's header and its end marker
+	for _, g := range gs.guards {
+		size += c.requestSize(g.path, nil, false)
+	}
 	for i, op := range ops {
 		var p string
 		switch o := op.(type) {
@@ -608,14 +628,21 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 			size += c.requestSize(o.Path, nil, false)
 			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
 		default:
-			return nil, errtext.Errorf("%w: multi op %d has type %T", ErrInvalidOption, i, op)
+			return nil, errtext.Errorf("%w: multi op %d has type %T", ErrInvalidOption, opIndex(gs, i), op)
 		}
 		if err := ValidatePath(p); err != nil {
-			return nil, errtext.Errorf("multi op %d: %w", i, err)
+			return nil, errtext.Errorf("multi op %d: %w", opIndex(gs, i), err)
 		}
 	}
 	if err := c.checkSize("multi", "/", size); err != nil {
 		return nil, err
+	}
+	if len(gs.guards) > 0 {
+		// The guards' checks go first: the tracker reads them there, and
+		// the server, which stops at the first failing op, says first
+		// whether the hold was still on.
+		server = append(gs.register(c, sess), server...)
+		defer gs.unregister(c)
 	}
 	var res []zk.MultiResponse
 	err := c.call(ctx, "multi", "/", inSession, func(ctx context.Context, zc *zk.Conn) error {
@@ -627,7 +654,29 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	for i := range res {
 		res[i].String = c.client(res[i].String)
 	}
-	return res, err
+	if len(gs.guards) == 0 {
+		return res, err
+	}
+	if err != nil && !errors.Is(err, ErrOutcomeUnknown) {
+		// Answered, or never sent: nothing was applied.
+		if ferr := gs.failure(res); ferr != nil {
+			err = ferr
+		} else if errors.Is(err, ErrSessionLost) {
+			err = guardFailed(gs.guards[0], err)
+		}
+	}
+	return gs.order(res), err
+}
+
+// opIndex is the place among the caller's ops of the i-th op that is not
+// a guard.
+func opIndex(gs guarded, i int) int {
+	for _, at := range gs.at {
+		if at <= i {
+			i++
+		}
+	}
+	return i
 }
 
 // WaitEvent waits for one event of a watch channel or for ctx. When the

@@ -51,6 +51,10 @@ import (
 // create2 on the wire and reads the Stat from the reply; go-zookeeper reads
 // the path, which comes first, and ignores the rest. CreateProtected then
 // knows the node's czxid (the fencing token) and its owner without a read.
+//
+// And it decides, as each guarded transaction is written, whether its
+// hold is still on (Guard, guard.go): a transaction written after its hold
+// ended carries a check no node passes.
 type tracker struct {
 	sessionID atomic.Int64 // of the newest handshake; 0 after an expiry answer
 	first     atomic.Int64 // the handle's one session, once it has one
@@ -70,6 +74,10 @@ type tracker struct {
 	// drops the next connection too.
 	maxReply int
 	tooLarge func(key string)
+
+	// guards resolves the checks of guarded transactions as they are
+	// written (Guard); nil in unit tests of other things.
+	guards *guardTable
 
 	mu      sync.Mutex
 	created map[string]createdStat // server path -> Stat of a create2 reply
@@ -206,6 +214,7 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	handshaken := c.out.frames > 0
 	if c.out.atBoundary() && handshaken {
 		c.upgradeCreate(b)
+		c.rewriteGuards(b)
 		c.noteSetWatches(b)
 	}
 	key := ""

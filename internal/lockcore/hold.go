@@ -240,6 +240,30 @@ func (h *Hold) Lost() bool {
 	}
 }
 
+// Guard returns a guard of this hold for connection.Client.Multi: the
+// transaction commits only while the hold lasts (connection.Guard). It
+// checks the hold's node, whose path is its own: a sequential name made
+// once, or a Claim that no other participant can make while the node is
+// there. Its version is not compared: a revocation writes to the node
+// while it is held. The hold is over for the guard when it is for Lost:
+// Done closed, or the trusted period it was confirmed in ended.
+func (h *Hold) Guard() *connection.Guard {
+	return connection.NewGuard(h.Path, h.Session, h.guardErr)
+}
+
+// guardErr is nil while the hold lasts, then why it ended. It is called
+// by the connection's writer: it takes no lock a caller of the client
+// holds.
+func (h *Hold) guardErr() error {
+	if !h.Lost() {
+		return nil
+	}
+	if cause := h.Cause(); cause != nil {
+		return cause
+	}
+	return h.cfg.Lost // the period ended; Done follows
+}
+
 // Context is cancelled when Done closes; its cause says why. It has an
 // AfterFunc method that runs its function synchronously (see holdContext).
 func (h *Hold) Context() context.Context { return h.ctx }

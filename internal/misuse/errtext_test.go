@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
@@ -193,6 +195,20 @@ func TestErrorTextNamesEachPackageOnce(t *testing.T) {
 	add("node.New(bad path)", "node", err, connection.ErrInvalidPath)
 	_, err = node.NewTTL(c, root+"/ttl", nil, 0)
 	add("node.NewTTL(no TTL)", "node", err, connection.ErrInvalidOption)
+	// Guards of holds that are over.
+	state := &zk.SetDataRequest{Path: root, Data: []byte("x"), Version: -1}
+	_, err = c.Multi(ctx, m.Guard(), state)
+	add("mutex: Guard without Lock", "connection", err, connection.ErrGuardFailed, mutex.ErrNotLocked)
+	_, err = c.Multi(ctx, leases[0].Guard(), state)
+	add("semaphore: Guard of a released lease", "connection", err, connection.ErrGuardFailed)
+	_, err = c.Multi(ctx, term.Guard(), state)
+	add("election: Guard of a resigned term", "connection", err, connection.ErrGuardFailed, election.ErrResigned)
+	_, err = c.Multi(ctx, it.Guard(), state)
+	add("queue: Guard of a consumed item", "connection", err, connection.ErrGuardFailed, queue.ErrFinished)
+	ml, err := multilock.New(m1)
+	must(t, err)
+	_, err = c.Multi(ctx, append(ml.Guards(), state)...)
+	add("multilock: Guards without Lock", "connection", err, connection.ErrGuardFailed, multilock.ErrNotLocked)
 
 	_, err = connection.Open(ctx, nil)
 	add("connection.Open(no servers)", "connection", err, connection.ErrNoServers)
