@@ -288,3 +288,61 @@ func TestGuardAcrossCutUnderStandardPolicy(t *testing.T) {
 	t.Logf("A: %d committed, %d unknown, %d on the server", committed.Load(), unknown.Load(), len(names))
 	_ = m.Unlock(ctx) // lost: says so
 }
+
+// TestGuardOfLargeTransaction: a transaction near the request limit
+// (jute.maxbuffer), with two guards of one hold among 120 ops of 8 KiB:
+// the connection resolves the guards of the whole frame; it commits while
+// the hold lasts, and the server refuses it once the hold is over when
+// the transaction is written.
+func TestGuardOfLargeTransaction(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	a := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	if _, err := a.Create(ctx, root+"/big", nil, connection.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	m := newMutex(t, a, root+"/lock")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ops := func(tag string) []any {
+		var out []any
+		for i := range 120 {
+			if i == 7 || i == 90 {
+				out = append(out, m.Guard())
+			}
+			data := make([]byte, 8<<10)
+			copy(data, tag)
+			out = append(out, &zk.CreateRequest{Path: root + "/big/" + tag + "-", Data: data, Flags: zk.FlagSequence})
+		}
+		return out
+	}
+	res, err := a.Multi(ctx, ops("held")...)
+	if err != nil || len(res) != 122 || res[7].Error != nil || res[90].Error != nil || res[8].String == "" {
+		t.Fatalf("large guarded transaction of a live hold: %d responses, %v", len(res), err)
+	}
+	// Over between Multi's look and the write: the connection decides.
+	g := m.Guard()
+	var calls atomic.Int32
+	late := connection.NewGuard(g.Path(), g.Session(), func() error {
+		if calls.Add(1) == 1 {
+			return g.Err()
+		}
+		return errors.New("over when written")
+	})
+	big := ops("late")
+	big[0] = late
+	_, err = a.Multi(ctx, big...)
+	if !errors.Is(err, connection.ErrGuardFailed) || !errors.Is(err, zk.ErrBadVersion) {
+		t.Fatalf("large transaction whose guard was over when written: %v, want ErrGuardFailed (BadVersion)", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	names, _, err := a.Children(ctx, root+"/big")
+	if err != nil || len(names) != 120 {
+		t.Fatalf("%d nodes, %v: want the 120 of the live hold's transaction only", len(names), err)
+	}
+}
