@@ -199,6 +199,13 @@ func (c *trackedConn) rewriteGuards(b []byte) {
 	if c.t.guards == nil || len(b) < 12 || int32(binary.BigEndian.Uint32(b[8:12])) != opMulti {
 		return
 	}
+	if !c.t.restoredNow(c.conn) {
+		// A resumed connection whose watches are not registered again:
+		// the notification that the hold's node was deleted (or made
+		// again by another) may still be to come. The tokens stay, and
+		// the transaction fails (ErrGuardFailed).
+		return
+	}
 	size := int(int32(binary.BigEndian.Uint32(b[0:4])))
 	if size < 8 || 4+size > len(b) {
 		return

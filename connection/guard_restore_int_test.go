@@ -21,6 +21,10 @@ import (
 //
 // The connection knows the new connection's watches are not restored when
 // it writes the transaction; the window is the whole cut, not an instant.
+//
+// Fixed: a guard is resolved only on a connection whose watches are
+// registered again (restoredNow); before, its token stays and the
+// transaction fails with ErrGuardFailed.
 func TestGuardResolvedBeforeWatchesRestored(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

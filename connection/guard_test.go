@@ -62,6 +62,12 @@ func TestTrackerResolvesGuardsOfLiveHolds(t *testing.T) {
 	tr.guards = &table
 	tr.first.Store(0x42)
 	c := &trackedConn{t: tr}
+	// A restored connection: the first of the session, with no watches.
+	tr.mu.Lock()
+	tr.newConnectionLocked()
+	c.conn = tr.restore.conn
+	tr.mu.Unlock()
+	tr.expectWatches(nil)
 	sess, other := newSession(0x42, 0), newSession(0x43, 0)
 	var over error
 	live := NewGuard("/l/n", sess, func() error { return over })
@@ -109,6 +115,21 @@ func TestTrackerResolvesGuardsOfLiveHolds(t *testing.T) {
 	if got := write(part); got[0] != tokLive {
 		t.Errorf("a partial frame's guard resolved to %d", got[0])
 	}
+	// A resumed connection whose watches are not registered again yet:
+	// the notification of the node's deletion may still be to come.
+	tr.mu.Lock()
+	tr.newConnectionLocked()
+	c.conn = tr.restore.conn
+	tr.mu.Unlock()
+	tr.expectWatches(map[restoreKey]struct{}{{"/ns/l/n", dataWatch}: {}})
+	if got := write(multiRequest(12, multiOp(opCheck, pathVersion("/ns/l/n", tokLive)), set)); got[0] != tokLive {
+		t.Errorf("a guard written before the watches were registered again resolved to %d", got[0])
+	}
+	tr.mu.Lock()
+	tr.newConnectionLocked()
+	c.conn = tr.restore.conn
+	tr.mu.Unlock()
+	tr.expectWatches(nil)
 	// The hold ends: the same guard's next transaction keeps its token.
 	over = errors.New("lost")
 	if got := write(multiRequest(10, multiOp(opCheck, pathVersion("/ns/l/n", tokLive)), set)); got[0] != tokLive {

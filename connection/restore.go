@@ -104,6 +104,15 @@ func (t *tracker) restored(patience time.Duration) (ok, byNet bool) {
 	return false, false
 }
 
+// restoredNow reports whether connection conn is the current one and is
+// restored — proven, not by the safety net: every notification of a
+// change made while the client was cut off has been handled.
+func (t *tracker) restoredNow(conn int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return conn == t.restore.conn && t.restore.restored
+}
+
 // setWatchesWritten records a setWatches frame written on connection conn
 // and returns the zxid to write into it: no newer than goodZxid.
 func (t *tracker) setWatchesWritten(conn int, relative int64) int64 {

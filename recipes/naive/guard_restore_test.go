@@ -24,6 +24,10 @@ import (
 // docs/safety.md bounds the fixed-path window by "before it heard of the
 // deletion"; here A is told, reads the node (whose czxid and owner are not
 // its own), and holds on for good.
+//
+// Fixed: the hold reads its node again after a change of its data and
+// ends when the czxid is not its own (lockcore Hold.rewatch); a guard
+// refuses until that read is back.
 func TestHoldOutlivesItsNodeReplacedDuringCut(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

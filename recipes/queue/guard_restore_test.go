@@ -21,6 +21,9 @@ import (
 // on. A's Done never closes, A's guarded result commits while B works on
 // the item, and A's Consume removes the item from under B (its
 // transaction deletes B's taken node).
+//
+// Fixed with TestHoldOutlivesItsNodeReplacedDuringCut (naive): the hold
+// ends when a read after the change finds another czxid at its path.
 func TestTakeOutlivesItsTakenNodeReplacedDuringCut(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
