@@ -25,6 +25,9 @@
 //     Create, CreateAll, CreateProtected (Curator's protected names with
 //     recovery after connection loss), Get, GetW, Children, ChildrenW,
 //     Exists, ExistsW, Set, Delete, Multi, Sync and EnsurePath.
+//   - Writes fenced by a hold: a Guard (every recipe's hold has one) in a
+//     Multi makes the transaction commit only while the hold lasts, in its
+//     session; otherwise it fails with ErrGuardFailed, nothing applied.
 //
 // The session timeout asked of the server is DefaultSessionTimeout (15 s)
 // unless WithSessionTimeout says otherwise; the server may clamp it, and

@@ -48,4 +48,12 @@ var (
 	// than the session timeout, or the client was closed. It is never
 	// retried: ephemeral nodes and watches of that session are gone.
 	ErrSessionLost = errors.New("connection: session lost")
+	// ErrGuardFailed means a transaction fenced by a hold (Multi with a
+	// Guard) was not applied, because the hold was over: released, lost
+	// (its session ended, or could no longer be trusted under the error
+	// policy), its node gone, or never held. Nothing of the transaction
+	// was applied. The error also wraps the hold's own cause where the
+	// hold knows it (mutex.ErrLockLost, queue.ErrItemLost...), and the
+	// server's answer to the guard's check where there was one.
+	ErrGuardFailed = errors.New("connection: hold over: guarded write refused")
 )

@@ -28,9 +28,11 @@ const (
 	Container Mode = zk.FlagContainer
 )
 
-func (m Mode) valid() bool      { return m >= Persistent && m <= Container }
-func (m Mode) sequential() bool { return m == PersistentSequential || m == EphemeralSequential }
-func (m Mode) ephemeral() bool  { return m == Ephemeral || m == EphemeralSequential }
+func (m Mode) valid() bool { return m >= Persistent && m <= PersistentSequentialTTL }
+func (m Mode) sequential() bool {
+	return m == PersistentSequential || m == EphemeralSequential || m == PersistentSequentialTTL
+}
+func (m Mode) ephemeral() bool { return m == Ephemeral || m == EphemeralSequential }
 
 // errUnimplemented is how go-zookeeper reports the server's
 // "unimplemented" code, such as a container create on a 3.4 server.
@@ -102,7 +104,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 			err = op(ctx, zc)
 			unknown = unknown || noAnswer(err) || isUnanswered(err)
 		}
-		if noAnswer(err) && c.takeTooLarge(c.server(path)) {
+		if noAnswer(err) && c.takeTooLarge(tooLargeKey(what, c.server(path))) {
 			// The answer came and was too long for the client's buffer;
 			// asking again would only drop the next connection too.
 			return retry.Permanent(errtext.Errorf("%w (%d bytes): %w", ErrResponseTooLarge, c.opts.maxBufferSize, err))
@@ -142,18 +144,20 @@ func isUnanswered(err error) bool {
 	return errors.As(err, &u)
 }
 
-// noteTooLarge records that the reply to a request on the server path
-// exceeded the client's buffer.
-func (c *Client) noteTooLarge(path string) { c.tooLarge.Store(path, time.Now()) }
+// noteTooLarge records that the reply to a request (tooLargeKey: its kind
+// and server path) exceeded the client's buffer.
+func (c *Client) noteTooLarge(key string) { c.tooLarge.Store(key, time.Now()) }
 
-// takeTooLarge reports, once, whether a reply for the server path exceeded
-// the client's buffer just now (the request fails as soon as the
-// connection drops; an older note is of a request that gave up).
-func (c *Client) takeTooLarge(path string) bool {
+// takeTooLarge reports, once, whether a reply to a request of key
+// exceeded the client's buffer just now (the request fails as soon as the
+// connection drops; an older note is of a request that gave up). The
+// other requests the drop fails, a read of the same node's data among
+// them, are retried.
+func (c *Client) takeTooLarge(key string) bool {
 	if c.opts.maxBufferSize == 0 {
 		return false
 	}
-	at, ok := c.tooLarge.LoadAndDelete(path)
+	at, ok := c.tooLarge.LoadAndDelete(key)
 	return ok && time.Since(at.(time.Time)) < 10*time.Second
 }
 
@@ -362,9 +366,14 @@ func (c *Client) createWithParents(ctx context.Context, zc *zk.Conn, spath strin
 	return created, err
 }
 
+// checkMode refuses a mode Create cannot make: an unknown one, or a TTL
+// mode, which needs CreateTTL.
 func checkMode(m Mode) error {
 	if !m.valid() {
 		return errtext.Errorf("%w: create mode %d", ErrInvalidOption, int32(m))
+	}
+	if m.ttl() {
+		return errtext.Errorf("%w: mode %s needs a TTL: use CreateTTL", ErrInvalidOption, m)
 	}
 	return nil
 }
@@ -397,16 +406,34 @@ func (c *Client) create(ctx context.Context, what, path string, data []byte, mod
 	if err := checkMode(mode); err != nil {
 		return "", err
 	}
-	if err := c.checkSize(what, path, c.requestSize(path, data, true)); err != nil {
+	return c.createNode(ctx, what, path, data, mode, 0, parents)
+}
+
+// createNode is Create, CreateAll and CreateTTL once the mode is checked;
+// ttl is 0 for the modes without one.
+func (c *Client) createNode(ctx context.Context, what, path string, data []byte, mode Mode, ttl time.Duration, parents bool) (string, error) {
+	size := c.requestSize(path, data, true)
+	if ttl > 0 {
+		size += 8 // the TTL field
+	}
+	if err := c.checkSize(what, path, size); err != nil {
 		return "", err
 	}
 	var created string
 	err := c.call(ctx, what, path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		var err error
-		if parents {
+		switch {
+		case ttl > 0:
+			created, err = c.createTTLRaw(ctx, zc, c.server(path), data, mode, ttl)
+		case parents:
 			created, err = c.createWithParents(ctx, zc, c.server(path), data, mode, Container)
-		} else {
+		default:
 			created, err = c.createRaw(ctx, zc, c.server(path), data, mode)
+		}
+		if err == nil && strings.HasPrefix(lastComponent(created), ProtectedPrefix) {
+			// The tracker sent it as a create2 (a protected name) and kept
+			// the reply's Stat for CreateProtected: nobody here collects it.
+			c.createdStat(zc, created)
 		}
 		if err != nil && mode.sequential() {
 			return retry.Permanent(sequentialErr(err))
@@ -553,9 +580,29 @@ func (c *Client) Sync(ctx context.Context, path string) error {
 // the provider's. The requests are not changed. A transaction whose answer
 // was lost with the connection is not retried, since it may have been
 // applied.
+//
+// An op may also be a *Guard, a hold's (mutex.Mutex.Guard,
+// election.Term.Guard...): the transaction then commits only while that
+// hold lasts, and runs in the hold's session only. When the hold is over —
+// released, lost, its node gone — Multi sends nothing, or the server
+// applies nothing, and the error matches ErrGuardFailed; the failure of
+// another op is reported as it is. See Guard. The responses are in the
+// order of ops, a guard's included.
 func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, error) {
+	gs, ops := splitGuards(ops)
+	var sess *Session
+	if len(gs.guards) > 0 {
+		var err error
+		if sess, err = gs.check(pinned(ctx)); err != nil {
+			return nil, err
+		}
+		ctx = Pin(ctx, sess)
+	}
 	server := make([]any, len(ops))
 	size := 16 // the multi's header and its end marker
+	for _, g := range gs.guards {
+		size += c.requestSize(g.path, nil, false)
+	}
 	for i, op := range ops {
 		var p string
 		switch o := op.(type) {
@@ -581,14 +628,21 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 			size += c.requestSize(o.Path, nil, false)
 			p, cp.Path, server[i] = o.Path, c.server(o.Path), &cp
 		default:
-			return nil, errtext.Errorf("%w: multi op %d has type %T", ErrInvalidOption, i, op)
+			return nil, errtext.Errorf("%w: multi op %d has type %T", ErrInvalidOption, opIndex(gs, i), op)
 		}
 		if err := ValidatePath(p); err != nil {
-			return nil, errtext.Errorf("multi op %d: %w", i, err)
+			return nil, errtext.Errorf("multi op %d: %w", opIndex(gs, i), err)
 		}
 	}
 	if err := c.checkSize("multi", "/", size); err != nil {
 		return nil, err
+	}
+	if len(gs.guards) > 0 {
+		// The guards' checks go first: the tracker reads them there, and
+		// the server, which stops at the first failing op, says first
+		// whether the hold was still on.
+		server = append(gs.register(c, sess), server...)
+		defer gs.unregister(c)
 	}
 	var res []zk.MultiResponse
 	err := c.call(ctx, "multi", "/", inSession, func(ctx context.Context, zc *zk.Conn) error {
@@ -600,7 +654,29 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	for i := range res {
 		res[i].String = c.client(res[i].String)
 	}
-	return res, err
+	if len(gs.guards) == 0 {
+		return res, err
+	}
+	if err != nil && !errors.Is(err, ErrOutcomeUnknown) {
+		// Answered, or never sent: nothing was applied.
+		if ferr := gs.failure(res); ferr != nil {
+			err = ferr
+		} else if errors.Is(err, ErrSessionLost) {
+			err = guardFailed(gs.guards[0], err)
+		}
+	}
+	return gs.order(res), err
+}
+
+// opIndex is the place among the caller's ops of the i-th op that is not
+// a guard.
+func opIndex(gs guarded, i int) int {
+	for _, at := range gs.at {
+		if at <= i {
+			i++
+		}
+	}
+	return i
 }
 
 // WaitEvent waits for one event of a watch channel or for ctx. When the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -56,6 +57,13 @@ type Hold struct {
 	hooks    []*func() // AfterFunc's, run when it ends
 	stopLost func() bool
 	wg       sync.WaitGroup // the node watcher's and the revocation watcher's goroutines
+
+	// unsure is set when the node's watch reports a change of its data,
+	// until a read shows the node is still the hold's (rewatch): the
+	// server reports a node deleted and made again at the path, while the
+	// client was cut off, as a change of the data. A guard refuses
+	// meanwhile.
+	unsure atomic.Bool
 }
 
 // HoldConfig is what a recipe tells a hold.
@@ -199,6 +207,7 @@ func (h *Hold) nodeEvent(ev zk.Event) {
 	case zk.EventNotWatching:
 		h.finish(h.cfg.Lost) // the session ended; the node went with it
 	default:
+		h.unsure.Store(true)
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if !h.over {
@@ -211,13 +220,23 @@ func (h *Hold) nodeEvent(ev zk.Event) {
 	}
 }
 
-// rewatch sets the node's watch again after a change of its data.
+// rewatch sets the node's watch again after a change of its data, once a
+// read shows the node at the path is still the hold's: the same czxid.
+// Another one means the hold's node was deleted and the path made again —
+// the server reports that as a change of the data to a watch set again
+// after a reconnect — and the hold is over.
 func (h *Hold) rewatch() {
-	_, _, w, err := h.client.GetWatch(h.ctx, h.Path)
+	_, stat, w, err := h.client.GetWatch(h.ctx, h.Path)
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted})
+	case err == nil && stat.Czxid != h.Token:
+		if h.finish(errtext.Errorf("%w: %w: %s was made again (czxid %#x, owner %#x)", h.cfg.Lost, ErrNodeGone, h.Path, stat.Czxid, stat.EphemeralOwner)) {
+			h.client.Logger().Warn("zkrecipes hold lost: its node was replaced", "node", h.Path,
+				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token, "czxid", stat.Czxid)
+		}
 	case err == nil:
+		h.unsure.Store(false)
 		w.AfterFire(h.nodeEvent)
 	}
 	// Any other error: the hold is over, or its session's end ends it.
@@ -238,6 +257,33 @@ func (h *Hold) Lost() bool {
 	default:
 		return false
 	}
+}
+
+// Guard returns a guard of this hold for connection.Client.Multi: the
+// transaction commits only while the hold lasts (connection.Guard). It
+// checks the hold's node, whose path is its own: a sequential name made
+// once, or a Claim that no other participant can make while the node is
+// there. Its version is not compared: a revocation writes to the node
+// while it is held. The hold is over for the guard when it is for Lost:
+// Done closed, or the trusted period it was confirmed in ended.
+func (h *Hold) Guard() *connection.Guard {
+	return connection.NewGuard(h.Path, h.Session, h.guardErr)
+}
+
+// guardErr is nil while the hold lasts, then why it ended. It is called
+// by the connection's writer: it takes no lock a caller of the client
+// holds.
+func (h *Hold) guardErr() error {
+	if !h.Lost() {
+		if h.unsure.Load() {
+			return errtext.Errorf("lockcore: %s changed, not yet read again", h.Path)
+		}
+		return nil
+	}
+	if cause := h.Cause(); cause != nil {
+		return cause
+	}
+	return h.cfg.Lost // the period ended; Done follows
 }
 
 // Context is cancelled when Done closes; its cause says why. It has an

@@ -211,6 +211,18 @@ func (h *Holder) Use(ctx context.Context, f func(a Acquired) error) (bool, error
 	return true, f(cur.Acquired)
 }
 
+// Guard returns a guard of the current hold (Hold.Guard). When nothing
+// is held it returns a guard that Multi refuses with
+// connection.ErrGuardFailed and the recipe's ErrNotLocked. A guard is of
+// one hold: once that hold ends it fails, even if the lock is taken again.
+func (h *Holder) Guard() *connection.Guard {
+	if cur := h.current(); cur != nil {
+		return cur.Guard()
+	}
+	notLocked := h.cfg.ErrNotLocked
+	return connection.NewGuard(h.cfg.Path, nil, func() error { return notLocked })
+}
+
 // Held reports whether this participant has a hold (possibly a lost one
 // that no Lock or Unlock has noticed yet: see Done).
 func (h *Holder) Held() bool { return h.current() != nil }

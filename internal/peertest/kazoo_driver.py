@@ -1,15 +1,19 @@
 """A Kazoo Lock steered line by line over stdin, for the interop tests.
 
-Usage: kazoo_driver.py <hosts> <lock path> [lock|write|queue|counter|curatorcounter]
+Usage: kazoo_driver.py <hosts> <lock path> [lock|write|queue|counter|curatorcounter|writer]
 (a Lock that also sees Curator-layout mutex nodes, a WriteLock that also
-sees Curator-layout read/write lock nodes, a LockingQueue, or a Counter:
-text, or with support_curator=True)
+sees Curator-layout read/write lock nodes, a LockingQueue, a Counter — text,
+or with support_curator=True — or plain writes as an application makes
+them, the lock path unused)
 Commands: acquire [timeoutSeconds] | release | contenders | quit
 Answers:  READY | ACQUIRED | TIMEOUT | RELEASED | CONTENDERS <a,b,...> | ERROR <message>
 Queue commands: put <value> [priority] | get [timeoutSeconds] | consume | release | len | quit
 Queue answers:  PUT | ITEM <value> | TIMEOUT | CONSUMED <True|False> | RELEASED <True|False> | LEN <n>
 Counter commands: add <delta> <n> (n adds of delta, one after the other) | get | quit
 Counter answers:  ADDED <succeeded> 0 <failed with an exception> | VALUE <n>
+Writer commands: create [-ephemeral] [-sequence] <path> [data] (parents made, persistent and empty)
+                 | set <path> <data> | delete <path> | session | quit
+Writer answers:  CREATED <path> | SET <version> | DELETED | SESSION <hex id>
 """
 import sys
 
@@ -34,6 +38,11 @@ def main():
         return
     if kind == "queue":
         serve_queue(client.LockingQueue(path))
+        client.stop()
+        client.close()
+        return
+    if kind == "writer":
+        serve_writer(client)
         client.stop()
         client.close()
         return
@@ -119,6 +128,35 @@ def serve_counter(counter):
                 say("ADDED %d 0 %d" % (ok, failed))
             elif cmd[0] == "get":
                 say("VALUE %d" % counter.value)
+            elif cmd[0] == "quit":
+                break
+            else:
+                say("ERROR unknown command " + cmd[0])
+        except Exception as e:  # report, keep serving
+            say("ERROR %r" % (e,))
+
+
+def serve_writer(client):
+    say("READY")
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        try:
+            if cmd[0] == "create":
+                flags = [a for a in cmd[1:] if a.startswith("-")]
+                args = [a for a in cmd[1:] if not a.startswith("-")]
+                value = args[1].encode() if len(args) > 1 else b""
+                created = client.create(args[0], value, ephemeral="-ephemeral" in flags,
+                                        sequence="-sequence" in flags, makepath=True)
+                say("CREATED " + created)
+            elif cmd[0] == "set":
+                say("SET %d" % client.set(cmd[1], cmd[2].encode()).version)
+            elif cmd[0] == "delete":
+                client.delete(cmd[1])
+                say("DELETED")
+            elif cmd[0] == "session":
+                say("SESSION %x" % client.client_id[0])
             elif cmd[0] == "quit":
                 break
             else:

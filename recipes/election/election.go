@@ -205,6 +205,18 @@ func (t *Term) Context() context.Context { return t.hold.Context() }
 // increasing across successive leaders of the election.
 func (t *Term) Token() int64 { return t.hold.Token }
 
+// Guard returns a guard of the term for connection.Client.Multi: the
+// transaction commits only while the term lasts — its node still there,
+// in its session, and the term not resigned or lost — all or nothing. A
+// leader that keeps its state in ZooKeeper writes it so, and a deposed
+// leader's write, however late, never lands:
+//
+//	_, err := client.Multi(ctx, term.Guard(), &zk.SetDataRequest{Path: "/app/state", Data: s, Version: -1})
+//
+// A term that ended makes Multi fail with connection.ErrGuardFailed (and
+// ErrTermLost or ErrResigned), nothing applied.
+func (t *Term) Guard() *connection.Guard { return t.hold.Guard() }
+
 // Node is the path of the term's node.
 func (t *Term) Node() string { return t.hold.Path }
 

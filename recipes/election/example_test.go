@@ -2,9 +2,12 @@ package election_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
@@ -68,6 +71,38 @@ func ExampleElection_Campaign() {
 	defer term.Resign(context.Background())
 	fmt.Println("leading with token", term.Token())
 	<-term.Done() // lost (or resigned)
+}
+
+// A leader that keeps its state in ZooKeeper writes it under the term's
+// guard: the write commits only while the term lasts, so a deposed
+// leader's write — late, or retried after a network partition healed —
+// never lands.
+func ExampleTerm_Guard() {
+	ctx := context.Background()
+	client, err := connection.Open(ctx, []string{"zk1:2181"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	e, err := election.New(client, "/elections/scheduler", "replica-a")
+	if err != nil {
+		log.Fatal(err)
+	}
+	term, err := e.Campaign(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer term.Resign(context.Background())
+	_, err = client.Multi(term.Context(), term.Guard(),
+		&zk.SetDataRequest{Path: "/scheduler/next-run", Data: []byte("2030-01-01T00:00:00Z"), Version: -1})
+	switch {
+	case errors.Is(err, connection.ErrGuardFailed):
+		fmt.Println("no longer leading: nothing written")
+	case errors.Is(err, connection.ErrOutcomeUnknown):
+		fmt.Println("answer lost: written while leading, or not at all")
+	case err != nil:
+		log.Fatal(err)
+	}
 }
 
 // Observe follows the leader without taking part.

@@ -324,3 +324,32 @@ func (m *Multi) Context() context.Context {
 
 // Locks returns the locks in the order they are taken.
 func (m *Multi) Locks() []Lock { return slices.Clone(m.locks) }
+
+// Guards returns, for connection.Client.Multi, a guard of each lock's
+// current hold (mutex.Mutex.Guard...), in the order the locks are taken:
+// the transaction commits only while every one of the holds lasts. Put
+// them into the transaction with its ops:
+//
+//	_, err := client.Multi(ctx, append(m.Guards(), &zk.SetDataRequest{Path: p, Data: v, Version: -1})...)
+//
+// One transaction runs in one session, so the locks must be of one
+// client; Multi refuses locks of several with connection.ErrInvalidOption.
+// When the Multi does not hold, the one guard returned makes Multi fail
+// with connection.ErrGuardFailed and ErrNotLocked; so does a lock that
+// has no Guard method (not one of this module's), with
+// connection.ErrInvalidOption.
+func (m *Multi) Guards() []any {
+	if m.current() == nil {
+		return []any{connection.NewGuard(m.locks[0].Path(), nil, func() error { return ErrNotLocked })}
+	}
+	out := make([]any, len(m.locks))
+	for i, l := range m.locks {
+		if g, ok := l.(interface{ Guard() *connection.Guard }); ok {
+			out[i] = g.Guard()
+			continue
+		}
+		err := errtext.Errorf("%w: lock %s has no Guard method", connection.ErrInvalidOption, m.paths[i])
+		out[i] = connection.NewGuard(l.Path(), nil, func() error { return err })
+	}
+	return out
+}

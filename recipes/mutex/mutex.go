@@ -159,6 +159,21 @@ func (m *Mutex) Held() bool { return m.h.Held() }
 // It is 0 when the lock is not held.
 func (m *Mutex) Token() int64 { return m.h.Token() }
 
+// Guard returns a guard of the current hold for connection.Client.Multi:
+// the transaction commits only while this hold lasts — its node still
+// there, in its session, and the hold not released or lost — all or
+// nothing:
+//
+//	_, err := client.Multi(ctx, m.Guard(), &zk.SetDataRequest{Path: "/config/x", Data: v, Version: -1})
+//
+// A hold that ended makes Multi fail with connection.ErrGuardFailed
+// (and ErrLockLost, or ErrNotLocked when nothing is held), with nothing
+// applied. The guard is of the hold held now (a reentrant Lock does not
+// change it); it fails once that hold ends, even if the lock is taken
+// again. For state kept outside ZooKeeper, use Token (docs/safety.md,
+// "Writes fenced by a hold").
+func (m *Mutex) Guard() *connection.Guard { return m.h.Guard() }
+
 // Node returns the path of the current hold's lock node, or "".
 func (m *Mutex) Node() string { return m.h.Node() }
 

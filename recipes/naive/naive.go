@@ -172,6 +172,18 @@ func (l *Lock) Held() bool { return l.h.Held() }
 // Token returns the czxid of the lock node of the current hold, or 0.
 func (l *Lock) Token() int64 { return l.h.Token() }
 
+// Guard returns a guard of the current hold for connection.Client.Multi:
+// the transaction commits only while the hold lasts (see
+// mutex.Mutex.Guard); a hold that ended makes Multi fail with
+// connection.ErrGuardFailed, nothing applied. The lock's node is at a
+// fixed path, which another participant may make again once ours is
+// gone: the guard's transaction is written in the hold's session only,
+// and only while the hold is on. If someone else deletes the node while it
+// is held and another participant takes the lock at once, a transaction
+// written before this one heard of the deletion can still commit — as
+// with Done; the mutex's sequential nodes have no such window.
+func (l *Lock) Guard() *connection.Guard { return l.h.Guard() }
+
 // Done is closed when the current hold can no longer be trusted, or was
 // released; when nothing is held it is already closed.
 func (l *Lock) Done() <-chan struct{} { return l.h.Done() }

@@ -414,6 +414,23 @@ func (it *Item) Priority() int { return it.e.priority }
 // stale worker's.
 func (it *Item) Token() int64 { return it.hold.Token }
 
+// Guard returns a guard of this take for connection.Client.Multi: the
+// transaction commits only while the take lasts — its taken node still
+// there, in its session, and the item not consumed, released or lost —
+// all or nothing. A worker that records its result in ZooKeeper does so
+// under the guard, and a result of a take that was lost (the item goes
+// to another worker) never lands. A take that ended makes Multi fail with
+// connection.ErrGuardFailed (and ErrItemLost or ErrFinished), nothing
+// applied.
+//
+// The taken node is at a fixed path that another worker may make again
+// once this one is gone: the transaction is written in the take's session
+// only, and only while the take is on. If someone else deletes the taken
+// node and another worker takes the item at once, a transaction written
+// before this worker heard of the deletion can still commit, as its Done
+// is still open then.
+func (it *Item) Guard() *connection.Guard { return it.hold.Guard() }
+
 // Done returns a channel that is closed when this take can no longer be
 // trusted under the connection's error policy — from then on another
 // worker may take the item — or when the item is consumed or released.

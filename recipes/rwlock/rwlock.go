@@ -216,6 +216,14 @@ func (s *Side) Context() context.Context { return s.h.Context() }
 // held.
 func (s *Side) Token() int64 { return s.h.Token() }
 
+// Guard returns a guard of this side's current hold for
+// connection.Client.Multi: the transaction commits only while the hold
+// lasts (see mutex.Mutex.Guard); a hold that ended makes Multi fail with
+// connection.ErrGuardFailed, nothing applied. The write side's guard fences
+// a write against every other participant. The read side's excludes
+// writers only: other readers may commit beside it.
+func (s *Side) Guard() *connection.Guard { return s.h.Guard() }
+
 // Node returns the path of this side's node, or "".
 func (s *Side) Node() string { return s.h.Node() }
 

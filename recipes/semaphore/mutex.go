@@ -120,6 +120,18 @@ func (m *Mutex) Context() context.Context {
 	return m.lease.Context()
 }
 
+// Guard returns the lease's guard (Lease.Guard); when nothing is held, a
+// guard that Multi refuses with connection.ErrGuardFailed and
+// ErrNotLocked.
+func (m *Mutex) Guard() *connection.Guard {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lease == nil {
+		return connection.NewGuard(m.sem.path, nil, func() error { return ErrNotLocked })
+	}
+	return m.lease.Guard()
+}
+
 // Token is the lease's fencing token, or 0.
 func (m *Mutex) Token() int64 {
 	m.mu.Lock()

@@ -368,6 +368,14 @@ func (l *Lease) Context() context.Context { return l.hold.Context() }
 // every lease granted at this semaphore.
 func (l *Lease) Token() int64 { return l.a.Token }
 
+// Guard returns a guard of the lease for connection.Client.Multi: the
+// transaction commits only while the lease lasts — its node still there,
+// in its session, and the lease not released or lost — all or nothing. A
+// lease that ended makes Multi fail with connection.ErrGuardFailed (and
+// ErrLeaseLost when it was lost), nothing applied. Other leases of the
+// semaphore may commit beside it.
+func (l *Lease) Guard() *connection.Guard { return l.hold.Guard() }
+
 // Node returns the lease node's path.
 func (l *Lease) Node() string { return l.a.Path }
 

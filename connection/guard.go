@@ -1,0 +1,350 @@
+package connection
+
+import (
+	"encoding/binary"
+	"errors"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
+)
+
+// Writes fenced by a hold.
+//
+// A Guard put into Multi makes the transaction commit only while a hold
+// lasts: a lock, a lease, a leader's term, a taken queue item. On the wire
+// it is a check of the hold's own node, sent first in the transaction, so
+// ZooKeeper applies the rest only if that node exists when the
+// transaction is applied; and the transaction is written in the hold's
+// session only. Four things make the check prove that the node is the
+// hold's, and not another node at the same path:
+//
+//  1. The path. A sequential node's name is never made twice: the
+//     directory's counter only grows, and a contender refuses a number at
+//     its limit (ErrSequenceExhausted). A node at a fixed path (a queue
+//     item's taken node, a naive lock) is a Claim, which another
+//     participant can make only once the hold's node is gone.
+//  2. The session. The transaction is pinned to the hold's session
+//     (Pin); one go-zookeeper handle serves one session (the tracker
+//     refuses any other handshake), so a transaction queued before that
+//     session ended is never written in the next one, where a fixed path
+//     may hold another participant's node. And ZooKeeper applies nothing
+//     of a session it has expired.
+//  3. The hold's end. A hold ends before its release is sent (lockcore's
+//     rule 1). Multi refuses a guard whose hold is over; and since a
+//     transaction may wait in go-zookeeper's queue while the hold ends,
+//     the tracker decides again when it writes the transaction: the check
+//     leaves the client with a version no node has, a token of the guard
+//     (at most -2), which the tracker replaces with -1 (any version) only
+//     if the hold is still on at that moment. Written later — after the
+//     release's delete, or after the hold was lost under the error policy
+//     — the check fails on the server (BadVersion, or NoNode), whatever
+//     node has been made at the path since. The requests of one session
+//     are applied in the order they are written.
+//  4. The version is not compared (-1): a hold's node may be written to
+//     while it is held (a revocation request), and 1-3 already identify
+//     it.
+//
+// What is left: a node deleted by someone other than the holder (an
+// operator) and made again at once — possible at a fixed path only — can
+// pass the check of a transaction written before the holder heard of the
+// deletion, the window in which its Done is still open too
+// (docs/safety.md, "Writes fenced by a hold").
+
+// Guard is an op for Multi that fences the transaction with a hold: the
+// transaction is applied only while the hold lasts, all or nothing. The
+// recipes' holds make them (mutex.Mutex.Guard, election.Term.Guard,
+// queue.Item.Guard...); NewGuard makes one for a hold of another kind.
+//
+// Multi refuses the transaction without sending it, with an error
+// matching ErrGuardFailed, when the hold is over or its session is not
+// the client's current one; when the server finds the hold's node gone,
+// or the hold ended before the transaction was written, the error matches
+// ErrGuardFailed too, and nothing was applied. A guarded transaction whose
+// answer was lost fails with ErrOutcomeUnknown, as any other: it may have
+// been applied — and if so, while the hold lasted.
+type Guard struct {
+	path    string
+	session *Session
+	over    func() error
+}
+
+// NewGuard returns a guard of a hold whose node is path (a client path),
+// made in session s, that lasts while over returns nil; once the hold
+// ends, over returns why (the hold's cause) and keeps doing so. over is
+// called by Multi and again by the client's connection when it writes the
+// transaction: it must be quick, must not block and must not call the
+// client.
+//
+// The node must be one only this hold can have at its path while the
+// hold lasts: a sequential node it made, or a Claim (docs/safety.md,
+// "Writes fenced by a hold", says why). A guard with a nil session, or
+// whose over returns an error at once, is the guard of no hold: Multi
+// refuses it.
+func NewGuard(path string, s *Session, over func() error) *Guard {
+	return &Guard{path: path, session: s, over: over}
+}
+
+// Path returns the path of the hold's node ("" for a nil Guard).
+func (g *Guard) Path() string {
+	if g == nil {
+		return ""
+	}
+	return g.path
+}
+
+// Session returns the hold's session (nil for a guard of no hold).
+func (g *Guard) Session() *Session {
+	if g == nil {
+		return nil
+	}
+	return g.session
+}
+
+// Err returns nil while the hold lasts, and then why it ended.
+func (g *Guard) Err() error {
+	if g == nil || g.over == nil {
+		return errtext.Errorf("%w: a guard of no hold", ErrInvalidOption)
+	}
+	if err := g.over(); err != nil {
+		return err
+	}
+	if g.session == nil {
+		return errtext.Errorf("%w: a guard without a session", ErrInvalidOption)
+	}
+	return g.session.Err()
+}
+
+// guardFailed is the error of a guard whose hold is over: it matches
+// ErrGuardFailed and the hold's cause.
+func guardFailed(g *Guard, why error) error {
+	return errtext.Errorf("connection: multi guarded by %s: %w: %w", g.path, ErrGuardFailed, why)
+}
+
+// Guard tokens: the version a guard's check leaves the client with. A
+// token is at most -2, a version no node has (ZooKeeper compares any
+// version but -1), so a check the tracker does not resolve fails.
+const (
+	firstGuardToken = -2
+	guardTokens     = 1 << 30
+)
+
+// guardTable holds the guards of the transactions in flight, by token.
+type guardTable struct {
+	mu   sync.Mutex
+	next uint32
+	m    map[int32]guardEntry
+}
+
+type guardEntry struct {
+	spath   string // the node's server path
+	session int64  // the hold's session
+	g       *Guard
+}
+
+// add registers a guard and returns its token.
+func (t *guardTable) add(e guardEntry) int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[int32]guardEntry{}
+	}
+	for {
+		tok := int32(firstGuardToken - int64(t.next%guardTokens))
+		t.next++
+		if _, taken := t.m[tok]; !taken {
+			t.m[tok] = e
+			return tok
+		}
+	}
+}
+
+func (t *guardTable) remove(tok int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, tok)
+}
+
+// resolve is what the tracker asks when it writes a guard's check of
+// server path spath with token tok on a handle of session: the version to
+// write, -1, if the guard is registered for that node and session and its
+// hold is still on; otherwise false, and the token goes out as it is.
+func (t *guardTable) resolve(tok int32, spath string, session int64) (int32, bool) {
+	t.mu.Lock()
+	e, ok := t.m[tok]
+	t.mu.Unlock()
+	if !ok || e.spath != spath || e.session != session || session == 0 {
+		return 0, false
+	}
+	if e.g.over() != nil || e.g.session.Err() != nil {
+		return 0, false
+	}
+	return -1, true
+}
+
+// ZooKeeper opcodes of a transaction.
+const (
+	opCheck = 13
+	opMulti = 14
+)
+
+// rewriteGuards resolves the guards' checks of a whole multi request at
+// the start of b: [len][xid][opcode][ops...], each op a header (type
+// int32, done bool, err int32) and its body; a check's body is its path
+// (int32 length, bytes) and version (int32). Multi sends the guards' checks
+// first, so only the leading checks are read. A request it cannot read
+// whole is left alone: its tokens then fail on the server. c.mu is held.
+func (c *trackedConn) rewriteGuards(b []byte) {
+	if c.t.guards == nil || len(b) < 12 || int32(binary.BigEndian.Uint32(b[8:12])) != opMulti {
+		return
+	}
+	if !c.t.restoredNow(c.conn) {
+		// A resumed connection whose watches are not registered again:
+		// the notification that the hold's node was deleted (or made
+		// again by another) may still be to come. The tokens stay, and
+		// the transaction fails (ErrGuardFailed).
+		return
+	}
+	size := int(int32(binary.BigEndian.Uint32(b[0:4])))
+	if size < 8 || 4+size > len(b) {
+		return
+	}
+	end, session := 4+size, c.t.first.Load()
+	for i := 12; i+9+4 <= end; {
+		if int32(binary.BigEndian.Uint32(b[i:i+4])) != opCheck || b[i+4] != 0 {
+			return // the first op that is not a check, or the end marker
+		}
+		i += 9
+		n := int(int32(binary.BigEndian.Uint32(b[i : i+4])))
+		i += 4
+		if n < 0 || i+n+4 > end {
+			return
+		}
+		spath := string(b[i : i+n])
+		i += n
+		if tok := int32(binary.BigEndian.Uint32(b[i : i+4])); tok <= firstGuardToken {
+			if v, ok := c.t.guards.resolve(tok, spath, session); ok {
+				binary.BigEndian.PutUint32(b[i:i+4], uint32(v))
+			}
+		}
+		i += 4
+	}
+}
+
+// guarded is a Multi's guards, registered for one transaction.
+type guarded struct {
+	guards []*Guard
+	at     []int   // their places among the caller's ops
+	tokens []int32 // their tokens, once registered
+}
+
+// splitGuards takes the guards out of ops: the guards, in order, and the
+// other ops.
+func splitGuards(ops []any) (gs guarded, rest []any) {
+	for i, op := range ops {
+		if g, ok := op.(*Guard); ok {
+			gs.guards = append(gs.guards, g)
+			gs.at = append(gs.at, i)
+			continue
+		}
+		rest = append(rest, op)
+	}
+	return gs, rest
+}
+
+// check refuses guards whose hold is over, and guards of different
+// sessions (one transaction runs in one session). It returns the session
+// the transaction is pinned to.
+func (gs *guarded) check(pin *Session) (*Session, error) {
+	for _, g := range gs.guards {
+		if err := g.Err(); err != nil {
+			if g == nil {
+				return nil, errtext.Errorf("connection: multi: %w: %w", ErrGuardFailed, err)
+			}
+			return nil, guardFailed(g, err)
+		}
+		if err := ValidatePath(g.path); err != nil {
+			return nil, errtext.Errorf("connection: multi guard: %w", err)
+		}
+	}
+	sess := gs.guards[0].session
+	for _, g := range gs.guards[1:] {
+		if g.session != sess {
+			// Both holds last, in two sessions: holds of two clients,
+			// which no one transaction can check.
+			return nil, errtext.Errorf("%w: multi guarded by %s and %s, holds of two sessions (%#x, %#x): one transaction runs in one",
+				ErrInvalidOption, gs.guards[0].path, g.path, sess.ID(), g.session.ID())
+		}
+	}
+	if pin != nil && pin != sess {
+		return nil, guardFailed(gs.guards[0], errtext.Errorf("the transaction is pinned to session %#x, not the hold's, %#x", pin.ID(), sess.ID()))
+	}
+	return sess, nil
+}
+
+// register puts the guards into the client's table and returns their
+// checks, to be sent first.
+func (gs *guarded) register(c *Client, sess *Session) []any {
+	checks := make([]any, len(gs.guards))
+	for i, g := range gs.guards {
+		sp := c.server(g.path)
+		tok := c.guards.add(guardEntry{spath: sp, session: sess.ID(), g: g})
+		gs.tokens = append(gs.tokens, tok)
+		checks[i] = &zk.CheckVersionRequest{Path: sp, Version: tok}
+	}
+	return checks
+}
+
+func (gs *guarded) unregister(c *Client) {
+	for _, tok := range gs.tokens {
+		c.guards.remove(tok)
+	}
+}
+
+// failure maps the answer of a guarded transaction: when a guard's check
+// failed (its node gone, or the hold ended before the transaction was
+// written), an error matching ErrGuardFailed; otherwise nil. res is in
+// wire order: the guards' checks first.
+func (gs *guarded) failure(res []zk.MultiResponse) error {
+	for i, g := range gs.guards {
+		if i >= len(res) {
+			return nil
+		}
+		var why error
+		switch err := res[i].Error; {
+		case errors.Is(err, zk.ErrNoNode):
+			why = errtext.Errorf("its node is gone: %w", err)
+		case errors.Is(err, zk.ErrBadVersion):
+			why = errtext.Errorf("the hold was over when the transaction was written: %w", err)
+		default:
+			continue
+		}
+		if cause := g.Err(); cause != nil {
+			why = errtext.Errorf("%w (%w)", why, cause)
+		}
+		return guardFailed(g, why)
+	}
+	return nil
+}
+
+// order puts the responses of a guarded transaction (wire order: the
+// guards' checks, then the other ops) back in the caller's order.
+func (gs *guarded) order(res []zk.MultiResponse) []zk.MultiResponse {
+	n := len(gs.guards)
+	if len(res) < n {
+		return res
+	}
+	out := make([]zk.MultiResponse, 0, len(res))
+	rest := res[n:]
+	for i, k := 0, 0; len(out) < len(res); i++ {
+		if k < n && gs.at[k] == i {
+			out = append(out, res[k])
+			k++
+			continue
+		}
+		out = append(out, rest[0])
+		rest = rest[1:]
+	}
+	return out
+}
