@@ -208,19 +208,21 @@ func (p *Partitioner) Err() error {
 }
 
 // Acquire waits until this member's share is held (state Acquired) and
-// returns it. A share whose Done is closed must be released (Share.Release)
-// before the next one is allocated: in the Release state Acquire waits for
-// that. It fails with ctx's error, or with the cause of the Failure state
+// returns it; every call returns the same share until it is released.
+// A share whose Done is closed must be released (Share.Release) before
+// the next one is allocated: in the Release state Acquire waits for that. It fails with ctx's error, or with the cause of the Failure state
 // (matching ErrClosed after Close).
 func (p *Partitioner) Acquire(ctx context.Context) (*Share, error) {
 	for {
 		p.mu.Lock()
 		state, share, err, changed := p.state, p.share, p.err, p.changed
 		p.mu.Unlock()
-		switch state {
-		case Acquired:
+		switch {
+		case state == Acquired && !share.isReleased():
+			// Its Done may be closed already: it is the caller's to
+			// release all the same, for the worker waits for that.
 			return share, nil
-		case Failure:
+		case state == Failure:
 			return nil, err
 		}
 		select {

@@ -112,6 +112,12 @@ func (s *Share) Release(ctx context.Context) error {
 	return nil
 }
 
+func (s *Share) isReleased() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.released
+}
+
 // release ends every hold of the share.
 func (s *Share) release(ctx context.Context) error {
 	var errs []error
