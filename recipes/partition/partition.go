@@ -127,11 +127,11 @@ type Partitioner struct {
 	cancel context.CancelFunc
 	exited chan struct{} // closed when the worker has returned
 
-	mu      sync.Mutex
-	state   State
-	share   *Share // the current share: Acquired, or Release until released
-	err     error  // why it failed (Failure)
-	changed chan struct{}
+	mu       sync.Mutex
+	state    State
+	share    *Share // the current share: Acquired, or Release until released
+	err      error  // why it failed (Failure)
+	changed  chan struct{}
 	party    party           // the party as the group's view shows it (follow)
 	closing  context.Context // Close's, for the releases the worker makes then
 	closeErr error           // what the worker's releases and leaving at Close gave
@@ -190,7 +190,7 @@ func (p *Partitioner) Identifier() string { return p.opts.identifier }
 func (p *Partitioner) Items() []string { return append([]string(nil), p.items...) }
 
 // partyPath and lockPath are Kazoo's: "<path>/party", "<path>/locks/<item>".
-func (p *Partitioner) partyPath() string          { return path.Join(p.path, "party") }
+func (p *Partitioner) partyPath() string           { return path.Join(p.path, "party") }
 func (p *Partitioner) lockPath(item string) string { return path.Join(p.path, "locks", item) }
 
 // State returns the current state and a channel closed at the next change.
