@@ -180,9 +180,9 @@ def serve_partitioner(client, path, identifier, items, boundary):
                 continue
             changed.wait(0.2)
 
+    say("READY")
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
-    say("READY")
     for line in sys.stdin:
         cmd = line.split()
         if not cmd:
