@@ -180,12 +180,16 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("m's owner %#x, want %#x", joined.EphemeralOwner, old)
 	}
 	proxy.Blackhole()
+	cut := time.Now()
 	ev := next(t, events)
 	if ev.Type != group.Left || ev.Member.ID != "m" {
 		t.Fatalf("event %v %s, want LEFT m at the expiry", ev.Type, ev.Member.ID)
 	}
+	left := time.Since(cut)
 	proxy.Restore()
+	restored := time.Now()
 	ev = next(t, events)
+	t.Logf("cut to Left at the observer: %v (2 s session); let through to Joined again: %v", left, time.Since(restored))
 	if ev.Type != group.Joined || ev.Member.ID != "m" || string(ev.Member.Data) != "d" {
 		t.Fatalf("event %v %s %q, want JOINED m d", ev.Type, ev.Member.ID, ev.Member.Data)
 	}

@@ -146,8 +146,11 @@ func TestFaults(t *testing.T) {
 		others = slices.DeleteFunc(others, func(x *member) bool { return x == m })
 		px := proxies[m.id]
 		px.Blackhole()
+		cut := time.Now()
 		waitParty(t, obs, dir, others[0].id, others[1].id) // its session expired
+		expired := time.Since(cut)
 		settled(t, obs, dir, items, others, 30*time.Second)
+		t.Logf("%s cut off: out of the party after %v, the others hold the whole set after %v", m.id, expired, time.Since(cut))
 		if s := m.current(); s != nil {
 			for _, it := range s.Items() {
 				if !closed(it.Done()) {
@@ -156,7 +159,9 @@ func TestFaults(t *testing.T) {
 			}
 		}
 		px.Restore()
+		back := time.Now()
 		settled(t, obs, dir, items, []*member{m1, m2, m3}, 30*time.Second)
+		t.Logf("%s let through: the three hold their split after %v", m.id, time.Since(back))
 	}
 
 	// m3 crashes: nothing more is heard from it.
