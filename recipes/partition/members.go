@@ -2,10 +2,12 @@ package partition
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/group"
 )
 
@@ -20,6 +22,7 @@ type party struct {
 	since   time.Time // of the last change
 	changed chan struct{}
 	abort   context.CancelFunc // the allocation in progress, if any
+	fatal   error              // the client was closed: the view never follows the server again
 }
 
 // follow reads the group's events into p.party until events closes.
@@ -45,6 +48,9 @@ func (p *Partitioner) follow(events <-chan group.Event) {
 			p.party.trusted = true
 		case group.Untrusted:
 			p.party.trusted = false
+			if errors.Is(ev.Err, connection.ErrClosed) {
+				p.party.fatal = ev.Err
+			}
 		default:
 			p.mu.Unlock()
 			continue

@@ -210,7 +210,8 @@ func (p *Partitioner) Err() error {
 // Acquire waits until this member's share is held (state Acquired) and
 // returns it; every call returns the same share until it is released.
 // A share whose Done is closed must be released (Share.Release) before
-// the next one is allocated: in the Release state Acquire waits for that. It fails with ctx's error, or with the cause of the Failure state
+// the next one is allocated: in the Release state Acquire returns that
+// share (Done closed) until it is released, and then waits for the next. It fails with ctx's error, or with the cause of the Failure state
 // (matching ErrClosed after Close).
 func (p *Partitioner) Acquire(ctx context.Context) (*Share, error) {
 	for {
@@ -218,9 +219,12 @@ func (p *Partitioner) Acquire(ctx context.Context) (*Share, error) {
 		state, share, err, changed := p.state, p.share, p.err, p.changed
 		p.mu.Unlock()
 		switch {
-		case state == Acquired && !share.isReleased():
-			// Its Done may be closed already: it is the caller's to
-			// release all the same, for the worker waits for that.
+		case (state == Acquired || state == Release) && share != nil && !share.isReleased():
+			// Its Done may be closed already (always, in the Release
+			// state): it is the caller's to release all the same, for the
+			// worker waits for that — a share whose Done closed before
+			// any caller saw it is handed out, not left to wait for a
+			// Release no one can call.
 			return share, nil
 		case state == Failure:
 			return nil, err

@@ -132,3 +132,39 @@ func TestKazooSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestClientClosed: the member's client is closed under it: its items'
+// holds and its share end, and once the share is released the
+// Partitioner fails with the client's error.
+func TestClientClosed(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	c := open(t, ens.Servers())
+	p, err := partition.New(c, ens.Root(t)+"/p", []string{"a", "b"}, partition.WithTimeBoundary(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctxFor(t, 10*time.Second))
+	s, err := p.Acquire(ctxFor(t, 20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	select {
+	case <-s.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the share outlived its client")
+	}
+	for _, it := range s.Items() {
+		if !closed(it.Done()) {
+			t.Fatalf("%s still trusted after the client closed", it.Name)
+		}
+	}
+	_ = s.Release(ctxFor(t, 5*time.Second))
+	if _, err := p.Acquire(ctxFor(t, 20*time.Second)); !errors.Is(err, connection.ErrClosed) {
+		t.Fatalf("Acquire after the client closed: %v, want connection.ErrClosed", err)
+	}
+	if st, _ := p.State(); st != partition.Failure {
+		t.Fatalf("state %v, want FAILURE", st)
+	}
+}

@@ -185,6 +185,9 @@ func (p *Partitioner) stable() ([]string, uint64, error) {
 		pt := p.party
 		members := pt.members()
 		p.mu.Unlock()
+		if pt.fatal != nil {
+			return nil, 0, pt.fatal
+		}
 		var (
 			wake  <-chan time.Time
 			timer *time.Timer
