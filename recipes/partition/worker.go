@@ -43,13 +43,11 @@ func (p *Partitioner) run() {
 	}()
 	for {
 		share, err := p.allocate()
-		switch {
-		case p.ctx.Err() != nil:
-			return
-		case err != nil:
-			p.fail(err)
+		if share == nil {
+			p.fail(err) // unless closing
 			return
 		}
+		// A share published as Close began is released below.
 		select { // take published the share, Acquired
 		case <-share.Done():
 		case <-p.ctx.Done():
