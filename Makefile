@@ -65,7 +65,7 @@ lint:
 deps:
 	@./scripts/install-deps.sh
 
-## bench: the Go benchmarks, then zkrecipes, Curator, Kazoo and zk.Lock side by side on a local
+## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them), then zkrecipes, Curator, Kazoo and zk.Lock side by side on a local
 ## 3-node ensemble (medians of 3 rounds), rewriting docs/benchmarks.md and its two charts
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkrecipes/internal/bench
@@ -73,4 +73,5 @@ bench: deps
 	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
+	$(GO) test -run '^$$' -bench Rebalance -benchtime 1x ./recipes/partition
 	$(GO) run ./cmd/zkrecipes bench --rounds 3 --docs docs

@@ -19,7 +19,11 @@ leases, who leads an election, who waits, a work queue's items. It knows
 the layouts of zkrecipes, Curator and Kazoo: a mutex (or Curator's
 LeaderSelector, which is one), a read/write lock, a LeaderLatch, a
 semaphore (InterProcessSemaphoreV2), a naive lock, a work queue
-(LockingQueue). Recipes of different kinds at one path, which do not see
+(LockingQueue), a party (Kazoo's Party and ShallowParty, recipes/group's
+Kazoo layouts) and a partition (Kazoo's SetPartitioner, recipes/partition:
+its members and who holds each item). A Curator GroupMember's group is
+named by its members' ids, like any directory: its members show as
+ephemeral nodes. Recipes of different kinds at one path, which do not see
 each other's nodes, are flagged with a "warning:" line.
 
 If PATH holds no recipe, the recipes below it are listed, one line each,
@@ -44,7 +48,8 @@ JSON (--json; with --watch one object a line, each with "time" and, after
 the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
 "detail", "was"}]). Fields of the object:
   path, kind        kind: mutex, read-write-lock, leader-latch, semaphore,
-                    semaphore-leases, queue, naive-lock, mixed, directory,
+                    semaphore-leases, queue, naive-lock, party, partition,
+                    mixed, directory,
                     free (no children, no recipe), ephemeral (a node of no
                     recipe), absent (--watch only)
   kinds             with kind "mixed": the kinds at the path
@@ -63,6 +68,11 @@ the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
                     held), waiters (acquirers, the acquiring one included)
   queue             items: position, state (ready or taken), priority,
                     item, size, taker_session, taker; and idle_workers
+  partition         members, held, items: item, holder (the holding
+                    member's identifier, when its session is a member's),
+                    recipe, session, fencing_token, node, waiting; the
+                    members are participants (role member, data the
+                    identifier), as a party's are
   recipes           a directory's: path, kind, kinds, holders, waiters
                     (null when not visible), holder (the first holder's
                     data), holder_session, holder_age_ms, items, warnings;
@@ -121,6 +131,7 @@ type view struct {
 	Semaphore    *semInfo      `json:"semaphore,omitempty"`
 	Queue        *[]queueRow   `json:"queue,omitempty"`
 	IdleWorkers  *int          `json:"idle_workers,omitempty"`
+	Partition    *partInfo     `json:"partition,omitempty"`
 	Recipes      *[]recipeRow  `json:"recipes,omitempty"`
 	Depth        int           `json:"depth,omitempty"`
 	Truncated    bool          `json:"truncated,omitempty"`

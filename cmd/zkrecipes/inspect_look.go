@@ -26,18 +26,22 @@ const (
 	famLeases                  // "-lease-" nodes: a semaphore's leases directory itself
 	famQueue                   // "entries" and "taken" children: Kazoo's LockingQueue
 	famNaive                   // the node itself, an ephemeral claim: the naive lock
+	famParty                   // Kazoo Party or ShallowParty member nodes (recipes/group's Kazoo layouts)
+	famPartition               // "party" and "locks" children: Kazoo's SetPartitioner, recipes/partition
 )
 
 // kindOf is each family's name in --json's "kind".
 var kindOf = map[family]string{
 	famMutex: "mutex", famRW: "read-write-lock", famLatch: "leader-latch", famSemaphore: "semaphore",
 	famLeases: "semaphore-leases", famQueue: "queue", famNaive: "naive-lock",
+	famParty: "party", famPartition: "partition",
 }
 
 // nameOf is each family's name in text.
 var nameOf = map[family]string{
 	famMutex: "mutex", famRW: "read/write lock", famLatch: "leader latch", famSemaphore: "semaphore",
 	famLeases: "semaphore's leases", famQueue: "work queue", famNaive: "naive lock",
+	famParty: "party", famPartition: "partition",
 }
 
 // A view's kinds besides the families'.
@@ -107,6 +111,13 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 	if slices.Contains(kids, "entries") && slices.Contains(kids, "taken") {
 		fams = append(fams, famQueue)
 	}
+	shallow, party := isParty(kids)
+	if party {
+		fams = append(fams, famParty)
+	}
+	if isPartition(kids) {
+		fams = append(fams, famPartition)
+	}
 	switch {
 	case len(fams) == 0 && len(kids) == 0:
 		v.Kind = kindFree
@@ -154,6 +165,14 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 			}
 		case famQueue:
 			if err := lookQueue(ctx, r, v, o.brief); err != nil {
+				return nil, nil, err
+			}
+		case famParty:
+			if _, err := lookParty(ctx, r, v, kids, shallow); err != nil {
+				return nil, nil, err
+			}
+		case famPartition:
+			if err := lookPartition(ctx, r, v, o.brief); err != nil {
 				return nil, nil, err
 			}
 		}

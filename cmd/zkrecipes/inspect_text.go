@@ -83,6 +83,33 @@ func writeSection(w io.Writer, v *view, f family) error {
 			return writeParticipants(w, v, waiting)
 		}
 		return nil
+	case famParty:
+		fmt.Fprintf(w, "%s: party (Kazoo's layout): %s\n", v.Path, t.summary)
+	case famPartition:
+		fmt.Fprintf(w, "%s: partition (Kazoo's SetPartitioner layout): %s, %d waiting\n", v.Path, t.summary, t.waiters)
+		if len(ps) > 0 {
+			fmt.Fprintf(w, "members:\n")
+			if err := writeParticipants(w, v, ps); err != nil {
+				return err
+			}
+		}
+		if len(v.Partition.Items) == 0 {
+			return nil
+		}
+		fmt.Fprintf(w, "items:\n")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ITEM\tHOLDER\tRECIPE\tSESSION\tTOKEN\tWAITING\tNODE")
+		for _, r := range v.Partition.Items {
+			holder := r.Holder
+			switch {
+			case r.Node == "":
+				holder = "(free)"
+			case holder == "":
+				holder = "(not a member)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", r.Item, holder, r.Recipe, r.Session, r.Token, r.Waiting, relative(v.Path, r.Node))
+		}
+		return tw.Flush()
 	case famNaive:
 		fmt.Fprintf(w, "%s: naive lock: held by %s\n", v.Path, t.summary)
 	case famMutex:

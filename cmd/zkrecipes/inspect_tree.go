@@ -121,6 +121,23 @@ func tallyOf(v *view, f family) tally {
 		return t
 	case famNaive:
 		t.waiters = -1
+	case famParty:
+		for _, p := range v.Participants {
+			if p.fam == famParty {
+				t.holders++
+			}
+		}
+		t.waiters = -1
+		t.summary = fmt.Sprintf("%d member(s)", t.holders)
+		return t
+	case famPartition:
+		pi := v.Partition
+		t.holders = pi.Held
+		for _, r := range pi.Items {
+			t.waiters += r.Waiting
+		}
+		t.summary = fmt.Sprintf("%d member(s), %d of %d item(s) held", pi.Members, pi.Held, len(pi.Items))
+		return t
 	}
 	readers := 0
 	for i := range v.Participants {

@@ -155,6 +155,15 @@ func factsOf(v *view) []fact {
 		}
 		fs = append(fs, fact{key: "idle workers", what: "idle workers", detail: fmt.Sprint(v.idle), attr: true})
 	}
+	if v.Partition != nil {
+		for _, r := range v.Partition.Items {
+			d := "free"
+			if r.Node != "" {
+				d = fmt.Sprintf("%s, token %d, %d waiting", dataText(r.Holder), r.Token, r.Waiting)
+			}
+			fs = append(fs, fact{key: path.Join(v.Path, "locks", r.Item), what: "item", detail: d})
+		}
+	}
 	if v.Recipes != nil {
 		for _, r := range *v.Recipes {
 			d := fmt.Sprintf("%d holding, %s waiting", r.Holders, waitersText(r.Waiters))

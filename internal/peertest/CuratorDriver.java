@@ -1,5 +1,5 @@
 // A Curator lock steered line by line over stdin, for the interop tests.
-// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write|semaphore N|latch ID|selector ID|atomiclong|sharedcount|writer]
+// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write|semaphore N|latch ID|selector ID|atomiclong|sharedcount|writer|group ID PAYLOAD]
 // (an InterProcessMutex, one side of an InterProcessReadWriteLock, an
 // InterProcessSemaphoreV2 of N leases, whose acquire takes one lease and
 // release gives back the newest, a LeaderLatch, a LeaderSelector, a
@@ -21,11 +21,15 @@
 //                    for PERSISTENT_WITH_TTL; parents made as containers; without data, Curator's
 //                    default data: the local address)
 // Writer answers:    CREATED <path> | SET <version> | DELETED | SESSION <hex id>
+// Group commands:    start | members | setdata <data> | close   (a GroupMember at the lock path)
+// Group answers:     STARTED | MEMBERS <id=data,...> (sorted by id) | SET | CLOSED
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 
@@ -43,6 +47,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.BoundedExponentialBackoffRetry;
@@ -117,6 +122,9 @@ public class CuratorDriver {
                 return;
             case "writer":
                 serve(client, writer(client));
+                return;
+            case "group":
+                serve(client, group(new GroupMember(client, args[1], args[3], args[4].getBytes(StandardCharsets.UTF_8))));
                 return;
             default:
                 serve(client, mutex(new InterProcessMutex(client, args[1]), null));
@@ -275,6 +283,33 @@ public class CuratorDriver {
                     return "LEADER_ID " + selector.getLeader().getId();
                 case "close":
                     selector.close();
+                    return "CLOSED";
+                default:
+                    return null;
+            }
+        };
+    }
+
+    // group serves a GroupMember: its current members, its data.
+    private static Handler group(GroupMember member) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "start":
+                    member.start();
+                    return "STARTED";
+                case "members": {
+                    StringBuilder b = new StringBuilder();
+                    for (Map.Entry<String, byte[]> e : new TreeMap<>(member.getCurrentMembers()).entrySet()) {
+                        b.append(b.length() > 0 ? "," : "").append(e.getKey()).append('=')
+                            .append(new String(e.getValue(), StandardCharsets.UTF_8));
+                    }
+                    return "MEMBERS " + b;
+                }
+                case "setdata":
+                    member.setThisData(cmd[1].getBytes(StandardCharsets.UTF_8));
+                    return "SET";
+                case "close":
+                    member.close();
                     return "CLOSED";
                 default:
                     return null;

@@ -1,6 +1,6 @@
 """A Kazoo Lock steered line by line over stdin, for the interop tests.
 
-Usage: kazoo_driver.py <hosts> <lock path> [lock|write|queue|counter|curatorcounter|writer]
+Usage: kazoo_driver.py <hosts> <lock path> [lock|write|queue|counter|curatorcounter|writer|party ID|shallowparty ID|partitioner ID ITEMS BOUNDARY]
 (a Lock that also sees Curator-layout mutex nodes, a WriteLock that also
 sees Curator-layout read/write lock nodes, a LockingQueue, a Counter — text,
 or with support_curator=True — or plain writes as an application makes
@@ -14,16 +14,30 @@ Counter answers:  ADDED <succeeded> 0 <failed with an exception> | VALUE <n>
 Writer commands: create [-ephemeral] [-sequence] <path> [data] (parents made, persistent and empty)
                  | set <path> <data> | delete <path> | session | quit
 Writer answers:  CREATED <path> | SET <version> | DELETED | SESSION <hex id>
+Party commands:  join | leave | members | quit   (a Party or ShallowParty at the lock path)
+Party answers:   JOINED | LEFT | MEMBERS <id,...> (sorted)
+Partitioner: a SetPartitioner at the lock path of the comma-separated ITEMS,
+  time_boundary BOUNDARY seconds, run as Kazoo's documentation shows (release
+  when asked, wait for acquire when allocating) in a thread of its own, which
+  says STATE <name> [<items, comma-separated>] at every change of state
+  (the items when ACQUIRED).
+Partitioner commands: state | finish | quit
+Partitioner answers:  STATE <name> [items] | FINISHED
 """
 import sys
+import threading
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import LockTimeout
 
 
+_say_lock = threading.Lock()
+
+
 def say(line):
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+    with _say_lock:
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
 
 
 def main():
@@ -43,6 +57,17 @@ def main():
         return
     if kind == "writer":
         serve_writer(client)
+        client.stop()
+        client.close()
+        return
+    if kind in ("party", "shallowparty"):
+        make = client.Party if kind == "party" else client.ShallowParty
+        serve_party(make(path, identifier=sys.argv[4]))
+        client.stop()
+        client.close()
+        return
+    if kind == "partitioner":
+        serve_partitioner(client, path, sys.argv[4], sys.argv[5].split(","), float(sys.argv[6]))
         client.stop()
         client.close()
         return
@@ -134,6 +159,85 @@ def serve_counter(counter):
                 say("ERROR unknown command " + cmd[0])
         except Exception as e:  # report, keep serving
             say("ERROR %r" % (e,))
+
+
+def serve_party(party):
+    say("READY")
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        try:
+            if cmd[0] == "join":
+                party.join()
+                say("JOINED")
+            elif cmd[0] == "leave":
+                party.leave()
+                say("LEFT")
+            elif cmd[0] == "members":
+                say("MEMBERS " + ",".join(sorted(party)))
+            elif cmd[0] == "quit":
+                break
+            else:
+                say("ERROR unknown command " + cmd[0])
+        except Exception as e:  # report, keep serving
+            say("ERROR %r" % (e,))
+
+
+def serve_partitioner(client, path, identifier, items, boundary):
+    changed = threading.Event()
+    part = client.SetPartitioner(path, set=items, identifier=identifier,
+                                 time_boundary=boundary, state_change_event=changed)
+    stop = threading.Event()
+
+    def state_line():
+        line = "STATE " + part.state
+        if part.acquired:
+            line += " " + ",".join(sorted(part))
+        return line
+
+    def run():
+        # Kazoo's documented loop, with the state said at every change.
+        last = None
+        while not stop.is_set():
+            changed.clear()
+            line = state_line()
+            if line != last:
+                say(line)
+                last = line
+            if part.failed:
+                return
+            if part.release:
+                part.release_set()
+                continue
+            if part.allocating:
+                part.wait_for_acquire(0.2)
+                continue
+            changed.wait(0.2)
+
+    say("READY")
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        try:
+            if cmd[0] == "state":
+                say(state_line())
+            elif cmd[0] == "finish":
+                stop.set()
+                worker.join()
+                part.finish()
+                say("FINISHED")
+            elif cmd[0] == "quit":
+                break
+            else:
+                say("ERROR unknown command " + cmd[0])
+        except Exception as e:  # report, keep serving
+            say("ERROR %r" % (e,))
+    stop.set()
+    worker.join()
 
 
 def serve_writer(client):

@@ -127,6 +127,12 @@ func CuratorWriter(t testing.TB, connect string) *Peer {
 	return curator(t, "curator writer", connect, "/", "writer")
 }
 
+// CuratorGroup starts a Curator GroupMember of the group at path, as
+// member id with payload; "start" joins.
+func CuratorGroup(t testing.TB, connect, path, id, payload string) *Peer {
+	return curator(t, "curator group", connect, path, "group", id, payload)
+}
+
 func curator(t testing.TB, name string, args ...string) *Peer {
 	dir := build(t)
 	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
@@ -163,12 +169,29 @@ func KazooCounter(t testing.TB, connect, path string, curator bool) *Peer {
 // writer commands.
 func KazooWriter(t testing.TB, connect string) *Peer { return kazoo(t, connect, "/", "writer") }
 
-func kazoo(t testing.TB, connect, path, kind string) *Peer {
+// KazooParty starts a Kazoo Party (shallow: a ShallowParty) at path as
+// member id; "join" joins.
+func KazooParty(t testing.TB, connect, path, id string, shallow bool) *Peer {
+	kind := "party"
+	if shallow {
+		kind = "shallowparty"
+	}
+	return kazoo(t, connect, path, kind, id)
+}
+
+// KazooPartitioner starts a Kazoo SetPartitioner at path of items, as
+// member id, with time_boundary boundary, run in Kazoo's documented loop:
+// it says "STATE <name> [items]" at every change of state.
+func KazooPartitioner(t testing.TB, connect, path, id string, items []string, boundary time.Duration) *Peer {
+	return kazoo(t, connect, path, "partitioner", id, strings.Join(items, ","), fmt.Sprint(boundary.Seconds()))
+}
+
+func kazoo(t testing.TB, connect, path, kind string, args ...string) *Peer {
 	dir := build(t)
 	if err := exec.Command(python, "-c", "import kazoo").Run(); err != nil {
 		t.Fatalf("Kazoo is missing for %s (%v): apt-get install python3-kazoo, or run make test", python, err)
 	}
-	return start(t, "kazoo "+kind, python, filepath.Join(dir, "kazoo_driver.py"), connect, path, kind)
+	return start(t, "kazoo "+kind, append([]string{python, filepath.Join(dir, "kazoo_driver.py"), connect, path, kind}, args...)...)
 }
 
 func start(t testing.TB, name string, argv ...string) *Peer {
@@ -273,5 +296,14 @@ func (p *Peer) Ask(timeout time.Duration, format string, args ...any) (string, e
 		return line, nil
 	case <-time.After(timeout):
 		return "", fmt.Errorf("%s: no answer within %v", p.name, timeout)
+	}
+}
+
+// Kill ends the peer's process at once (SIGKILL), as a crash would: its
+// session stays on the server until it expires.
+func (p *Peer) Kill() {
+	p.t.Helper()
+	if err := p.cmd.Process.Kill(); err != nil {
+		p.t.Fatalf("%s: kill: %v", p.name, err)
 	}
 }
