@@ -92,6 +92,9 @@ type CacheResults struct {
 	// RawView is the floor of a first view: the same reads with nothing
 	// kept (rawFirstView), by tree nodes; median.
 	RawView map[int]time.Duration
+	// RawCPU is the CPU the servers used meanwhile, where they are this
+	// process's children (a local ensemble); median.
+	RawCPU  map[int]time.Duration
 	Seen    map[string]map[int]int     // nodes in the first view when it said it was whole (fewest over the rounds)
 	Heap    map[string]map[int]float64 // bytes per node in the view: Go heap, Java heap used after GC; 0 for Kazoo
 	RSS     map[string]map[int]float64 // bytes per node in the view: the process's resident memory
@@ -209,7 +212,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 	fmt.Fprintf(progress, "cache trees of %v nodes built in %v\n", nodes, time.Since(start).Round(time.Millisecond))
 
 	res = &CacheResults{Cfg: cfg, Impls: impls, Nodes: nodes,
-		FirstView: map[string]map[int]time.Duration{}, RawView: map[int]time.Duration{}, Seen: map[string]map[int]int{}, Heap: map[string]map[int]float64{},
+		FirstView: map[string]map[int]time.Duration{}, RawView: map[int]time.Duration{}, RawCPU: map[int]time.Duration{}, Seen: map[string]map[int]int{}, Heap: map[string]map[int]float64{},
 		RSS: map[string]map[int]float64{}, Watches: map[string]map[int]float64{},
 		Lag: map[string]LagPass{}, Events: map[string]float64{}, Writes: map[string]float64{},
 		CatchUp: map[string]time.Duration{}, Consistent: map[string]bool{},
@@ -221,7 +224,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 		nodes              int
 	}
 	views := map[string]map[int][]view{}
-	raws := map[int][]time.Duration{}
+	raws, rawCPU := map[int][]time.Duration{}, map[int][]time.Duration{}
 	one := pin(cfg.Servers, 1) // the caches' server; the writer is on the first
 	for round := 0; round <= cfg.Rounds; round++ {
 		for i, size := range cfg.Sizes {
@@ -251,13 +254,20 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 				fmt.Fprintf(progress, "round %d/%d  %-17s first view of %d nodes  %v  %d nodes in it  heap %.0f B/node  RSS %.0f B/node  %.2f watches/node\n",
 					round, cfg.Rounds, impl, nodes[i], roundDuration(v.elapsed), v.nodes, float64(v.heap)/n, float64(v.rss)/n, float64(v.watches)/n)
 			}
+			cpu0, cpuOK := serversCPU()
 			raw, err := rawFirstView(one, trees[i], nodes[i], cache.DefaultConcurrency)
 			if err != nil {
 				return nil, fmt.Errorf("raw reads of %d nodes: %w", nodes[i], err)
 			}
+			cpu1, _ := serversCPU()
 			if round > 0 {
 				raws[nodes[i]] = append(raws[nodes[i]], raw)
-				fmt.Fprintf(progress, "round %d/%d  %-17s the reads of a first view of %d nodes, nothing kept  %v\n", round, cfg.Rounds, "raw reads", nodes[i], roundDuration(raw))
+				cpu := ""
+				if cpuOK {
+					rawCPU[nodes[i]] = append(rawCPU[nodes[i]], cpu1-cpu0)
+					cpu = fmt.Sprintf(", the servers' CPU %v", roundDuration(cpu1-cpu0))
+				}
+				fmt.Fprintf(progress, "round %d/%d  %-17s the reads of a first view of %d nodes, nothing kept  %v%s\n", round, cfg.Rounds, "raw reads", nodes[i], roundDuration(raw), cpu)
 			}
 		}
 		if round == 0 {
@@ -266,6 +276,9 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 	}
 	for n, ts := range raws {
 		res.RawView[n] = median(ts)
+	}
+	for n, ts := range rawCPU {
+		res.RawCPU[n] = median(ts)
 	}
 	for impl, byN := range views {
 		res.FirstView[impl], res.Heap[impl], res.RSS[impl], res.Watches[impl], res.Seen[impl] = map[int]time.Duration{}, map[int]float64{}, map[int]float64{}, map[int]float64{}, map[int]int{}
@@ -593,6 +606,43 @@ func rawFirstView(one []string, tree string, nodes, inflight int) (time.Duration
 	elapsed := time.Since(start)
 	wg.Wait()
 	return elapsed, firstErr
+}
+
+// serversCPU returns the CPU time the ZooKeeper servers that are this
+// process's children (a local ensemble) have used, and false if there are
+// none.
+func serversCPU() (time.Duration, bool) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	me := strconv.Itoa(os.Getpid())
+	var sum time.Duration
+	found := false
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		if f := strings.Fields(rest); len(f) < 2 || f[1] != me {
+			continue // not a child of this process
+		}
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmd), "QuorumPeerMain") {
+			continue
+		}
+		cpu, err := procCPU(pid)
+		if err != nil {
+			continue
+		}
+		sum, found = sum+cpu, true
+	}
+	return sum, found
 }
 
 // pacedWrites sets path n times, interval apart, and returns the times of

@@ -79,13 +79,20 @@ func CacheMethod(cfg CacheConfig, nodes []int) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "The zkrecipes cache (`recipes/cache`), Curator's CuratorCache (one persistent recursive watch, on this 3.8 server) and TreeCache, and Kazoo's TreeCache, on the same trees, built once: a root, up to 100 directories, their leaves, 20 bytes of data each — %s nodes. Each cache has a session of its own on the second server; the writer is on the first. Implementations alternate within each round.\n\n", strings.Join(sizes, " and "))
-	fmt.Fprintf(&b, "- **First full view**: from the start of the cache until it says its first load is in (zkrecipes: `Initialized()`; Curator: the initialized event; Kazoo: `INITIALIZED`). Median of %d rounds after a warm-up round; trees of %s nodes or more: %d round(s). Beside it, the same reads with nothing kept: a go-zookeeper session, %d in flight, `GetW` and `ChildrenW` of every node, the children found by the listings — what every cache with one-shot watches must ask the server.\n", cfg.Rounds, thousands(cfg.BigSize), cfg.BigRounds, cache.DefaultConcurrency)
+	fmt.Fprintf(&b, "- **First full view**: from the start of the cache until it says its first load is in (zkrecipes: `Initialized()`; Curator: the initialized event; Kazoo: `INITIALIZED`). Median of %d rounds after a warm-up round; trees of %s nodes or more: %s. Beside it, the same reads with nothing kept: a go-zookeeper session, %d in flight, `GetW` and `ChildrenW` of every node, the children found by the listings — what every cache with one-shot watches must ask the server — and, on a local ensemble, the CPU time its servers used meanwhile, to set against that time.\n", cfg.Rounds, thousands(cfg.BigSize), rounds(cfg.BigRounds), cache.DefaultConcurrency)
 	b.WriteString("- **Memory per node**: what the loaded cache added, divided by the nodes in it, in a fresh session, from after the session's connection. *Heap*: Go, the runtime's heap in use after a collection (`runtime.ReadMemStats` after `runtime.GC`), the client's watch bookkeeping included; Java, heap used (`totalMemory − freeMemory`) after three `System.gc()`; Kazoo, the growth of the process's resident memory (`VmRSS`) after `gc.collect()`, for the largest tree alone: a load larger than any before it in the process grows RSS by about what it holds, while a smaller one reuses memory the process freed. (RSS is not given for Go and Java: their runtimes reuse and return memory as they please, so the RSS of a process that loaded trees before moves by more than a view.)\n")
 	b.WriteString("- **Server watches per node**: the servers' `zk_watch_count` (`mntr`) with the cache loaded, less the same before, divided by the nodes.\n")
 	fmt.Fprintf(&b, "- **Lag**: the writer sets one node %d times, %v apart; the time from the set to the cache's changed event of that version, taken first thing in the listener (wall clock: the caches of Curator and Kazoo run in processes of their own on this machine); p50 and p99. From the set's reply, the time the writer sees it committed; and from its call. The baseline, measured on the same sets while each cache is measured (paired, so that a slow moment of the machine weighs on both), is a bare go-zookeeper `GetW` on the same node, from a session of its own on the caches' server, re-armed after each notification: the notification's arrival (*raw notification*), and the re-arming read's return (*raw watch + read*: the notification and the new data in hand, what a cache that reads after each notification waits for). The writer's server and the caches' both apply the commit, so a notification can come before the writer hears its reply: ratios are taken from the call.\n", cfg.LagSamples, cfg.LagInterval)
 	fmt.Fprintf(&b, "- **Events/s at full speed**: %d goroutines set %s nodes in turn as fast as one session answers (requests pipelined on it); the cache's changed events counted over %v after a second of warm-up, beside the writer's sets meanwhile (a cache with one-shot watches sees quick sets of a node as one change). Then the writer stops, and the view must hold every node's last version within a minute: *consistent*, and how long after the stop.\n", cfg.Writers, thousands(cfg.WriteNodes), cfg.Duration)
 	fmt.Fprintf(&b, "- **Reconnect**: a cache of the first tree through a proxy; the proxy cuts the connection, the writer sets %d leaves of different directories, the proxy lets the client back in, in the same session; the packets the caches' server received from then until the view holds the changes and the server has been quiet for a second (`mntr`'s `zk_packets_received`, less the `mntr` requests themselves: the reconnection, the watches registered again, pings and every read).\n", cfg.Changes)
 	return b.String()
+}
+
+func rounds(n int) string {
+	if n == 1 {
+		return "one round"
+	}
+	return fmt.Sprintf("median of %d rounds", n)
 }
 
 // Markdown renders the cache results: a table with a column per
@@ -120,7 +127,11 @@ func (r *CacheResults) Markdown() string {
 	for _, n := range r.Nodes {
 		title := fmt.Sprintf("first full view, %s nodes", thousands(n))
 		if raw := r.RawView[n]; raw > 0 {
-			title += fmt.Sprintf(" (the same reads, nothing kept: %v)", roundDuration(raw))
+			cpu := ""
+			if c := r.RawCPU[n]; c > 0 {
+				cpu = fmt.Sprintf(", the servers' CPU meanwhile %v", roundDuration(c))
+			}
+			title += fmt.Sprintf(" (the same reads, nothing kept: %v%s)", roundDuration(raw), cpu)
 		}
 		row(title,
 			func(i string) string {
@@ -181,6 +192,13 @@ func (r *CacheResults) Markdown() string {
 		},
 		func(i string) float64 { return float64(r.Packets[i]) })
 
+	for _, n := range r.Nodes {
+		for _, i := range r.Impls {
+			if seen := r.Seen[i][n]; seen > 0 && seen < n {
+				fmt.Fprintf(&b, "\n**%s nodes in it**: %s said its first load of the %s-node tree was in with that many nodes in its view; its memory and watches per node are per node in it.\n", thousands(seen), i, thousands(n))
+			}
+		}
+	}
 	b.WriteString("\n| lag to the event of a set's version | from the reply: p50 | p99 | from the call: p50 | p99 | raw notification, same sets: p50 from the call | cache ÷ raw | raw watch + read: p50 from the call | cache ÷ raw + read |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, name := range r.Impls {
 		l := r.Lag[name]
