@@ -65,8 +65,10 @@ lint:
 deps:
 	@./scripts/install-deps.sh
 
-## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them), then zkrecipes, Curator, Kazoo and zk.Lock side by side on a local
-## 3-node ensemble (medians of 3 rounds), rewriting docs/benchmarks.md and its two charts
+## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them), then zkrecipes,
+## Curator, Kazoo and zk.Lock side by side on a local 3-node ensemble (medians of 3 rounds), the
+## cache against CuratorCache and both TreeCaches included, rewriting docs/benchmarks.md and its two
+## charts (the cache's section alone: go run ./cmd/zkrecipes bench --scenarios cache --docs docs)
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkrecipes/internal/bench
 	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex

@@ -42,7 +42,7 @@ type Client struct {
 	nsReady atomic.Bool // the namespace node exists
 
 	watchMu sync.Mutex
-	watches map[watchKey][]*Watch // pending shared watches (GetWatch, ChildrenWatch, ExistsWatch), by handle, node and kind
+	watches map[watchKey]*Watch // pending shared watches (GetWatch, ChildrenWatch, ExistsWatch), by handle, node and kind
 
 	// tooLarge holds the requests (tooLargeKey: kind and server path)
 	// whose last reply exceeded WithMaxBufferSize, until the request that

@@ -234,11 +234,11 @@ func (c *Client) restoreKeys(zc *zk.Conn) map[restoreKey]struct{} {
 	}
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
-	for key, ws := range c.watches {
+	for key, first := range c.watches {
 		if key.zc != zc {
 			continue
 		}
-		for _, w := range ws {
+		for w := first; w != nil; w = w.next {
 			if w.ready && !w.fired {
 				keys[restoreKey{key.spath, key.kind}] = struct{}{}
 				break

@@ -25,19 +25,32 @@ import (
 // client and on the server, whatever the number of abandoned waits; it
 // goes when the node changes, is created or deleted, or the session ends.
 //
-// A watch costs no goroutine while it is pending (see watchEvent).
+// A watch costs no goroutine while it is pending (see watchEvent), and
+// little memory: a cache holds two per node. Its channel is made by the
+// first Done, its event when it fires, and a Hook takes no allocation.
 type Watch struct {
-	done chan struct{}
-	ev   zk.Event
-	mu   *sync.Mutex // the client's watchMu
+	mu *sync.Mutex // the client's watchMu
 	// Under mu:
-	ready bool // the read that set it has returned: it may be shared
-	fired bool // done is closed
-	hooks []*hook
+	next  *Watch        // the next Watch of the same node and kind (Client.watches)
+	done  chan struct{} // made by Done; closed when the watch fires
+	ev    *zk.Event     // what fired it; set before done is closed
+	ready bool          // the read that set it has returned: it may be shared
+	fired bool
+	hook  Hook    // the first hook, the usual one
+	more  *[]Hook // any others: 64 bytes a Watch
+}
+
+// Hook is told when a Watch fires (AddHook).
+type Hook interface {
+	// WatchFired is called once with the watch and its event, as an
+	// AfterFire function is.
+	WatchFired(w *Watch, ev zk.Event)
 }
 
 // hook is a function AfterFire registered.
 type hook struct{ f func(zk.Event) }
+
+func (h *hook) WatchFired(_ *Watch, ev zk.Event) { h.f(ev) }
 
 // AfterFire arranges for f to be called once with the event when the watch
 // fires — synchronously, in the goroutine that fires it (go-zookeeper's
@@ -52,37 +65,82 @@ type hook struct{ f func(zk.Event) }
 // is pending, and a waiter that then sees a later event (its predecessor's
 // deletion, say) knows the hold's end was already seen.
 func (w *Watch) AfterFire(f func(zk.Event)) (stop func() bool) {
-	w.mu.Lock()
-	if w.fired {
-		w.mu.Unlock()
-		f(w.ev)
+	h := &hook{f}
+	if !w.AddHook(h) {
 		return func() bool { return false }
 	}
-	h := &hook{f}
-	w.hooks = append(w.hooks, h)
+	return func() bool { return w.RemoveHook(h) }
+}
+
+// AddHook is AfterFire with a value in place of a function: h is told of
+// the event once, on the same terms (at once, in this goroutine, if the
+// watch has fired: then AddHook returns false). h must be comparable, a
+// pointer, for RemoveHook to find it. A hook costs the watch no
+// allocation; a cache with a watch per node uses it.
+func (w *Watch) AddHook(h Hook) (pending bool) {
+	w.mu.Lock()
+	if w.fired {
+		ev := *w.ev
+		w.mu.Unlock()
+		h.WatchFired(w, ev)
+		return false
+	}
+	switch {
+	case w.hook == nil:
+		w.hook = h
+	case w.more == nil:
+		w.more = &[]Hook{h}
+	default:
+		*w.more = append(*w.more, h)
+	}
 	w.mu.Unlock()
-	return func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		i := slices.Index(w.hooks, h)
-		if i < 0 {
-			return false
+	return true
+}
+
+// RemoveHook unregisters h and reports whether it did so before h was
+// told of the event.
+func (w *Watch) RemoveHook(h Hook) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.hook == h {
+		w.hook = nil
+		if w.more != nil && len(*w.more) > 0 {
+			w.hook, *w.more = (*w.more)[0], slices.Delete(*w.more, 0, 1)
 		}
-		w.hooks = slices.Delete(w.hooks, i, i+1)
 		return true
 	}
+	if w.more == nil {
+		return false
+	}
+	i := slices.Index(*w.more, h)
+	if i < 0 {
+		return false
+	}
+	*w.more = slices.Delete(*w.more, i, i+1)
+	return true
 }
 
 // Done is closed when the read that set the watch can no longer be trusted
 // to be current: the watch fired for a change of its node, or it ended
 // with its session (Err tells which).
-func (w *Watch) Done() <-chan struct{} { return w.done }
+func (w *Watch) Done() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done == nil {
+		if w.fired {
+			w.done = closedChan
+		} else {
+			w.done = make(chan struct{})
+		}
+	}
+	return w.done
+}
 
 // Event is what fired the watch; valid once Done is closed. Its path is a
 // server path (with the namespace).
 func (w *Watch) Event() zk.Event {
-	<-w.done
-	return w.ev
+	<-w.Done()
+	return *w.ev
 }
 
 // Err returns nil if the watch fired for a change of its node, and an
@@ -173,6 +231,8 @@ func (c *Client) sharedRead(ctx context.Context, what, path string, kind watchKi
 // shared (ready): a later caller's plain read is then certainly ordered
 // after the watch on the server.
 
+// The pending Watches of one key form a list (Watch.next), usually of
+// one: a Watch is shared while it is pending.
 type watchKey struct {
 	zc    *zk.Conn
 	spath string
@@ -190,13 +250,21 @@ const (
 
 // arm records a new Watch of key whose read is about to be sent.
 func (c *Client) arm(key watchKey) *Watch {
-	w := &Watch{done: make(chan struct{}), mu: &c.watchMu}
+	w := &Watch{mu: &c.watchMu}
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	if c.watches == nil {
-		c.watches = map[watchKey][]*Watch{}
+		c.watches = map[watchKey]*Watch{}
 	}
-	c.watches[key] = append(c.watches[key], w)
+	last := c.watches[key]
+	if last == nil {
+		c.watches[key] = w
+		return w
+	}
+	for last.next != nil {
+		last = last.next
+	}
+	last.next = w
 	return w
 }
 
@@ -210,21 +278,27 @@ func (c *Client) armed(key watchKey, w *Watch, ok bool) {
 	case ok:
 		w.ready = true
 	default:
-		ws := c.watches[key]
-		if i := slices.Index(ws, w); i >= 0 {
-			ws = slices.Delete(ws, i, i+1)
-		}
-		if len(ws) == 0 {
+		first := c.watches[key]
+		switch {
+		case first == w && w.next == nil:
 			delete(c.watches, key)
-		} else {
-			c.watches[key] = ws
+		case first == w:
+			c.watches[key] = w.next
+		default:
+			for p := first; p != nil; p = p.next {
+				if p.next == w {
+					p.next = w.next
+					break
+				}
+			}
 		}
+		w.next = nil
 	}
 }
 
 // sharedLocked returns a pending watch of key that may be shared, or nil.
 func (c *Client) sharedLocked(key watchKey) *Watch {
-	for _, w := range c.watches[key] {
+	for w := c.watches[key]; w != nil; w = w.next {
 		if w.ready {
 			return w
 		}
@@ -260,10 +334,17 @@ func (c *Client) watchEvent(zc *zk.Conn, ev zk.Event) {
 }
 
 func (c *Client) fireLocked(key watchKey, ev zk.Event) {
-	for _, w := range c.watches[key] {
-		w.fireLocked(ev)
+	w := c.watches[key]
+	if w == nil {
+		return
 	}
 	delete(c.watches, key)
+	for w != nil {
+		next := w.next
+		w.next = nil
+		w.fireLocked(ev)
+		w = next
+	}
 }
 
 // endWatches fires every watch of handle zc, now closed, with
@@ -280,13 +361,21 @@ func (c *Client) endWatches(zc *zk.Conn, err error) {
 }
 
 func (w *Watch) fireLocked(ev zk.Event) {
-	if !w.fired {
-		w.fired, w.ev = true, ev
+	if w.fired {
+		return
+	}
+	w.fired, w.ev = true, &ev
+	if w.done != nil {
 		close(w.done)
-		hooks := w.hooks
-		w.hooks = nil
-		for _, h := range hooks {
-			h.f(ev)
+	}
+	first, more := w.hook, w.more
+	w.hook, w.more = nil, nil
+	if first != nil {
+		first.WatchFired(w, ev)
+	}
+	if more != nil {
+		for _, h := range *more {
+			h.WatchFired(w, ev)
 		}
 	}
 }

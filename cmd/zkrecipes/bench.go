@@ -28,7 +28,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	impls := fs.String("impls", "mutex,naive,zk.Lock,Curator,Kazoo,raw floor", "implementations to compare (Curator and Kazoo need Debian's libcurator-recipes-java, a JDK and python3-kazoo)")
 	output := fs.String("o", "", "also write the markdown report to this file")
 	docs := fs.String("docs", "", "also write benchmarks.md and benchmarks.svg (the chart) into this directory")
-	scenarios := fs.String("scenarios", "locks,recipes,election-queue,counters,scale", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), counters (the counter against Curator's DistributedAtomicLong and Kazoo's Counter), scale (many keys locked through one client, against Curator and zk.Lock)")
+	scenarios := fs.String("scenarios", "locks,recipes,election-queue,counters,scale,cache", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), counters (the counter against Curator's DistributedAtomicLong and Kazoo's Counter), scale (many keys locked through one client, against Curator and zk.Lock), cache (the cache against Curator's CuratorCache and TreeCache and Kazoo's TreeCache)")
 	counterParts := fs.String("counter-participants", "1,10,100", "counters: participant counts, each incrementing one counter")
 	keys := fs.Int("keys", 10000, "scale: distinct lock paths")
 	keyGoroutines := fs.Int("key-goroutines", 64, "scale: goroutines (Curator: threads) locking keys through one client")
@@ -41,11 +41,18 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	readers := fs.Int("readers", 50, "recipes: readers started together on a free read lock")
 	semClients := fs.Int("sem-clients", 10, "recipes: clients taking and returning semaphore leases")
 	semLeases := fs.Int("sem-leases", 3, "recipes: the semaphore's leases")
+	cacheSizes := fs.String("cache-sizes", "10000,100000", "cache: the trees' sizes in nodes")
+	cacheBigRounds := fs.Int("cache-big-rounds", 2, "cache: rounds of the first view of trees of 100,000 nodes or more (the others: --rounds)")
+	cacheLagSamples := fs.Int("cache-lag-samples", 200, "cache: sets of one node for the lag")
+	cacheLagInterval := fs.Duration("cache-lag-interval", 12*time.Millisecond, "cache: time between those sets")
+	cacheWriters := fs.Int("cache-writers", 32, "cache: goroutines setting nodes at full speed")
+	cacheWriteNodes := fs.Int("cache-write-nodes", 1000, "cache: nodes set at full speed")
+	cacheChanges := fs.Int("cache-changes", 10, "cache: nodes set while a cache is cut off")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the Go implementations' client side) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	doLocks, doRecipes, doElectionQueue, doCounters, doScale := false, false, false, false, false
+	doLocks, doRecipes, doElectionQueue, doCounters, doScale, doCache := false, false, false, false, false, false
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch strings.TrimSpace(s) {
 		case "locks":
@@ -58,12 +65,20 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			doCounters = true
 		case "scale":
 			doScale = true
+		case "cache":
+			doCache = true
 		default:
-			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, counters or scale", s)
+			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, counters, scale or cache", s)
 		}
 	}
-	if *docs != "" && !(doLocks && doRecipes && doElectionQueue && doCounters && doScale) {
-		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes,election-queue,counters,scale")
+	whole := doLocks && doRecipes && doElectionQueue && doCounters && doScale && doCache
+	cacheOnly := doCache && !doLocks && !doRecipes && !doElectionQueue && !doCounters && !doScale
+	if *docs != "" && !whole && !cacheOnly {
+		return fmt.Errorf("--docs writes the whole page (--scenarios locks,recipes,election-queue,counters,scale,cache) or its cache section alone (--scenarios cache)")
+	}
+	sizes, err := positiveCounts("--cache-sizes", *cacheSizes)
+	if err != nil {
+		return err
 	}
 	counts, err := positiveCounts("--participants", *parts)
 	if err != nil {
@@ -174,14 +189,47 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		}
 		report += "\n### Many keys, deep queues and idle waiters\n\n" + sr.Markdown()
 	}
-	fmt.Fprintf(out, "\n%s\n(%v in all)\n", report, time.Since(start).Round(time.Second))
+	var cacheSection string
+	if doCache {
+		load0 := loadAverage()
+		cr, err := bench.RunCache(ctx, bench.CacheConfig{
+			Servers: list, Peers: peers, Sizes: sizes, Rounds: *rounds, BigRounds: *cacheBigRounds, BigSize: 100000,
+			LagSamples: *cacheLagSamples, LagInterval: *cacheLagInterval, Writers: *cacheWriters, WriteNodes: *cacheWriteNodes,
+			Duration: *duration, Changes: *cacheChanges, Cleanup: len(serverList(*servers)) > 0, Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		cacheSection = "### The cache\n\n" + bench.CacheMethod(cr.Cfg, cr.Nodes) + "\n" +
+			fmt.Sprintf("Measured %s on %s: %s, %d CPUs, %s; load average %s at the start of these scenarios, %s at their end (other processes share the machine).\n\n",
+				time.Now().UTC().Format("2006-01-02"), ensemble, runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), runtime.Version(), load0, loadAverage()) +
+			cr.Markdown()
+	}
+	all := report
+	if doCache {
+		all += "\n" + cacheSection
+	}
+	fmt.Fprintf(out, "\n%s\n(%v in all)\n", all, time.Since(start).Round(time.Second))
 	if *output != "" {
-		if err := os.WriteFile(*output, []byte(report), 0o644); err != nil {
+		if err := os.WriteFile(*output, []byte(all), 0o644); err != nil {
 			return err
 		}
 	}
+	if *docs != "" && cacheOnly {
+		name := filepath.Join(*docs, "benchmarks.md")
+		page, err := os.ReadFile(name)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		spliced := bench.SpliceSection(string(page), bench.CacheBegin, bench.CacheEnd, cacheSection, "## Reading the results")
+		if err := os.WriteFile(name, []byte(spliced), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote the cache section of %s\n", name)
+		return nil
+	}
 	if *docs != "" {
-		page := benchmarksPage(report, list, *rounds, *duration, *iterations)
+		page := benchmarksPage(report, cacheSection, list, *rounds, *duration, *iterations)
 		if err := os.WriteFile(filepath.Join(*docs, "benchmarks.md"), []byte(page), 0o644); err != nil {
 			return err
 		}
@@ -195,6 +243,16 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		fmt.Fprintf(out, "wrote benchmarks.md, benchmarks.svg and benchmarks-scale.svg in %s\n", *docs)
 	}
 	return nil
+}
+
+// loadAverage is the machine's one-minute load average, "?" where
+// /proc/loadavg cannot say.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 // positiveCounts reads a flag's comma-separated positive counts.
@@ -226,7 +284,7 @@ func parseIdle(v string) (locks, perLock int, err error) {
 
 // benchmarksPage is docs/benchmarks.md: how it was measured, then the
 // results.
-func benchmarksPage(report string, servers []string, rounds int, d time.Duration, iterations int) string {
+func benchmarksPage(report, cacheSection string, servers []string, rounds int, d time.Duration, iterations int) string {
 	var b strings.Builder
 	b.WriteString("# Benchmarks\n\n")
 	b.WriteString("Written by `make bench` (`zkrecipes bench --docs docs`); every figure below comes from one run.\n\n")
@@ -253,6 +311,9 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
 	b.WriteString(report)
 	b.WriteString("\n![Handoffs per second and wake-ups per release against participants](benchmarks.svg)\n")
 	b.WriteString("\n![Many keys, the deep queue, idle waiters and the handoff against its floor](benchmarks-scale.svg)\n")
+	// The cache's section between its markers, so that a run of the cache
+	// scenarios alone (--scenarios cache --docs) replaces it in place.
+	b.WriteString("\n" + bench.CacheBegin + "\n" + strings.Trim(cacheSection, "\n") + "\n" + bench.CacheEnd + "\n")
 	b.WriteString(`
 ## Reading the results
 
@@ -316,6 +377,14 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
   transaction log entry, as a plain set is, a few percent slower on the
   server (BenchmarkMarkerCost in recipes/shared measures it). What it buys:
   an add whose answer is lost is never counted twice (docs/shared.md).
+- **The cache.** A cache with one-shot watches sends two reads per node to
+  load, and through go-zookeeper the server that answers them is the
+  bound: compare each first view with the same reads made with nothing
+  kept, and the servers' CPU beside them. CuratorCache's one persistent
+  watch saves the watches per node, but it reads every node again after a
+  reconnect, and it counts its reads in flight in a Phaser that takes at
+  most 65,535: beyond, its first view is not whole. docs/cache.md sets
+  the figures against the issue's targets.
 - **The peers' drivers** run in a fresh JVM or interpreter per scenario,
   warmed up with hundreds of iterations first; a long-running service would
   be warmer still.

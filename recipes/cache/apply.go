@@ -143,7 +143,7 @@ func (w *worker) listDone(o *op, r *result) {
 // (their reads tracked with the listing's, so a load includes them), names
 // gone are deleted with their subtrees.
 func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
-	e.list = *stat
+	e.list = listOf(stat)
 	hadErr := e.listErr != nil
 	e.listErr = nil
 	accept := w.c.opts.selector.Accept
@@ -221,7 +221,7 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 		w.unpublishTree(e)
 		w.dropKids(e)
 		w.unhook(&e.listing) // it watched the old node
-		e.list, e.listErr = zk.Stat{}, nil
+		e.list, e.listErr = listStat{}, nil
 		n.Err = e.err()
 		e.node = n
 		w.publish(e)
@@ -325,7 +325,7 @@ func (w *worker) gone(e *entry, checked bool) {
 	// The root empties; an exists waits for it to come back.
 	w.unpublishTree(e)
 	w.dropKids(e)
-	e.node, e.list, e.listErr, e.dataErr, e.checked = nil, zk.Stat{}, nil, nil, nil
+	e.node, e.list, e.listErr, e.dataErr, e.checked = nil, listStat{}, nil, nil, nil
 	w.clearOp(&e.listing)
 	if !checked {
 		w.markDirty(&e.data, modeCheck)
@@ -366,7 +366,7 @@ func (w *worker) clearOp(o *op) {
 	w.untrack(o)
 	o.dirty = false
 	if !o.inflight {
-		delete(w.pending, o)
+		w.unpend(o)
 	}
 }
 

@@ -10,7 +10,22 @@ func (w *worker) markDirty(o *op, mode readMode) {
 		o.mode = mode
 	}
 	o.dirty = true
+	w.pend(o)
+}
+
+// pend records o as pending: dirty or in flight.
+func (w *worker) pend(o *op) {
 	w.pending[o] = true
+	w.pendingPeak = max(w.pendingPeak, len(w.pending))
+}
+
+// unpend forgets o as pending. A map keeps the table it grew to; once the
+// ops of a load (every node's) are done, a new map lets it go.
+func (w *worker) unpend(o *op) {
+	delete(w.pending, o)
+	if len(w.pending) == 0 && w.pendingPeak > 64 {
+		w.pending, w.pendingPeak = map[*op]bool{}, 0
+	}
 }
 
 // schedule queues o for a read if it needs one and may have one now.
@@ -62,7 +77,7 @@ func (w *worker) start(o *op, mode readMode) {
 	w.seq++
 	o.seq = w.seq
 	w.inflight++
-	w.pending[o] = true
+	w.pend(o)
 	w.c.wg.Add(1)
 	go w.read(job{op: o, kind: o.kind, mode: mode, path: o.e.path, epoch: w.epoch, seq: o.seq})
 }

@@ -32,7 +32,7 @@ func (w *worker) settle(o *op, seq uint64) {
 		w.untrack(o)
 	}
 	if !o.dirty && !o.inflight {
-		delete(w.pending, o)
+		w.unpend(o)
 	}
 	w.schedule(o)
 }

@@ -49,8 +49,14 @@ func (w *worker) setWatch(o *op, wch *connection.Watch) {
 	w.unhook(o)
 	o.w = wch
 	w.c.watches.Add(1)
-	in := &w.c.inbox
-	o.stop = wch.AfterFire(func(ev zk.Event) { in.push(fired{o, wch, ev}) })
+	wch.AddHook(o)
+}
+
+// WatchFired passes o's fired watch to the worker (a connection.Hook: a
+// hook costs the watch no allocation, and a cache has two per node). It
+// runs on go-zookeeper's receive loop and never blocks.
+func (o *op) WatchFired(wch *connection.Watch, ev zk.Event) {
+	o.e.in.push(fired{o, wch, ev})
 }
 
 // unhook forgets o's pending watch: it stays on the server until it
@@ -59,8 +65,8 @@ func (w *worker) unhook(o *op) {
 	if o.w == nil {
 		return
 	}
-	o.stop()
-	o.w, o.stop = nil, nil
+	o.w.RemoveHook(o)
+	o.w = nil
 	w.c.watches.Add(-1)
 }
 
@@ -71,7 +77,7 @@ func (w *worker) drain() {
 		if o.w != f.w {
 			continue // a watch the op no longer waits on
 		}
-		o.w, o.stop = nil, nil
+		o.w = nil
 		w.c.watches.Add(-1)
 		if o.e.removed {
 			continue

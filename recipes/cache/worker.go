@@ -25,15 +25,16 @@ type worker struct {
 	client *connection.Client
 	root   *entry
 
-	queue   []*op        // ops waiting for a read slot, in order
-	parked  []*op        // ops whose read failed, until the retry timer or the connection is back
-	pending map[*op]bool // ops dirty or in flight
-	results chan *result // capacity: every read and the sync in flight
-	states  <-chan connection.State
+	queue       []*op        // ops waiting for a read slot, in order
+	parked      []*op        // ops whose read failed, until the retry timer or the connection is back
+	pending     map[*op]bool // ops dirty or in flight
+	pendingPeak int          // the most pending since pending was made
+	results     chan *result // capacity: every read and the sync in flight
+	states      <-chan connection.State
 
 	inflight int    // reads in flight (not the sync)
 	seq      uint64 // numbers the reads
-	epoch    int    // sessions the view went through; results of another epoch are dropped
+	epoch    int32  // sessions the view went through; results of another epoch are dropped
 	sess     *connection.Session
 
 	connUp    bool // the connection is up (Connected, Reconnected)
@@ -80,39 +81,54 @@ const (
 	modeFetch                 // Get: the data after a check, whose watch stands
 )
 
+// An entry is kept for every node of the view, so its fields are ordered
+// to pack: 208 bytes with its two ops.
 type op struct {
 	e    *entry
+	w    *connection.Watch // pending watch set by the last read; o is its hook
+	need uint64            // a read numbered above it ends the tracking
+	seq  uint64            // number of the read in flight
+
 	kind opKind
 	mode readMode // of the next read, while dirty
 
-	w    *connection.Watch // pending watch set by the last read
-	stop func() bool       // unhooks w
-
 	dirty, queued, inflight, parked bool
 
-	tracked bool   // counted in the round
-	need    uint64 // a read numbered above it ends the tracking
-	seq     uint64 // number of the read in flight
+	tracked bool // counted in the round
 }
 
 type entry struct {
-	path     string
-	parent   *entry
-	depth    int
-	listable bool // its children are cached (depth and selector)
-	kids     map[string]*entry
-
-	node      *Node // last read; published, or held until the parent is
-	published bool
-	removed   bool
-	seen      int // the epoch in which the parent's listing last showed it
+	path   string
+	parent *entry
+	in     *inbox // the cache's, for the ops' hooks
+	kids   map[string]*entry
+	node   *Node // last read; published, or held until the parent is
 
 	dataErr error    // data not readable (NoAuth, too large): followed with exists
 	checked *zk.Stat // Stat of the check whose fetch is in flight
 	listErr error    // children not listable
-	list    zk.Stat  // Stat of the last listing applied; Czxid 0 for none
+	list    listStat // of the last listing applied; Czxid 0 for none
+
+	depth int32
+	seen  int32 // the epoch in which the parent's listing last showed it
+
+	listable  bool // its children are cached (depth and selector)
+	published bool
+	removed   bool
 
 	data, listing op
+}
+
+// listStat is what the cache keeps of a listing's Stat: which node it
+// listed and how recent it is (czxid, pzxid), and the child fields a
+// node's Stat takes from it.
+type listStat struct {
+	Czxid, Pzxid          int64
+	Cversion, NumChildren int32
+}
+
+func listOf(st *zk.Stat) listStat {
+	return listStat{Czxid: st.Czxid, Pzxid: st.Pzxid, Cversion: st.Cversion, NumChildren: st.NumChildren}
 }
 
 // ops returns the entry's two ops.
@@ -131,7 +147,7 @@ type job struct {
 	kind  opKind
 	mode  readMode
 	path  string
-	epoch int
+	epoch int32
 	seq   uint64
 	gen   int  // sync: connGen when sent
 	up    bool // sync: sent while the connection was up (Reconnected seen)
@@ -180,10 +196,10 @@ func newWorker(c *Cache) *worker {
 }
 
 // newEntry makes the entry of a node found at path, its ops dirty.
-func (w *worker) newEntry(parent *entry, path string, depth int) *entry {
-	e := &entry{path: path, parent: parent, depth: depth, seen: w.epoch}
+func (w *worker) newEntry(parent *entry, path string, depth int32) *entry {
+	e := &entry{path: path, parent: parent, in: &w.c.inbox, depth: depth, seen: w.epoch}
 	md, sel := w.c.opts.maxDepth, w.c.opts.selector
-	e.listable = (md < 0 || depth < md) && (sel.Descend == nil || sel.Descend(path))
+	e.listable = (md < 0 || int(depth) < md) && (sel.Descend == nil || sel.Descend(path))
 	e.data = op{e: e, kind: dataOp}
 	e.listing = op{e: e, kind: listOp}
 	w.markDirty(&e.data, modeGet)

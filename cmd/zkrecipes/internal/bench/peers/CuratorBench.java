@@ -35,10 +35,13 @@
 //                             prints BASE; on "start" queues <per lock> waiters behind each, a
 //                             thread each, and prints STARTED; "gc" collects garbage and prints
 //                             GC; "stop" exits
+//   cache <kind>              a cache driven from stdin (see CacheDriver): kind curatorcache
+//                             (CuratorCache) or treecache (TreeCache); prints READY
 // Each participant has its own CuratorFramework (its own session) and its own
 // thread: an InterProcessMutex is owned by the thread that acquired it.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -53,6 +56,10 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.cache.ChildData;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.curator.framework.recipes.cache.TreeCache;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -434,10 +441,158 @@ public class CuratorBench {
                 sc.close();
                 System.exit(0);
             }
+            case "cache": {
+                CacheDriver d = new CacheDriver(args[3].equals("treecache"));
+                System.out.println("READY");
+                System.out.flush();
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                for (String line; (line = in.readLine()) != null; ) {
+                    String[] f = line.trim().split(" ");
+                    if (f[0].equals("quit")) break;
+                    System.out.println(d.command(f));
+                    System.out.flush();
+                }
+                d.unload();
+                System.exit(0);
+            }
             default:
                 throw new IllegalArgumentException("unknown scenario " + args[2]);
         }
         System.out.flush();
         System.exit(0);
+    }
+
+    // A CuratorCache or a TreeCache driven by the benchmark, one command a
+    // line, one answer a line:
+    //   connect <servers>     a CuratorFramework; CONNECTED <heap used after GC>
+    //   load <path>           a cache of the subtree, started; once it is
+    //                         initialized LOADED <ns from start> <nodes> <heap used after GC>
+    //   count                 COUNT <changed events since load>
+    //   track <path>          record each changed event of path: TRACKING
+    //   tracked               TRACKED <version>:<wall clock ns> ... (and stop recording)
+    //   verify <ms> <path> <version> ...  wait until the view holds every path at
+    //                         its version, at most <ms>: VERIFIED <ns> <paths not there>
+    //   unload                close the cache and the CuratorFramework: UNLOADED
+    // Times of events are taken first thing in the listener, on the wall
+    // clock (the writer is another process).
+    static final class CacheDriver {
+        final boolean tree;
+        CuratorFramework client;
+        CuratorCache cc;
+        TreeCache tc;
+        final AtomicLong changes = new AtomicLong(), added = new AtomicLong();
+        volatile String trackPath;
+        final List<long[]> stamps = new ArrayList<>();
+        volatile long initializedAt;
+
+        CacheDriver(boolean tree) { this.tree = tree; }
+
+        static long wallNanos() {
+            Instant i = Instant.now();
+            return i.getEpochSecond() * 1_000_000_000L + i.getNano();
+        }
+
+        static long heapUsed() throws InterruptedException {
+            Runtime rt = Runtime.getRuntime();
+            for (int i = 0; i < 3; i++) {
+                System.gc();
+                Thread.sleep(20);
+            }
+            return rt.totalMemory() - rt.freeMemory();
+        }
+
+        void changed(ChildData d) {
+            long at = wallNanos();
+            changes.incrementAndGet();
+            String t = trackPath;
+            if (t != null && t.equals(d.getPath())) {
+                synchronized (stamps) {
+                    stamps.add(new long[] {d.getStat().getVersion(), at});
+                }
+            }
+        }
+
+        ChildData get(String path) {
+            return tree ? tc.getCurrentData(path) : cc.get(path).orElse(null);
+        }
+
+        String command(String[] f) throws Exception {
+            switch (f[0]) {
+                case "connect":
+                    client = client(f[1]);
+                    return "CONNECTED " + heapUsed();
+                case "load": {
+                    CountDownLatch initialized = new CountDownLatch(1);
+                    changes.set(0);
+                    added.set(0);
+                    long t0 = System.nanoTime();
+                    if (tree) {
+                        tc = TreeCache.newBuilder(client, f[1]).build();
+                        tc.getListenable().addListener((c, ev) -> {
+                            switch (ev.getType()) {
+                                case INITIALIZED: initializedAt = System.nanoTime(); initialized.countDown(); break;
+                                case NODE_ADDED: added.incrementAndGet(); break;
+                                case NODE_UPDATED: changed(ev.getData()); break;
+                                default:
+                            }
+                        });
+                        tc.start();
+                    } else {
+                        cc = CuratorCache.build(client, f[1]);
+                        cc.listenable().addListener(CuratorCacheListener.builder()
+                            .forInitialized(() -> { initializedAt = System.nanoTime(); initialized.countDown(); })
+                            .forChanges((old, node) -> changed(node))
+                            .build());
+                        cc.start();
+                    }
+                    initialized.await();
+                    long elapsed = initializedAt - t0;
+                    long nodes = tree ? added.get() : cc.size();
+                    return "LOADED " + elapsed + " " + nodes + " " + heapUsed();
+                }
+                case "count":
+                    return "COUNT " + changes.get();
+                case "track":
+                    synchronized (stamps) {
+                        stamps.clear();
+                    }
+                    trackPath = f[1];
+                    return "TRACKING";
+                case "tracked": {
+                    trackPath = null;
+                    StringBuilder b = new StringBuilder("TRACKED");
+                    synchronized (stamps) {
+                        for (long[] s : stamps) b.append(' ').append(s[0]).append(':').append(s[1]);
+                    }
+                    return b.toString();
+                }
+                case "verify": {
+                    long t0 = System.nanoTime(), deadline = t0 + Long.parseLong(f[1]) * 1_000_000L;
+                    for (;;) {
+                        int behind = 0;
+                        for (int i = 2; i + 1 < f.length; i += 2) {
+                            ChildData d = get(f[i]);
+                            if (d == null || d.getStat().getVersion() != Integer.parseInt(f[i + 1])) behind++;
+                        }
+                        if (behind == 0 || System.nanoTime() > deadline) return "VERIFIED " + (System.nanoTime() - t0) + " " + behind;
+                        Thread.sleep(5);
+                    }
+                }
+                case "unload":
+                    unload();
+                    return "UNLOADED";
+                default:
+                    throw new IllegalArgumentException("unknown command " + f[0]);
+            }
+        }
+
+        void unload() {
+            if (tc != null) tc.close();
+            if (cc != null) cc.close();
+            if (client != null) client.close();
+            tc = null;
+            cc = null;
+            client = null;
+        }
     }
 }

@@ -11,9 +11,13 @@ each add retried with delays from
 ns>), queue <n> <items> (n
 LockingQueue workers take and consume <items> put beforehand; prints
 RESULT <items> <elapsed ns>), deep <n> <sessions>, manykeys <threads>
-<keys> and idle <locks> <waiters per lock> (as CuratorBench.java).
+<keys> and idle <locks> <waiters per lock> (as CuratorBench.java), and
+cache treecache (Kazoo's TreeCache driven from stdin, with the commands of
+CuratorBench.java's CacheDriver; Kazoo has no heap figure of its own, so
+CONNECTED and LOADED say 0 and the benchmark reads the process's RSS).
 Each participant has its own KazooClient (its own session) and its own thread.
 """
+import faulthandler
 import gc
 import os
 import queue
@@ -69,6 +73,94 @@ class Participant(threading.Thread):
             else:
                 return
             self.done.put(time.perf_counter_ns())
+
+
+def cache_driver():
+    """Kazoo's TreeCache under the commands of CuratorBench.java's
+    CacheDriver: connect, load, count, track, tracked, verify, unload."""
+    from kazoo.recipe.cache import TreeCache, TreeEvent
+
+    st = {"client": None, "cache": None, "track": None}
+    changes, added = [0], [0]
+    stamps = []
+    initialized = threading.Event()
+    at = [0]
+
+    def listener(ev):
+        t = time.time_ns()
+        if ev.event_type == TreeEvent.NODE_UPDATED:
+            changes[0] += 1
+            d = ev.event_data
+            if st["track"] is not None and d.path == st["track"]:
+                stamps.append((d.stat.version, t))
+        elif ev.event_type == TreeEvent.NODE_ADDED:
+            added[0] += 1
+        elif ev.event_type == TreeEvent.INITIALIZED:
+            at[0] = time.perf_counter_ns()
+            initialized.set()
+
+    def unload():
+        if st["cache"] is not None:
+            st["cache"].close()
+        if st["client"] is not None:
+            st["client"].stop()
+            st["client"].close()
+        st["cache"] = st["client"] = None
+
+    print("READY", flush=True)
+    for line in sys.stdin:
+        f = line.split()
+        cmd = f[0]
+        if cmd == "quit":
+            break
+        elif cmd == "connect":
+            st["client"] = client(f[1])
+            gc.collect()
+            out = "CONNECTED 0"
+        elif cmd == "load":
+            changes[0] = added[0] = 0
+            initialized.clear()
+            cache = st["cache"] = TreeCache(st["client"], f[1])
+            cache.listen(listener)
+            t0 = time.perf_counter_ns()
+            cache.start()
+            if not initialized.wait(600):
+                faulthandler.dump_traceback(all_threads=True)
+                raise SystemExit("TreeCache of %s not initialized after 600 s" % f[1])
+            elapsed = at[0] - t0
+            gc.collect()
+            out = "LOADED %d %d 0" % (elapsed, added[0])
+        elif cmd == "count":
+            out = "COUNT %d" % changes[0]
+        elif cmd == "track":
+            del stamps[:]
+            st["track"] = f[1]
+            out = "TRACKING"
+        elif cmd == "tracked":
+            st["track"] = None
+            out = "TRACKED" + "".join(" %d:%d" % s for s in list(stamps))
+        elif cmd == "verify":
+            t0 = time.perf_counter_ns()
+            deadline = t0 + int(f[1]) * 1000000
+            pairs = [(f[i], int(f[i + 1])) for i in range(2, len(f) - 1, 2)]
+            while True:
+                behind = 0
+                for p, v in pairs:
+                    d = st["cache"].get_data(p)
+                    if d is None or d.stat.version != v:
+                        behind += 1
+                if behind == 0 or time.perf_counter_ns() > deadline:
+                    out = "VERIFIED %d %d" % (time.perf_counter_ns() - t0, behind)
+                    break
+                time.sleep(0.005)
+        elif cmd == "unload":
+            unload()
+            out = "UNLOADED"
+        else:
+            raise SystemExit("unknown command " + cmd)
+        print(out, flush=True)
+    unload()
+    os._exit(0)
 
 
 def main():
@@ -321,6 +413,8 @@ def main():
             elif line == "stop":
                 break
         os._exit(0)
+    elif scenario == "cache":
+        cache_driver()
     else:
         raise SystemExit("unknown scenario " + scenario)
 
