@@ -56,4 +56,11 @@ var (
 	// hold knows it (mutex.ErrLockLost, queue.ErrItemLost...), and the
 	// server's answer to the guard's check where there was one.
 	ErrGuardFailed = errors.New("connection: hold over: guarded write refused")
+	// ErrHoldUnsettled is what a guard's hold says while it cannot tell
+	// whether it lasts: its node's watch reported a change of the data,
+	// and the node is being read again (the server reports a node deleted
+	// and made again while the client was cut off that way). Multi waits
+	// for it to settle, up to its context; a transaction written meanwhile
+	// is refused (ErrGuardFailed).
+	ErrHoldUnsettled = errors.New("connection: hold unsettled: its node changed and is being read again")
 )

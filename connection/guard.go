@@ -1,9 +1,11 @@
 package connection
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -253,12 +255,32 @@ func splitGuards(ops []any) (gs guarded, rest []any) {
 	return gs, rest
 }
 
+// settled returns g.Err(), after waiting, up to ctx, while the hold
+// cannot tell whether it lasts (ErrHoldUnsettled: its node is being read
+// again, one round trip).
+func settled(ctx context.Context, g *Guard) error {
+	delay := time.Millisecond
+	for {
+		err := g.Err()
+		if err == nil || !errors.Is(err, ErrHoldUnsettled) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		delay = min(2*delay, 20*time.Millisecond)
+	}
+}
+
 // check refuses guards whose hold is over, and guards of different
 // sessions (one transaction runs in one session). It returns the session
 // the transaction is pinned to.
-func (gs *guarded) check(pin *Session) (*Session, error) {
+func (gs *guarded) check(ctx context.Context, pin *Session) (*Session, error) {
 	for _, g := range gs.guards {
-		if err := g.Err(); err != nil {
+		if err := settled(ctx, g); err != nil {
 			if g == nil {
 				return nil, errtext.Errorf("connection: multi: %w: %w", ErrGuardFailed, err)
 			}

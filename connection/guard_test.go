@@ -1,6 +1,7 @@
 package connection
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -196,12 +197,12 @@ func TestGuardFailureNamesTheHold(t *testing.T) {
 		t.Fatalf("guard written after its hold ended: %v, want ErrGuardFailed and the hold's cause", err)
 	}
 	t.Log(err)
-	if _, err := gs.check(nil); !errors.Is(err, ErrGuardFailed) || !errors.Is(err, lost) {
+	if _, err := gs.check(context.Background(), nil); !errors.Is(err, ErrGuardFailed) || !errors.Is(err, lost) {
 		t.Fatalf("check of a guard whose hold is over: %v", err)
 	}
 	var none *Guard
 	gs, _ = splitGuards([]any{none})
-	if _, err := gs.check(nil); !errors.Is(err, ErrGuardFailed) {
+	if _, err := gs.check(context.Background(), nil); !errors.Is(err, ErrGuardFailed) {
 		t.Fatalf("check of a nil guard: %v", err)
 	}
 }

@@ -593,7 +593,7 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	var sess *Session
 	if len(gs.guards) > 0 {
 		var err error
-		if sess, err = gs.check(pinned(ctx)); err != nil {
+		if sess, err = gs.check(ctx, pinned(ctx)); err != nil {
 			return nil, err
 		}
 		ctx = Pin(ctx, sess)

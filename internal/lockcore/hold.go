@@ -276,7 +276,7 @@ func (h *Hold) Guard() *connection.Guard {
 func (h *Hold) guardErr() error {
 	if !h.Lost() {
 		if h.unsure.Load() {
-			return errtext.Errorf("lockcore: %s changed, not yet read again", h.Path)
+			return errtext.Errorf("%w: %s", connection.ErrHoldUnsettled, h.Path)
 		}
 		return nil
 	}

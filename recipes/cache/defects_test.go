@@ -38,6 +38,7 @@ import (
 // Fixed: a sync counts, for trust and for Sync's callers, only if it was
 // sent after Reconnected and no loss came before its answer (syncDone).
 func TestSyncAcrossReconnectMissesChangesMadeWhileCutOff(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
@@ -123,6 +124,7 @@ func TestSyncAcrossReconnectMissesChangesMadeWhileCutOff(t *testing.T) {
 //
 // Fixed in the connection (TestReconnectedBeforeWatchesRestoredOnSlowLink).
 func TestTrustedWhileLackingChangesOnSlowLink(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
@@ -248,6 +250,7 @@ func (c *dropConn) Write(b []byte) (int, error) {
 //
 // Fixed with it, in the connection's tracker.
 func TestDropMidSetWatchesLeavesCacheStale(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
@@ -315,6 +318,7 @@ func TestDropMidSetWatchesLeavesCacheStale(t *testing.T) {
 // TestReplacedRootWhileCutOffGivesSpuriousEvents does: a new child Created
 // under the old parent, Deleted with it although it exists, Created again.
 func TestReplacedParentWhileCutOffGivesSpuriousEvents(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	t.Parallel()
 	replacedWhileCutOff(t, 300*time.Millisecond, (*zktest.Proxy).Cut, false)
 }
@@ -337,6 +341,7 @@ func TestReplacedParentWhileCutOffGivesSpuriousEvents(t *testing.T) {
 // new node included (unpublishTree, dropKids). The view briefly holds a
 // parent that no longer exists with a child created after its deletion.
 func TestReplacedRootWhileCutOffGivesSpuriousEvents(t *testing.T) {
+	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
@@ -443,5 +448,15 @@ func TestParentReplacedAtOnceGivesSpuriousEvents(t *testing.T) {
 	}
 	if len(bad) > 0 {
 		t.Fatalf("%d of 20 rounds Deleted a node that exists; the first:\n%s", len(bad), bad[0])
+	}
+}
+
+// skipReconnectsUnderRace skips a test whose reconnects make the race
+// detector report go-zookeeper's own race (go-zookeeper/zk#35, see
+// TestFaults); make test runs it without -race.
+func skipReconnectsUnderRace(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("go-zookeeper/zk#35: its reconnects race inside go-zookeeper under -race")
 	}
 }
