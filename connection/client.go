@@ -44,8 +44,9 @@ type Client struct {
 	watchMu sync.Mutex
 	watches map[watchKey][]*Watch // pending shared watches (GetWatch, ChildrenWatch, ExistsWatch), by handle, node and kind
 
-	// tooLarge holds the server paths whose last reply exceeded
-	// WithMaxBufferSize, until the request that asked fails.
+	// tooLarge holds the requests (tooLargeKey: kind and server path)
+	// whose last reply exceeded WithMaxBufferSize, until the request that
+	// asked fails.
 	tooLarge sync.Map
 
 	notifications atomic.Int64 // watch notifications received, all handles
@@ -271,7 +272,7 @@ func (c *Client) suspendLocked() {
 func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 	c.zkUp = true
 	if c.session != nil && c.session.id == id {
-		if c.tr.silence() < c.suspendAfter() && c.tr.restored(c.suspendAfter()) {
+		if c.tr.silence() < c.suspendAfter() && c.restoredLocked() {
 			c.resumeLocked()
 		}
 		return
@@ -409,12 +410,23 @@ func (c *Client) watchdogLocked() {
 		c.localExpiryLocked(silence)
 	case silence >= c.suspendAfter():
 		c.suspendLocked()
-	case c.zkUp && c.tr.restored(c.suspendAfter()):
+	case c.zkUp && c.restoredLocked():
 		// Answers came back on the same connection (the watchdog had
 		// suspended it, go-zookeeper had not), or on a new one whose
 		// watches are registered again (or that waited too long for it).
 		c.resumeLocked()
 	}
+}
+
+// restoredLocked reports whether the current connection's watches are
+// registered again (restore.go). Restored by the safety net means the
+// client's bookkeeping and go-zookeeper's disagree: it is logged.
+func (c *Client) restoredLocked() bool {
+	ok, byNet := c.tr.restored(c.suspendAfter())
+	if ok && byNet && c.state == Suspended {
+		c.opts.logger.Warn("zookeeper watches not seen registered again; reconnected without that proof")
+	}
+	return ok
 }
 
 // resumeLocked reports Reconnected after Suspended, with the same session:

@@ -8,3 +8,14 @@ func WithoutLocalExpiry() Option {
 		return nil
 	}
 }
+
+// CreatedPending is the number of create2 replies the tracker keeps that
+// nobody has collected.
+func (c *Client) CreatedPending() int {
+	c.mu.Lock()
+	tr := c.tr
+	c.mu.Unlock()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return len(tr.created)
+}

@@ -28,9 +28,11 @@ const (
 	Container Mode = zk.FlagContainer
 )
 
-func (m Mode) valid() bool      { return m >= Persistent && m <= Container }
-func (m Mode) sequential() bool { return m == PersistentSequential || m == EphemeralSequential }
-func (m Mode) ephemeral() bool  { return m == Ephemeral || m == EphemeralSequential }
+func (m Mode) valid() bool { return m >= Persistent && m <= PersistentSequentialTTL }
+func (m Mode) sequential() bool {
+	return m == PersistentSequential || m == EphemeralSequential || m == PersistentSequentialTTL
+}
+func (m Mode) ephemeral() bool { return m == Ephemeral || m == EphemeralSequential }
 
 // errUnimplemented is how go-zookeeper reports the server's
 // "unimplemented" code, such as a container create on a 3.4 server.
@@ -102,7 +104,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 			err = op(ctx, zc)
 			unknown = unknown || noAnswer(err) || isUnanswered(err)
 		}
-		if noAnswer(err) && c.takeTooLarge(c.server(path)) {
+		if noAnswer(err) && c.takeTooLarge(tooLargeKey(what, c.server(path))) {
 			// The answer came and was too long for the client's buffer;
 			// asking again would only drop the next connection too.
 			return retry.Permanent(errtext.Errorf("%w (%d bytes): %w", ErrResponseTooLarge, c.opts.maxBufferSize, err))
@@ -142,18 +144,20 @@ func isUnanswered(err error) bool {
 	return errors.As(err, &u)
 }
 
-// noteTooLarge records that the reply to a request on the server path
-// exceeded the client's buffer.
-func (c *Client) noteTooLarge(path string) { c.tooLarge.Store(path, time.Now()) }
+// noteTooLarge records that the reply to a request (tooLargeKey: its kind
+// and server path) exceeded the client's buffer.
+func (c *Client) noteTooLarge(key string) { c.tooLarge.Store(key, time.Now()) }
 
-// takeTooLarge reports, once, whether a reply for the server path exceeded
-// the client's buffer just now (the request fails as soon as the
-// connection drops; an older note is of a request that gave up).
-func (c *Client) takeTooLarge(path string) bool {
+// takeTooLarge reports, once, whether a reply to a request of key
+// exceeded the client's buffer just now (the request fails as soon as the
+// connection drops; an older note is of a request that gave up). The
+// other requests the drop fails, a read of the same node's data among
+// them, are retried.
+func (c *Client) takeTooLarge(key string) bool {
 	if c.opts.maxBufferSize == 0 {
 		return false
 	}
-	at, ok := c.tooLarge.LoadAndDelete(path)
+	at, ok := c.tooLarge.LoadAndDelete(key)
 	return ok && time.Since(at.(time.Time)) < 10*time.Second
 }
 
@@ -362,9 +366,14 @@ func (c *Client) createWithParents(ctx context.Context, zc *zk.Conn, spath strin
 	return created, err
 }
 
+// checkMode refuses a mode Create cannot make: an unknown one, or a TTL
+// mode, which needs CreateTTL.
 func checkMode(m Mode) error {
 	if !m.valid() {
 		return errtext.Errorf("%w: create mode %d", ErrInvalidOption, int32(m))
+	}
+	if m.ttl() {
+		return errtext.Errorf("%w: mode %s needs a TTL: use CreateTTL", ErrInvalidOption, m)
 	}
 	return nil
 }
@@ -397,16 +406,34 @@ func (c *Client) create(ctx context.Context, what, path string, data []byte, mod
 	if err := checkMode(mode); err != nil {
 		return "", err
 	}
-	if err := c.checkSize(what, path, c.requestSize(path, data, true)); err != nil {
+	return c.createNode(ctx, what, path, data, mode, 0, parents)
+}
+
+// createNode is Create, CreateAll and CreateTTL once the mode is checked;
+// ttl is 0 for the modes without one.
+func (c *Client) createNode(ctx context.Context, what, path string, data []byte, mode Mode, ttl time.Duration, parents bool) (string, error) {
+	size := c.requestSize(path, data, true)
+	if ttl > 0 {
+		size += 8 // the TTL field
+	}
+	if err := c.checkSize(what, path, size); err != nil {
 		return "", err
 	}
 	var created string
 	err := c.call(ctx, what, path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		var err error
-		if parents {
+		switch {
+		case ttl > 0:
+			created, err = c.createTTLRaw(ctx, zc, c.server(path), data, mode, ttl)
+		case parents:
 			created, err = c.createWithParents(ctx, zc, c.server(path), data, mode, Container)
-		} else {
+		default:
 			created, err = c.createRaw(ctx, zc, c.server(path), data, mode)
+		}
+		if err == nil && strings.HasPrefix(lastComponent(created), ProtectedPrefix) {
+			// The tracker sent it as a create2 (a protected name) and kept
+			// the reply's Stat for CreateProtected: nobody here collects it.
+			c.createdStat(zc, created)
 		}
 		if err != nil && mode.sequential() {
 			return retry.Permanent(sequentialErr(err))

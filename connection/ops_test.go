@@ -209,4 +209,14 @@ func TestCreateProtectedStatFromCreate2(t *testing.T) {
 	if _, err := plain.Create(ctx, root+"/plain", nil, connection.Persistent); err != nil {
 		t.Fatal(err)
 	}
+	// A plain create of a protected name goes out as a create2 too; its
+	// Stat is not kept for anyone (recipes/node makes its nodes so).
+	for _, mode := range []connection.Mode{connection.Ephemeral, connection.EphemeralSequential} {
+		if _, err := plain.Create(ctx, root+"/locks/"+connection.ProtectedPrefix+connection.NewUUID()+"-m-", nil, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := plain.CreatedPending(); n != 0 {
+		t.Fatalf("%d create2 replies kept for nobody", n)
+	}
 }

@@ -26,6 +26,26 @@ import (
 // the client's callback for each notification before it reads the next,
 // so by then every notification the server sent ahead of those answers
 // has fired its Watch. The client reports Reconnected only then.
+//
+// Two more things make that true when connections fail during the
+// re-registration:
+//
+//   - The zxid a setWatches carries. go-zookeeper sends its last zxid seen,
+//     and the server fires a watch only for a change after it. A
+//     connection that drops before its setWatches are all answered may
+//     still have moved that zxid on (the answer to a first frame, a read),
+//     past changes whose watches were never registered on it: the next
+//     connection's setWatches would tell the server those changes were
+//     seen, and they would never fire. The tracker knows the last zxid
+//     heard while every watch was registered (goodZxid: replies of a
+//     restored connection) and writes no newer one into a setWatches. The
+//     server may then fire a watch for a change its read already saw: an
+//     extra event, never a missed one.
+//   - The safety net. A client whose own bookkeeping expected a watch
+//     go-zookeeper does not send again would never be restored; after
+//     patience it is taken as restored anyway — but only while no
+//     setWatches frame is in flight and none was written or answered for
+//     that long, so a slow link that is still re-registering is waited for.
 
 // opSetWatches is ZooKeeper's setWatches request, which go-zookeeper
 // v1.0.4 sends after a reconnect.
@@ -41,8 +61,9 @@ type restoreKey struct {
 // restoreState is the tracker's view of one connection's setWatches.
 type restoreState struct {
 	conn     int                     // handshakes answered on the handle
-	at       time.Duration           // mono time of the handshake
+	at       time.Duration           // mono time of the handshake, or of the last setWatches written or answered
 	expect   map[restoreKey]struct{} // watches not yet seen answered; nil until given
+	inFlight int                     // setWatches frames written and not answered
 	restored bool
 }
 
@@ -68,13 +89,41 @@ func (t *tracker) expectWatches(keys map[restoreKey]struct{}) {
 	t.checkRestoredLocked()
 }
 
-// restored reports whether the current connection is restored, or has
-// waited for it for longer than patience (a safety net: a server that
-// never answers setWatches must not keep the client suspended).
-func (t *tracker) restored(patience time.Duration) bool {
+// restored reports whether the current connection is restored, and
+// whether only by the safety net: no setWatches in flight, and none
+// written or answered since the handshake for longer than patience.
+func (t *tracker) restored(patience time.Duration) (ok, byNet bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.restore.restored || t.mono()-t.restore.at > patience
+	if t.restore.restored {
+		return true, false
+	}
+	if t.restore.inFlight == 0 && t.mono()-t.restore.at > patience {
+		return true, true
+	}
+	return false, false
+}
+
+// setWatchesWritten records a setWatches frame written on connection conn
+// and returns the zxid to write into it: no newer than goodZxid.
+func (t *tracker) setWatchesWritten(conn int, relative int64) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if conn == t.restore.conn {
+		t.restore.inFlight++
+		t.restore.at = t.mono()
+	}
+	return min(relative, t.goodZxid)
+}
+
+// replyZxid records the zxid of a reply to a request on connection conn:
+// the newest heard while every watch was registered, if conn is restored.
+func (t *tracker) replyZxid(conn int, zxid int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if conn == t.restore.conn && t.restore.restored && zxid > t.goodZxid {
+		t.goodZxid = zxid
+	}
 }
 
 // setWatchesAnswered records that the server answered a setWatches frame
@@ -85,6 +134,8 @@ func (t *tracker) setWatchesAnswered(conn int, keys []restoreKey) {
 	if conn != t.restore.conn {
 		return
 	}
+	t.restore.inFlight--
+	t.restore.at = t.mono()
 	if t.restore.expect == nil {
 		// Not expected yet: it cannot have been written before the
 		// expectation was given; keep nothing.
@@ -108,6 +159,22 @@ func (t *tracker) checkRestoredLocked() {
 			t.onRestored()
 		}
 	}
+}
+
+// noteSetWatches records a setWatches request about to be written whole
+// from b, and writes into it a zxid no newer than goodZxid; any other
+// request is left alone.
+func (c *trackedConn) noteSetWatches(b []byte) {
+	keys, ok := parseSetWatches(b)
+	if !ok {
+		return
+	}
+	if c.setWatches == nil {
+		c.setWatches = map[int32][]restoreKey{}
+	}
+	c.setWatches[int32(binary.BigEndian.Uint32(b[4:8]))] = keys
+	rel := int64(binary.BigEndian.Uint64(b[12:20]))
+	binary.BigEndian.PutUint64(b[12:20], uint64(c.t.setWatchesWritten(c.conn, rel)))
 }
 
 // parseSetWatches reads the watches named by a whole setWatches request

@@ -55,27 +55,25 @@ func TestRestoredAfterSetWatchesAnswered(t *testing.T) {
 		c.mu.Unlock()
 	}
 	write := func(b []byte) {
-		if keys, ok := parseSetWatches(b); ok {
-			c.setWatches = map[int32][]restoreKey{int32(binary.BigEndian.Uint32(b[4:8])): keys}
-		}
+		c.noteSetWatches(b)
 		c.mu.Lock()
 		c.out.feed(b, func([]byte) { c.sent = append(c.sent, 1) })
 		c.mu.Unlock()
 	}
 	write(frame(make([]byte, 44)))
 	read(connectResponse(4000, 0x77))
-	if tr.restored(time.Hour) {
+	if ok, _ := tr.restored(time.Hour); ok {
 		t.Fatal("restored before the watches were given")
 	}
 	tr.expectWatches(map[restoreKey]struct{}{{"/a", dataWatch}: {}, {"/a", childWatch}: {}, {"/e", existWatch}: {}})
 	write(setWatchesFrame(1, []string{"/a", "/e"}, nil, nil))
 	read(reply(1))
-	if restored != 0 || tr.restored(time.Hour) {
+	if ok, _ := tr.restored(time.Hour); restored != 0 || ok {
 		t.Fatal("restored with the child watch still to come")
 	}
 	write(setWatchesFrame(2, nil, nil, []string{"/a"}))
 	read(reply(2))
-	if restored != 1 || !tr.restored(time.Hour) {
+	if ok, _ := tr.restored(time.Hour); restored != 1 || !ok {
 		t.Fatalf("not restored after the last frame (%d)", restored)
 	}
 	// The next connection starts over; one with no watches is restored
@@ -85,11 +83,11 @@ func TestRestoredAfterSetWatchesAnswered(t *testing.T) {
 	c.sent = nil
 	write(frame(make([]byte, 44)))
 	read(connectResponse(4000, 0x77))
-	if tr.restored(time.Hour) {
+	if ok, _ := tr.restored(time.Hour); ok {
 		t.Fatal("a new connection inherited the restore")
 	}
 	tr.expectWatches(nil)
-	if restored != 2 || !tr.restored(time.Hour) {
+	if ok, _ := tr.restored(time.Hour); restored != 2 || !ok {
 		t.Fatal("a connection without watches not restored at once")
 	}
 	// Patience: a connection never restored counts as restored after it.
@@ -98,7 +96,97 @@ func TestRestoredAfterSetWatchesAnswered(t *testing.T) {
 	c.sent = nil
 	write(frame(make([]byte, 44)))
 	read(read2)
-	if tr.restored(time.Hour) || !tr.restored(0) {
+	if ok, _ := tr.restored(time.Hour); ok {
+		t.Fatal("restored at once")
+	}
+	if ok, byNet := tr.restored(0); !ok || !byNet {
 		t.Fatal("patience not applied")
+	}
+	// Not while a setWatches frame is in flight, whatever the wait.
+	write(setWatchesFrame(3, []string{"/a"}, nil, nil))
+	if ok, _ := tr.restored(0); ok {
+		t.Fatal("restored by patience with a setWatches frame in flight")
+	}
+	read(reply(3))
+	if ok, byNet := tr.restored(0); !ok || !byNet {
+		t.Fatal("patience not applied once the frame was answered")
+	}
+}
+
+func replyAt(xid int32, zxid int64) []byte {
+	body := binary.BigEndian.AppendUint32(nil, uint32(xid))
+	body = binary.BigEndian.AppendUint64(body, uint64(zxid))
+	body = binary.BigEndian.AppendUint32(body, 0)
+	return frame(body)
+}
+
+// TestSetWatchesZxidNoNewerThanRestored: a setWatches carries no zxid newer
+// than the last one heard while every watch was registered. A connection
+// that dropped before it was restored may have moved go-zookeeper's zxid
+// on (an answered first frame, a read); the changes before it would never
+// fire their watches if the next connection's setWatches carried it.
+func TestSetWatchesZxidNoNewerThanRestored(t *testing.T) {
+	tr := newTracker()
+	c := &trackedConn{t: tr}
+	read := func(b []byte) {
+		c.mu.Lock()
+		c.in.feed(b, c.reply)
+		c.mu.Unlock()
+	}
+	write := func(b []byte) []byte {
+		c.noteSetWatches(b)
+		c.mu.Lock()
+		c.out.feed(b, func([]byte) { c.sent = append(c.sent, 1) })
+		c.mu.Unlock()
+		return b
+	}
+	relative := func(b []byte) int64 { return int64(binary.BigEndian.Uint64(b[12:20])) } // after length, xid, opcode
+	connect := func() {
+		c.out, c.in, c.sent = framer{}, framer{}, nil
+		write(frame(make([]byte, 44)))
+		read(connectResponse(4000, 0x77))
+	}
+	// The first connection: no watches, restored at once; a read sets
+	// two at zxid 100.
+	connect()
+	tr.expectWatches(nil)
+	write(frame(make([]byte, 20)))
+	read(replyAt(1, 100))
+	// The second: its first frame answered at 150, a read at 200, then
+	// it drops with the second frame unanswered.
+	connect()
+	tr.expectWatches(map[restoreKey]struct{}{{"/a", dataWatch}: {}, {"/b", dataWatch}: {}})
+	if got := relative(write(setWatchesFrame(2, []string{"/a"}, nil, nil))); got != 42 {
+		t.Fatalf("an older zxid rewritten: %d", got)
+	}
+	read(replyAt(2, 150))
+	write(frame(make([]byte, 20)))
+	read(replyAt(3, 200))
+	b := setWatchesFrame(4, []string{"/b"}, nil, nil)
+	binary.BigEndian.PutUint64(b[12:20], 200)
+	if got := relative(write(b)); got != 100 {
+		t.Fatalf("setWatches of an unrestored connection carries %d, want 100", got)
+	}
+	// The third, as go-zookeeper writes it: its last zxid seen, 200.
+	connect()
+	tr.expectWatches(map[restoreKey]struct{}{{"/a", dataWatch}: {}, {"/b", dataWatch}: {}})
+	b = setWatchesFrame(5, []string{"/a", "/b"}, nil, nil)
+	binary.BigEndian.PutUint64(b[12:20], 200)
+	if got := relative(write(b)); got != 100 {
+		t.Fatalf("setWatches after a connection lost mid-restore carries %d, want 100", got)
+	}
+	read(replyAt(5, 250))
+	if ok, byNet := tr.restored(time.Hour); !ok || byNet {
+		t.Fatal("not restored")
+	}
+	// Restored: replies move the zxid on again.
+	write(frame(make([]byte, 20)))
+	read(replyAt(6, 300))
+	connect()
+	tr.expectWatches(map[restoreKey]struct{}{{"/a", dataWatch}: {}})
+	b = setWatchesFrame(7, []string{"/a"}, nil, nil)
+	binary.BigEndian.PutUint64(b[12:20], 300)
+	if got := relative(write(b)); got != 300 {
+		t.Fatalf("after a restore the zxid is %d, want 300", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,17 +63,21 @@ type tracker struct {
 	notifications, replies *atomic.Int64
 
 	// maxReply is the client's bound on a reply (WithMaxBufferSize), 0 for
-	// none. With a bound, the tracker notes the path of every request and
-	// tells tooLarge the path of a request whose reply exceeds it:
+	// none. With a bound, the tracker notes every request and tells
+	// tooLarge the key (requestKey) of a request whose reply exceeds it:
 	// go-zookeeper drops the connection on such a reply, and the request
 	// fails as if the connection were lost, while trying again only
 	// drops the next connection too.
 	maxReply int
-	tooLarge func(path string)
+	tooLarge func(key string)
 
 	mu      sync.Mutex
 	created map[string]createdStat // server path -> Stat of a create2 reply
 	restore restoreState           // the current connection's setWatches (restore.go)
+	// goodZxid is the newest zxid of a reply heard on a restored
+	// connection: every watch was registered on the server up to it
+	// (restore.go).
+	goodZxid int64
 
 	// onRestored is told when the current connection is restored; it
 	// must not block.
@@ -171,7 +176,7 @@ type trackedConn struct {
 
 	mu      sync.Mutex
 	sent    []int64  // send times of requests not yet answered, oldest first
-	paths   []string // their paths, with a maxReply: parallel to sent
+	keys    []string // their requestKeys, with a maxReply: parallel to sent
 	out     framer
 	in      framer
 	create2 map[int32]bool // xids of creates sent as create2
@@ -182,8 +187,12 @@ type trackedConn struct {
 
 // ZooKeeper opcodes the tracker reads.
 const (
-	opCreate  = 1
-	opCreate2 = 15
+	opCreate       = 1
+	opExists       = 3
+	opGetData      = 4
+	opGetChildren  = 8
+	opGetChildren2 = 12
+	opCreate2      = 15
 )
 
 func (c *trackedConn) Write(b []byte) (int, error) {
@@ -197,22 +206,17 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	handshaken := c.out.frames > 0
 	if c.out.atBoundary() && handshaken {
 		c.upgradeCreate(b)
-		if keys, ok := parseSetWatches(b); ok {
-			if c.setWatches == nil {
-				c.setWatches = map[int32][]restoreKey{}
-			}
-			c.setWatches[int32(binary.BigEndian.Uint32(b[4:8]))] = keys
-		}
+		c.noteSetWatches(b)
 	}
-	path := ""
+	key := ""
 	if c.t.maxReply > 0 && c.out.atBoundary() && handshaken {
-		path = requestPath(b)
+		key = requestKey(b)
 	}
 	c.out.feed(b, func([]byte) {
 		c.sent = append(c.sent, now)
 		if c.t.maxReply > 0 {
-			c.paths = append(c.paths, path)
-			path = ""
+			c.keys = append(c.keys, key)
+			key = ""
 		}
 	})
 	c.mu.Unlock()
@@ -264,6 +268,32 @@ func (c *trackedConn) upgradeCreate(b []byte) {
 	}
 	c.create2[int32(binary.BigEndian.Uint32(b[4:8]))] = true
 }
+
+// requestKey names a whole request at the start of b for tooLarge: its
+// kind, as the client's operations name it, and its path, so that two
+// reads of one path in flight at once (a node's data and its children)
+// are told apart. It is "" for a request without a path.
+func requestKey(b []byte) string {
+	p := requestPath(b)
+	if p == "" {
+		return ""
+	}
+	switch op := int32(binary.BigEndian.Uint32(b[8:12])); op {
+	case opExists:
+		return tooLargeKey("exists", p)
+	case opGetData:
+		return tooLargeKey("get", p)
+	case opGetChildren, opGetChildren2:
+		return tooLargeKey("children", p)
+	default:
+		return tooLargeKey("opcode "+strconv.Itoa(int(op)), p)
+	}
+}
+
+// tooLargeKey is the key of a request in tooLarge: what the operation is
+// called (the client's name for it, "get", "children") and the server
+// path.
+func tooLargeKey(what, serverPath string) string { return what + " " + serverPath }
 
 // requestPath reads the path of a whole request at the start of b:
 // [len][xid][opcode][path]... — the layout of every request with a path.
@@ -325,8 +355,8 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 // request not yet answered (replies come in order; notifications are
 // small). c.mu is held.
 func (c *trackedConn) overLong() {
-	if c.in.frames > 0 && len(c.paths) > 0 && c.paths[0] != "" && c.t.tooLarge != nil {
-		c.t.tooLarge(c.paths[0])
+	if c.in.frames > 0 && len(c.keys) > 0 && c.keys[0] != "" && c.t.tooLarge != nil {
+		c.t.tooLarge(c.keys[0])
 	}
 }
 
@@ -365,6 +395,9 @@ func (c *trackedConn) reply(head []byte) {
 			delete(c.setWatches, xid)
 			c.t.setWatchesAnswered(c.conn, keys)
 		}
+		if len(head) >= 12 {
+			c.t.replyZxid(c.conn, int64(binary.BigEndian.Uint64(head[4:12])))
+		}
 		if c.create2[xid] {
 			delete(c.create2, xid)
 			// Reply header: xid, zxid (int64), err (int32); then the body.
@@ -379,8 +412,8 @@ func (c *trackedConn) reply(head []byte) {
 	}
 	sent := c.sent[0]
 	c.sent = c.sent[1:]
-	if len(c.paths) > 0 {
-		c.paths = c.paths[1:]
+	if len(c.keys) > 0 {
+		c.keys = c.keys[1:]
 	}
 	for {
 		old := c.t.lastHeard.Load()

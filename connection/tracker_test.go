@@ -252,6 +252,23 @@ func TestRequestPath(t *testing.T) {
 			t.Errorf("requestPath(%x) = %q, want %q", tc.b, got, tc.want)
 		}
 	}
+	// The keys of tooLarge: a node's data and its children, read at once,
+	// are two requests; each key is the one the operation takes.
+	for _, tc := range []struct {
+		b    []byte
+		want string
+	}{
+		{req(4, "/a/b"), tooLargeKey("get", "/a/b")},
+		{req(12, "/a/b"), tooLargeKey("children", "/a/b")},
+		{req(8, "/a/b"), tooLargeKey("children", "/a/b")},
+		{req(3, "/a/b"), tooLargeKey("exists", "/a/b")},
+		{req(5, "/a/b"), "opcode 5 /a/b"},
+		{req(11, ""), ""},
+	} {
+		if got := requestKey(tc.b); got != tc.want {
+			t.Errorf("requestKey(%x) = %q, want %q", tc.b, got, tc.want)
+		}
+	}
 }
 
 func TestFramerReportsOverLongFrames(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
+	"github.com/zkrecipes/zkrecipes/recipes/node"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
@@ -23,7 +24,8 @@ import (
 
 // TestACLOnEveryNode: with an ACL provider and digest auth, every node a
 // recipe creates — lock directories and containers, lock nodes, leases,
-// latches, the queue's directories, items and taken nodes, its line —
+// latches, the queue's directories, items and taken nodes, its line, a
+// kept node —
 // carries the provider's ACL on the server; a client without the
 // credentials can neither take a lock, nor release or revoke another's,
 // nor campaign, nor take or put items, and gets zk.ErrNoAuth at once.
@@ -59,6 +61,11 @@ func TestACLOnEveryNode(t *testing.T) {
 	must(t, q.Put(ctx, []byte("two")))
 	_, err = q.TryTake(ctx)
 	must(t, err)
+	member, err := node.New(owner, base+"/members/m-", []byte("alice"), node.WithMode(connection.EphemeralSequential))
+	must(t, err)
+	must(t, member.Start())
+	defer member.Close(ctx)
+	must(t, member.WaitForInitialCreate(ctx))
 	// A Take that waits in line leaves its place there while it waits.
 	tctx, cancel := context.WithCancel(ctx)
 	waiting := make(chan error, 1)
@@ -87,7 +94,7 @@ func TestACLOnEveryNode(t *testing.T) {
 	zktest.Eventually(t, 15*time.Second, "every directory and a worker in line", func() error {
 		nodes = nodes[:0]
 		walk(admin, base, &nodes)
-		for _, want := range []string{"/queue/takers", "/queue/taken", "/queue/entries", "/election", "/sem/leases", "/sem/locks", "/rw", "/naive/lock", "/mutex"} {
+		for _, want := range []string{"/queue/takers", "/queue/taken", "/queue/entries", "/election", "/members", "/sem/leases", "/sem/locks", "/rw", "/naive/lock", "/mutex"} {
 			if !slices.Contains(nodes, base+want) {
 				return fmt.Errorf("no %s yet", want)
 			}
@@ -129,6 +136,13 @@ func TestACLOnEveryNode(t *testing.T) {
 		"acquire a lease":          func() error { _, err := ss.Acquire(ctx, 1); return err },
 		"put an item":              func() error { return sq.Put(ctx, []byte("x")) },
 		"take an item":             func() error { _, err := sq.TryTake(ctx); return err },
+		"keep a node": func() error {
+			sn, err := node.New(stranger, base+"/members/mallory", nil)
+			must(t, err)
+			must(t, sn.Start())
+			defer sn.Close(ctx)
+			return sn.WaitForInitialCreate(ctx)
+		},
 	} {
 		start := time.Now()
 		err := call(f)

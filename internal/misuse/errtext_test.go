@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
+	"github.com/zkrecipes/zkrecipes/recipes/node"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
@@ -22,7 +23,7 @@ import (
 // library's packages, and go-zookeeper's.
 var packageNames = []string{
 	"connection", "retry", "lockcore", "mutex", "naive", "rwlock", "semaphore",
-	"election", "queue", "multilock", "zk",
+	"election", "queue", "multilock", "cache", "node", "zk",
 }
 
 // errCase is one failure: the error, the package that returned it (its
@@ -176,6 +177,22 @@ func TestErrorTextNamesEachPackageOnce(t *testing.T) {
 	must(t, err)
 	_, err = multilock.New(m1, m2)
 	add("multilock.New(one path twice)", "multilock", err, multilock.ErrDuplicate)
+
+	kept, err := node.New(c, root+"/kept", []byte("v"))
+	must(t, err)
+	must(t, kept.Start())
+	must(t, kept.WaitForInitialCreate(ctx))
+	twin, err := node.New(c, root+"/kept", []byte("w"))
+	must(t, err)
+	add("node: Start on a kept path", "node", twin.Start(), node.ErrInUse)
+	add("node: SetData(2 MiB)", "node", kept.SetData(ctx, make([]byte, 2<<20)), connection.ErrDataTooLarge)
+	must(t, kept.Close(ctx))
+	add("node: SetData after Close", "node", kept.SetData(ctx, nil), node.ErrClosed)
+	add("node: Err after Close", "node", kept.Err(), node.ErrClosed)
+	_, err = node.New(c, "/bad//path", nil)
+	add("node.New(bad path)", "node", err, connection.ErrInvalidPath)
+	_, err = node.NewTTL(c, root+"/ttl", nil, 0)
+	add("node.NewTTL(no TTL)", "node", err, connection.ErrInvalidOption)
 
 	_, err = connection.Open(ctx, nil)
 	add("connection.Open(no servers)", "connection", err, connection.ErrNoServers)

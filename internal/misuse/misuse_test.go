@@ -16,6 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
+	"github.com/zkrecipes/zkrecipes/recipes/node"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
@@ -51,6 +52,11 @@ var constructors = map[string]func(c *connection.Client, p string) error{
 	"semaphore.New": func(c *connection.Client, p string) error { _, err := semaphore.New(c, p, 2); return err },
 	"election.New":  func(c *connection.Client, p string) error { _, err := election.New(c, p, "id"); return err },
 	"queue.New":     func(c *connection.Client, p string) error { _, err := queue.New(c, p); return err },
+	"node.New":      func(c *connection.Client, p string) error { _, err := node.New(c, p, nil); return err },
+	"node.NewTTL": func(c *connection.Client, p string) error {
+		_, err := node.NewTTL(c, p, nil, time.Minute)
+		return err
+	},
 	"mutex.Participants": func(c *connection.Client, p string) error {
 		_, err := mutex.Participants(context.Background(), c, p)
 		return err

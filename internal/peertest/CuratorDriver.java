@@ -1,8 +1,9 @@
 // A Curator lock steered line by line over stdin, for the interop tests.
-// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write|semaphore N|latch ID|selector ID]
+// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write|semaphore N|latch ID|selector ID|writer]
 // (an InterProcessMutex, one side of an InterProcessReadWriteLock, an
 // InterProcessSemaphoreV2 of N leases, whose acquire takes one lease and
-// release gives back the newest, a LeaderLatch or a LeaderSelector).
+// release gives back the newest, a LeaderLatch, a LeaderSelector, or plain
+// writes as an application makes them, the lock path unused).
 // Commands: acquire [timeoutMs] | release | participants | revocable | quit
 // Answers:  READY | ACQUIRED <node> | TIMEOUT | RELEASED | PARTICIPANTS <p1,p2,...>
 //           | REVOCABLE | REVOKE_REQUESTED (at any time) | ERROR <message>
@@ -10,8 +11,14 @@
 // Latch answers:     STARTED | LEADER | TIMEOUT | LEADER_ID <id> | CLOSED
 // Selector commands: start | resign | leader | close
 // Selector answers:  STARTED | LEADING (at any time) | RESIGNED | LEADER_ID <id> | CLOSED
+// Writer commands:   create [-protected] <mode> <path> [data] | set <path> <data> | delete <path> | session
+//                    (mode: a CreateMode in lower case, such as ephemeral_sequential, or ttl:<ms>
+//                    for PERSISTENT_WITH_TTL; parents made as containers; without data, Curator's
+//                    default data: the local address)
+// Writer answers:    CREATED <path> | SET <version> | DELETED | SESSION <hex id>
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Deque;
 import java.util.concurrent.Semaphore;
@@ -19,6 +26,9 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.api.ACLBackgroundPathAndBytesable;
+import org.apache.curator.framework.api.CreateBuilderMain;
+import org.apache.curator.framework.api.ProtectACLCreateModeStatPathAndBytesable;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
@@ -27,6 +37,7 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.CreateMode;
 
 public class CuratorDriver {
     private static synchronized void say(String line) {
@@ -84,6 +95,9 @@ public class CuratorDriver {
                 return;
             case "write":
                 serve(client, mutex(new InterProcessReadWriteLock(client, args[1]).writeLock(), kind));
+                return;
+            case "writer":
+                serve(client, writer(client));
                 return;
             default:
                 serve(client, mutex(new InterProcessMutex(client, args[1]), null));
@@ -188,6 +202,45 @@ public class CuratorDriver {
                 case "close":
                     selector.close();
                     return "CLOSED";
+                default:
+                    return null;
+            }
+        };
+    }
+
+    // writer serves plain creates, sets and deletes, as an application
+    // makes them with Curator's fluent API.
+    private static Handler writer(CuratorFramework client) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "create": {
+                    int i = 1;
+                    boolean protect = cmd[i].equals("-protected");
+                    if (protect) {
+                        i++;
+                    }
+                    String mode = cmd[i++];
+                    String path = cmd[i++];
+                    byte[] data = i < cmd.length ? cmd[i].getBytes(StandardCharsets.UTF_8) : null;
+                    CreateBuilderMain create = client.create();
+                    CreateMode m;
+                    if (mode.startsWith("ttl:")) {
+                        create = client.create().withTtl(Long.parseLong(mode.substring(4)));
+                        m = CreateMode.PERSISTENT_WITH_TTL;
+                    } else {
+                        m = CreateMode.valueOf(mode.toUpperCase());
+                    }
+                    ProtectACLCreateModeStatPathAndBytesable<String> parents = create.creatingParentContainersIfNeeded();
+                    ACLBackgroundPathAndBytesable<String> w = protect ? parents.withProtection().withMode(m) : parents.withMode(m);
+                    return "CREATED " + (data == null ? w.forPath(path) : w.forPath(path, data));
+                }
+                case "set":
+                    return "SET " + client.setData().forPath(cmd[1], cmd[2].getBytes(StandardCharsets.UTF_8)).getVersion();
+                case "delete":
+                    client.delete().forPath(cmd[1]);
+                    return "DELETED";
+                case "session":
+                    return "SESSION " + Long.toHexString(client.getZookeeperClient().getZooKeeper().getSessionId());
                 default:
                     return null;
             }

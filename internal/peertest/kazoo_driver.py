@@ -1,12 +1,16 @@
 """A Kazoo Lock steered line by line over stdin, for the interop tests.
 
-Usage: kazoo_driver.py <hosts> <lock path> [lock|write|queue]
+Usage: kazoo_driver.py <hosts> <lock path> [lock|write|queue|writer]
 (a Lock that also sees Curator-layout mutex nodes, a WriteLock that also
-sees Curator-layout read/write lock nodes, or a LockingQueue)
+sees Curator-layout read/write lock nodes, a LockingQueue, or plain writes
+as an application makes them, the lock path unused)
 Commands: acquire [timeoutSeconds] | release | contenders | quit
 Answers:  READY | ACQUIRED | TIMEOUT | RELEASED | CONTENDERS <a,b,...> | ERROR <message>
 Queue commands: put <value> [priority] | get [timeoutSeconds] | consume | release | len | quit
 Queue answers:  PUT | ITEM <value> | TIMEOUT | CONSUMED <True|False> | RELEASED <True|False> | LEN <n>
+Writer commands: create [-ephemeral] [-sequence] <path> [data] (parents made, persistent and empty)
+                 | set <path> <data> | delete <path> | session | quit
+Writer answers:  CREATED <path> | SET <version> | DELETED | SESSION <hex id>
 """
 import sys
 
@@ -26,6 +30,11 @@ def main():
     client.start(timeout=20)
     if kind == "queue":
         serve_queue(client.LockingQueue(path))
+        client.stop()
+        client.close()
+        return
+    if kind == "writer":
+        serve_writer(client)
         client.stop()
         client.close()
         return
@@ -84,6 +93,35 @@ def serve_queue(queue):
                 say("RELEASED %s" % queue.release())
             elif cmd[0] == "len":
                 say("LEN %d" % len(queue))
+            elif cmd[0] == "quit":
+                break
+            else:
+                say("ERROR unknown command " + cmd[0])
+        except Exception as e:  # report, keep serving
+            say("ERROR %r" % (e,))
+
+
+def serve_writer(client):
+    say("READY")
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        try:
+            if cmd[0] == "create":
+                flags = [a for a in cmd[1:] if a.startswith("-")]
+                args = [a for a in cmd[1:] if not a.startswith("-")]
+                value = args[1].encode() if len(args) > 1 else b""
+                created = client.create(args[0], value, ephemeral="-ephemeral" in flags,
+                                        sequence="-sequence" in flags, makepath=True)
+                say("CREATED " + created)
+            elif cmd[0] == "set":
+                say("SET %d" % client.set(cmd[1], cmd[2].encode()).version)
+            elif cmd[0] == "delete":
+                client.delete(cmd[1])
+                say("DELETED")
+            elif cmd[0] == "session":
+                say("SESSION %x" % client.client_id[0])
             elif cmd[0] == "quit":
                 break
             else:

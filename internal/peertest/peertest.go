@@ -112,6 +112,13 @@ func CuratorSelector(t testing.TB, connect, path, id string) *Peer {
 	return curator(t, "curator selector", connect, path, "selector", id)
 }
 
+// CuratorWriter starts a Curator client that writes as an application
+// does, through Curator's fluent API: create (parents made as containers,
+// protected names, TTL), set, delete; see the driver's writer commands.
+func CuratorWriter(t testing.TB, connect string) *Peer {
+	return curator(t, "curator writer", connect, "/", "writer")
+}
+
 func curator(t testing.TB, name string, args ...string) *Peer {
 	dir := build(t)
 	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
@@ -132,6 +139,11 @@ func KazooWriteLock(t testing.TB, connect, path string) *Peer {
 func KazooQueue(t testing.TB, connect, path string) *Peer {
 	return kazoo(t, connect, path, "queue")
 }
+
+// KazooWriter starts a Kazoo client that writes as an application does:
+// create (parents made with makepath), set, delete; see the driver's
+// writer commands.
+func KazooWriter(t testing.TB, connect string) *Peer { return kazoo(t, connect, "/", "writer") }
 
 func kazoo(t testing.TB, connect, path, kind string) *Peer {
 	dir := build(t)
@@ -191,6 +203,14 @@ func (p *Peer) Send(format string, args ...any) {
 	if _, err := fmt.Fprintf(p.in, format+"\n", args...); err != nil {
 		p.t.Fatalf("%s: send: %v", p.name, err)
 	}
+}
+
+// Do sends a command line and returns the rest of the answer, which must
+// start with prefix.
+func (p *Peer) Do(prefix, format string, args ...any) string {
+	p.t.Helper()
+	p.Send(format, args...)
+	return p.Expect(prefix, 30*time.Second)
 }
 
 // Expect returns the rest of the next line, which must start with prefix.

@@ -61,12 +61,17 @@ type config struct {
 	dockerImage   string
 	jvmFlags      []string
 	containerGC   time.Duration // znode.container.checkIntervalMs
+	extendedTypes bool          // zookeeper.extendedTypesEnabled: TTL nodes
 	logf          func(format string, args ...any)
 }
 
 // serverFlags are the java flags of a local server.
 func (c *config) serverFlags() []string {
-	return append(slices.Clone(c.jvmFlags), fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", c.containerGC.Milliseconds()))
+	flags := append(slices.Clone(c.jvmFlags), fmt.Sprintf("-Dznode.container.checkIntervalMs=%d", c.containerGC.Milliseconds()))
+	if c.extendedTypes {
+		flags = append(flags, ExtendedTypesFlag)
+	}
+	return flags
 }
 
 func newConfig(opts []Option) (*config, error) {
@@ -194,6 +199,23 @@ func WithContainerCheckInterval(d time.Duration) Option {
 	}
 }
 
+// ExtendedTypesFlag is the java flag that lets a server create TTL nodes:
+// ZooKeeper refuses them (as unimplemented) unless
+// zookeeper.extendedTypesEnabled is true.
+const ExtendedTypesFlag = "-Dzookeeper.extendedTypesEnabled=true"
+
+// WithExtendedTypes starts the servers with zookeeper.extendedTypesEnabled
+// (ExtendedTypesFlag), so that they create TTL nodes. The server then
+// deletes a TTL node that has had no child and no change for its TTL, at
+// the container check interval (WithContainerCheckInterval). Server ids
+// stay below 255, as the option requires.
+func WithExtendedTypes() Option {
+	return func(c *config) error {
+		c.extendedTypes = true
+		return nil
+	}
+}
+
 // WithLogf reports what the ensemble does (starts, stops, faults) through
 // logf, such as t.Logf.
 func WithLogf(logf func(format string, args ...any)) Option {
@@ -226,7 +248,11 @@ type BackendConfig struct {
 	SyncLimit    time.Duration // 0: the backend's default
 	StartTimeout time.Duration // until every server serves
 	Image        string        // a container backend's image (WithDockerImage)
-	Logf         func(format string, args ...any)
+	// ExtendedTypes asks for servers that create TTL nodes
+	// (WithExtendedTypes): a container backend passes ExtendedTypesFlag
+	// to the server's JVM.
+	ExtendedTypes bool
+	Logf          func(format string, args ...any)
 }
 
 // BackendFactory makes backends of one kind.
@@ -302,6 +328,7 @@ func (c *config) backendConfig() BackendConfig {
 	return BackendConfig{
 		Servers: c.servers, TickTime: c.tickTime, SyncLimit: c.syncLimit,
 		StartTimeout: c.startTimeout, Image: c.dockerImage, Logf: c.logf,
+		ExtendedTypes: c.extendedTypes,
 	}
 }
 

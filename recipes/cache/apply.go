@@ -74,7 +74,9 @@ func (w *worker) dataDone(o *op, r *result) {
 	case unreadable(r.err):
 		e.dataErr = r.err
 		if r.mode == modeFetch && e.checked != nil {
-			w.setNode(o, e, nil, e.checked)
+			if !w.setNode(o, e, nil, e.checked) {
+				seq = 0
+			}
 		} else {
 			w.markDirty(o, modeCheck) // its Stat, and a watch, from exists
 			seq = 0
@@ -93,7 +95,9 @@ func (w *worker) dataDone(o *op, r *result) {
 		return
 	default:
 		e.dataErr, e.checked = nil, nil
-		w.setNode(o, e, r.data, r.stat)
+		if !w.setNode(o, e, r.data, r.stat) {
+			seq = 0
+		}
 	}
 	w.settle(o, seq)
 }
@@ -148,8 +152,13 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 		present[name] = true
 		if k := e.kids[name]; k != nil {
 			if k.seen != w.epoch {
-				k.seen = w.epoch // after a lost session: its reads may go now
+				// After a lost session, or held back by awaitParent: its
+				// reads may go now.
+				k.seen = w.epoch
 				for _, ko := range k.ops() {
+					if ko.dirty && o.tracked {
+						w.track(ko)
+					}
 					w.schedule(ko)
 				}
 			}
@@ -183,10 +192,16 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 	}
 }
 
-// setNode applies a data read of e.
-func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) {
+// setNode applies a data read of e, or reports false when the read must
+// wait for a listing of e's parent (awaitParent).
+func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 	n := &Node{Path: e.path, Data: data, Stat: *stat}
 	old := e.node
+	if p := e.parent; p != nil && p.listErr == nil && p.list.Pzxid < stat.Czxid &&
+		(old == nil || stat.Czxid > old.Stat.Czxid) {
+		w.awaitParent(o, e)
+		return false
+	}
 	switch {
 	case old == nil:
 		if e.list.Czxid != 0 && e.list.Czxid < stat.Czxid {
@@ -199,7 +214,7 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) {
 		e.node = n
 		w.publish(e)
 	case stat.Czxid < old.Stat.Czxid, stat.Czxid == old.Stat.Czxid && stat.Mzxid < old.Stat.Mzxid:
-		return // older than the view
+		return true // older than the view
 	case stat.Czxid > old.Stat.Czxid:
 		// Deleted and created again since the last read: the old node
 		// and everything under it are gone.
@@ -229,6 +244,26 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) {
 		}
 		w.schedule(&e.listing)
 	}
+	return true
+}
+
+// awaitParent holds back a node made after its parent's last listing: a
+// new node at a known path (or a first read finding a newer node than the
+// listing that showed the path). It may be the child of another node at
+// the parent's path — the parent deleted and made again with it, whose
+// read has not come yet — and published now it would be Created under the
+// old parent, Deleted with it, and Created again. So e waits, closed,
+// until a listing of its parent shows it (applyListing opens it and reads
+// it again); a new parent drops it with the old one's children.
+func (w *worker) awaitParent(o *op, e *entry) {
+	e.seen = -1 // never an epoch: closed (open)
+	w.markDirty(o, modeGet)
+	p := &e.parent.listing
+	w.markDirty(p, modeGet)
+	if o.tracked {
+		w.track(p)
+	}
+	w.schedule(p)
 }
 
 // touch applies a check that found e unchanged: only the child fields of
@@ -454,13 +489,23 @@ func (w *worker) syncDone(r *result) {
 		return
 	}
 	w.needSync = false
-	if w.connUp && r.gen == w.connGen {
-		w.syncedGen = r.gen
-	}
 	// Every notification the server sent before the sync's answer has
 	// been drained (run drains before each result): what is pending now
 	// is all the view lacks of the state at the sync.
 	w.barrier()
+	if !w.connUp || r.gen != w.connGen || !r.up {
+		// Sent while the connection was down, or on an earlier one: it
+		// may have been written on the new connection before the
+		// watches were registered again, and answered before the
+		// notifications of the changes made while cut off. Neither trust
+		// nor a Sync caller may rest on it; one sent after Reconnected
+		// will (state asks for it).
+		w.syncWaiting = append(w.syncRiding, w.syncWaiting...)
+		w.syncRiding = nil
+		w.wantSync = w.connUp
+		return
+	}
+	w.syncedGen = r.gen
 	w.roundWaiters = append(w.roundWaiters, w.syncRiding...)
 	w.syncRiding = nil
 }

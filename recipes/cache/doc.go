@@ -27,7 +27,10 @@
 // policy: a cut-off client hears of no change) or its session is lost. Done
 // is a channel closed when the current trust period ends, as the locks'
 // Done is; Trust waits for the next period. While untrusted the view keeps
-// its data: it is the last one known, not an empty one.
+// its data: it is the last one known, not an empty one — unless
+// WithClearOnSessionLoss says to empty it when the session is lost (not
+// when the connection is merely suspended): Deleted for every node, then
+// in the next session a full load, Created for every node.
 //
 // # Listeners never block the cache and never lose an event silently
 //
@@ -66,13 +69,17 @@
 //     without the data) and reads data only where mzxid or czxid moved; each
 //     listed node is listed again, since a child watch can only be set by a
 //     listing. The events are the difference between the old view and the
-//     new one, not a delete-all and create-all.
+//     new one, not a delete-all and create-all (which WithClearOnSessionLoss
+//     asks for).
 //   - A node the client may not read (NoAuth) is cached with its Stat (exists
 //     needs no permission) and Node.Err set. ZooKeeper notifies no change of
 //     such a node, so its Stat is the one it had when found; its deletion
-//     is seen in its parent's listing. A directory too large to list
-//     (connection.ErrResponseTooLarge) keeps Node.Err too. Neither stops
-//     the cache.
+//     is seen in its parent's listing. A directory whose listing is longer
+//     than the client accepts (connection.WithMaxBufferSize) is cached
+//     without its children, with Node.Err wrapping
+//     connection.ErrResponseTooLarge; the answer drops the connection once.
+//     Neither stops the cache; nor does size: a directory of 70,000
+//     children and a subtree of 100,000 nodes load whole.
 //
 // See docs/cache.md for the guarantees, what is not guaranteed, and the
 // figures.

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/peertest"
 	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
@@ -20,7 +21,7 @@ import (
 
 var shared = zktest.NewShared()
 
-func TestMain(m *testing.M) { testkit.Main(m, shared) }
+func TestMain(m *testing.M) { testkit.Main(m, shared, peertest.Cleanup) }
 
 var (
 	open   = testkit.Open

@@ -19,6 +19,8 @@ type Node struct {
 	Data []byte
 	// Stat is the node's Stat. Its child fields (Cversion, NumChildren,
 	// Pzxid) follow the node's listing, when its children are cached.
+	// EphemeralOwner is the owner's session for an ephemeral node and 0
+	// otherwise: ZooKeeper gives clients 0 for container and TTL nodes too.
 	Stat zk.Stat
 	// Err is set when the node could not be read whole: its data is not
 	// readable by this client (it wraps zk.ErrNoAuth; Data is nil and Stat

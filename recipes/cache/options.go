@@ -20,6 +20,7 @@ type options struct {
 	maxDepth    int // -1: no bound
 	selector    Selector
 	concurrency int
+	clearOnLoss bool
 }
 
 // Selector chooses the nodes of the subtree a cache holds, as Curator's
@@ -66,6 +67,24 @@ func WithConcurrency(n int) Option {
 			return invalid("concurrency %d must be from 1 to %d", n, maxConcurrency)
 		}
 		o.concurrency = n
+		return nil
+	}
+}
+
+// WithClearOnSessionLoss empties the view when the client's session is
+// lost, instead of keeping the last one known: right after the Untrusted
+// event, a Deleted event for every node (children before parents); in the
+// next session the view is loaded again from nothing, a Created event for
+// every node (parents first), then Trusted. For listeners that must not
+// act on nodes they cannot vouch for once the session that watched them is
+// gone (the ephemeral nodes of that session are gone for sure, those of
+// others may be), at the cost of a full reload and an event per node and
+// way. A suspended connection does not clear the view: the session, its
+// watches and the view may all still be good, and the same session back
+// costs only the reads of what changed.
+func WithClearOnSessionLoss() Option {
+	return func(o *options) error {
+		o.clearOnLoss = true
 		return nil
 	}
 }

@@ -75,7 +75,7 @@ func (w *worker) dispatchSync() {
 	w.syncRiding = append(w.syncRiding, w.syncWaiting...)
 	w.syncWaiting = nil
 	w.c.wg.Add(1)
-	go w.read(job{path: w.c.root, epoch: w.epoch, gen: w.connGen})
+	go w.read(job{path: w.c.root, epoch: w.epoch, gen: w.connGen, up: w.connUp})
 }
 
 // read runs one job on its own goroutine; the results channel has room

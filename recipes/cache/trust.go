@@ -3,6 +3,8 @@ package cache
 import (
 	"errors"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 )
 
@@ -51,7 +53,7 @@ func (w *worker) checkSession() {
 // lost starts the rebuild after a lost session: every watch is gone, so
 // every op is checked again in the next session, after a sync there, from
 // the root down (see open). The view keeps its data until the reads say
-// what changed.
+// what changed, unless WithClearOnSessionLoss says to empty it.
 func (w *worker) lost(err error) {
 	w.epoch++
 	w.sess = nil
@@ -65,6 +67,10 @@ func (w *worker) lost(err error) {
 		o.parked = false
 	}
 	w.parked = nil
+	if w.c.opts.clearOnLoss {
+		w.clear()
+		return
+	}
 	w.walk(w.root, func(e *entry) {
 		for _, o := range e.ops() {
 			w.unhook(o)
@@ -77,6 +83,30 @@ func (w *worker) lost(err error) {
 		}
 	})
 	for _, o := range w.root.ops() {
+		w.schedule(o)
+	}
+}
+
+// clear empties the view after a lost session (WithClearOnSessionLoss):
+// Deleted for every node, children first, after the Untrusted that down
+// sent. Every entry but the root's is forgotten (a read of one still in
+// flight is dropped when it comes); the root is read in the next session
+// as on the first load, and so is everything found under it.
+func (w *worker) clear() {
+	e := w.root
+	w.unpublishTree(e)
+	w.dropKids(e)
+	for _, o := range e.ops() {
+		w.unhook(o)
+	}
+	e.node, e.list, e.listErr, e.dataErr, e.checked = nil, zk.Stat{}, nil, nil, nil
+	w.markDirty(&e.data, modeGet)
+	w.track(&e.data)
+	if e.listable {
+		w.markDirty(&e.listing, modeGet)
+		w.track(&e.listing)
+	}
+	for _, o := range e.ops() {
 		w.schedule(o)
 	}
 }

@@ -133,7 +133,8 @@ type job struct {
 	path  string
 	epoch int
 	seq   uint64
-	gen   int // sync: connGen when sent
+	gen   int  // sync: connGen when sent
+	up    bool // sync: sent while the connection was up (Reconnected seen)
 }
 
 type result struct {

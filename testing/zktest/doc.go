@@ -78,5 +78,6 @@
 // Conn opens a plain go-zookeeper session for the test, to look at what
 // the code under test left in ZooKeeper; Eventually polls a condition the
 // test cannot wait on directly; FourLetter and ServerMode ask a server
-// four-letter words; WithJVMFlags changes the servers' JVM settings.
+// four-letter words; WithJVMFlags changes the servers' JVM settings;
+// WithExtendedTypes starts servers that create TTL nodes.
 package zktest

@@ -91,6 +91,17 @@ func WithContainerCheckInterval(d time.Duration) Option {
 // interval unless WithContainerCheckInterval sets it.
 const DefaultContainerCheckInterval = zkserver.DefaultContainerCheckInterval
 
+// WithExtendedTypes starts the servers with
+// -Dzookeeper.extendedTypesEnabled=true, so that they create TTL nodes
+// (without it ZooKeeper refuses them as unimplemented). The servers delete
+// an expired TTL node at their container check interval
+// (WithContainerCheckInterval).
+func WithExtendedTypes() Option { return zkserver.WithExtendedTypes() }
+
+// ExtendedTypesFlag is the java flag WithExtendedTypes gives the servers;
+// a container backend passes it on when BackendConfig.ExtendedTypes asks.
+const ExtendedTypesFlag = zkserver.ExtendedTypesFlag
+
 // WithLogf reports what the ensemble does (starts, stops, faults) through
 // logf, such as t.Logf.
 func WithLogf(logf func(format string, args ...any)) Option { return zkserver.WithLogf(logf) }

@@ -107,6 +107,7 @@ func Start(cfg zktest.BackendConfig) (zktest.Backend, error) {
 					"ZOO_4LW_COMMANDS_WHITELIST": "*",
 					"ZOO_ADMINSERVER_ENABLED":    "false",
 					"ZOO_CFG_EXTRA":              fmt.Sprintf("minSessionTimeout=%d maxSessionTimeout=%d", 2*tick, max(60000, 20*tick)),
+					"SERVER_JVMFLAGS":            serverJVMFlags(cfg),
 				},
 				HostConfigModifier: func(hc *container.HostConfig) {
 					hc.PortBindings = nat.PortMap{"2181/tcp": {{HostIP: "127.0.0.1", HostPort: port}}}
@@ -243,4 +244,13 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// serverJVMFlags are the java flags the image's start script passes to the
+// server: the option for TTL nodes when the ensemble asks for them.
+func serverJVMFlags(cfg zktest.BackendConfig) string {
+	if cfg.ExtendedTypes {
+		return zktest.ExtendedTypesFlag
+	}
+	return ""
 }

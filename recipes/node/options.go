@@ -1,0 +1,77 @@
+package node
+
+import (
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
+)
+
+// DefaultMode is the mode of a Node unless WithMode says otherwise: an
+// ephemeral node, which goes with the session that made it and is made
+// again in the next one.
+const DefaultMode = connection.Ephemeral
+
+// Option configures a Node.
+type Option func(*options) error
+
+type options struct {
+	mode connection.Mode
+	ttl  time.Duration
+}
+
+// WithMode sets the kind of node kept (DefaultMode unless set): any
+// connection.Mode. A sequential mode gives the node a protected name,
+// "_c_<uuid>-<name><sequence>", and keeps that name when it is made again.
+// A TTL mode (connection.PersistentTTL, connection.PersistentSequentialTTL)
+// needs WithTTL.
+func WithMode(m connection.Mode) Option {
+	return func(o *options) error {
+		if m < connection.Persistent || m > connection.PersistentSequentialTTL {
+			return errtext.Errorf("node: %w: mode %d", connection.ErrInvalidOption, int32(m))
+		}
+		o.mode = m
+		return nil
+	}
+}
+
+// WithTTL sets the TTL of a node of a TTL mode: the server deletes it once
+// it has had no child and no change for that long (whole milliseconds, up
+// to connection.MaxTTL). The servers must be started with
+// -Dzookeeper.extendedTypesEnabled=true. See also NewTTL, which keeps such
+// a node alive without changing it.
+func WithTTL(ttl time.Duration) Option {
+	return func(o *options) error {
+		if ttl < time.Millisecond || ttl > connection.MaxTTL || ttl%time.Millisecond != 0 {
+			return errtext.Errorf("node: %w: TTL %v: want whole milliseconds from 1ms to 2^40-1ms (connection.MaxTTL)", connection.ErrInvalidOption, ttl)
+		}
+		o.ttl = ttl
+		return nil
+	}
+}
+
+// check refuses a TTL mode without a TTL, and a TTL without a TTL mode.
+func (o *options) check() error {
+	switch {
+	case o.mode.TTL() && o.ttl == 0:
+		return errtext.Errorf("node: %w: mode %s needs WithTTL", connection.ErrInvalidOption, o.mode)
+	case !o.mode.TTL() && o.ttl != 0:
+		return errtext.Errorf("node: %w: WithTTL needs a TTL mode, not %s", connection.ErrInvalidOption, o.mode)
+	}
+	return nil
+}
+
+// fixed is the mode of a sequential node made again at the name it was
+// given: the same kind without the sequence, as Curator's PersistentNode
+// does, so that the node keeps its name.
+func fixed(m connection.Mode) connection.Mode {
+	switch m {
+	case connection.EphemeralSequential:
+		return connection.Ephemeral
+	case connection.PersistentSequential:
+		return connection.Persistent
+	case connection.PersistentSequentialTTL:
+		return connection.PersistentTTL
+	}
+	return m
+}

@@ -1,0 +1,182 @@
+package node_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/node"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// Two Nodes of one client on one path: one session cannot tell their nodes
+// apart, so the second Start is refused until the first is closed (and its
+// node deleted). On another path, or another client, they coexist.
+func TestInUse(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, 30*time.Second)
+
+	a := newNode(t, c, root+"/x", []byte("a"))
+	created(t, a)
+	b, err := node.New(c, root+"/x", []byte("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); !errors.Is(err, node.ErrInUse) {
+		t.Fatalf("second Start on the path = %v, want ErrInUse", err)
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(); err != nil {
+		t.Fatalf("Start after the first closed: %v", err)
+	}
+	created(t, b)
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two clients keep an ephemeral node at one path: one node at a time. The
+// second waits (ErrOccupied) while the first's is there, and makes its own
+// once the first closes.
+func TestTwoClientsOnePath(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c1, c2 := open(t, ens.Servers()), open(t, ens.Servers())
+	obs := ens.Conn(t)
+	ctx := ctxFor(t, 30*time.Second)
+	p := root + "/leader"
+
+	a := newNode(t, c1, p, []byte("a"))
+	created(t, a)
+	b := newNode(t, c2, p, []byte("b"))
+	zktest.Eventually(t, 10*time.Second, "the second is told the path is occupied", func() error {
+		if !errors.Is(b.Err(), node.ErrOccupied) {
+			return errors.New("Err = " + errString(b.Err()))
+		}
+		return nil
+	})
+	if data, _ := get(t, obs, p); string(data) != "a" {
+		t.Fatalf("the first's node holds %q: overwritten", data)
+	}
+	if closed(a.Done()) {
+		t.Fatal("the first's presence ended")
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	created(t, b)
+	waitFor(t, obs, p, "b", c2.Session().ID(), 10*time.Second)
+	if ks := kids(t, obs, root); len(ks) != 1 {
+		t.Fatalf("%v", ks)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+// A persistent node already at the path is kept as it is found, with the
+// Node's data (as Curator's PersistentNode does); Close deletes it.
+func TestPersistentAdopts(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers())
+	obs := ens.Conn(t)
+	ctx := ctxFor(t, 30*time.Second)
+	p := root + "/config"
+	if _, err := obs.Create(p, []byte("old"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, before := get(t, obs, p)
+
+	n := newNode(t, c, p, []byte("new"), node.WithMode(connection.Persistent))
+	created(t, n)
+	after := waitFor(t, obs, p, "new", 0, 10*time.Second)
+	if after.Czxid != before.Czxid {
+		t.Fatal("made again instead of kept")
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := get(t, obs, p); st != nil {
+		t.Fatal("still there after Close")
+	}
+}
+
+// An ephemeral Node where a persistent node stands waits for it to go:
+// it never takes a node it cannot own, and never deletes it.
+func TestEphemeralWaitsForPersistent(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers())
+	obs := ens.Conn(t)
+	p := root + "/x"
+	if _, err := obs.Create(p, []byte("theirs"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	n := newNode(t, c, p, []byte("ours"))
+	zktest.Eventually(t, 10*time.Second, "occupied", func() error {
+		if !errors.Is(n.Err(), node.ErrOccupied) {
+			return errors.New(errString(n.Err()))
+		}
+		return nil
+	})
+	t.Logf("Err: %v", n.Err())
+	if err := obs.Delete(p, -1); err != nil {
+		t.Fatal(err)
+	}
+	created(t, n)
+	waitFor(t, obs, p, "ours", c.Session().ID(), 10*time.Second)
+}
+
+// Close deletes only the node the Node made: when someone else deleted it
+// and another client made its own at the path (while this one was cut
+// off), Close leaves that one.
+func TestCloseLeavesAnotherNode(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	proxy := ens.Proxy(t)
+	c1 := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second))
+	c2 := open(t, ens.Servers())
+	obs := ens.Conn(t)
+	ctx := ctxFor(t, 30*time.Second)
+	p := root + "/x"
+
+	a := newNode(t, c1, p, []byte("a"))
+	created(t, a)
+	b := newNode(t, c2, p, []byte("b"))
+	proxy.Blackhole() // a cannot make its node again
+	if err := obs.Delete(p, -1); err != nil {
+		t.Fatal(err)
+	}
+	created(t, b)
+	theirs := waitFor(t, obs, p, "b", c2.Session().ID(), 10*time.Second)
+	proxy.Restore()
+	zktest.Eventually(t, 20*time.Second, "a sees the path occupied", func() error {
+		if !errors.Is(a.Err(), node.ErrOccupied) {
+			return errors.New(errString(a.Err()))
+		}
+		return nil
+	})
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := get(t, obs, p); st == nil || st.Czxid != theirs.Czxid {
+		t.Fatalf("a's Close deleted b's node (now %+v)", st)
+	}
+}
