@@ -55,8 +55,11 @@ type Instance struct {
 	SSLPort int // 0: none
 	// Payload is the raw JSON of Curator's payload field, for the caller to
 	// decode. Curator writes it with Jackson's class tag: an object
-	// payload carries an "@class" member naming the Java class, which a
-	// Java reader needs to find in what a Go service writes.
+	// payload carries an "@class" member naming the Java class. A Java
+	// reader takes an object without one for a java.util.LinkedHashMap
+	// (and writes the tag back); strings, numbers and booleans need none.
+	// An array is not readable by Curator (Jackson wants its class tag in
+	// a wrapper array): put it in an object when Java services read it.
 	Payload      json.RawMessage
 	Registration time.Time // registrationTimeUTC, in milliseconds
 	ServiceType  ServiceType
