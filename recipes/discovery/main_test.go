@@ -1,7 +1,6 @@
 package discovery_test
 
 import (
-	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -111,5 +110,3 @@ func waitFor(t testing.TB, d time.Duration, what string, f func() error) {
 	t.Helper()
 	zktest.Eventually(t, d, what, f)
 }
-
-var _ = context.Background
