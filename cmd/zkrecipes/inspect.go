@@ -19,7 +19,7 @@ leases, who leads an election, who waits, a work queue's items. It knows
 the layouts of zkrecipes, Curator and Kazoo: a mutex (or Curator's
 LeaderSelector, which is one), a read/write lock, a LeaderLatch, a
 semaphore (InterProcessSemaphoreV2), a naive lock, a work queue
-(LockingQueue). Recipes of different kinds at one path, which do not see
+(LockingQueue), a service's instances (curator-x-discovery). Recipes of different kinds at one path, which do not see
 each other's nodes, are flagged with a "warning:" line.
 
 If PATH holds no recipe, the recipes below it are listed, one line each,
@@ -44,7 +44,7 @@ JSON (--json; with --watch one object a line, each with "time" and, after
 the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
 "detail", "was"}]). Fields of the object:
   path, kind        kind: mutex, read-write-lock, leader-latch, semaphore,
-                    semaphore-leases, queue, naive-lock, mixed, directory,
+                    semaphore-leases, queue, naive-lock, service, mixed, directory,
                     free (no children, no recipe), ephemeral (a node of no
                     recipe), absent (--watch only)
   kinds             with kind "mixed": the kinds at the path
@@ -63,6 +63,9 @@ the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
                     held), waiters (acquirers, the acquiring one included)
   queue             items: position, state (ready or taken), priority,
                     item, size, taker_session, taker; and idle_workers
+  service           name, instances (each as Curator writes it), enabled,
+                    invalid (nodes that hold no instance: node, error); its
+                    participants have role instance or disabled
   recipes           a directory's: path, kind, kinds, holders, waiters
                     (null when not visible), holder (the first holder's
                     data), holder_session, holder_age_ms, items, warnings;
@@ -120,6 +123,7 @@ type view struct {
 	Participants []participant `json:"participants"`
 	Semaphore    *semInfo      `json:"semaphore,omitempty"`
 	Queue        *[]queueRow   `json:"queue,omitempty"`
+	Service      *serviceInfo  `json:"service,omitempty"` // inspect_discovery.go
 	IdleWorkers  *int          `json:"idle_workers,omitempty"`
 	Recipes      *[]recipeRow  `json:"recipes,omitempty"`
 	Depth        int           `json:"depth,omitempty"`

@@ -121,6 +121,8 @@ func tallyOf(v *view, f family) tally {
 		return t
 	case famNaive:
 		t.waiters = -1
+	case famService:
+		return serviceTally(v)
 	}
 	readers := 0
 	for i := range v.Participants {
