@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	impls := fs.String("impls", "mutex,naive,zk.Lock,Curator,Kazoo,raw floor", "implementations to compare (Curator and Kazoo need Debian's libcurator-recipes-java, a JDK and python3-kazoo)")
 	output := fs.String("o", "", "also write the markdown report to this file")
 	docs := fs.String("docs", "", "also write benchmarks.md and benchmarks.svg (the chart) into this directory")
-	scenarios := fs.String("scenarios", "locks,recipes,election-queue,scale", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), scale (many keys locked through one client, against Curator and zk.Lock)")
+	scenarios := fs.String("scenarios", "locks,recipes,election-queue,scale,discovery", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), scale (many keys locked through one client, against Curator and zk.Lock), discovery (a registration reaching watchers' caches, re-registration after an expiry, against Curator's ServiceDiscovery)")
 	keys := fs.Int("keys", 10000, "scale: distinct lock paths")
 	keyGoroutines := fs.Int("key-goroutines", 64, "scale: goroutines (Curator: threads) locking keys through one client")
 	deepWaiters := fs.String("deep", "10,1000", "scale: waiters of the deep-queue runs on one lock")
@@ -40,11 +41,14 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	readers := fs.Int("readers", 50, "recipes: readers started together on a free read lock")
 	semClients := fs.Int("sem-clients", 10, "recipes: clients taking and returning semaphore leases")
 	semLeases := fs.Int("sem-leases", 3, "recipes: the semaphore's leases")
+	watchers := fs.Int("watchers", 10, "discovery: caches of the service, each with its own session")
+	registrations := fs.Int("registrations", 50, "discovery: registrations per round")
+	expiries := fs.Int("expiries", 5, "discovery: expiries of the registrar's session per round")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the Go implementations' client side) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	doLocks, doRecipes, doElectionQueue, doScale := false, false, false, false
+	doLocks, doRecipes, doElectionQueue, doScale, doDiscovery := false, false, false, false, false
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch strings.TrimSpace(s) {
 		case "locks":
@@ -55,12 +59,14 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			doElectionQueue = true
 		case "scale":
 			doScale = true
+		case "discovery":
+			doDiscovery = true
 		default:
-			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue or scale", s)
+			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, scale or discovery", s)
 		}
 	}
-	if *docs != "" && !(doLocks && doRecipes && doElectionQueue && doScale) {
-		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes,election-queue,scale")
+	if *docs != "" && !(doLocks && doRecipes && doElectionQueue && doScale && doDiscovery) {
+		return fmt.Errorf("--docs writes the whole page: it needs --scenarios locks,recipes,election-queue,scale,discovery")
 	}
 	counts, err := positiveCounts("--participants", *parts)
 	if err != nil {
@@ -158,6 +164,17 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		}
 		report += "\n### Many keys, deep queues and idle waiters\n\n" + sr.Markdown()
 	}
+	if doDiscovery {
+		curator := slices.Contains(peers, "Curator")
+		dr, err := bench.RunDiscovery(ctx, bench.DiscoveryConfig{
+			Servers: list, Curator: curator, Rounds: *rounds, Watchers: *watchers, Registrations: *registrations,
+			Expiries: *expiries, SessionTimeout: *failoverTimeout, Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		report += "\n### Service discovery\n\n" + dr.Markdown()
+	}
 	fmt.Fprintf(out, "\n%s\n(%v in all)\n", report, time.Since(start).Round(time.Second))
 	if *output != "" {
 		if err := os.WriteFile(*output, []byte(report), 0o644); err != nil {
@@ -226,7 +243,8 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
 	b.WriteString("- **Many keys, one client**: one client (one session, one connection, on the first server) and 64 goroutines, each taking and releasing locks on keys drawn at random from 10,000 paths under one parent, each key's lock directory created on first use — a service locking per entity. zkrecipes makes a `mutex.Mutex` per cycle; zk.Lock a `zk.NewLock` per cycle on one `zk.Conn`; Curator an InterProcessMutex per key on one CuratorFramework, and Kazoo a Lock per key on one KazooClient, each on 64 threads. Lock+Unlock cycles per second, latency of a cycle, and the packets the servers received per cycle (`mntr`'s `zk_packets_received`, the session's pings included). The servers check for empty containers every minute, ZooKeeper's default, so a key's directory is created again after it has been idle for about that long.\n")
 	b.WriteString("- **Deep queue**: 10 waiters on 10 sessions, then 1,000 waiters on 50 sessions (20 lock values per session; Curator and Kazoo: 1,000 threads over 50 clients), all taking and releasing one lock in a loop; handoffs per second once the queue has filled, the slowdown from 10 to 1,000, and wake-ups per release as above. *mutex, one watch* is the mutex with Curator's predicate — a waiter watches its predecessor alone and lists the directory when it goes — measured beside it to choose between the two.\n")
 	b.WriteString("- **Idle waiters**: one client on the first server holds 100 locks and queues 100 waiters behind each — 10,000 waiters in one process, each blocked in its Lock (zkrecipes, zk.Lock: a goroutine each; Curator, Kazoo: a thread each, as their locks need). What the waiters added to the process, after a garbage collection: resident memory (the kernel's VmRSS, comparable across languages), the Go runtime's heap and stacks in use, goroutines or threads, and the watches the servers hold for them (`mntr`'s `zk_watch_count`); then the process's CPU time over 5 s of waiting, beside the same before the waiters came (the session's pings; the kernel counts CPU in ticks of 10 ms).\n")
-	b.WriteString("- **Queue**: 10 workers, each with its own session, take and finish 500 items put beforehand (zkrecipes `queue`, Kazoo's LockingQueue with 10 clients on 10 threads); items per second.\n\n")
+	b.WriteString("- **Queue**: 10 workers, each with its own session, take and finish 500 items put beforehand (zkrecipes `queue`, Kazoo's LockingQueue with 10 clients on 10 threads); items per second.\n")
+	b.WriteString("- **Service discovery**: 10 caches of one service (zkrecipes `discovery.ServiceCache`, Curator's ServiceCache), each on a session of its own, and a registrar on the first server; 50 registrations per round, each timed from the register call to each cache's notice of the instance (its unregistration is waited for before the next). Then a dynamic instance's registrar loses its session 5 times per round (zkrecipes: cut off through a proxy until the server expires its 2 s session; Curator: its session ended on the servers by a second client that joins it) and the time from its new session — the RECONNECTED its connection-state listener hears — to a cache on another server having the instance again.\n\n")
 	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`cmd/zkrecipes/internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
 	b.WriteString("## Versions\n\n")
 	for _, v := range versions(servers) {
