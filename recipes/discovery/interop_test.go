@@ -3,6 +3,7 @@ package discovery_test
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -269,5 +270,108 @@ func TestCuratorCompatibleSerializer(t *testing.T) {
 	register(t, d, discovery.Instance{Name: "api", ID: "list", Payload: json.RawMessage(`[1,2]`)})
 	if got := java.Do("ERROR", "query api"); !strings.Contains(got, "type id") {
 		t.Fatalf("Curator's query of an array payload: %s", got)
+	}
+}
+
+// TestCuratorQuirks: what Curator 5.4's ServiceDiscovery does that this
+// package does not, as docs/discovery.md says. A DYNAMIC_SEQUENTIAL
+// instance's node is "<id><sequence>", without protection, and
+// unregistering it deletes "<id>", which does not exist: the node stays
+// until the session ends. A node that is not an instance fails Curator's
+// whole query, where Instances leaves it out.
+func TestCuratorQuirks(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	base := root + "/services"
+	ctx := ctxFor(t, 2*time.Minute)
+	d := newDiscovery(t, open(t, ens.Servers()), base)
+	java := peertest.CuratorDiscovery(t, ens.ConnectString(), base, true)
+	conn := ens.Conn(t)
+
+	s := discovery.Instance{Name: "seq", ID: "s", Registration: time.UnixMilli(5).UTC(), ServiceType: discovery.DynamicSequential}
+	java.Do("REGISTERED", "register %s", mustJSON(t, s))
+	kids, _, err := conn.Children(base + "/seq")
+	if err != nil || len(kids) != 1 || !regexp.MustCompile(`^s\d{10}$`).MatchString(kids[0]) {
+		t.Fatalf("Curator's sequential node: %v, %v", kids, err)
+	}
+	java.Do("UNREGISTERED", "unregister s")
+	if is, err := d.Instances(ctx, "seq"); err != nil || !same(is, []discovery.Instance{s}) {
+		t.Fatalf("after Curator's unregister: %+v, %v", is, err)
+	}
+
+	register(t, d, discovery.Instance{Name: "web", ID: "good"})
+	if _, err := conn.Create(base+"/web/junk", []byte("not json"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	java.Do("ERROR", "query web")
+	if is, err := d.Instances(ctx, "web"); err != nil || !slices.Equal(ids(is), []string{"good"}) {
+		t.Fatalf("Go's query: %v, %v", ids(is), err)
+	}
+}
+
+// TestReconnectSameSession: the connections of a Go registrar and of a
+// Curator one are cut and back within their sessions. Curator 5.4
+// re-registers on RECONNECTED, deleting its node and making it again
+// ("so that watchers fire"): a watcher sees its instance go and come
+// back, with a new node. The Go registration is confirmed by a read: the
+// same node, no event.
+func TestReconnectSameSession(t *testing.T) {
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	base := root + "/services"
+	ctx := ctxFor(t, 2*time.Minute)
+	goProxy, javaProxy := ens.Proxy(t), ens.Proxy(t)
+	goClient := open(t, goProxy.Servers(), connection.WithSessionTimeout(10*time.Second))
+	rg := register(t, newDiscovery(t, goClient, base), discovery.Instance{Name: "web", ID: "go"})
+	java := peertest.CuratorDiscovery(t, strings.Join(javaProxy.Servers(), ","), base, true)
+	java.Do("REGISTERED", "register %s", mustJSON(t, discovery.Instance{Name: "web", ID: "java", ServiceType: discovery.Dynamic}))
+	watcher := newCache(t, newDiscovery(t, open(t, ens.Servers()), base), "web")
+	events, err := watcher.Listen(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := ens.Conn(t)
+	czxid := func(id string) int64 {
+		_, st, err := conn.Get(base + "/web/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Czxid
+	}
+	goBefore, javaBefore := czxid("go"), czxid("java")
+	goSession, javaSession := goClient.Session().ID(), java.Do("SESSION", "session")
+
+	goProxy.Cut()
+	javaProxy.Cut()
+	time.Sleep(time.Second) // both notice: a cut closes their connections
+	goProxy.Restore()
+	javaProxy.Restore()
+
+	var removed, added bool
+	deadline := time.After(60 * time.Second)
+	for !added {
+		select {
+		case ev := <-events:
+			switch {
+			case ev.Type == discovery.Removed && ev.Node == "java":
+				removed = true
+			case ev.Type == discovery.Added && ev.Node == "java" && removed:
+				added = true
+			case (ev.Type == discovery.Removed || ev.Type == discovery.Added || ev.Type == discovery.Updated) && ev.Node == "go":
+				t.Fatalf("the Go instance: %v", ev.Type)
+			}
+		case <-deadline:
+			t.Fatalf("Curator did not re-register (removed: %v)", removed)
+		}
+	}
+	if _, err := rg.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if goClient.Session().ID() != goSession || java.Do("SESSION", "session") != javaSession {
+		t.Fatal("a session changed: the cut was too long")
+	}
+	if czxid("go") != goBefore || czxid("java") == javaBefore {
+		t.Fatalf("czxid go %d (was %d), java %d (was %d)", czxid("go"), goBefore, czxid("java"), javaBefore)
 	}
 }
