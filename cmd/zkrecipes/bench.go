@@ -309,6 +309,14 @@ func benchmarksPage(report string, servers []string, rounds int, d time.Duration
   and a channel, and it keeps nothing else. Curator and Kazoo block a
   thread per waiter. The CPU of an idle process is the session's pings:
   compare it with the column before the waiters.
+- **Service discovery.** A zkrecipes cache hears of a new instance from
+  its directory's child watch, lists the directory and reads the new node
+  (two requests); Curator's ServiceCache, a CuratorCache on a ZooKeeper
+  3.6+ client, hears from its persistent recursive watch and reads the
+  node (one). After an expiry both make the node with one create in the
+  new session: the figure starts there, since how soon a cut-off client
+  gets a new session is the session timeout's business (and the two
+  registrars lose theirs differently).
 - **The peers' drivers** run in a fresh JVM or interpreter per scenario,
   warmed up with hundreds of iterations first; a long-running service would
   be warmer still.
@@ -336,6 +344,9 @@ func versions(servers []string) []string {
 	}
 	if v, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "libcurator-recipes-java").Output(); err == nil {
 		out = append(out, "Curator (libcurator-recipes-java) "+string(v))
+	}
+	if v, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "libcurator-discovery-java").Output(); err == nil {
+		out = append(out, "curator-x-discovery (libcurator-discovery-java) "+string(v))
 	}
 	if v, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "python3-kazoo").Output(); err == nil {
 		out = append(out, "Kazoo (python3-kazoo) "+string(v))

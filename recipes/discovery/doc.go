@@ -34,8 +34,9 @@
 // # The JSON
 //
 // Instance reads and writes Curator's field names and nulls; the payload
-// stays raw JSON for the caller to decode. A Java reader needs an "@class"
-// member in an object payload, as Curator's Jackson writes it; URISpec is
+// stays raw JSON for the caller to decode. Curator's Jackson writes an
+// object payload with an "@class" member naming its Java class, and reads
+// one without it as a map; it cannot read a top-level array. URISpec is
 // Curator's template syntax, "{scheme}://{address}:{port}". Data that is
 // not an instance is left out of queries and caches and reported, never
 // fatal.

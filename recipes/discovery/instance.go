@@ -54,7 +54,7 @@ type Instance struct {
 	Port    int // 0: none
 	SSLPort int // 0: none
 	// Payload is the raw JSON of Curator's payload field, for the caller to
-	// decode. Curator writes it with Jackson's class tag: an object
+	// decode (written compacted). Curator writes it with Jackson's class tag: an object
 	// payload carries an "@class" member naming the Java class. A Java
 	// reader takes an object without one for a java.util.LinkedHashMap
 	// (and writes the tag back); strings, numbers and booleans need none.
