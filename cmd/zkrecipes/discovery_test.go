@@ -372,3 +372,43 @@ func TestDiscoveryUsage(t *testing.T) {
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
 
 func regexpQuote(s string) string { return regexp.QuoteMeta(s) }
+
+// TestInspectWatchService: inspect --watch follows a service: an instance
+// registered, one disabled (its data), one unregistered.
+func TestInspectWatchService(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	base := root + "/services"
+	c := open(t, ens)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := discovery.New(c, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := d.Register(ctx, discovery.Instance{Name: "web", ID: "a", Address: "h", Port: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	out, stop := watchCLI(t, "--servers", ens.ConnectString(), base+"/web")
+	seen(t, out, base+"/web: service web: 1 instance(s), 1 enabled")
+	b, err := d.Register(ctx, discovery.Instance{Name: "web", ID: "b", Address: "h", Port: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen(t, out, "+ instance "+base+"/web/b b h:2 DYNAMIC")
+	i := a.Instance()
+	i.Disabled = true
+	if err := a.Update(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	seen(t, out, "disabled now "+base+"/web/a a h:1 DYNAMIC disabled (was instance)")
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen(t, out, "- instance "+base+"/web/b")
+	if code := stop(); code != 0 {
+		t.Fatalf("--watch ended with exit %d\n%s", code, out.String())
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -383,7 +384,11 @@ func TestProvider(t *testing.T) {
 		register(t, d, discovery.Instance{Name: "web", ID: id, Disabled: id == "b"})
 	}
 	register(t, d, discovery.Instance{Name: "web", ID: "d", Address: "skip"})
-	p, err := d.Provider(ctx, "web", discovery.WithFilter(func(i discovery.Instance) bool { return i.Address != "skip" }))
+	var clock sync.Mutex
+	now := time.Unix(1000, 0)
+	p, err := d.Provider(ctx, "web", discovery.WithFilter(func(i discovery.Instance) bool { return i.Address != "skip" }),
+		discovery.WithDownPolicy(discovery.DownPolicy{Timeout: 10 * time.Second, Threshold: 2}),
+		discovery.WithClock(func() time.Time { clock.Lock(); defer clock.Unlock(); return now }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,6 +415,17 @@ func TestProvider(t *testing.T) {
 	p.NoteError(a)
 	if got := ids(p.Instances()); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("after two errors: %v", got)
+	}
+	for range 3 {
+		if i, err := p.Instance(); err != nil || i.ID != "c" {
+			t.Fatalf("with a down: %+v, %v", i, err)
+		}
+	}
+	clock.Lock()
+	now = now.Add(10 * time.Second) // the policy's timeout after the first report
+	clock.Unlock()
+	if got := ids(p.Instances()); !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("after the timeout: %v", got)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
