@@ -70,6 +70,7 @@ func (d *Discovery) Register(ctx context.Context, i Instance) (*Registration, er
 		return nil, errtext.Errorf("discovery: register %s: %w", p, err)
 	}
 	if err := n.Start(); err != nil {
+		_ = n.Close(ctx) // never started: nothing to delete
 		return nil, errtext.Errorf("discovery: register %s: %w", p, err)
 	}
 	if err := n.WaitForInitialCreate(ctx); err != nil {
