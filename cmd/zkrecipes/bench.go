@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	impls := fs.String("impls", "mutex,naive,zk.Lock,Curator,Kazoo,raw floor", "implementations to compare (Curator and Kazoo need Debian's libcurator-recipes-java, a JDK and python3-kazoo)")
 	output := fs.String("o", "", "also write the markdown report to this file")
 	docs := fs.String("docs", "", "also write benchmarks.md and benchmarks.svg (the chart) into this directory")
-	scenarios := fs.String("scenarios", "locks,recipes,election-queue,counters,scale,cache", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), counters (the counter against Curator's DistributedAtomicLong and Kazoo's Counter), scale (many keys locked through one client, against Curator and zk.Lock), cache (the cache against Curator's CuratorCache and TreeCache and Kazoo's TreeCache)")
+	scenarios := fs.String("scenarios", "locks,recipes,election-queue,counters,scale,cache,discovery", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), counters (the counter against Curator's DistributedAtomicLong and Kazoo's Counter), scale (many keys locked through one client, against Curator and zk.Lock), cache (the cache against Curator's CuratorCache and TreeCache and Kazoo's TreeCache), discovery (a registration reaching watchers' caches, re-registration after an expiry, against Curator's ServiceDiscovery)")
 	counterParts := fs.String("counter-participants", "1,10,100", "counters: participant counts, each incrementing one counter")
 	keys := fs.Int("keys", 10000, "scale: distinct lock paths")
 	keyGoroutines := fs.Int("key-goroutines", 64, "scale: goroutines (Curator: threads) locking keys through one client")
@@ -48,11 +49,14 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	cacheWriters := fs.Int("cache-writers", 32, "cache: goroutines setting nodes at full speed")
 	cacheWriteNodes := fs.Int("cache-write-nodes", 1000, "cache: nodes set at full speed")
 	cacheChanges := fs.Int("cache-changes", 10, "cache: nodes set while a cache is cut off")
+	watchers := fs.Int("watchers", 10, "discovery: caches of the service, each with its own session")
+	registrations := fs.Int("registrations", 50, "discovery: registrations per round")
+	expiries := fs.Int("expiries", 5, "discovery: expiries of the registrar's session per round")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the Go implementations' client side) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	doLocks, doRecipes, doElectionQueue, doCounters, doScale, doCache := false, false, false, false, false, false
+	doLocks, doRecipes, doElectionQueue, doCounters, doScale, doCache, doDiscovery := false, false, false, false, false, false, false
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch strings.TrimSpace(s) {
 		case "locks":
@@ -67,14 +71,16 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			doScale = true
 		case "cache":
 			doCache = true
+		case "discovery":
+			doDiscovery = true
 		default:
-			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, counters, scale or cache", s)
+			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, counters, scale, cache or discovery", s)
 		}
 	}
-	whole := doLocks && doRecipes && doElectionQueue && doCounters && doScale && doCache
-	cacheOnly := doCache && !doLocks && !doRecipes && !doElectionQueue && !doCounters && !doScale
+	whole := doLocks && doRecipes && doElectionQueue && doCounters && doScale && doCache && doDiscovery
+	cacheOnly := doCache && !doLocks && !doRecipes && !doElectionQueue && !doCounters && !doScale && !doDiscovery
 	if *docs != "" && !whole && !cacheOnly {
-		return fmt.Errorf("--docs writes the whole page (--scenarios locks,recipes,election-queue,counters,scale,cache) or its cache section alone (--scenarios cache)")
+		return fmt.Errorf("--docs writes the whole page (--scenarios locks,recipes,election-queue,counters,scale,cache,discovery) or its cache section alone (--scenarios cache)")
 	}
 	sizes, err := positiveCounts("--cache-sizes", *cacheSizes)
 	if err != nil {
@@ -189,6 +195,17 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		}
 		report += "\n### Many keys, deep queues and idle waiters\n\n" + sr.Markdown()
 	}
+	if doDiscovery {
+		curator := slices.Contains(peers, "Curator")
+		dr, err := bench.RunDiscovery(ctx, bench.DiscoveryConfig{
+			Servers: list, Curator: curator, Rounds: *rounds, Watchers: *watchers, Registrations: *registrations,
+			Expiries: *expiries, SessionTimeout: *failoverTimeout, Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		report += "\n### Service discovery\n\n" + dr.Markdown()
+	}
 	var cacheSection string
 	if doCache {
 		load0 := loadAverage()
@@ -302,6 +319,7 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
 	b.WriteString("- **Idle waiters**: one client on the first server holds 100 locks and queues 100 waiters behind each — 10,000 waiters in one process, each blocked in its Lock (zkrecipes, zk.Lock: a goroutine each; Curator, Kazoo: a thread each, as their locks need). What the waiters added to the process, after a garbage collection: resident memory (the kernel's VmRSS, comparable across languages), the Go runtime's heap and stacks in use, goroutines or threads, and the watches the servers hold for them (`mntr`'s `zk_watch_count`); then the process's CPU time over 5 s of waiting, beside the same before the waiters came (the session's pings; the kernel counts CPU in ticks of 10 ms).\n")
 	b.WriteString("- **Queue**: 10 workers, each with its own session, take and finish 500 items put beforehand (zkrecipes `queue`, Kazoo's LockingQueue with 10 clients on 10 threads); items per second.\n")
 	fmt.Fprintf(&b, "- **Counters**: 1, 10 or 100 participants, each with its own session, increment one counter in a loop for %v: zkrecipes `shared.Counter` (8 bytes, each write a transaction with the participant's marker), Curator's DistributedAtomicLong (the same 8 bytes, a plain versioned set) and Kazoo's Counter (text, a plain versioned set). Each add that loses the race to another participant's write tries again after a sleep: Curator's BoundedExponentialBackoffRetry(5 ms, 100 ms, 29) for zkrecipes and Curator, Kazoo's command retry set to KazooRetry(delay 5 ms, backoff 2, max_delay 100 ms) (its default starts at 100 ms); increments that succeeded per second, counted after a warm-up of a second.\n\n", d)
+	b.WriteString("- **Service discovery**: 10 caches of one service (zkrecipes `discovery.ServiceCache`, Curator's ServiceCache), each on a session of its own, and a registrar on the first server; 50 registrations per round, each timed from the register call to each cache's notice of the instance (its unregistration is waited for before the next). Then a dynamic instance's registrar loses its session 5 times per round (zkrecipes: cut off through a proxy until the server expires its 2 s session; Curator: its session ended on the servers by a second client that joins it) and the time from its new session — the RECONNECTED its connection-state listener hears — to a cache on another server having the instance again.\n\n")
 	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`cmd/zkrecipes/internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
 	b.WriteString("## Versions\n\n")
 	for _, v := range versions(servers) {
@@ -385,6 +403,14 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   reconnect, and it counts its reads in flight in a Phaser that takes at
   most 65,535: beyond, its first view is not whole. docs/cache.md sets
   the figures against the issue's targets.
+- **Service discovery.** A zkrecipes cache hears of a new instance from
+  its directory's child watch, lists the directory and reads the new node
+  (two requests); Curator's ServiceCache, a CuratorCache on a ZooKeeper
+  3.6+ client, hears from its persistent recursive watch and reads the
+  node (one). After an expiry both make the node with one create in the
+  new session: the figure starts there, since how soon a cut-off client
+  gets a new session is the session timeout's business (and the two
+  registrars lose theirs differently).
 - **The peers' drivers** run in a fresh JVM or interpreter per scenario,
   warmed up with hundreds of iterations first; a long-running service would
   be warmer still.
@@ -412,6 +438,9 @@ func versions(servers []string) []string {
 	}
 	if v, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "libcurator-recipes-java").Output(); err == nil {
 		out = append(out, "Curator (libcurator-recipes-java) "+string(v))
+	}
+	if v, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "libcurator-discovery-java").Output(); err == nil {
+		out = append(out, "curator-x-discovery (libcurator-discovery-java) "+string(v))
 	}
 	if v, err := exec.Command("dpkg-query", "-W", "-f=${Version}", "python3-kazoo").Output(); err == nil {
 		out = append(out, "Kazoo (python3-kazoo) "+string(v))

@@ -323,7 +323,8 @@ func cmdStopped(g *cmdGroup, term *terminal, sig syscall.Signal) {
 }
 
 // commandEnv is CMD's environment: zkrecipes' own without its credentials
-// (unless r.passAuth), the token and the node, and r.env.
+// (unless r.passAuth), the token and the node (of a hold that has a
+// token), and r.env.
 func commandEnv(m hold, r underRun) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -333,10 +334,12 @@ func commandEnv(m hold, r underRun) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env,
-		"ZKRECIPES_FENCING_TOKEN="+strconv.FormatInt(m.Token(), 10),
-		"ZKRECIPES_LOCK_NODE="+m.Node(),
-	)
+	if m.Token() != 0 { // a lock's, a lease's, a term's; register's hold has none
+		env = append(env,
+			"ZKRECIPES_FENCING_TOKEN="+strconv.FormatInt(m.Token(), 10),
+			"ZKRECIPES_LOCK_NODE="+m.Node(),
+		)
+	}
 	return append(env, r.env...)
 }
 

@@ -12,11 +12,13 @@ type exitDoc struct {
 }
 
 var exitDocs = []exitDoc{
-	{"CMD's", "CMD ran: its exit status (128+n if signal n ended it; if SIGINT or SIGQUIT did, zkrecipes dies of it too)", "lock|semaphore|elect|queue take"},
+	{"CMD's", "CMD ran: its exit status (128+n if signal n ended it; if SIGINT or SIGQUIT did, zkrecipes dies of it too)", "lock|semaphore|elect|queue take|register"},
 	{"0", "done; without CMD: held, then released after SIGINT or SIGTERM", "lock|semaphore|elect"},
 	{"0", "done", "queue put|queue take|inspect"},
 	{"0", "interrupted (SIGINT, SIGTERM): watching ends", "watch"},
 	{"0", "done: the number is printed", "counter get|counter add|counter set"},
+	{"0", "without CMD: registered, then unregistered after SIGINT or SIGTERM (losing the registration is not an error: it is made again)", "register"},
+	{"0", "done; with --watch: interrupted (SIGINT, SIGTERM)", "discover"},
 	{"1", "another failure (a server error, a refused ACL); the message says why", ""},
 	{"2", "bad flags or arguments (a bad connect string, a relative PATH)", ""},
 	{"3", "--try: held by another participant (--conflict-exit-code N changes it)", "lock"},
@@ -30,16 +32,17 @@ var exitDocs = []exitDoc{
 	{"6", "the answer was lost and the session ended (or Ctrl-C came) before the outcome could be read: it may or may not have applied", "counter add|counter set"},
 	{"124", "--timeout passed before the hold was taken", "lock|semaphore|elect"},
 	{"124", "--timeout passed before an item came", "queue take"},
-	{"126", "CMD cannot be run (not an executable file)", "lock|semaphore|elect|queue take"},
-	{"127", "CMD was not found", "lock|semaphore|elect|queue take"},
-	{"128+n", "signal n ended the wait: 130 for SIGINT (Ctrl-C: zkrecipes dies of it), 143 for SIGTERM", "lock|semaphore|elect|queue take|queue put|counter get|counter add|counter set"},
+	{"124", "--timeout passed before the instance was registered", "register"},
+	{"126", "CMD cannot be run (not an executable file)", "lock|semaphore|elect|queue take|register"},
+	{"127", "CMD was not found", "lock|semaphore|elect|queue take|register"},
+	{"128+n", "signal n ended the wait: 130 for SIGINT (Ctrl-C: zkrecipes dies of it), 143 for SIGTERM", "lock|semaphore|elect|queue take|queue put|counter get|counter add|counter set|register"},
 }
 
 // exitHelp is the "Exit status" section of a command's help ("" for a
 // command with none of its own, such as demo).
 func exitHelp(command string) string {
 	switch command {
-	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect", "watch", "counter get", "counter add", "counter set":
+	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect", "watch", "counter get", "counter add", "counter set", "register", "discover":
 	default:
 		return ""
 	}
@@ -55,7 +58,7 @@ func exitHelp(command string) string {
 
 // exitSummary is the table of all exit statuses, for the top-level usage.
 const exitSummary = `Exit status (each command's --help says which apply to it):
-  0      done (lock, semaphore, elect without CMD: released after SIGINT or SIGTERM)
+  0      done (lock, semaphore, elect, register without CMD: released after SIGINT or SIGTERM)
   1      another failure; the message says why
   2      bad flags or arguments
   3      --try: held by another / no free lease / no item (--conflict-exit-code N changes it);

@@ -19,7 +19,7 @@ leases, who leads an election, who waits, a work queue's items. It knows
 the layouts of zkrecipes, Curator and Kazoo: a mutex (or Curator's
 LeaderSelector, which is one), a read/write lock, a LeaderLatch, a
 semaphore (InterProcessSemaphoreV2), a naive lock, a work queue
-(LockingQueue), a party (Kazoo's Party and ShallowParty, recipes/group's
+(LockingQueue), a service's instances (curator-x-discovery), a party (Kazoo's Party and ShallowParty, recipes/group's
 Kazoo layouts) and a partition (Kazoo's SetPartitioner, recipes/partition:
 its members and who holds each item). A Curator GroupMember's group is
 named by its members' ids, like any directory: its members show as
@@ -49,7 +49,7 @@ the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
 "detail", "was"}]). Fields of the object:
   path, kind        kind: mutex, read-write-lock, leader-latch, semaphore,
                     semaphore-leases, queue, naive-lock, party, partition,
-                    mixed, directory,
+                    service, mixed, directory,
                     free (no children, no recipe), ephemeral (a node of no
                     recipe), absent (--watch only)
   kinds             with kind "mixed": the kinds at the path
@@ -73,6 +73,9 @@ the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
                     recipe, session, fencing_token, node, waiting; the
                     members are participants (role member, data the
                     identifier), as a party's are
+  service           name, instances (each as Curator writes it), enabled,
+                    invalid (nodes that hold no instance: node, error); its
+                    participants have role instance or disabled
   recipes           a directory's: path, kind, kinds, holders, waiters
                     (null when not visible), holder (the first holder's
                     data), holder_session, holder_age_ms, items, warnings;
@@ -130,6 +133,7 @@ type view struct {
 	Participants []participant `json:"participants"`
 	Semaphore    *semInfo      `json:"semaphore,omitempty"`
 	Queue        *[]queueRow   `json:"queue,omitempty"`
+	Service      *serviceInfo  `json:"service,omitempty"` // inspect_discovery.go
 	IdleWorkers  *int          `json:"idle_workers,omitempty"`
 	Partition    *partInfo     `json:"partition,omitempty"`
 	Recipes      *[]recipeRow  `json:"recipes,omitempty"`

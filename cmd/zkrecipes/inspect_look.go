@@ -118,6 +118,13 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 	if isPartition(kids) {
 		fams = append(fams, famPartition)
 	}
+	if len(fams) == 0 && len(kids) > 0 {
+		if ok, err := lookService(ctx, r, v, kids, o.brief, now); err != nil {
+			return nil, nil, err
+		} else if ok {
+			return v, nil, nil
+		}
+	}
 	switch {
 	case len(fams) == 0 && len(kids) == 0:
 		v.Kind = kindFree

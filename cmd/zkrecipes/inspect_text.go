@@ -122,6 +122,8 @@ func writeSection(w io.Writer, v *view, f family) error {
 		} else {
 			fmt.Fprintf(w, "%s: leader latch: no leader, %d candidate(s)\n", v.Path, t.waiters)
 		}
+	case famService:
+		fmt.Fprintf(w, "%s: service %s: %s\n", v.Path, v.Service.Name, t.summary)
 	case famLeases:
 		fmt.Fprintf(w, "%s: a semaphore's leases: %d held (its waiters, and its maximum with --count: inspect the semaphore, its parent)\n", v.Path, t.holders)
 	}

@@ -138,6 +138,8 @@ func tallyOf(v *view, f family) tally {
 		}
 		t.summary = fmt.Sprintf("%d member(s), %d of %d item(s) held", pi.Members, pi.Held, len(pi.Items))
 		return t
+	case famService:
+		return serviceTally(v)
 	}
 	readers := 0
 	for i := range v.Participants {

@@ -10,6 +10,8 @@
 //	zkrecipes inspect [--json] PATH
 //	zkrecipes watch [--json] [--depth n] PATH
 //	zkrecipes counter get|add|set [--encoding int64|int32|text] PATH [NUMBER]
+//	zkrecipes register [--base PATH] [--id ID] [--port N] ... SERVICE [-- CMD [ARGS...]]
+//	zkrecipes discover [--base PATH] [--json] [--watch] [SERVICE]
 //	zkrecipes demo
 //	zkrecipes bench [--rounds 3] [--participants 2,10,100]
 //	zkrecipes version | completion bash|zsh|fish | help [COMMAND]
@@ -47,6 +49,8 @@ var commands = []command{
 	{name: "inspect", summary: "show who holds a lock, a semaphore's leases or an election, who waits, and a queue's items", run: runInspect},
 	{name: "watch", summary: "print every change of a node and the nodes under it, until interrupted", run: runWatch},
 	{name: "counter", summary: "read, add to or set a counter (Curator's DistributedAtomicLong or SharedCount, Kazoo's Counter)", run: runCounter, subcommands: []string{"get", "add", "set"}},
+	{name: "register", summary: "register a service instance (Curator's ServiceDiscovery) while a command runs", run: runRegister},
+	{name: "discover", summary: "list a service's instances (Curator's ServiceDiscovery), or follow them", run: runDiscover},
 	{name: "demo", summary: "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", run: runDemo},
 	{name: "bench", summary: "compare the locks side by side: latency, handoffs/s and wake-ups per release", run: runBench},
 	{name: "version", summary: "print the version of zkrecipes and the revision it was built from", run: runVersion},

@@ -26,7 +26,8 @@ import (
 // library's packages, and go-zookeeper's. A new package adds its name.
 var names = []string{
 	"connection", "retry", "lockcore", "zk",
-	"mutex", "naive", "rwlock", "semaphore", "election", "queue", "multilock", "cache", "node", "shared",
+	"mutex", "naive", "rwlock", "semaphore", "election", "queue", "multilock", "cache",
+	"node", "discovery", "group", "partition", "shared", "barrier",
 }
 
 // Errorf formats as fmt.Errorf does, %w included, and returns an error

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
@@ -26,10 +27,11 @@ import (
 // TestACLOnEveryNode: with an ACL provider and digest auth, every node a
 // recipe creates — lock directories and containers, lock nodes, leases,
 // latches, the queue's directories, items and taken nodes, its line, a
-// kept node —
+// kept node, a service instance —
 // carries the provider's ACL on the server; a client without the
 // credentials can neither take a lock, nor release or revoke another's,
-// nor campaign, nor take or put items, and gets zk.ErrNoAuth at once.
+// nor campaign, nor take or put items, nor register an instance, and gets
+// zk.ErrNoAuth at once.
 func TestACLOnEveryNode(t *testing.T) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -75,6 +77,11 @@ func TestACLOnEveryNode(t *testing.T) {
 	must(t, member.Start())
 	defer member.Close(ctx)
 	must(t, member.WaitForInitialCreate(ctx))
+	services, err := discovery.New(owner, base+"/services")
+	must(t, err)
+	reg, err := services.Register(ctx, discovery.Instance{Name: "web", ID: "alice"})
+	must(t, err)
+	defer reg.Close(ctx)
 	// A Take that waits in line leaves its place there while it waits.
 	tctx, cancel := context.WithCancel(ctx)
 	waiting := make(chan error, 1)
@@ -103,7 +110,7 @@ func TestACLOnEveryNode(t *testing.T) {
 	zktest.Eventually(t, 15*time.Second, "every directory and a worker in line", func() error {
 		nodes = nodes[:0]
 		walk(admin, base, &nodes)
-		for _, want := range []string{"/queue/takers", "/queue/taken", "/queue/entries", "/election", "/members", "/sem/leases", "/sem/locks", "/rw", "/naive/lock", "/mutex", "/counter/hits", "/value"} {
+		for _, want := range []string{"/queue/takers", "/queue/taken", "/queue/entries", "/election", "/members", "/services/web/alice", "/sem/leases", "/sem/locks", "/rw", "/naive/lock", "/mutex", "/counter/hits", "/value"} {
 			if !slices.Contains(nodes, base+want) {
 				return fmt.Errorf("no %s yet", want)
 			}
@@ -152,6 +159,15 @@ func TestACLOnEveryNode(t *testing.T) {
 		"take an item":             func() error { _, err := sq.TryTake(ctx); return err },
 		"add to the counter":       func() error { _, err := sc.Add(ctx, 1); return err },
 		"set the value":            func() error { _, err := sv.Set(ctx, []byte("x")); return err },
+		"register an instance": func() error {
+			sd, err := discovery.New(stranger, base+"/services")
+			must(t, err)
+			r, err := sd.Register(ctx, discovery.Instance{Name: "web", ID: "mallory"})
+			if err == nil {
+				r.Close(ctx)
+			}
+			return err
+		},
 		"keep a node": func() error {
 			sn, err := node.New(stranger, base+"/members/mallory", nil)
 			must(t, err)

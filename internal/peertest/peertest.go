@@ -32,6 +32,56 @@ var curatorDriver []byte
 //go:embed kazoo_driver.py
 var kazooDriver []byte
 
+//go:embed CuratorDiscoveryDriver.java
+var discoveryDriver []byte
+
+// Debian's libcurator-discovery-java: curator-x-discovery, whose manifest
+// names Jackson and the rest.
+const discoveryJar = "/usr/share/java/curator-x-discovery.jar"
+
+var (
+	discoveryOnce sync.Once
+	discoveryErr  error
+)
+
+// buildDiscovery compiles the discovery driver beside the others, once
+// per test binary: only the discovery tests need curator-x-discovery.
+func buildDiscovery(t testing.TB) string {
+	t.Helper()
+	dir := build(t)
+	discoveryOnce.Do(func() {
+		if _, err := os.Stat(discoveryJar); err != nil {
+			discoveryErr = fmt.Errorf("curator-x-discovery is missing (%v): apt-get install libcurator-discovery-java, or run make test", err)
+			return
+		}
+		src := filepath.Join(dir, "CuratorDiscoveryDriver.java")
+		if discoveryErr = os.WriteFile(src, discoveryDriver, 0o644); discoveryErr != nil {
+			return
+		}
+		cp := strings.Join([]string{discoveryJar, curatorJar}, string(os.PathListSeparator))
+		if out, err := exec.Command("javac", "-cp", cp, "-d", dir, src).CombinedOutput(); err != nil {
+			discoveryErr = fmt.Errorf("javac: %v\n%s", err, out)
+		}
+	})
+	if discoveryErr != nil {
+		t.Fatal(discoveryErr)
+	}
+	return dir
+}
+
+// CuratorDiscovery starts a Curator ServiceDiscovery on base; full says
+// its JsonInstanceSerializer writes "enabled" (Curator's default, the
+// compatible serializer, leaves it out). See the driver's commands.
+func CuratorDiscovery(t testing.TB, connect, base string, full bool) *Peer {
+	dir := buildDiscovery(t)
+	mode := "compatible"
+	if full {
+		mode = "full"
+	}
+	cp := strings.Join([]string{dir, discoveryJar, curatorJar, slf4jNop}, string(os.PathListSeparator))
+	return start(t, "curator discovery", "java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDiscoveryDriver", connect, base, mode)
+}
+
 var (
 	buildOnce sync.Once
 	buildDir  string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +115,27 @@ func TestRunElectionQueueSmoke(t *testing.T) {
 	// session.
 	if r.Failover["zkrecipes"] < r.Negotiated["zkrecipes"]/2 || r.QueueRate["zkrecipes"] <= 0 {
 		t.Fatalf("results %+v", r)
+	}
+}
+
+// TestRunDiscoverySmoke runs the discovery scenarios once, small, with
+// zkrecipes alone: every latency measured is positive, and an expiry's
+// re-registration is seen after the new session.
+func TestRunDiscoverySmoke(t *testing.T) {
+	ens := shared.Ensemble(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := RunDiscovery(ctx, DiscoveryConfig{
+		Servers: ens.Servers(), Rounds: 1, Watchers: 2, Registrations: 3, Expiries: 1, SessionTimeout: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.PropagateP50["zkrecipes"] <= 0 || r.PropagateP99["zkrecipes"] < r.PropagateP50["zkrecipes"] || r.Reregister["zkrecipes"] <= 0 {
+		t.Fatalf("results %+v", r)
+	}
+	if md := r.Markdown(); !strings.Contains(md, "registration → every watcher's cache has it, p50") {
+		t.Fatalf("markdown:\n%s", md)
 	}
 }
 

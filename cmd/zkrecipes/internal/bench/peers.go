@@ -19,7 +19,7 @@ import (
 // The peers' drivers: the same scenarios, run by Curator 5.4 (Debian's
 // libcurator-recipes-java) and Kazoo 2.8 (python3-kazoo).
 //
-//go:embed peers/CuratorBench.java peers/kazoo_bench.py
+//go:embed peers/CuratorBench.java peers/kazoo_bench.py peers/CuratorDiscoveryBench.java
 var peerSources embed.FS
 
 const (
