@@ -189,6 +189,7 @@ func TestTrySetLostAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	states := c.Listen(ctx)
 	proxy.DropReplies()
 	done := make(chan error, 1)
 	go func() {
@@ -196,6 +197,11 @@ func TestTrySetLostAnswer(t *testing.T) {
 		done <- err
 	}()
 	waitData(t, conn, root+"/n", []byte{0, 0, 0, 2})
+	// Applied, as another client sees it; but its answer may not have
+	// reached the proxy yet, and would pass once it is restored. Once the
+	// client is suspended (no answer for 2/3 of the session timeout), the
+	// answer was dropped, and Restore closes the connection that lost it.
+	waitSuspended(t, states)
 	proxy.Restore()
 	if err := <-done; !errors.Is(err, connection.ErrOutcomeUnknown) {
 		t.Fatalf("TrySet whose answer was lost = %v, want ErrOutcomeUnknown", err)
@@ -295,5 +301,21 @@ func TestSettleCAS(t *testing.T) {
 	c2.Close()
 	if _, err := shared.SettleCASIn(ctx, c2, sess, p, 3, st.Czxid, []byte("b")); !errors.Is(err, connection.ErrOutcomeUnknown) {
 		t.Errorf("settled after the session ended: %v", err)
+	}
+}
+
+// waitSuspended waits for the client's Suspended state on states.
+func waitSuspended(t *testing.T, states <-chan connection.State) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case s := <-states:
+			if s == connection.Suspended {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the client was not suspended within 30 s")
+		}
 	}
 }
