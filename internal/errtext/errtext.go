@@ -27,6 +27,7 @@ import (
 var names = []string{
 	"connection", "retry", "lockcore", "zk",
 	"mutex", "naive", "rwlock", "semaphore", "election", "queue", "multilock", "cache", "node", "shared",
+	"barrier",
 }
 
 // Errorf formats as fmt.Errorf does, %w included, and returns an error

@@ -21,6 +21,11 @@
 //                    for PERSISTENT_WITH_TTL; parents made as containers; without data, Curator's
 //                    default data: the local address)
 // Writer answers:    CREATED <path> | SET <version> | DELETED | SESSION <hex id>
+// Barriers (kinds barrier, a DistributedBarrier, and doublebarrier N, a
+// DistributedDoubleBarrier of N members, at the path):
+//   commands: set | remove | wait [timeoutMs] (barrier); enter [timeoutMs] | leave [timeoutMs]
+//             (doublebarrier); session (both)
+//   answers:  RAISED | REMOVED | PASSED | ENTERED | LEFT | TIMEOUT | SESSION <hex id>
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -33,6 +38,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.api.ACLBackgroundPathAndBytesable;
 import org.apache.curator.framework.api.CreateBuilderMain;
 import org.apache.curator.framework.api.ProtectACLCreateModeStatPathAndBytesable;
@@ -117,6 +124,12 @@ public class CuratorDriver {
                 return;
             case "writer":
                 serve(client, writer(client));
+                return;
+            case "barrier":
+                serve(client, barrier(client, new DistributedBarrier(client, args[1])));
+                return;
+            case "doublebarrier":
+                serve(client, doubleBarrier(client, new DistributedDoubleBarrier(client, args[1], Integer.parseInt(args[3]))));
                 return;
             default:
                 serve(client, mutex(new InterProcessMutex(client, args[1]), null));
@@ -319,6 +332,58 @@ public class CuratorDriver {
                     return null;
             }
         };
+    }
+
+    // barrier serves a DistributedBarrier: set, remove, wait.
+    private static Handler barrier(CuratorFramework client, DistributedBarrier b) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "set":
+                    b.setBarrier();
+                    return "RAISED";
+                case "remove":
+                    b.removeBarrier();
+                    return "REMOVED";
+                case "wait":
+                    if (cmd.length > 1) {
+                        return b.waitOnBarrier(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "PASSED" : "TIMEOUT";
+                    }
+                    b.waitOnBarrier();
+                    return "PASSED";
+                case "session":
+                    return sessionOf(client);
+                default:
+                    return null;
+            }
+        };
+    }
+
+    // doubleBarrier serves one member of a DistributedDoubleBarrier.
+    private static Handler doubleBarrier(CuratorFramework client, DistributedDoubleBarrier b) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "enter":
+                    if (cmd.length > 1) {
+                        return b.enter(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "ENTERED" : "TIMEOUT";
+                    }
+                    b.enter();
+                    return "ENTERED";
+                case "leave":
+                    if (cmd.length > 1) {
+                        return b.leave(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "LEFT" : "TIMEOUT";
+                    }
+                    b.leave();
+                    return "LEFT";
+                case "session":
+                    return sessionOf(client);
+                default:
+                    return null;
+            }
+        };
+    }
+
+    private static String sessionOf(CuratorFramework client) throws Exception {
+        return "SESSION " + Long.toHexString(client.getZookeeperClient().getZooKeeper().getSessionId());
     }
 
     // The node of the current hold: the lowest participant, which is ours

@@ -127,6 +127,21 @@ func CuratorWriter(t testing.TB, connect string) *Peer {
 	return curator(t, "curator writer", connect, "/", "writer")
 }
 
+// CuratorBarrier starts a Curator DistributedBarrier on path: "set",
+// "remove" and "wait [timeoutMs]" answer RAISED, REMOVED, PASSED or
+// TIMEOUT.
+func CuratorBarrier(t testing.TB, connect, path string) *Peer {
+	return curator(t, "curator barrier", connect, path, "barrier")
+}
+
+// CuratorDoubleBarrier starts one member of a Curator
+// DistributedDoubleBarrier of members members on path: "enter
+// [timeoutMs]" and "leave [timeoutMs]" answer ENTERED, LEFT or TIMEOUT,
+// "session" SESSION <hex id>.
+func CuratorDoubleBarrier(t testing.TB, connect, path string, members int) *Peer {
+	return curator(t, "curator doublebarrier", connect, path, "doublebarrier", fmt.Sprint(members))
+}
+
 func curator(t testing.TB, name string, args ...string) *Peer {
 	dir := build(t)
 	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
@@ -163,12 +178,24 @@ func KazooCounter(t testing.TB, connect, path string, curator bool) *Peer {
 // writer commands.
 func KazooWriter(t testing.TB, connect string) *Peer { return kazoo(t, connect, "/", "writer") }
 
-func kazoo(t testing.TB, connect, path, kind string) *Peer {
+// KazooBarrier starts a Kazoo Barrier on path: "set", "remove" and
+// "wait [timeoutSeconds]" answer RAISED, REMOVED <bool>, PASSED or TIMEOUT.
+func KazooBarrier(t testing.TB, connect, path string) *Peer {
+	return kazoo(t, connect, path, "barrier")
+}
+
+// KazooDoubleBarrier starts one member of a Kazoo DoubleBarrier of members
+// members on path: "enter" answers ENTERED <participating>, "leave" LEFT.
+func KazooDoubleBarrier(t testing.TB, connect, path string, members int) *Peer {
+	return kazoo(t, connect, path, "doublebarrier", fmt.Sprint(members))
+}
+
+func kazoo(t testing.TB, connect, path, kind string, args ...string) *Peer {
 	dir := build(t)
 	if err := exec.Command(python, "-c", "import kazoo").Run(); err != nil {
 		t.Fatalf("Kazoo is missing for %s (%v): apt-get install python3-kazoo, or run make test", python, err)
 	}
-	return start(t, "kazoo "+kind, python, filepath.Join(dir, "kazoo_driver.py"), connect, path, kind)
+	return start(t, "kazoo "+kind, append([]string{python, filepath.Join(dir, "kazoo_driver.py"), connect, path, kind}, args...)...)
 }
 
 func start(t testing.TB, name string, argv ...string) *Peer {
