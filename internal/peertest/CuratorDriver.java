@@ -23,8 +23,8 @@
 // Writer answers:    CREATED <path> | SET <version> | DELETED | SESSION <hex id>
 // Barriers (kinds barrier, a DistributedBarrier, and doublebarrier N, a
 // DistributedDoubleBarrier of N members, at the path):
-//   commands: set | remove | wait [timeoutMs] (barrier); enter [timeoutMs] | leave [timeoutMs]
-//             (doublebarrier); session (both)
+//   commands: set | remove | wait [timeoutMs] (barrier); enter [timeoutMs|-] [reuse] | leave [timeoutMs]
+//             (doublebarrier: each enter a new instance, unless reuse); session (both)
 //   answers:  RAISED | REMOVED | PASSED | ENTERED | LEFT | TIMEOUT | SESSION <hex id>
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -129,7 +129,7 @@ public class CuratorDriver {
                 serve(client, barrier(client, new DistributedBarrier(client, args[1])));
                 return;
             case "doublebarrier":
-                serve(client, doubleBarrier(client, new DistributedDoubleBarrier(client, args[1], Integer.parseInt(args[3]))));
+                serve(client, doubleBarrier(client, args[1], Integer.parseInt(args[3])));
                 return;
             default:
                 serve(client, mutex(new InterProcessMutex(client, args[1]), null));
@@ -358,21 +358,32 @@ public class CuratorDriver {
         };
     }
 
-    // doubleBarrier serves one member of a DistributedDoubleBarrier.
-    private static Handler doubleBarrier(CuratorFramework client, DistributedDoubleBarrier b) {
+    // doubleBarrier serves one member of a DistributedDoubleBarrier of
+    // members members at path. Each enter makes a new instance (a new
+    // member node), which the leave after it uses: an instance entered
+    // again after a leave can pass its next enter early, woken by what its
+    // watcher heard in the round before (its enter returns after one wait,
+    // whatever woke it: GH-1290).
+    private static Handler doubleBarrier(CuratorFramework client, String path, int members) {
+        DistributedDoubleBarrier[] b = new DistributedDoubleBarrier[1];
         return cmd -> {
             switch (cmd[0]) {
                 case "enter":
-                    if (cmd.length > 1) {
-                        return b.enter(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "ENTERED" : "TIMEOUT";
+                    if (cmd.length > 2 && cmd[2].equals("reuse") && b[0] != null) {
+                        // keep the instance: to show the early pass
+                    } else {
+                        b[0] = new DistributedDoubleBarrier(client, path, members);
                     }
-                    b.enter();
+                    if (cmd.length > 1 && !cmd[1].equals("-")) {
+                        return b[0].enter(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "ENTERED" : "TIMEOUT";
+                    }
+                    b[0].enter();
                     return "ENTERED";
                 case "leave":
                     if (cmd.length > 1) {
-                        return b.leave(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "LEFT" : "TIMEOUT";
+                        return b[0].leave(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "LEFT" : "TIMEOUT";
                     }
-                    b.leave();
+                    b[0].leave();
                     return "LEFT";
                 case "session":
                     return sessionOf(client);

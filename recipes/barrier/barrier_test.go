@@ -43,15 +43,24 @@ func within(t *testing.T, ch <-chan error, d time.Duration, what string) error {
 }
 
 // checkedSince waits until h's waits have read the server more than n
-// times in all, or fails.
-func checkedSince(t *testing.T, h *barrier.Hooks, n int64, what string) {
+// times in all, or fails; and fails at once if one of waits has returned
+// (it was to go on waiting).
+func checkedSince(t *testing.T, h *barrier.Hooks, n int64, what string, waits ...<-chan error) {
 	t.Helper()
-	zktest.Eventually(t, 20*time.Second, what+" reads the server again", func() error {
-		if h.Checks() <= n {
-			return errors.New("not yet")
+	deadline := time.Now().Add(20 * time.Second)
+	for h.Checks() <= n {
+		for i, ch := range waits {
+			select {
+			case err := <-ch:
+				t.Fatalf("%s: wait %d returned (%v) while it should wait", what, i, err)
+			default:
+			}
 		}
-		return nil
-	})
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no read of the server within 20s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func TestBarrierSetWaitRemove(t *testing.T) {
@@ -135,7 +144,7 @@ func TestBarrierWakeUps(t *testing.T) {
 		}
 		f()
 		for i, w := range ws {
-			checkedSince(t, w.h, n[i], what)
+			checkedSince(t, w.h, n[i], what, w.done)
 			still(t, w.done, what)
 		}
 		if ok, _, err := zc.Exists(path); err != nil || !ok {

@@ -201,7 +201,7 @@ func TestDoubleSpuriousWakeUps(t *testing.T) {
 		f()
 		if wakes {
 			for i, m := range waiting {
-				checkedSince(t, m.h, before[i], what)
+				checkedSince(t, m.h, before[i], what, entered...)
 			}
 		}
 		stillAll(t, entered, "Enter after "+what)
@@ -345,9 +345,10 @@ func TestDoubleLeaveWakeUps(t *testing.T) {
 				for _, m := range leaving {
 					n := m.h.Checks()
 					if !m.h.Wake(20 * time.Second) {
+						stillAll(t, left, "Leave")
 						t.Fatal("no wait took the wake-up")
 					}
-					checkedSince(t, m.h, n, "Leave")
+					checkedSince(t, m.h, n, "Leave", left...)
 				}
 			}
 			for i := range 10 {
