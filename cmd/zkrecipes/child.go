@@ -333,10 +333,12 @@ func commandEnv(m hold, r underRun) []string {
 		}
 		env = append(env, kv)
 	}
-	env = append(env,
-		"ZKRECIPES_FENCING_TOKEN="+strconv.FormatInt(m.Token(), 10),
-		"ZKRECIPES_LOCK_NODE="+m.Node(),
-	)
+	if m.Token() != 0 { // a hold with a token: a lock, a lease, a term, an item
+		env = append(env,
+			"ZKRECIPES_FENCING_TOKEN="+strconv.FormatInt(m.Token(), 10),
+			"ZKRECIPES_LOCK_NODE="+m.Node(),
+		)
+	}
 	return append(env, r.env...)
 }
 

@@ -10,6 +10,8 @@
 //	zkrecipes inspect [--json] PATH
 //	zkrecipes watch [--json] [--depth n] PATH
 //	zkrecipes counter get|add|set [--encoding int64|int32|text] PATH [NUMBER]
+//	zkrecipes barrier set|remove|wait|leave PATH
+//	zkrecipes barrier enter --members N PATH [-- CMD [ARGS...]]
 //	zkrecipes demo
 //	zkrecipes bench [--rounds 3] [--participants 2,10,100]
 //	zkrecipes version | completion bash|zsh|fish | help [COMMAND]
@@ -47,6 +49,7 @@ var commands = []command{
 	{name: "inspect", summary: "show who holds a lock, a semaphore's leases or an election, who waits, and a queue's items", run: runInspect},
 	{name: "watch", summary: "print every change of a node and the nodes under it, until interrupted", run: runWatch},
 	{name: "counter", summary: "read, add to or set a counter (Curator's DistributedAtomicLong or SharedCount, Kazoo's Counter)", run: runCounter, subcommands: []string{"get", "add", "set"}},
+	{name: "barrier", summary: "set, remove or wait at a barrier; enter a double barrier, run a command, leave (Curator's barriers)", run: runBarrier, subcommands: barrierSubcommands},
 	{name: "demo", summary: "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", run: runDemo},
 	{name: "bench", summary: "compare the locks side by side: latency, handoffs/s and wake-ups per release", run: runBench},
 	{name: "version", summary: "print the version of zkrecipes and the revision it was built from", run: runVersion},
