@@ -29,8 +29,10 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	impls := fs.String("impls", "mutex,naive,zk.Lock,Curator,Kazoo,raw floor", "implementations to compare (Curator and Kazoo need Debian's libcurator-recipes-java, a JDK and python3-kazoo)")
 	output := fs.String("o", "", "also write the markdown report to this file")
 	docs := fs.String("docs", "", "also write benchmarks.md and benchmarks.svg (the chart) into this directory")
-	scenarios := fs.String("scenarios", "locks,recipes,election-queue,counters,scale,cache,discovery", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), counters (the counter against Curator's DistributedAtomicLong and Kazoo's Counter), scale (many keys locked through one client, against Curator and zk.Lock), cache (the cache against Curator's CuratorCache and TreeCache and Kazoo's TreeCache), discovery (a registration reaching watchers' caches, re-registration after an expiry, against Curator's ServiceDiscovery)")
+	scenarios := fs.String("scenarios", "locks,recipes,election-queue,counters,barriers,scale,cache,discovery", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), counters (the counter against Curator's DistributedAtomicLong and Kazoo's Counter), barriers (the double barrier's round against Curator's DistributedDoubleBarrier), scale (many keys locked through one client, against Curator and zk.Lock), cache (the cache against Curator's CuratorCache and TreeCache and Kazoo's TreeCache), discovery (a registration reaching watchers' caches, re-registration after an expiry, against Curator's ServiceDiscovery)")
 	counterParts := fs.String("counter-participants", "1,10,100", "counters: participant counts, each incrementing one counter")
+	barrierMembers := fs.Int("barrier-members", 10, "barriers: members of the double barrier, each with its own session")
+	barrierCycles := fs.Int("barrier-cycles", 100, "barriers: barrier rounds (enter, leave) per measurement")
 	keys := fs.Int("keys", 10000, "scale: distinct lock paths")
 	keyGoroutines := fs.Int("key-goroutines", 64, "scale: goroutines (Curator: threads) locking keys through one client")
 	deepWaiters := fs.String("deep", "10,1000", "scale: waiters of the deep-queue runs on one lock")
@@ -56,7 +58,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	doLocks, doRecipes, doElectionQueue, doCounters, doScale, doCache, doDiscovery := false, false, false, false, false, false, false
+	doLocks, doRecipes, doElectionQueue, doCounters, doBarriers, doScale, doCache, doDiscovery := false, false, false, false, false, false, false, false
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch strings.TrimSpace(s) {
 		case "locks":
@@ -67,6 +69,8 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			doElectionQueue = true
 		case "counters":
 			doCounters = true
+		case "barriers":
+			doBarriers = true
 		case "scale":
 			doScale = true
 		case "cache":
@@ -74,13 +78,13 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		case "discovery":
 			doDiscovery = true
 		default:
-			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, counters, scale, cache or discovery", s)
+			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, counters, barriers, scale, cache or discovery", s)
 		}
 	}
-	whole := doLocks && doRecipes && doElectionQueue && doCounters && doScale && doCache && doDiscovery
-	cacheOnly := doCache && !doLocks && !doRecipes && !doElectionQueue && !doCounters && !doScale && !doDiscovery
+	whole := doLocks && doRecipes && doElectionQueue && doCounters && doBarriers && doScale && doCache && doDiscovery
+	cacheOnly := doCache && !doLocks && !doRecipes && !doElectionQueue && !doCounters && !doBarriers && !doScale && !doDiscovery
 	if *docs != "" && !whole && !cacheOnly {
-		return fmt.Errorf("--docs writes the whole page (--scenarios locks,recipes,election-queue,counters,scale,cache,discovery) or its cache section alone (--scenarios cache)")
+		return fmt.Errorf("--docs writes the whole page (--scenarios locks,recipes,election-queue,counters,barriers,scale,cache,discovery) or its cache section alone (--scenarios cache)")
 	}
 	sizes, err := positiveCounts("--cache-sizes", *cacheSizes)
 	if err != nil {
@@ -177,6 +181,15 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			return err
 		}
 		report += "\n### Counters\n\n" + cr.Markdown()
+	}
+	if doBarriers {
+		br, err := bench.RunBarriers(ctx, bench.BarrierConfig{
+			Servers: list, Peers: peers, Rounds: *rounds, Members: *barrierMembers, Cycles: *barrierCycles, Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		report += "\n### The double barrier\n\n" + br.Markdown()
 	}
 	var sr *bench.ScaleResults
 	if doScale {
@@ -320,6 +333,7 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
 	b.WriteString("- **Queue**: 10 workers, each with its own session, take and finish 500 items put beforehand (zkrecipes `queue`, Kazoo's LockingQueue with 10 clients on 10 threads); items per second.\n")
 	fmt.Fprintf(&b, "- **Counters**: 1, 10 or 100 participants, each with its own session, increment one counter in a loop for %v: zkrecipes `shared.Counter` (8 bytes, each write a transaction with the participant's marker), Curator's DistributedAtomicLong (the same 8 bytes, a plain versioned set) and Kazoo's Counter (text, a plain versioned set). Each add that loses the race to another participant's write tries again after a sleep: Curator's BoundedExponentialBackoffRetry(5 ms, 100 ms, 29) for zkrecipes and Curator, Kazoo's command retry set to KazooRetry(delay 5 ms, backoff 2, max_delay 100 ms) (its default starts at 100 ms); increments that succeeded per second, counted after a warm-up of a second.\n\n", d)
 	b.WriteString("- **Service discovery**: 10 caches of one service (zkrecipes `discovery.ServiceCache`, Curator's ServiceCache), each on a session of its own, and a registrar on the first server; 50 registrations per round, each timed from the register call to each cache's notice of the instance (its unregistration is waited for before the next). Then a dynamic instance's registrar loses its session 5 times per round (zkrecipes: cut off through a proxy until the server expires its 2 s session; Curator: its session ended on the servers by a second client that joins it) and the time from its new session — the RECONNECTED its connection-state listener hears — to a cache on another server having the instance again.\n\n")
+	b.WriteString("- **Double barrier**: 10 members, each with its own session, enter and leave one double barrier 100 times in a row (after a warm-up of 20): zkrecipes `barrier.Double` and Curator's DistributedDoubleBarrier (a new instance each round). All members are out of enter before any leaves, and out of leave before any enters again — waits inside each process, for both — since without them Curator's members stopped (docs/barrier.md); the p50 and p99 of one round as one member sees it, from the end of one round to the end of the next.\n\n")
 	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`cmd/zkrecipes/internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
 	b.WriteString("## Versions\n\n")
 	for _, v := range versions(servers) {
@@ -411,6 +425,13 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   new session: the figure starts there, since how soon a cut-off client
   gets a new session is the session timeout's business (and the two
   registrars lose theirs differently).
+- **The double barrier.** A round is, for every member, a create and a
+  listing to enter (the last to arrive also creates ready), and to leave a
+  listing, a delete, and a wait for the lowest member to go; the lowest
+  waits for each higher member in turn. zkrecipes and Curator follow the
+  same recipe; zkrecipes lists the members again after every wake-up and
+  makes a new member node each round, as Curator's driver does with a new
+  instance.
 - **The peers' drivers** run in a fresh JVM or interpreter per scenario,
   warmed up with hundreds of iterations first; a long-running service would
   be warmer still.

@@ -334,7 +334,7 @@ func commandEnv(m hold, r underRun) []string {
 		}
 		env = append(env, kv)
 	}
-	if m.Token() != 0 { // a lock's, a lease's, a term's; register's hold has none
+	if m.Token() != 0 { // a hold with a token: a lock, a lease, a term, an item; register and barrier holds have none
 		env = append(env,
 			"ZKRECIPES_FENCING_TOKEN="+strconv.FormatInt(m.Token(), 10),
 			"ZKRECIPES_LOCK_NODE="+m.Node(),

@@ -20,7 +20,9 @@ func TestHelpEverywhere(t *testing.T) {
 	for _, words := range [][]string{
 		{"lock"}, {"semaphore"}, {"elect"}, {"queue"}, {"queue", "put"}, {"queue", "take"},
 		{"inspect"}, {"watch"}, {"counter"}, {"counter", "get"}, {"counter", "add"}, {"counter", "set"},
-		{"register"}, {"discover"}, {"demo"}, {"bench"}, {"version"}, {"completion"}, {"help"},
+		{"register"}, {"discover"},
+		{"barrier"}, {"barrier", "set"}, {"barrier", "remove"}, {"barrier", "wait"}, {"barrier", "enter"}, {"barrier", "leave"},
+		{"demo"}, {"bench"}, {"version"}, {"completion"}, {"help"},
 	} {
 		name := strings.Join(words, " ")
 		code, help, errOut := runCLI(t, append(append([]string{}, words...), "--help")...)
@@ -119,7 +121,7 @@ func TestCompletion(t *testing.T) {
 		return
 	}
 	for _, tc := range []struct{ words, want string }{
-		{`zkrecipes ""`, "lock semaphore elect queue inspect watch counter register discover demo bench version completion help"},
+		{`zkrecipes ""`, "lock semaphore elect queue inspect watch counter register discover barrier demo bench version completion help"},
 		{`zkrecipes --servers h:1 lo`, "lock"},
 		{`zkrecipes lock --t`, "--timeout --try"},
 		{`zkrecipes queue ""`, "put take"},

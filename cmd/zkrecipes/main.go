@@ -12,6 +12,8 @@
 //	zkrecipes counter get|add|set [--encoding int64|int32|text] PATH [NUMBER]
 //	zkrecipes register [--base PATH] [--id ID] [--port N] ... SERVICE [-- CMD [ARGS...]]
 //	zkrecipes discover [--base PATH] [--json] [--watch] [SERVICE]
+//	zkrecipes barrier set|remove|wait|leave PATH
+//	zkrecipes barrier enter --members N PATH [-- CMD [ARGS...]]
 //	zkrecipes demo
 //	zkrecipes bench [--rounds 3] [--participants 2,10,100]
 //	zkrecipes version | completion bash|zsh|fish | help [COMMAND]
@@ -51,6 +53,7 @@ var commands = []command{
 	{name: "counter", summary: "read, add to or set a counter (Curator's DistributedAtomicLong or SharedCount, Kazoo's Counter)", run: runCounter, subcommands: []string{"get", "add", "set"}},
 	{name: "register", summary: "register a service instance (Curator's ServiceDiscovery) while a command runs", run: runRegister},
 	{name: "discover", summary: "list a service's instances (Curator's ServiceDiscovery), or follow them", run: runDiscover},
+	{name: "barrier", summary: "set, remove or wait at a barrier; enter a double barrier, run a command, leave (Curator's barriers)", run: runBarrier, subcommands: barrierSubcommands},
 	{name: "demo", summary: "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", run: runDemo},
 	{name: "bench", summary: "compare the locks side by side: latency, handoffs/s and wake-ups per release", run: runBench},
 	{name: "version", summary: "print the version of zkrecipes and the revision it was built from", run: runVersion},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/barrier"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
@@ -75,6 +76,14 @@ var constructors = map[string]func(c *connection.Client, p string) error{
 		return err
 	},
 	"mutex.Revoke": func(c *connection.Client, p string) error { return mutex.Revoke(context.Background(), c, p) },
+	"barrier.New": func(c *connection.Client, p string) error {
+		_, err := barrier.New(c, p)
+		return err
+	},
+	"barrier.NewDouble": func(c *connection.Client, p string) error {
+		_, err := barrier.NewDouble(c, p, 2)
+		return err
+	},
 	"shared.NewValue": func(c *connection.Client, p string) error {
 		_, err := sharedvalue.NewValue(c, p, nil)
 		return err

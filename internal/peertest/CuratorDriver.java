@@ -23,6 +23,11 @@
 // Writer answers:    CREATED <path> | SET <version> | DELETED | SESSION <hex id>
 // Group commands:    start | members | setdata <data> | close   (a GroupMember at the lock path)
 // Group answers:     STARTED | MEMBERS <id=data,...> (sorted by id) | SET | CLOSED
+// Barriers (kinds barrier, a DistributedBarrier, and doublebarrier N, a
+// DistributedDoubleBarrier of N members, at the path):
+//   commands: set | remove | wait [timeoutMs] (barrier); enter [timeoutMs|-] [reuse] | leave [timeoutMs]
+//             (doublebarrier: each enter a new instance, unless reuse); session (both)
+//   answers:  RAISED | REMOVED | PASSED | ENTERED | LEFT | TIMEOUT | SESSION <hex id>
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -37,6 +42,8 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.api.ACLBackgroundPathAndBytesable;
 import org.apache.curator.framework.api.CreateBuilderMain;
 import org.apache.curator.framework.api.ProtectACLCreateModeStatPathAndBytesable;
@@ -125,6 +132,12 @@ public class CuratorDriver {
                 return;
             case "group":
                 serve(client, group(new GroupMember(client, args[1], args[3], args[4].getBytes(StandardCharsets.UTF_8))));
+                return;
+            case "barrier":
+                serve(client, barrier(client, new DistributedBarrier(client, args[1])));
+                return;
+            case "doublebarrier":
+                serve(client, doubleBarrier(client, args[1], Integer.parseInt(args[3])));
                 return;
             default:
                 serve(client, mutex(new InterProcessMutex(client, args[1]), null));
@@ -354,6 +367,69 @@ public class CuratorDriver {
                     return null;
             }
         };
+    }
+
+    // barrier serves a DistributedBarrier: set, remove, wait.
+    private static Handler barrier(CuratorFramework client, DistributedBarrier b) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "set":
+                    b.setBarrier();
+                    return "RAISED";
+                case "remove":
+                    b.removeBarrier();
+                    return "REMOVED";
+                case "wait":
+                    if (cmd.length > 1) {
+                        return b.waitOnBarrier(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "PASSED" : "TIMEOUT";
+                    }
+                    b.waitOnBarrier();
+                    return "PASSED";
+                case "session":
+                    return sessionOf(client);
+                default:
+                    return null;
+            }
+        };
+    }
+
+    // doubleBarrier serves one member of a DistributedDoubleBarrier of
+    // members members at path. Each enter makes a new instance (a new
+    // member node), which the leave after it uses: an instance entered
+    // again after a leave can pass its next enter early, woken by what its
+    // watcher heard in the round before (its enter returns after one wait,
+    // whatever woke it: GH-1290).
+    private static Handler doubleBarrier(CuratorFramework client, String path, int members) {
+        DistributedDoubleBarrier[] b = new DistributedDoubleBarrier[1];
+        return cmd -> {
+            switch (cmd[0]) {
+                case "enter":
+                    if (cmd.length > 2 && cmd[2].equals("reuse") && b[0] != null) {
+                        // keep the instance: to show the early pass
+                    } else {
+                        b[0] = new DistributedDoubleBarrier(client, path, members);
+                    }
+                    if (cmd.length > 1 && !cmd[1].equals("-")) {
+                        return b[0].enter(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "ENTERED" : "TIMEOUT";
+                    }
+                    b[0].enter();
+                    return "ENTERED";
+                case "leave":
+                    if (cmd.length > 1) {
+                        return b[0].leave(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) ? "LEFT" : "TIMEOUT";
+                    }
+                    b[0].leave();
+                    return "LEFT";
+                case "session":
+                    return sessionOf(client);
+                default:
+                    return null;
+            }
+        };
+    }
+
+    private static String sessionOf(CuratorFramework client) throws Exception {
+        return "SESSION " + Long.toHexString(client.getZookeeperClient().getZooKeeper().getSessionId());
     }
 
     // The node of the current hold: the lowest participant, which is ours

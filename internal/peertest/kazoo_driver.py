@@ -23,6 +23,12 @@ Partitioner: a SetPartitioner at the lock path of the comma-separated ITEMS,
   (the items when ACQUIRED).
 Partitioner commands: state | finish | quit
 Partitioner answers:  STATE <name> [items] | FINISHED
+Barriers (kinds barrier, a Barrier, and doublebarrier N, a DoubleBarrier of
+N members, at the path):
+  commands: set | remove | wait [timeoutSeconds] (barrier); enter | leave
+            (doublebarrier); session (both)
+  answers:  RAISED | REMOVED <True|False> | PASSED | TIMEOUT | ENTERED <participating>
+            | LEFT | SESSION <hex id>
 """
 import sys
 import threading
@@ -68,6 +74,11 @@ def main():
         return
     if kind == "partitioner":
         serve_partitioner(client, path, sys.argv[4], sys.argv[5].split(","), float(sys.argv[6]))
+        client.stop()
+        client.close()
+        return
+    if kind in ("barrier", "doublebarrier"):
+        serve_barrier(client, path, kind, sys.argv[4:])
         client.stop()
         client.close()
         return
@@ -259,6 +270,41 @@ def serve_writer(client):
             elif cmd[0] == "delete":
                 client.delete(cmd[1])
                 say("DELETED")
+            elif cmd[0] == "session":
+                say("SESSION %x" % client.client_id[0])
+            elif cmd[0] == "quit":
+                break
+            else:
+                say("ERROR unknown command " + cmd[0])
+        except Exception as e:  # report, keep serving
+            say("ERROR %r" % (e,))
+
+
+def serve_barrier(client, path, kind, args):
+    if kind == "barrier":
+        barrier = client.Barrier(path)
+    else:
+        barrier = client.DoubleBarrier(path, int(args[0]))
+    say("READY")
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        try:
+            if cmd[0] == "set" and kind == "barrier":
+                barrier.create()
+                say("RAISED")
+            elif cmd[0] == "remove" and kind == "barrier":
+                say("REMOVED %s" % barrier.remove())
+            elif cmd[0] == "wait" and kind == "barrier":
+                timeout = float(cmd[1]) if len(cmd) > 1 else None
+                say("PASSED" if barrier.wait(timeout) else "TIMEOUT")
+            elif cmd[0] == "enter" and kind == "doublebarrier":
+                barrier.enter()
+                say("ENTERED %s" % barrier.participating)
+            elif cmd[0] == "leave" and kind == "doublebarrier":
+                barrier.leave()
+                say("LEFT")
             elif cmd[0] == "session":
                 say("SESSION %x" % client.client_id[0])
             elif cmd[0] == "quit":

@@ -183,6 +183,21 @@ func CuratorGroup(t testing.TB, connect, path, id, payload string) *Peer {
 	return curator(t, "curator group", connect, path, "group", id, payload)
 }
 
+// CuratorBarrier starts a Curator DistributedBarrier on path: "set",
+// "remove" and "wait [timeoutMs]" answer RAISED, REMOVED, PASSED or
+// TIMEOUT.
+func CuratorBarrier(t testing.TB, connect, path string) *Peer {
+	return curator(t, "curator barrier", connect, path, "barrier")
+}
+
+// CuratorDoubleBarrier starts one member of a Curator
+// DistributedDoubleBarrier of members members on path: "enter
+// [timeoutMs]" and "leave [timeoutMs]" answer ENTERED, LEFT or TIMEOUT,
+// "session" SESSION <hex id>.
+func CuratorDoubleBarrier(t testing.TB, connect, path string, members int) *Peer {
+	return curator(t, "curator doublebarrier", connect, path, "doublebarrier", fmt.Sprint(members))
+}
+
 func curator(t testing.TB, name string, args ...string) *Peer {
 	dir := build(t)
 	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
@@ -234,6 +249,18 @@ func KazooParty(t testing.TB, connect, path, id string, shallow bool) *Peer {
 // it says "STATE <name> [items]" at every change of state.
 func KazooPartitioner(t testing.TB, connect, path, id string, items []string, boundary time.Duration) *Peer {
 	return kazoo(t, connect, path, "partitioner", id, strings.Join(items, ","), fmt.Sprint(boundary.Seconds()))
+}
+
+// KazooBarrier starts a Kazoo Barrier on path: "set", "remove" and
+// "wait [timeoutSeconds]" answer RAISED, REMOVED <bool>, PASSED or TIMEOUT.
+func KazooBarrier(t testing.TB, connect, path string) *Peer {
+	return kazoo(t, connect, path, "barrier")
+}
+
+// KazooDoubleBarrier starts one member of a Kazoo DoubleBarrier of members
+// members on path: "enter" answers ENTERED <participating>, "leave" LEFT.
+func KazooDoubleBarrier(t testing.TB, connect, path string, members int) *Peer {
+	return kazoo(t, connect, path, "doublebarrier", fmt.Sprint(members))
 }
 
 func kazoo(t testing.TB, connect, path, kind string, args ...string) *Peer {

@@ -232,3 +232,21 @@ func TestRunCountersSmoke(t *testing.T) {
 		t.Logf("run %d: no increment in a window (%+v); once more", attempt, r)
 	}
 }
+
+// TestRunBarriersSmoke runs the double-barrier scenario once, small, with
+// zkrecipes alone.
+func TestRunBarriersSmoke(t *testing.T) {
+	ens := shared.Ensemble(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := RunBarriers(ctx, BarrierConfig{Servers: ens.Servers(), Rounds: 1, Members: 3, Cycles: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.P50["zkrecipes"] <= 0 || r.P99["zkrecipes"] < r.P50["zkrecipes"] {
+		t.Fatalf("results %+v", r)
+	}
+	if md := r.Markdown(); !strings.Contains(md, "| zkrecipes |") {
+		t.Fatalf("markdown:\n%s", md)
+	}
+}

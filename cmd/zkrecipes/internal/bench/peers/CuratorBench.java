@@ -19,6 +19,12 @@
 //                             warm-up of up to a second, each add
 //                             retried as BoundedExponentialBackoffRetry(5 ms, 100 ms, 29) allows;
 //                             prints RESULT <increments that succeeded> <elapsed ns>
+//   doublebarrier <n> <cycles>  n clients (client i on server i mod count), a thread each, enter
+//                             and leave one DistributedDoubleBarrier of n <cycles> times after a
+//                             warm-up, a new instance each time, every thread out of enter before
+//                             any leaves and out of leave before any enters again (without, its
+//                             members stopped: docs/barrier.md); prints RESULT <p50 ns> <p99 ns>
+//                             of a round as thread 0 sees it
 //   failover <leader connect> <session ms>  a LeaderLatch leader through <leader connect>
 //                             and a standby on the first server; prints READY <negotiated ms>
 //                             once the standby waits, ELECTED when the standby leads (the
@@ -47,6 +53,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.TimeUnit;
@@ -60,6 +67,7 @@ import org.apache.curator.framework.recipes.cache.ChildData;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
 import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
 import org.apache.curator.framework.recipes.cache.TreeCache;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
@@ -410,6 +418,51 @@ public class CuratorBench {
                 }
                 for (Thread t : threads) t.join();
                 System.out.println("RESULT " + count.get() + " " + (System.nanoTime() - t0));
+                for (CuratorFramework c : cs) c.close();
+                break;
+            }
+            case "doublebarrier": {
+                int n = Integer.parseInt(args[3]);
+                int cycles = Integer.parseInt(args[4]);
+                int warm = Math.max(cycles / 10, 20);
+                long[] lat = new long[cycles];
+                List<CuratorFramework> cs = new ArrayList<>();
+                List<Thread> threads = new ArrayList<>();
+                // Every thread has entered before any leaves, and left before
+                // any enters the next round: without, Curator's members
+                // stopped (docs/barrier.md).
+                CyclicBarrier between = new CyclicBarrier(n);
+                for (int i = 0; i < n; i++) {
+                    cs.add(client(servers[i % servers.length]));
+                }
+                for (int i = 0; i < n; i++) {
+                    CuratorFramework c = cs.get(i);
+                    boolean first = i == 0;
+                    Thread t = new Thread(() -> {
+                        try {
+                            long last = System.nanoTime();
+                            for (int r = -warm; r < cycles; r++) {
+                                DistributedDoubleBarrier b = new DistributedDoubleBarrier(c, path, n);
+                                b.enter();
+                                between.await();
+                                b.leave();
+                                between.await();
+                                if (first) {
+                                    long now = System.nanoTime();
+                                    if (r >= 0) lat[r] = now - last;
+                                    last = now;
+                                }
+                            }
+                        } catch (Exception e) {
+                            e.printStackTrace();
+                            System.exit(1);
+                        }
+                    });
+                    threads.add(t);
+                    t.start();
+                }
+                for (Thread t : threads) t.join();
+                result(lat);
                 for (CuratorFramework c : cs) c.close();
                 break;
             }
