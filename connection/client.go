@@ -595,7 +595,17 @@ func (c *Client) DefaultData() []byte { return append([]byte(nil), c.defaultData
 
 // current returns the handle and session for an operation, waiting while
 // there is no session.
+//
+// A context pinned to a session (Pin) that has ended does not wait: the
+// error is that session's (ErrSessionLost), so a wait that belongs to
+// one session — a member's, a hold's — learns of its end while the client
+// is still without a new one.
 func (c *Client) current(ctx context.Context) (*zk.Conn, *Session, error) {
+	pin := pinned(ctx)
+	var pinDone <-chan struct{}
+	if pin != nil {
+		pinDone = pin.Done()
+	}
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -611,6 +621,8 @@ func (c *Client) current(ctx context.Context) (*zk.Conn, *Session, error) {
 		c.mu.Unlock()
 		select {
 		case <-ready:
+		case <-pinDone:
+			return nil, nil, c.sessionErr(pin, nil)
 		case <-ctx.Done():
 			return nil, nil, errtext.Errorf("connection: waiting for a session: %w", ctx.Err())
 		case <-c.stop:

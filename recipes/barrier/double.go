@@ -190,12 +190,15 @@ func (d *Double) join(ctx context.Context) (*member, error) {
 // member that waits cannot count on reading ready after the event.
 func (d *Double) awaitReady(ctx context.Context, m *member) (int64, error) {
 	sess := m.Session
+	// The reads are pinned to m's session: once it is lost, a read waiting
+	// for the client's next session says so instead of waiting.
+	pctx := connection.Pin(ctx, sess)
 	for {
 		if !d.client.Live(sess) {
 			return 0, d.lost(m)
 		}
 		d.hooks.check()
-		ok, stat, w, err := d.client.ExistsWatch(ctx, d.ready)
+		ok, stat, w, err := d.client.ExistsWatch(pctx, d.ready)
 		if err != nil {
 			return 0, d.waitErr(ctx, m, err)
 		}
@@ -207,7 +210,7 @@ func (d *Double) awaitReady(ctx context.Context, m *member) (int64, error) {
 		if ok {
 			return stat.Czxid, nil
 		}
-		children, _, err := d.client.Children(ctx, d.path)
+		children, _, err := d.client.Children(pctx, d.path)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return 0, d.waitErr(ctx, m, err)
 		}

@@ -63,6 +63,9 @@ func (d *Double) Leave(ctx context.Context) error {
 // node is deleted when it returns, by it or in the background.
 func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err error) {
 	sess := m.Session
+	// Reads pinned to m's session: once it is lost, a read waiting for the
+	// client's next session says so instead of waiting.
+	pctx := connection.Pin(ctx, sess)
 	deleted := false
 	defer func() {
 		if !deleted && !errors.Is(err, ErrMemberLost) {
@@ -75,7 +78,7 @@ func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err er
 	if readyCzxid == 0 {
 		// Entered on an event or a listing: the ready node is there until
 		// the round's members leave, and m is one of them.
-		ok, stat, err := d.client.Exists(ctx, d.ready)
+		ok, stat, err := d.client.Exists(pctx, d.ready)
 		if err != nil {
 			return d.waitErr(ctx, m, err)
 		}
@@ -89,7 +92,7 @@ func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err er
 			return d.lost(m)
 		}
 		d.hooks.check()
-		children, _, err := d.client.Children(ctx, d.path)
+		children, _, err := d.client.Children(pctx, d.path)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return d.waitErr(ctx, m, err)
 		}
@@ -118,7 +121,7 @@ func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err er
 			d.dropReady(ctx, readyCzxid)
 			return nil
 		}
-		_, _, w, err := d.client.GetWatch(ctx, d.path+"/"+step.watch)
+		_, _, w, err := d.client.GetWatch(pctx, d.path+"/"+step.watch)
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			continue // gone already: list again
