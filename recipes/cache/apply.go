@@ -318,8 +318,17 @@ func errText(err error) string {
 // gone handles the news that e's node does not exist. checked says the
 // read was an exists, whose watch now waits for the node's creation.
 func (w *worker) gone(e *entry, checked bool) {
-	if e.parent != nil {
-		w.vanish(e)
+	if p := e.parent; p != nil {
+		if p.listErr != nil {
+			w.vanish(e) // no listing to ask
+			return
+		}
+		// Not vanished yet: a read that found no node may be older than
+		// the parent's last listing, which already shows the node made
+		// again (its answer came first); vanished now, it would never be
+		// read again. The parent's listing decides: absent, it vanishes
+		// (applyListing); there, it is read again (awaitParent).
+		w.awaitParent(&e.data, e)
 		return
 	}
 	// The root empties; an exists waits for it to come back.

@@ -235,7 +235,8 @@ func TestMadeAgain(t *testing.T) {
 				seen = append(seen, fmt.Sprintf("%s %d", ev.Type, ev.Instance.Port))
 			}
 		case <-time.After(20 * time.Second):
-			t.Fatalf("events %v", seen)
+			_, now, err := conn.Get(r.Path())
+			t.Fatalf("events %v; cache %+v; the server's node: czxid %#x (was %#x), %v", seen, cache.Instances(), now.Czxid, st.Czxid, err)
 		}
 	}
 	// Added with port 0 and Updated, or Added with port 7 when the cache
