@@ -308,9 +308,7 @@ func TestCancelledContexts(t *testing.T) {
 // one's events, replayed onto its Resync, give the view at the end (for
 // those still listening) — no event lost or doubled at a Listen.
 func TestListenersComeAndGo(t *testing.T) {
-	if raceDetector {
-		t.Skip("go-zookeeper/zk#35: its reconnects race inside go-zookeeper under -race")
-	}
+	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)

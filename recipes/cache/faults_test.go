@@ -33,14 +33,7 @@ const faultSession = 3 * time.Second
 // what changed. At the end, the events replayed onto the first Resync give
 // the same tree, in version order per path.
 func TestFaults(t *testing.T) {
-	if raceDetector {
-		// go-zookeeper v1.0.4 reads its last zxid unsynchronised while it
-		// registers the watches again on a reconnect (go-zookeeper/zk#35,
-		// open): this test's reconnects under load make the detector
-		// report the dependency's race. make test runs it without -race,
-		// with the oldest supported Go.
-		t.Skip("go-zookeeper/zk#35: its reconnects race inside go-zookeeper under -race")
-	}
+	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
@@ -170,9 +163,7 @@ func TestFaults(t *testing.T) {
 // equals a fresh read of the tree, and the events replay to it in version
 // order.
 func TestServerFaults(t *testing.T) {
-	if raceDetector {
-		t.Skip("go-zookeeper/zk#35: its reconnects race inside go-zookeeper under -race")
-	}
+	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := zktest.Start(t, zktest.WithServers(3))
 	ens.RequireFaults(t)
