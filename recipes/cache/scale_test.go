@@ -65,6 +65,7 @@ func followLarge(t *testing.T, ens *zktest.Ensemble, conn *zk.Conn, root string,
 // equals a fresh read; sets, deletes, creates and a re-creation spread
 // over the directory give their events, and nothing else.
 func TestScaleDirectory(t *testing.T) {
+	skipScaleInShort(t)
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
@@ -89,6 +90,7 @@ func TestScaleDirectory(t *testing.T) {
 // levels — sets, a leaf and a subtree of 100 deleted, a re-creation, new
 // nodes at every depth — give their events, and nothing else.
 func TestScaleTree(t *testing.T) {
+	skipScaleInShort(t)
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
@@ -132,6 +134,7 @@ const javaMaxPacket = 0xfffff
 // children, holds the rest of the tree, follows its changes, and is
 // trusted again after the one connection drop the answer costs.
 func TestScaleWideDirectory(t *testing.T) {
+	skipScaleInShort(t)
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
@@ -271,4 +274,15 @@ func TestScaleWideDirectory(t *testing.T) {
 			t.Fatalf("order:\n%s", strings.Join(bad, "\n"))
 		}
 	})
+}
+
+// skipScaleInShort skips a scale test in -short runs: make test runs
+// every test with -race first, then again with the oldest supported Go
+// in -short mode, where the scale tests (a minute and more of this
+// package's time) would only repeat what the first run proved.
+func skipScaleInShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a scale test: it runs without -short")
+	}
 }
