@@ -35,6 +35,7 @@ type Proxy struct {
 	replyDelay time.Duration // added to what servers send
 	links      map[*link]struct{}
 	done       bool
+	lastUp     time.Time // when bytes of a client last reached a server
 
 	wg sync.WaitGroup // accept loops and link goroutines
 }
@@ -125,6 +126,15 @@ func (p *Proxy) DelayReplies(d time.Duration) {
 	p.mode = modeForward
 	p.replyDelay = d
 	p.mu.Unlock()
+}
+
+// LastHeard returns when bytes of a client last reached a server through
+// the proxy (read, plus the delay): what the server last heard of it. It
+// is the zero time before any.
+func (p *Proxy) LastHeard() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastUp
 }
 
 // Restore delivers traffic normally again, without delay, and closes the
@@ -243,6 +253,8 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 			drop := mode == modeBlackhole || (mode == modeDropReplies && toClient) || (mode == modeDropRequests && !toClient)
 			if drop {
 				l.lost = true
+			} else if !toClient {
+				p.lastUp = time.Now().Add(delay)
 			}
 			p.mu.Unlock()
 			if !drop {
