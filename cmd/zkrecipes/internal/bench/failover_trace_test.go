@@ -163,9 +163,16 @@ type failoverTrace struct {
 }
 
 func (f failoverTrace) String() string {
-	return fmt.Sprintf("%-15s session %#x: connected %6.1fms before cut; last heard %6.1fms before (%s), last ping %s; server's last op %s; expiry +%7.1fms (= last heard + %7.1fms), standby notice +%7.1fms, leads +%7.1fms (reaction %5.1fms, requests %v); leader's term ended +%.1fms",
+	return fmt.Sprintf("%-15s session %#x: connected %6.1fms before cut; last heard %6.1fms before (%s), last ping %s; server's last op %s; expiry +%7.1fms (= last heard + %7.1fms), standby notice +%7.1fms, leads +%7.1fms (reaction %5.1fms, requests %v)%s",
 		f.impl, f.session, ms(f.sinceConnect), ms(f.lastHeard), f.lastOp, pingText(f.lastPing), f.consLop,
-		ms(f.expiry), ms(f.expiry+f.lastHeard), ms(f.standbyNotice), ms(f.elected), ms(f.elected-f.standbyNotice), f.requestsAfterNotice, ms(f.termEnded))
+		ms(f.expiry), ms(f.expiry+f.lastHeard), ms(f.standbyNotice), ms(f.elected), ms(f.elected-f.standbyNotice), f.requestsAfterNotice, termText(f.termEnded))
+}
+
+func termText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; the leader's term ended +%.1fms", ms(d))
 }
 
 func pingText(d time.Duration) string {
