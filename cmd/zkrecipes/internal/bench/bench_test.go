@@ -108,7 +108,7 @@ func TestRunElectionQueueSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r, err := RunElectionQueue(ctx, ElectionQueueConfig{
-		Servers: ens.Servers(), Rounds: 1, SessionTimeout: time.Second, Workers: 2, Items: 20,
+		Servers: ens.Servers(), Rounds: 1, SessionTimeout: time.Second, Failovers: 2, Workers: 2, Items: 20,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ type ElectionQueueConfig struct {
 	Peers          []string      // "Curator" (failover), "Kazoo" (queue)
 	Rounds         int           // results are medians over the rounds
 	SessionTimeout time.Duration // of the leader and the standby
-	Failovers      int           // failovers per implementation and round (0: 3)
+	Failovers      int           // failovers per implementation and counted round (0: 5; the warm-up has one)
 	Workers        int           // queue workers, each with its own session
 	Items          int           // items per queue round
 	Progress       io.Writer
@@ -36,6 +36,7 @@ type ElectionQueueConfig struct {
 type ElectionQueueResults struct {
 	Cfg        ElectionQueueConfig
 	Failover   map[string]time.Duration // leader cut off → the standby leads
+	Gone       map[string]time.Duration // the cut → the leader's node gone on the standby's server
 	Reaction   map[string]time.Duration // the leader's node gone on the standby's server → the standby leads
 	Negotiated map[string]time.Duration // the session timeout the server granted
 	QueueRate  map[string]float64       // items taken and done per second
@@ -66,10 +67,10 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 	seq := 0
 	next := func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
 	if cfg.Failovers == 0 {
-		cfg.Failovers = 3
+		cfg.Failovers = 5
 	}
-	fo, re, qr := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]float64{}
-	res := &ElectionQueueResults{Cfg: cfg, Failover: map[string]time.Duration{}, Reaction: map[string]time.Duration{}, Negotiated: map[string]time.Duration{}, QueueRate: map[string]float64{}}
+	fo, gone, re, qr := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]float64{}
+	res := &ElectionQueueResults{Cfg: cfg, Failover: map[string]time.Duration{}, Gone: map[string]time.Duration{}, Reaction: map[string]time.Duration{}, Negotiated: map[string]time.Duration{}, QueueRate: map[string]float64{}}
 	for round := 0; round <= cfg.Rounds; round++ {
 		record := func(impl string, run func(context.Context, []string, string, time.Duration) (failover, error)) error {
 			f, err := run(ctx, cfg.Servers, next(), cfg.SessionTimeout)
@@ -82,13 +83,18 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 			res.Negotiated[impl] = f.negotiated
 			if round > 0 {
 				fo[impl] = append(fo[impl], f.elected)
+				gone[impl] = append(gone[impl], f.gone)
 				re[impl] = append(re[impl], f.reaction)
 				fmt.Fprintf(progress, "round %d/%d  %-10s failover %v (session timeout %v; its node gone %v after the cut, the standby leads %v after that)\n",
 					round, cfg.Rounds, impl, f.elected.Round(time.Millisecond), f.negotiated, f.gone.Round(time.Millisecond), f.reaction.Round(10*time.Microsecond))
 			}
 			return nil
 		}
-		for range cfg.Failovers {
+		failovers := cfg.Failovers
+		if round == 0 {
+			failovers = 1
+		}
+		for range failovers {
 			if err := record("zkrecipes", runFailover); err != nil {
 				return nil, err
 			}
@@ -123,6 +129,7 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 	}
 	for impl, ds := range fo {
 		res.Failover[impl] = median(ds)
+		res.Gone[impl] = median(gone[impl])
 		res.Reaction[impl] = median(re[impl])
 	}
 	for impl, rs := range qr {
@@ -139,12 +146,15 @@ func (r *ElectionQueueResults) Markdown() string {
 	if d, ok := r.Failover["Curator"]; ok {
 		fmt.Fprintf(&b, "| failover: leader cut off %v after it was last heard → standby leads (session timeout %v; Curator LeaderLatch) | %v | %v | %.3f |\n",
 			quiet.Round(time.Millisecond), r.Negotiated["zkrecipes"], r.Failover["zkrecipes"].Round(time.Millisecond), d.Round(time.Millisecond), float64(d)/float64(r.Failover["zkrecipes"]))
-		fmt.Fprintf(&b, "| of which: the leader's node gone on the standby's server → standby leads | %v | %v | %.1f |\n",
+		fmt.Fprintf(&b, "| of which: the cut → the leader's node gone on the standby's server (the server's expiry) | %v | %v | %.3f |\n",
+			r.Gone["zkrecipes"].Round(time.Millisecond), r.Gone["Curator"].Round(time.Millisecond), float64(r.Gone["Curator"])/float64(r.Gone["zkrecipes"]))
+		fmt.Fprintf(&b, "| of which: the leader's node gone on the standby's server → standby leads (the library's reaction) | %v | %v | %.1f |\n",
 			r.Reaction["zkrecipes"].Round(10*time.Microsecond), r.Reaction["Curator"].Round(10*time.Microsecond), float64(r.Reaction["Curator"])/float64(r.Reaction["zkrecipes"]))
 	} else {
 		fmt.Fprintf(&b, "| failover: leader cut off %v after it was last heard → standby leads (session timeout %v) | %v | | |\n",
 			quiet.Round(time.Millisecond), r.Negotiated["zkrecipes"], r.Failover["zkrecipes"].Round(time.Millisecond))
-		fmt.Fprintf(&b, "| of which: the leader's node gone on the standby's server → standby leads | %v | | |\n", r.Reaction["zkrecipes"].Round(10*time.Microsecond))
+		fmt.Fprintf(&b, "| of which: the cut → the leader's node gone on the standby's server (the server's expiry) | %v | | |\n", r.Gone["zkrecipes"].Round(time.Millisecond))
+		fmt.Fprintf(&b, "| of which: the leader's node gone on the standby's server → standby leads (the library's reaction) | %v | | |\n", r.Reaction["zkrecipes"].Round(10*time.Microsecond))
 	}
 	if k, ok := r.QueueRate["Kazoo"]; ok {
 		fmt.Fprintf(&b, "| queue, %d workers, %d items: items/s (Kazoo LockingQueue) | %.0f | %.0f | %.2f |\n",
