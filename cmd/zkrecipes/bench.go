@@ -368,16 +368,21 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   between the timeout and the timeout plus 150 ms after it last heard from
   the leader (the leader's session tracker rounds an expiry up to its next
   tick, 100 ms here, and learns of a follower's sessions from the
-  follower's answers to its pings, every half tick). What a library adds
-  is its reaction to the notification: the zkrecipes standby needs no
-  request (it listed while the leader led), Curator's lists again (one
-  round trip, 3–5 ms here). Earlier runs cut the leader at once, a few
-  milliseconds after its campaign's last request: the worst case (every
-  failover 2.0–2.15 s, where a cut at a random moment of an idle leader
-  gives 1.33–2.15 s), and not the same case for both — the zkrecipes
-  standby was in line sooner after its leader's last request (8–13 ms
-  against Curator's 24–35 ms, a JVM started for the run), so its leader's
-  session expired later, and Curator's failover looked 15–40 ms shorter.
+  follower's answers to its pings, every half tick) — later on a loaded
+  machine. That part is the same for every library and makes most of the
+  spread: medians of 15 failovers move by some 15 ms with it. What a
+  library adds is its reaction to the notification: the zkrecipes standby
+  needs no request (it listed while the leader led), Curator's lists again
+  (one round trip, and its driver's line to this process). Neither
+  client sends anything while idle but pings, every third of the session
+  timeout, so an idle leader cut at a random moment was last heard 0–667
+  ms before. Earlier runs cut the leader at once, a few milliseconds after
+  its campaign's last request: the worst case (every failover about
+  2.0–2.15 s, where a cut at a random moment gives 1.33–2.15 s), and not
+  the same case for both — the zkrecipes standby was in line sooner after
+  its leader's last request (a median of 10 ms against Curator's 55 ms, a
+  JVM started for the run), so its leader's session expired later, and
+  Curator's failover looked 15–45 ms shorter.
 - **The queue.** Kazoo's idle workers are all woken by every put, take and
   consume, and each lists both directories again. zkrecipes workers wait
   in line, so a put wakes one; takes pass through the line one at a time,
