@@ -33,9 +33,9 @@ type Proxy struct {
 	mode       proxyMode
 	delay      time.Duration // both directions
 	replyDelay time.Duration // added to what servers send
+	lastUp     time.Time     // when bytes of a client last reached a server
 	links      map[*link]struct{}
 	done       bool
-	lastUp     time.Time // when bytes of a client last reached a server
 
 	wg sync.WaitGroup // accept loops and link goroutines
 }
