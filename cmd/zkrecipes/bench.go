@@ -326,7 +326,7 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
 	b.WriteString("- **Readers together**: 50 readers of a read/write lock, each with its own session, started at once on a free lock; the time until every one holds (zkrecipes `rwlock`, Curator's InterProcessReadWriteLock, Kazoo's ReadLock).\n")
 	b.WriteString("- **Write handoff**: the handoff latency above, with the write side of each read/write lock.\n")
 	b.WriteString("- **Semaphore**: 10 clients take and return one lease of a semaphore of 3, in a loop, for the contended window; leases per second (zkrecipes `semaphore`, Curator's InterProcessSemaphoreV2, Kazoo's Semaphore, each in its own layout).\n")
-	b.WriteString("- **Failover**: a leader (zkrecipes `election`, Curator's LeaderLatch) whose connection goes through a proxy, and a standby waiting on another server, both with a 2 s session timeout; the proxy goes silent, the server expires the leader's session, and the time from the cut until the standby's Campaign (await) returns is the failover. The session timeout is most of it: the figure shows what each library adds.\n")
+	b.WriteString("- **Failover**: a leader (zkrecipes `election`, Curator's LeaderLatch) whose connection goes through a proxy, and a standby waiting on another server, both with a 2 s session timeout; the proxy goes silent a sixth of the session timeout (333 ms) after it last passed bytes of the leader's client — the mean silence of an idle client at a random moment, both clients pinging every third of the timeout — so that every library's leader is cut at the same point; the server expires the leader's session, and the time from the cut until the standby's Campaign (await) returns is the failover. The session timeout is most of it; it is split in two beside it: the cut → the deletion of the leader's node, as a client of its own on the standby's server hears it (the server's expiry, the same for every library), and from there to the standby's return (what the library adds). 5 failovers per implementation and round (one in the warm-up); the medians are of all of them.\n")
 	b.WriteString("- **Many keys, one client**: one client (one session, one connection, on the first server) and 64 goroutines, each taking and releasing locks on keys drawn at random from 10,000 paths under one parent, each key's lock directory created on first use — a service locking per entity. zkrecipes makes a `mutex.Mutex` per cycle; zk.Lock a `zk.NewLock` per cycle on one `zk.Conn`; Curator an InterProcessMutex per key on one CuratorFramework, and Kazoo a Lock per key on one KazooClient, each on 64 threads. Lock+Unlock cycles per second, latency of a cycle, and the packets the servers received per cycle (`mntr`'s `zk_packets_received`, the session's pings included). The servers check for empty containers every minute, ZooKeeper's default, so a key's directory is created again after it has been idle for about that long.\n")
 	b.WriteString("- **Deep queue**: 10 waiters on 10 sessions, then 1,000 waiters on 50 sessions (20 lock values per session; Curator and Kazoo: 1,000 threads over 50 clients), all taking and releasing one lock in a loop; handoffs per second once the queue has filled, the slowdown from 10 to 1,000, and wake-ups per release as above. *mutex, one watch* is the mutex with Curator's predicate — a waiter watches its predecessor alone and lists the directory when it goes — measured beside it to choose between the two.\n")
 	b.WriteString("- **Idle waiters**: one client on the first server holds 100 locks and queues 100 waiters behind each — 10,000 waiters in one process, each blocked in its Lock (zkrecipes, zk.Lock: a goroutine each; Curator, Kazoo: a thread each, as their locks need). What the waiters added to the process, after a garbage collection: resident memory (the kernel's VmRSS, comparable across languages), the Go runtime's heap and stacks in use, goroutines or threads, and the watches the servers hold for them (`mntr`'s `zk_watch_count`); then the process's CPU time over 5 s of waiting, beside the same before the waiters came (the session's pings; the kernel counts CPU in ticks of 10 ms).\n")
@@ -365,13 +365,24 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   the queue grows.
 - **Failover** is almost all session timeout: the standby can lead only
   once the server has expired the cut-off leader's session, which it does
-  at the timeout after it last heard from the leader, rounded up to a tick.
-  What a library adds is its reaction to the notification: the zkrecipes
-  standby needs no request (it listed while the leader led), Curator's
-  lists again. Even so, in the runs so far Curator's standby led 3–75 ms
-  sooner (medians within 4% of each other); the cause — when each
-  leader's client was last heard before the cut, or something in the
-  reaction — has not been traced yet.
+  between the timeout and the timeout plus 150 ms after it last heard from
+  the leader (the leader's session tracker rounds an expiry up to its next
+  tick, 100 ms here, and learns of a follower's sessions from the
+  follower's answers to its pings, every half tick) — later on a loaded
+  machine. That part is the same for every library and makes most of the
+  spread: medians of 15 failovers move by some 15 ms with it. What a
+  library adds is its reaction to the notification: the zkrecipes standby
+  needs no request (it listed while the leader led), Curator's lists again
+  (one round trip, and its driver's line to this process). Neither
+  client sends anything while idle but pings, every third of the session
+  timeout, so an idle leader cut at a random moment was last heard 0–667
+  ms before. Earlier runs cut the leader at once, a few milliseconds after
+  its campaign's last request: the worst case (every failover about
+  2.0–2.15 s, where a cut at a random moment gives 1.33–2.15 s), and not
+  the same case for both — the zkrecipes standby was in line sooner after
+  its leader's last request (a median of 10 ms against Curator's 55 ms, a
+  JVM started for the run), so its leader's session expired later, and
+  Curator's failover looked 15–45 ms shorter.
 - **The queue.** Kazoo's idle workers are all woken by every put, take and
   consume, and each lists both directories again. zkrecipes workers wait
   in line, so a put wakes one; takes pass through the line one at a time,

@@ -33,6 +33,7 @@ type Proxy struct {
 	mode       proxyMode
 	delay      time.Duration // both directions
 	replyDelay time.Duration // added to what servers send
+	lastUp     time.Time     // when bytes of a client last reached a server
 	links      map[*link]struct{}
 	done       bool
 
@@ -125,6 +126,15 @@ func (p *Proxy) DelayReplies(d time.Duration) {
 	p.mode = modeForward
 	p.replyDelay = d
 	p.mu.Unlock()
+}
+
+// LastHeard returns when bytes of a client last reached a server through
+// the proxy (read, plus the delay): what the server last heard of it. It
+// is the zero time before any.
+func (p *Proxy) LastHeard() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastUp
 }
 
 // Restore delivers traffic normally again, without delay, and closes the
@@ -243,6 +253,8 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 			drop := mode == modeBlackhole || (mode == modeDropReplies && toClient) || (mode == modeDropRequests && !toClient)
 			if drop {
 				l.lost = true
+			} else if !toClient {
+				p.lastUp = time.Now().Add(delay)
 			}
 			p.mu.Unlock()
 			if !drop {

@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -108,14 +110,14 @@ func TestRunElectionQueueSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r, err := RunElectionQueue(ctx, ElectionQueueConfig{
-		Servers: ens.Servers(), Rounds: 1, SessionTimeout: time.Second, Workers: 2, Items: 20,
+		Servers: ens.Servers(), Rounds: 1, SessionTimeout: time.Second, Failovers: 2, Workers: 2, Items: 20,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The standby cannot lead before the server expires the leader's
-	// session.
-	if r.Failover["zkrecipes"] < r.Negotiated["zkrecipes"]/2 || r.QueueRate["zkrecipes"] <= 0 {
+	// session, nor before it hears its node is gone.
+	if r.Failover["zkrecipes"] < r.Negotiated["zkrecipes"]/2 || r.Reaction["zkrecipes"] >= r.Failover["zkrecipes"] || r.QueueRate["zkrecipes"] <= 0 {
 		t.Fatalf("results %+v", r)
 	}
 }
@@ -265,5 +267,104 @@ func skipSmokeInShort(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("a smoke run of a benchmark scenario: it runs without -short")
+	}
+}
+
+// TestCutQuiet: the proxy goes silent when the client has been silent for
+// the chosen time, after its last bytes however late they come; the cut is
+// that moment even if the proxy acts later; nothing the client sends
+// after the cut reaches the server.
+func TestCutQuiet(t *testing.T) {
+	quiet := 100 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		pause time.Duration // before the cut is asked for
+	}{{"asked at once", 0}, {"asked late", 2 * quiet}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			got := make(chan []byte, 16)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				defer c.Close()
+				buf := make([]byte, 64)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						got <- append([]byte(nil), buf[:n]...)
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+			proxy, err := zkserver.NewProxy([]string{ln.Addr().String()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			c, err := net.Dial("tcp", proxy.Servers()[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			send := func(b string) {
+				if _, err := c.Write([]byte(b)); err != nil {
+					t.Error(err)
+				}
+			}
+			send("a")
+			if b := <-got; string(b) != "a" {
+				t.Fatalf("server got %q", b)
+			}
+			time.Sleep(tc.pause)
+			// The client speaks again while the cut waits (asked at
+			// once: the wait starts over), or after the cut (asked late).
+			spoke := make(chan time.Time, 1)
+			go func() {
+				time.Sleep(quiet / 5)
+				spoke <- time.Now()
+				send("b")
+			}()
+			cut, err := cutQuiet(context.Background(), proxy, quiet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := proxy.LastHeard()
+			s := <-spoke
+			select {
+			case b := <-got:
+				// It spoke before the cut (usually, asked at once): the
+				// wait started over.
+				if string(b) != "b" || last.Before(s) {
+					t.Fatalf("server got %q, last heard at %v, the client spoke at %v", b, last, s)
+				}
+			case <-time.After(50 * time.Millisecond):
+				// After the cut (asked late, or this process was slow).
+				if tc.pause > 0 && !cut.Before(s) {
+					t.Fatalf("cut at %v, after the client spoke at %v, and its bytes did not pass", cut, s)
+				}
+			}
+			if !cut.Equal(last.Add(quiet)) {
+				t.Fatalf("cut %v after the client's last bytes, want %v", cut.Sub(last), quiet)
+			}
+			// Nothing passes after the cut.
+			send("c")
+			time.Sleep(20 * time.Millisecond)
+			select {
+			case b := <-got:
+				t.Fatalf("server got %q after the cut", b)
+			default:
+			}
+			if !proxy.LastHeard().Equal(last) {
+				t.Fatal("the proxy heard bytes after the cut")
+			}
+		})
 	}
 }
