@@ -50,6 +50,7 @@ type link struct {
 	client, server net.Conn
 	lost           bool // bytes were dropped by a blackhole; guarded by Proxy.mu
 	greet          func([]byte) []byte
+	target         int // the listener's index
 	wire           *linkWire // nil unless counting
 }
 
@@ -199,7 +200,7 @@ func (p *Proxy) accept(ln net.Listener, i int, target string) {
 			c.Close() // the server is down: the client sees what it would see
 			continue
 		}
-		l := &link{client: c, server: s}
+		l := &link{client: c, server: s, target: i}
 		p.mu.Lock()
 		if i < len(p.greet) {
 			l.greet = p.greet[i]
