@@ -54,6 +54,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	watchers := fs.Int("watchers", 10, "discovery: caches of the service, each with its own session")
 	registrations := fs.Int("registrations", 50, "discovery: registrations per round")
 	expiries := fs.Int("expiries", 5, "discovery: expiries of the registrar's session per round")
+	linkDelay := fs.String("link-delay", "", "locks: also run the latency-bound scenarios (uncontended, handoff, 2 participants) on a second local ensemble whose every link — client to server, server to server (quorum and election ports) — goes through a proxy that adds this one-way delay, one run per delay in the list, e.g. 0,250us; with the requests and round trips per operation counted on the wire")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the Go implementations' client side) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -106,6 +107,13 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	delays, err := parseDelays(*linkDelay)
+	if err != nil {
+		return err
+	}
+	if len(delays) > 0 && len(serverList(*servers)) > 0 {
+		return &exitError{exitUsage, "--link-delay needs the local ensemble (no --servers, no ZK_SERVERS): its proxies sit between the servers"}
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -152,6 +160,13 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			return err
 		}
 		report += "\n" + res.Markdown("mutex")
+		if len(delays) > 0 {
+			section, err := runLatency(ctx, out, chosen, delays, *rounds, *iterations, *duration)
+			if err != nil {
+				return err
+			}
+			report += "\n" + section
+		}
 	}
 	if doRecipes {
 		rr, err := bench.RunRecipes(ctx, bench.RecipeConfig{
@@ -273,6 +288,56 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		fmt.Fprintf(out, "wrote benchmarks.md, benchmarks.svg and benchmarks-scale.svg in %s\n", *docs)
 	}
 	return nil
+}
+
+// parseDelays reads --link-delay: durations separated by commas ("0" is
+// no delay).
+func parseDelays(v string) ([]time.Duration, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out []time.Duration
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		d, err := time.ParseDuration(s)
+		if s == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 || d > time.Second || slices.Contains(out, d) {
+			return nil, &exitError{exitUsage, fmt.Sprintf("--link-delay: %q is not a one-way delay from 0 to 1s (distinct, such as 0,250us)", s)}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// runLatency starts a 3-node ensemble whose links between servers go
+// through proxies, and a counting proxy for the clients, and runs the
+// latency-bound lock scenarios through them at every delay.
+func runLatency(ctx context.Context, out io.Writer, impls []bench.Impl, delays []time.Duration, rounds, iterations int, window time.Duration) (string, error) {
+	fmt.Fprintln(out, "Starting a local 3-server ZooKeeper ensemble with proxies between servers, for the delayed links...")
+	ens, err := zkserver.New(zkserver.WithServers(3), zkserver.WithServerPartitions(), zkserver.WithContainerCheckInterval(time.Minute))
+	if err != nil {
+		return "", err
+	}
+	defer ens.Close()
+	proxy, err := zkserver.NewCountingProxy(ens.Servers())
+	if err != nil {
+		return "", err
+	}
+	defer proxy.Close()
+	leader, err := ens.Leader()
+	if err != nil {
+		leader = -1
+	}
+	lr, err := bench.RunLatency(ctx, bench.LatencyConfig{
+		Links: ens.DelayServerLinks, Proxy: proxy, Delays: delays, Impls: impls,
+		Iterations: iterations, Duration: window, Rounds: rounds, LeaderServer: leader, Progress: out,
+	})
+	if err != nil {
+		return "", err
+	}
+	return "### At datacenter latency\n\n" + lr.Markdown("mutex", "zk.Lock"), nil
 }
 
 // loadAverage is the machine's one-minute load average, "?" where

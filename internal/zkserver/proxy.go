@@ -258,14 +258,16 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 				// microseconds to run), within bounds.
 				early = min(max(early+(late/8), 0), 100*time.Microsecond)
 			}
+			if c.replies > 0 {
+				// Before the write: once written, the client may answer
+				// before this goroutine runs again.
+				l.wire.delivered(c.replies)
+			}
 			if _, err := dst.Write(c.data); err != nil {
 				src.Close()
 				for range queue { // let the reader finish
 				}
 				return
-			}
-			if c.replies > 0 {
-				l.wire.delivered(c.replies)
 			}
 		}
 	}()
