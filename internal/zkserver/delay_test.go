@@ -133,11 +133,11 @@ func TestCountingProxyFrames(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	send(frame(0, 0, 0, 0, 0))                                              // handshake
-	send(append(frame(1, 1, 0, 0), frame(2, 8, 0, 0)...))                   // create and listing, back to back
-	send(frame(3, 2, 0, 0))                                                 // a delete alone
-	send(frame(-2, 11, 0, 0))                                               // a ping
-	send(frame(-1, 0, 0, 0))                                                // echoed as a notification
+	send(frame(0, 0, 0, 0, 0))                                                   // handshake
+	send(append(frame(1, 1, 0, 0), frame(2, 8, 0, 0)...))                        // create and listing, back to back
+	send(frame(3, 2, 0, 0))                                                      // a delete alone
+	send(frame(-2, 11, 0, 0))                                                    // a ping
+	send(frame(-1, 0, 0, 0))                                                     // echoed as a notification
 	want := Wire{Requests: 4, Replies: 3, Notifications: 1, Pings: 1, Bursts: 3} // the -1 sent counts as a request
 	if got := ProxyWire(p); got != want {
 		t.Fatalf("counted %+v, want %+v", got, want)

@@ -50,7 +50,7 @@ type link struct {
 	client, server net.Conn
 	lost           bool // bytes were dropped by a blackhole; guarded by Proxy.mu
 	greet          func([]byte) []byte
-	target         int // the listener's index
+	target         int       // the listener's index
 	wire           *linkWire // nil unless counting
 }
 
