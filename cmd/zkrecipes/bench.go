@@ -429,6 +429,21 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   while its predecessor still holds, so that the handoff itself needs no
   request. That is what the handoff latency shows, and what handoffs per
   second show where the servers have CPU to spare.
+- **At datacenter latency** every hop costs the delay d, and the round
+  trips decide. A read costs the client's round trip, 2d. A write sent to
+  a follower costs 6d — the client's round trip, the forward to the
+  leader, its proposal, a follower's acknowledgement and the commit back —
+  and 4d sent to the leader. An uncontended zk.Lock cycle (create, listing,
+  delete) is 14d on a follower; the mutex sends its listing right behind
+  its create and holds without waiting for its own node's watch, so its
+  cycle is two writes, 12d: at most 12/14 = 0.86 of zk.Lock's time on a
+  follower and 8/10 = 0.8 on the leader, since Unlock waits for its
+  delete's answer. A handoff's floor is the delete's commit on the
+  waiter's server and one notification, 6d when both are on followers;
+  the mutex needs no request more, zk.Lock, Curator and Kazoo a listing
+  (8d): at most 0.75 of their time, 5d/7d = 0.71 when one of the two
+  is on the leader. The rest of each figure is CPU, of the clients, the
+  servers and the proxies on one small machine.
 - **Wake-ups.** Each mutex waiter watches its predecessor and the
   predecessor's predecessor: a release wakes at most two clients (the
   counters' window edges can add a hundredth). zk.Lock, Curator and Kazoo
