@@ -58,11 +58,17 @@ func TestProxyDelayIsPrecise(t *testing.T) {
 	if testing.Short() {
 		t.Skip("timing")
 	}
-	p, err := NewProxy([]string{echo(t)})
+	target := echo(t)
+	p, err := NewProxy([]string{target})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
+	direct, err := net.Dial("tcp", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
 	c, err := net.Dial("tcp", p.Servers()[0])
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +80,11 @@ func TestProxyDelayIsPrecise(t *testing.T) {
 		return time.Duration(syscall.TimevalToNsec(ru1.Utime)+syscall.TimevalToNsec(ru1.Stime)-
 			syscall.TimevalToNsec(ru0.Utime)-syscall.TimevalToNsec(ru0.Stime)) / time.Duration(n)
 	}
+	roundTrips(t, direct, 200)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	none := roundTrips(t, direct, 2000)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	noneCPU := cpuPer(len(none))
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	base := roundTrips(t, c, 2000)
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
@@ -87,8 +98,8 @@ func TestProxyDelayIsPrecise(t *testing.T) {
 	late := ProxyLateness(p, false)
 	cpu := cpuPer(len(delayed))
 	added := delayed[len(delayed)/2] - base[len(base)/2]
-	t.Logf("round trip p50 %v without delay, %v with %v each way: %v added (want %v); p99 %v; lateness per chunk p50 %v p99 %v over %d chunks; CPU of the process (echo, client and proxy) per round trip %v, %v without delay",
-		base[len(base)/2], delayed[len(delayed)/2], d, added, 2*d, delayed[len(delayed)*99/100], late.P50, late.P99, late.Chunks, cpu, baseCPU)
+	t.Logf("round trip p50 %v without delay, %v with %v each way: %v added (want %v); p99 %v; lateness per chunk p50 %v p99 %v over %d chunks; CPU of the process (echo, client and proxy) per round trip %v, %v without delay, %v without the proxy (round trip %v)",
+		base[len(base)/2], delayed[len(delayed)/2], d, added, 2*d, delayed[len(delayed)*99/100], late.P50, late.P99, late.Chunks, cpu, baseCPU, noneCPU, none[len(none)/2])
 	if late.Chunks != int64(2*len(delayed)) {
 		t.Errorf("%d delayed chunks counted, want %d", late.Chunks, 2*len(delayed))
 	}
