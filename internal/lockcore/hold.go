@@ -82,8 +82,9 @@ type HoldConfig struct {
 // NewHold starts a hold of a, confirmed (Confirm): it is lost when its
 // period, a.Trusted, ends — when its session can no longer be trusted
 // under the client's error policy — or when a.Own, the watch on its node,
-// says the node was deleted. A hold without a.Own is not told of its
-// node's deletion.
+// says the node was deleted (or a.OwnSoon, that watch on its way: taken
+// when answered, a node found gone ending the hold). A hold without either
+// is not told of its node's deletion.
 func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 	if cfg.Released == nil {
 		cfg.Released = ErrReleased
