@@ -75,6 +75,25 @@ type Created struct {
 // it may have made is deleted in the background, so that nothing is
 // orphaned.
 func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, mode Mode) (Created, error) {
+	return c.createProtected(ctx, path, data, mode, nil)
+}
+
+// CreateProtectedThen is CreateProtected that calls then, once, as its
+// first create request is written on the connection, before the answer —
+// from the connection's writer, so then must not block (it starts a
+// goroutine for its requests). A request sent from then on goes out on the same connection behind the create (go-zookeeper
+// writes a handle's requests in the order they were made), and ZooKeeper
+// handles one connection's requests in order. So a read sent in then,
+// answered on that connection, sees the create if it applied — the create
+// and the read cost one round trip, not two. Nothing holds if the
+// connection changed in between: the caller must check what it reads (a
+// listing that names the new node was taken after the create). then is not
+// called when the request was never written.
+func (c *Client) CreateProtectedThen(ctx context.Context, path string, data []byte, mode Mode, then func()) (Created, error) {
+	return c.createProtected(ctx, path, data, mode, then)
+}
+
+func (c *Client) createProtected(ctx context.Context, path string, data []byte, mode Mode, then func()) (Created, error) {
 	if err := ValidatePath(path); err != nil {
 		return Created{}, err
 	}
@@ -113,6 +132,12 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 			if found != "" {
 				out = Created{Path: c.client(found), Session: sess, Czxid: czxid}
 				return nil
+			}
+		}
+		if then != nil && attempt == 1 {
+			if tr := c.trackerOf(zc); tr != nil {
+				tr.whenWritten(spath, then)
+				defer tr.whenWritten(spath, nil)
 			}
 		}
 		created, err := valueThen(c, ctx, func() (string, error) {
@@ -180,6 +205,17 @@ func (c *Client) cleanupAbandoned(zc *zk.Conn, created string, err error, sdir, 
 		c.deleteProtectedLater(sdir, id)
 	}
 	// Any other error is the server's refusal: nothing was created.
+}
+
+// trackerOf returns the tracker of handle zc, nil if zc is no longer the
+// client's.
+func (c *Client) trackerOf(zc *zk.Conn) *tracker {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.zc != zc {
+		return nil
+	}
+	return c.tr
 }
 
 // createdStat returns what the create2 reply said of the node at spath,

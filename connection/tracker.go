@@ -81,6 +81,7 @@ type tracker struct {
 
 	mu      sync.Mutex
 	created map[string]createdStat // server path -> Stat of a create2 reply
+	written map[string]func()      // server path of a protected create -> called once it is written (whenWritten)
 	restore restoreState           // the current connection's setWatches (restore.go)
 	// goodZxid is the newest zxid of a reply heard on a restored
 	// connection: every watch was registered on the server up to it
@@ -105,6 +106,37 @@ type createdStat struct {
 // Stat instead. It was 1,024 once: 10,000 waiters queueing at once lost
 // their results and paid a read each.
 const maxCreated = 1 << 16
+
+// whenWritten has f called, once, when a create of the protected name
+// spath (before its sequence) is written: from the writer, so f must not
+// block. nil forgets it.
+func (t *tracker) whenWritten(spath string, f func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f == nil {
+		delete(t.written, spath)
+		return
+	}
+	if t.written == nil {
+		t.written = map[string]func(){}
+	}
+	t.written[spath] = f
+}
+
+// wrote is told that a create of protected name spath is being written.
+func (t *tracker) wrote(spath []byte) {
+	t.mu.Lock()
+	if len(t.written) == 0 {
+		t.mu.Unlock()
+		return
+	}
+	f, ok := t.written[string(spath)]
+	delete(t.written, string(spath))
+	t.mu.Unlock()
+	if ok {
+		f()
+	}
+}
 
 // takeCreated returns, once, the Stat of the node a create2 made at path.
 func (t *tracker) takeCreated(path string) (createdStat, bool) {
@@ -272,6 +304,7 @@ func (c *trackedConn) upgradeCreate(b []byte) {
 		return
 	}
 	binary.BigEndian.PutUint32(b[8:12], opCreate2)
+	c.t.wrote(b[16 : 16+n])
 	if c.create2 == nil {
 		c.create2 = map[int32]bool{}
 	}

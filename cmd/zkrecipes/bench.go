@@ -54,6 +54,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	watchers := fs.Int("watchers", 10, "discovery: caches of the service, each with its own session")
 	registrations := fs.Int("registrations", 50, "discovery: registrations per round")
 	expiries := fs.Int("expiries", 5, "discovery: expiries of the registrar's session per round")
+	linkDelay := fs.String("link-delay", "", "locks: also run the latency-bound scenarios (uncontended, handoff, 2 participants) on a second local ensemble whose every link — client to server, server to server (quorum and election ports) — goes through a proxy that adds this one-way delay, one run per delay in the list, e.g. 0,250us; with the requests and round trips per operation counted on the wire")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the Go implementations' client side) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -106,6 +107,13 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	delays, err := parseDelays(*linkDelay)
+	if err != nil {
+		return err
+	}
+	if len(delays) > 0 && len(serverList(*servers)) > 0 {
+		return &exitError{exitUsage, "--link-delay needs the local ensemble (no --servers, no ZK_SERVERS): its proxies sit between the servers"}
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -152,6 +160,13 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			return err
 		}
 		report += "\n" + res.Markdown("mutex")
+		if len(delays) > 0 {
+			section, err := runLatency(ctx, out, chosen, delays, *rounds, *iterations, *duration)
+			if err != nil {
+				return err
+			}
+			report += "\n" + section
+		}
 	}
 	if doRecipes {
 		rr, err := bench.RunRecipes(ctx, bench.RecipeConfig{
@@ -275,6 +290,59 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	return nil
 }
 
+// parseDelays reads --link-delay: durations separated by commas ("0" is
+// no delay).
+func parseDelays(v string) ([]time.Duration, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out []time.Duration
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		d, err := time.ParseDuration(s)
+		if s == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 || d > time.Second || slices.Contains(out, d) {
+			return nil, &exitError{exitUsage, fmt.Sprintf("--link-delay: %q is not a one-way delay from 0 to 1s (distinct, such as 0,250us)", s)}
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// runLatency starts a 3-node ensemble whose links between servers go
+// through proxies, and a counting proxy for the clients, and runs the
+// latency-bound lock scenarios through them at every delay.
+func runLatency(ctx context.Context, out io.Writer, impls []bench.Impl, delays []time.Duration, rounds, iterations int, window time.Duration) (string, error) {
+	fmt.Fprintln(out, "Starting a local 3-server ZooKeeper ensemble with proxies between servers, for the delayed links...")
+	ens, err := zkserver.New(zkserver.WithServers(3), zkserver.WithServerPartitions(), zkserver.WithContainerCheckInterval(time.Minute))
+	if err != nil {
+		return "", err
+	}
+	defer ens.Close()
+	proxy, err := zkserver.NewCountingProxy(ens.Servers())
+	if err != nil {
+		return "", err
+	}
+	defer proxy.Close()
+	leader, err := ens.Leader()
+	if err != nil {
+		leader = -1
+	}
+	lr, err := bench.RunLatency(ctx, bench.LatencyConfig{
+		Links: ens.DelayServerLinks, Proxy: proxy, Delays: delays, Impls: impls,
+		Iterations: iterations, Duration: window, Rounds: rounds, LeaderServer: leader, Progress: out,
+	})
+	if err != nil {
+		return "", err
+	}
+	return latencyTitle + "\n\n" + lr.Markdown("mutex", "zk.Lock"), nil
+}
+
+// latencyTitle heads the section of the delayed links.
+const latencyTitle = "### At datacenter latency"
+
 // loadAverage is the machine's one-minute load average, "?" where
 // /proc/loadavg cannot say.
 func loadAverage() string {
@@ -334,6 +402,9 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
 	fmt.Fprintf(&b, "- **Counters**: 1, 10 or 100 participants, each with its own session, increment one counter in a loop for %v: zkrecipes `shared.Counter` (8 bytes, each write a transaction with the participant's marker), Curator's DistributedAtomicLong (the same 8 bytes, a plain versioned set) and Kazoo's Counter (text, a plain versioned set). Each add that loses the race to another participant's write tries again after a sleep: Curator's BoundedExponentialBackoffRetry(5 ms, 100 ms, 29) for zkrecipes and Curator, Kazoo's command retry set to KazooRetry(delay 5 ms, backoff 2, max_delay 100 ms) (its default starts at 100 ms); increments that succeeded per second, counted after a warm-up of a second.\n\n", d)
 	b.WriteString("- **Service discovery**: 10 caches of one service (zkrecipes `discovery.ServiceCache`, Curator's ServiceCache), each on a session of its own, and a registrar on the first server; 50 registrations per round, each timed from the register call to each cache's notice of the instance (its unregistration is waited for before the next). Then a dynamic instance's registrar loses its session 5 times per round (zkrecipes: cut off through a proxy until the server expires its 2 s session; Curator: its session ended on the servers by a second client that joins it) and the time from its new session — the RECONNECTED its connection-state listener hears — to a cache on another server having the instance again.\n\n")
 	b.WriteString("- **Double barrier**: 10 members, each with its own session, enter and leave one double barrier 100 times in a row (after a warm-up of 20): zkrecipes `barrier.Double` and Curator's DistributedDoubleBarrier (a new instance each round). All members are out of enter before any leaves, and out of leave before any enters again — waits inside each process, for both — since without them Curator's members stopped (docs/barrier.md); the p50 and p99 of one round as one member sees it, from the end of one round to the end of the next.\n\n")
+	if strings.Contains(report, latencyTitle) {
+		b.WriteString("- **At datacenter latency**: a second local 3-node ensemble whose every link goes through a proxy in this process — each client's connection, and each server's quorum and election connections to every other server (a server's election greeting is rewritten to name the proxy back, as ZooKeeper 3.8 connects back to the address a server announces) — that holds every chunk it reads until its arrival time plus the one-way delay, on a thread of its own that sleeps with nanosleep (the Go runtime's timers round a sub-millisecond sleep up to a millisecond). Each round runs every implementation at every delay: uncontended Lock+Unlock, the handoff and its floor, and 2 participants for the contended window. Both columns go through the same proxies, so the difference between them is the delay alone: (p50 at the delay − p50 at 0) ÷ 2 × delay is the *round trips* the critical path waited for, a write's hops between servers included (a write sent to a follower costs 3 round trips' worth of delay: the client's, forward and commit, proposal and acknowledgement; to the leader, 2; a read, 1). The proxy also reads the client protocol's frames: *requests per op* is the requests sent (pings and watch restores left out) per delete (every operation here ends with exactly one), and *client round trips per op* the requests sent while the client had nothing else outstanding on its connection, per delete — both independent of the machine's speed. The proxies cost CPU on a small machine, so contended runs through them are bound by it: only the latency-bound scenarios run here.\n")
+	}
 	fmt.Fprintf(&b, "Every participant has its own session. Participant *i* connects to server *i* mod 3 whatever the implementation (a session on the leader writes faster than one on a follower). Implementations alternate within each round; results are medians of %d rounds. Curator and Kazoo run the same scenarios in a driver of their own (`cmd/zkrecipes/internal/bench/peers`), each participant on its own thread and session, in a JVM or interpreter that is warmed up first.\n\n", rounds)
 	b.WriteString("## Versions\n\n")
 	for _, v := range versions(servers) {
@@ -358,6 +429,21 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   while its predecessor still holds, so that the handoff itself needs no
   request. That is what the handoff latency shows, and what handoffs per
   second show where the servers have CPU to spare.
+- **At datacenter latency** every hop costs the delay d, and the round
+  trips decide. A read costs the client's round trip, 2d. A write sent to
+  a follower costs 6d — the client's round trip, the forward to the
+  leader, its proposal, a follower's acknowledgement and the commit back —
+  and 4d sent to the leader. An uncontended zk.Lock cycle (create, listing,
+  delete) is 14d on a follower; the mutex sends its listing right behind
+  its create and holds without waiting for its own node's watch, so its
+  cycle is two writes, 12d: at most 12/14 = 0.86 of zk.Lock's time on a
+  follower and 8/10 = 0.8 on the leader, since Unlock waits for its
+  delete's answer. A handoff's floor is the delete's commit on the
+  waiter's server and one notification, 6d when both are on followers;
+  the mutex needs no request more, zk.Lock, Curator and Kazoo a listing
+  (8d): at most 0.75 of their time, 5d/7d = 0.71 when one of the two
+  is on the leader. The rest of each figure is CPU, of the clients, the
+  servers and the proxies on one small machine.
 - **Wake-ups.** Each mutex waiter watches its predecessor and the
   predecessor's predecessor: a release wakes at most two clients (the
   counters' window edges can add a hundredth). zk.Lock, Curator and Kazoo

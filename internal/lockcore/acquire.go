@@ -5,6 +5,8 @@ import (
 	"errors"
 	"path"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -57,6 +59,76 @@ type Acquired struct {
 	// Own is a watch on the node, set while it was known to exist, that a
 	// hold ends with when the node is deleted (NewHold).
 	Own *connection.Watch
+	// OwnSoon, when Own is nil, is the watch on the node on its way: the
+	// first listing said the node holds, and its watch, sent right behind
+	// that listing, has not been answered yet. The hold takes it when it
+	// comes (NewHold); a node found gone then ends the hold.
+	OwnSoon *OwnWatch
+}
+
+// OwnWatch is a watch on our own node, sent and not yet answered.
+type OwnWatch struct {
+	done   chan struct{} // closed once answered
+	watch  *connection.Watch
+	err    error
+	cancel context.CancelFunc // gives up on the answer
+}
+
+// watchOwnSoon sends the watch on our own node. Its context is not ctx: a
+// hold handed out before the answer must still get it after the caller's
+// context ends (cancel gives up).
+func (l *Lock) watchOwnSoon(ctx context.Context, own string) *OwnWatch {
+	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	o := &OwnWatch{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(o.done)
+		_, _, o.watch, o.err = l.Client.GetWatch(octx, own)
+	}()
+	return o
+}
+
+// wait waits for the answer, or ctx (then it gives up on it).
+func (o *OwnWatch) wait(ctx context.Context) (*connection.Watch, error) {
+	select {
+	case <-o.done:
+		o.cancel()
+		return o.watch, o.err
+	case <-ctx.Done():
+		o.cancel()
+		<-o.done
+		return nil, ctx.Err()
+	}
+}
+
+// firstListing is the listing sent right behind the create
+// (CreateProtectedThen), on the same connection: it names our node when
+// it was taken after the create applied.
+type firstListing struct {
+	sent     atomic.Bool   // the request went (then was called)
+	done     chan struct{} // closed once answered
+	children []string
+	err      error
+}
+
+// send is CreateProtectedThen's then: it must not block.
+func (f *firstListing) send(ctx context.Context, c *connection.Client, dir string) {
+	f.sent.Store(true)
+	go func() {
+		defer close(f.done)
+		f.children, _, f.err = c.Children(ctx, dir)
+	}()
+}
+
+// names returns the listing if it was sent and names ours; nil otherwise.
+func (f *firstListing) names(ours string) []string {
+	if f == nil || !f.sent.Load() {
+		return nil
+	}
+	<-f.done
+	if f.err != nil || !slices.Contains(f.children, ours) {
+		return nil
+	}
+	return f.children
 }
 
 // errRestart means the attempt's node or session is gone: try again with
@@ -69,14 +141,18 @@ var errRestart = errors.New("lockcore: restart")
 // it starts again in the next session, at the back of the queue.
 func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 	for {
-		created, err := l.Client.CreateProtected(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential)
+		// The first listing goes right behind the create: the two cost one
+		// round trip.
+		first := &firstListing{done: make(chan struct{})}
+		created, err := l.Client.CreateProtectedThen(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential,
+			func() { first.send(ctx, l.Client, l.Dir) })
 		if err != nil {
 			if errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
 				continue // CreateProtected waits for the next session
 			}
 			return Acquired{}, err
 		}
-		a, err := l.admit(ctx, created, wait)
+		a, err := l.admit(ctx, created, wait, first)
 		if err == nil {
 			return a, nil
 		}
@@ -116,6 +192,17 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 // most two waiters, and in a long queue costs a listing of the directory
 // by the one that moves up to third place, not by the next holder.
 //
+// The first listing. It is sent right behind the create, before the
+// answer, on the same connection (connection.CreateProtectedThen), so the
+// two cost one round trip; it is used only if it names our node — then it
+// was taken after our create applied. Our node's watch is sent once the
+// create is answered; when the first listing says ours holds, the hold is
+// handed out at once and takes the watch when it is answered (Acquired.
+// OwnSoon, NewHold): our node was there at the listing, and the watch,
+// processed after it, either is set on that node or finds it gone — which
+// ends the hold as the watch's firing would have. A waiter waits for the
+// watch before it waits.
+//
 // Our own node. A deletion seen in our kept listing may be an operator's
 // (a deleteall of the directory), not a release, and our own node may have
 // gone before it. So the waiter watches its own node too, set together
@@ -129,15 +216,52 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 // listing: a queue where that can happen (a read/write lock's downgrade)
 // sets Relist, and a waiter then lists again after every deletion, as
 // Curator does.
-func (l *Lock) await(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
+func (l *Lock) await(ctx context.Context, created connection.Created, wait bool, first *firstListing) (Acquired, error) {
 	// The create told the node's owner and czxid (the fencing token).
 	a := Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}
 	w := newWaiter(path.Base(created.Path), l.Predicate, l.Accept, l.Relist, l.Window)
 	next, names := w.created(), []string(nil)
-	var err error
+	var (
+		err     error
+		ownSoon *OwnWatch // the watch on our node, sent with the first listing
+	)
+	if next == stepList {
+		if !l.Line {
+			// The node's watch goes now, beside the listing sent behind
+			// the create; the listing decides whether to wait for its
+			// answer.
+			ownSoon = l.watchOwnSoon(ctx, a.Path)
+		}
+		if children := first.names(w.ours); children != nil {
+			next, names = w.listed(children)
+			if next == stepHeld && ownSoon != nil {
+				// Held at the first listing, which was taken after our
+				// create and names our node: the hold takes the node's
+				// watch when it is answered (NewHold), and the lock is
+				// held without waiting for it.
+				a.OwnSoon = ownSoon
+				a, err := l.confirm(ctx, a)
+				if err != nil {
+					ownSoon.cancel()
+				}
+				return a, err
+			}
+		}
+	}
+	defer func() {
+		if ownSoon != nil {
+			ownSoon.cancel()
+		}
+	}()
 	for {
 		switch next {
 		case stepHeld:
+			if w.own == nil && ownSoon != nil {
+				if err := l.takeOwn(ctx, w, ownSoon); err != nil {
+					return Acquired{}, err
+				}
+				ownSoon = nil
+			}
 			if w.own == nil && !l.Line {
 				// Held without a listing (the directory's first node):
 				// the node's watch is all that is left to set.
@@ -153,10 +277,21 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 		case stepRestart:
 			return Acquired{}, errRestart // our node is gone
 		case stepList:
-			next, names, err = l.list(ctx, w, a.Path)
+			next, names, err = l.list(ctx, w, a.Path, ownSoon)
+			ownSoon = nil
 		case stepWatch:
 			if !wait {
 				return Acquired{}, ErrWouldWait
+			}
+			if ownSoon != nil {
+				// A waiter needs its node's watch before it waits.
+				if err := l.takeOwn(ctx, w, ownSoon); err != nil {
+					return Acquired{}, err
+				}
+				ownSoon = nil
+				if w.ownGone() {
+					return Acquired{}, errRestart
+				}
 			}
 			if next, err = l.watch(ctx, w, names); err == nil && next == stepWatch {
 				next, names, err = waitAny(ctx, created.Session, w)
@@ -171,11 +306,9 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool)
 // list lists the directory again for w. The first time, it sets the watch
 // on our own node at the same moment (the two requests go out back to
 // back): a waiter and a hold need it, and it costs no time of its own.
-func (l *Lock) list(ctx context.Context, w *waiter, own string) (step, []string, error) {
-	var ownErr chan error
-	if w.own == nil && !l.Line {
-		ownErr = make(chan error, 1)
-		go func() { ownErr <- l.watchOwn(ctx, w, own) }()
+func (l *Lock) list(ctx context.Context, w *waiter, own string, soon *OwnWatch) (step, []string, error) {
+	if w.own == nil && !l.Line && soon == nil {
+		soon = l.watchOwnSoon(ctx, own)
 	}
 	children, _, err := l.Client.Children(ctx, l.Dir)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -183,8 +316,8 @@ func (l *Lock) list(ctx context.Context, w *waiter, own string) (step, []string,
 		// else, and then the emptied container by the server).
 		err = errRestart
 	}
-	if ownErr != nil {
-		if oerr := <-ownErr; err == nil {
+	if soon != nil {
+		if oerr := l.takeOwn(ctx, w, soon); err == nil {
 			err = oerr
 		}
 	}
@@ -193,6 +326,20 @@ func (l *Lock) list(ctx context.Context, w *waiter, own string) (step, []string,
 	}
 	next, names := w.listed(children)
 	return next, names, nil
+}
+
+// takeOwn waits for the watch on our own node sent with the first
+// listing and gives it to w; a node already gone restarts.
+func (l *Lock) takeOwn(ctx context.Context, w *waiter, o *OwnWatch) error {
+	watch, err := o.wait(ctx)
+	if errors.Is(err, zk.ErrNoNode) {
+		return errRestart
+	}
+	if err != nil {
+		return restartOn(err)
+	}
+	w.own = watch
+	return nil
 }
 
 // watchOwn sets w's watch on our own node; a node already gone restarts.

@@ -82,8 +82,9 @@ type HoldConfig struct {
 // NewHold starts a hold of a, confirmed (Confirm): it is lost when its
 // period, a.Trusted, ends — when its session can no longer be trusted
 // under the client's error policy — or when a.Own, the watch on its node,
-// says the node was deleted. A hold without a.Own is not told of its
-// node's deletion.
+// says the node was deleted (or a.OwnSoon, that watch on its way: taken
+// when answered, a node found gone ending the hold). A hold without either
+// is not told of its node's deletion.
 func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 	if cfg.Released == nil {
 		cfg.Released = ErrReleased
@@ -100,6 +101,19 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 		}
 	})
 	h.mu.Unlock()
+	if a.Own == nil && a.OwnSoon != nil {
+		// The node's watch is on its way (the lock was held at its first
+		// listing): the hold takes it when it is answered, unless the
+		// hold has ended by then. The node was there at that listing,
+		// and the watch was sent right behind it: a node found gone now
+		// was deleted since, and the hold is lost as if the watch had
+		// fired.
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			h.takeOwnSoon(a.OwnSoon)
+		}()
+	}
 	if a.Own != nil {
 		// Confirm gave a watch that had not fired. One that has fired
 		// since says nothing of a deletion after it, and a hold must not
@@ -127,6 +141,36 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 		h.mu.Unlock()
 	}
 	return h
+}
+
+// takeOwnSoon waits for the watch on the hold's node sent with its first
+// listing, and ends the hold if the node is gone; it gives up when the
+// hold ends first.
+func (h *Hold) takeOwnSoon(o *OwnWatch) {
+	select {
+	case <-o.done:
+	case <-h.ctx.Done():
+		o.cancel()
+		return
+	}
+	o.cancel()
+	switch {
+	case errors.Is(o.err, zk.ErrNoNode):
+		if h.finish(errtext.Errorf("%w: %w: %s (by another client, or with its session)", h.cfg.Lost, ErrNodeGone, h.Path)) {
+			h.client.Logger().Warn("zkrecipes hold lost: its node was deleted", "node", h.Path,
+				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token)
+		}
+	case o.err != nil:
+		// The session ended, or cannot be trusted: the hold's period
+		// ends it.
+	default:
+		h.mu.Lock()
+		over := h.over
+		h.mu.Unlock()
+		if !over {
+			o.watch.AfterFire(h.nodeEvent)
+		}
+	}
 }
 
 // holdContext is a hold's context. Besides being one, it has AfterFunc,

@@ -37,9 +37,9 @@ import (
 // The first child ever (number 0, which holds without listing) is not
 // affected: 3.6+ give 0 once per directory, and a negative number never
 // counts up to it.
-func (l *Lock) admit(ctx context.Context, created connection.Created, wait bool) (Acquired, error) {
+func (l *Lock) admit(ctx context.Context, created connection.Created, wait bool, first *firstListing) (Acquired, error) {
 	if c, ok := Parse(path.Base(created.Path)); ok && Exhausted(c.N) {
 		return Acquired{}, errtext.Errorf("%w (%s numbered a node %s)", connection.ErrSequenceExhausted, l.Dir, c.Seq)
 	}
-	return l.await(ctx, created, wait)
+	return l.await(ctx, created, wait, first)
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrNoPartitions is returned by Partition and Heal on an ensemble started
@@ -47,6 +48,20 @@ func newQuorumLinks(n int, ports []int) (quorumLinks, error) {
 				return nil, err
 			}
 			links[a][b] = p
+		}
+	}
+	// A server greets a server it connects to for elections with its own
+	// election address, and one with a higher ID answers by connecting
+	// back to that address instead: each link's greeting names the link
+	// the other way, so that no election connection bypasses the proxies.
+	for a := range n {
+		for b := range n {
+			if a != b {
+				back := links[b][a].Servers()[1]
+				links[a][b].mu.Lock()
+				links[a][b].greet = []func([]byte) []byte{nil, advertise(back)}
+				links[a][b].mu.Unlock()
+			}
 		}
 	}
 	return links, nil
@@ -114,6 +129,26 @@ func (e *Ensemble) Heal() error {
 		for _, p := range row {
 			if p != nil {
 				p.Restore()
+			}
+		}
+	}
+	return nil
+}
+
+// DelayServerLinks delays every byte between servers by d, each way (the
+// quorum and election ports; WithServerPartitions): with clients behind a
+// Proxy delayed alike, every hop of a request costs d, as across a
+// datacenter. The delay is kept to within microseconds, not the runtime
+// timers' millisecond. DelayServerLinks(0) removes it.
+func (e *Ensemble) DelayServerLinks(d time.Duration) error {
+	links, err := e.links(0, 0)
+	if err != nil {
+		return err
+	}
+	for _, row := range links {
+		for _, p := range row {
+			if p != nil {
+				p.Delay(d)
 			}
 		}
 	}

@@ -1,6 +1,8 @@
 package zkserver
 
 import (
+	"encoding/binary"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -36,6 +38,10 @@ type Proxy struct {
 	lastUp     time.Time     // when bytes of a client last reached a server
 	links      map[*link]struct{}
 	done       bool
+	greet      []func([]byte) []byte // per listener: rewrites a connection's greeting; nil for none
+
+	wire *wireStats // NewCountingProxy: the ZooKeeper client protocol's frames, counted
+	late lateness   // how late delayed chunks were written
 
 	wg sync.WaitGroup // accept loops and link goroutines
 }
@@ -44,13 +50,18 @@ type Proxy struct {
 type link struct {
 	client, server net.Conn
 	lost           bool // bytes were dropped by a blackhole; guarded by Proxy.mu
+	greet          func([]byte) []byte
+	target         int       // the listener's index
+	wire           *linkWire // nil unless counting
 }
 
 // NewProxy starts a proxy in front of targets (host:port). The caller
 // must Close it.
-func NewProxy(targets []string) (*Proxy, error) {
-	p := &Proxy{targets: append([]string(nil), targets...), links: map[*link]struct{}{}}
-	for _, target := range targets {
+func NewProxy(targets []string) (*Proxy, error) { return newProxy(targets, nil) }
+
+func newProxy(targets []string, wire *wireStats) (*Proxy, error) {
+	p := &Proxy{targets: append([]string(nil), targets...), links: map[*link]struct{}{}, wire: wire}
+	for i, target := range targets {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			p.Close()
@@ -58,7 +69,7 @@ func NewProxy(targets []string) (*Proxy, error) {
 		}
 		p.listeners = append(p.listeners, l)
 		p.wg.Add(1)
-		go p.accept(l, target)
+		go p.accept(l, i, target)
 	}
 	return p, nil
 }
@@ -180,7 +191,7 @@ func closeLinks(links []*link) {
 	}
 }
 
-func (p *Proxy) accept(ln net.Listener, target string) {
+func (p *Proxy) accept(ln net.Listener, i int, target string) {
 	defer p.wg.Done()
 	for {
 		c, err := ln.Accept()
@@ -199,7 +210,15 @@ func (p *Proxy) accept(ln net.Listener, target string) {
 			c.Close() // the server is down: the client sees what it would see
 			continue
 		}
-		l := &link{client: c, server: s}
+		l := &link{client: c, server: s, target: i}
+		p.mu.Lock()
+		if i < len(p.greet) {
+			l.greet = p.greet[i]
+		}
+		p.mu.Unlock()
+		if p.wire != nil {
+			l.wire = &linkWire{stats: p.wire}
+		}
 		p.mu.Lock()
 		if p.done || p.mode == modeCut {
 			p.mu.Unlock()
@@ -216,8 +235,10 @@ func (p *Proxy) accept(ln net.Listener, target string) {
 
 // chunk is bytes read at one moment, to be written at due.
 type chunk struct {
-	data []byte
-	due  time.Time
+	data    []byte
+	due     time.Time
+	delayed bool // due was set with a positive delay
+	replies int  // counting: replies to requests that end in data
 }
 
 // pipe copies src to dst, dropping bytes in a blackhole and holding them
@@ -229,9 +250,28 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
+		precise := false
+		var early time.Duration // how much sooner to wake: the usual lateness of a wake-up
 		for c := range queue {
-			if d := time.Until(c.due); d > 0 {
-				time.Sleep(d)
+			if c.delayed {
+				if !precise {
+					// Sub-millisecond delays need a thread of our own:
+					// the runtime's timers round them up to a
+					// millisecond (preciseThread).
+					preciseThread()
+					precise = true
+				}
+				sleepUntil(c.due.Add(-early))
+				late := time.Since(c.due)
+				p.late.note(late)
+				// Learn the wake-up's lateness (a thread woken takes
+				// microseconds to run), within bounds.
+				early = min(max(early+(late/8), 0), 100*time.Microsecond)
+			}
+			if c.replies > 0 {
+				// Before the write: once written, the client may answer
+				// before this goroutine runs again.
+				l.wire.delivered(c.replies)
 			}
 			if _, err := dst.Write(c.data); err != nil {
 				src.Close()
@@ -242,9 +282,26 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 		}
 	}()
 	buf := make([]byte, 32<<10)
+	if !toClient && l.greet != nil {
+		// The first frame of a server's election connection names the
+		// address it is reached at: rewritten to this link's way back.
+		greeting, err := readGreeting(src)
+		if err != nil {
+			close(queue)
+			<-writerDone
+			dst.Close()
+			src.Close()
+			return
+		}
+		p.mu.Lock()
+		delay := p.delay
+		p.mu.Unlock()
+		queue <- chunk{data: l.greet(greeting), due: time.Now().Add(delay), delayed: delay > 0}
+	}
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			now := time.Now()
 			p.mu.Lock()
 			mode, delay := p.mode, p.delay
 			if toClient {
@@ -258,7 +315,11 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 			}
 			p.mu.Unlock()
 			if !drop {
-				queue <- chunk{data: append([]byte(nil), buf[:n]...), due: time.Now().Add(delay)}
+				c := chunk{data: append([]byte(nil), buf[:n]...), due: now.Add(delay), delayed: delay > 0}
+				if l.wire != nil {
+					c.replies = l.wire.feed(c.data, toClient, now)
+				}
+				queue <- c
 			}
 		}
 		if err != nil {
@@ -273,4 +334,48 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 	p.mu.Lock()
 	delete(p.links, l)
 	p.mu.Unlock()
+}
+
+// readGreeting reads the first frame a server sends on an election
+// connection (QuorumCnxManager): protocol version (int64, negative),
+// server ID (int64), then the length (int32) and text of the addresses it
+// is reached at. An old-style greeting (a non-negative first value) is
+// the server ID alone.
+func readGreeting(r io.Reader) ([]byte, error) {
+	head := make([]byte, 8)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return nil, err
+	}
+	if int64(binary.BigEndian.Uint64(head)) >= 0 {
+		return head, nil
+	}
+	rest := make([]byte, 12)
+	if _, err := io.ReadFull(r, rest); err != nil {
+		return nil, err
+	}
+	n := int(int32(binary.BigEndian.Uint32(rest[8:12])))
+	if n < 0 || n > 2048 {
+		return append(head, rest...), nil // not ours to judge: the server refuses it
+	}
+	addr := make([]byte, n)
+	if _, err := io.ReadFull(r, addr); err != nil {
+		return nil, err
+	}
+	return append(append(head, rest...), addr...), nil
+}
+
+// advertise returns a greeting rewriter that names addr as the sender's
+// election address: ZooKeeper 3.8 answers a connection from a server with
+// a lower ID by closing it and connecting back to the address the greeting
+// names, which must be a proxy too.
+func advertise(addr string) func([]byte) []byte {
+	return func(g []byte) []byte {
+		if len(g) < 20 {
+			return g // old style: no address
+		}
+		out := make([]byte, 20, 20+len(addr))
+		copy(out, g[:16])
+		binary.BigEndian.PutUint32(out[16:20], uint32(len(addr)))
+		return append(out, addr...)
+	}
 }

@@ -1,6 +1,9 @@
 package zktest
 
-import "crypto/tls"
+import (
+	"crypto/tls"
+	"time"
+)
 
 // Servers returns the client addresses (host:port) of all servers, in
 // server order.
@@ -57,6 +60,12 @@ func (e *Ensemble) Isolate(i int) error { return e.e.Isolate(i) }
 
 // Heal restores every link between servers.
 func (e *Ensemble) Heal() error { return e.e.Heal() }
+
+// DelayServerLinks delays every byte between servers by d, each way (the
+// quorum and election ports; WithServerPartitions): with clients behind a
+// Proxy delayed alike, every hop of a request costs d, as across a
+// datacenter. DelayServerLinks(0) removes it.
+func (e *Ensemble) DelayServerLinks(d time.Duration) error { return e.e.DelayServerLinks(d) }
 
 // SecureServers returns the TLS client addresses of the servers, in
 // server order. It needs WithTLS (else the error matches ErrNoTLS).

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package zkserver
+
+import "time"
+
+func preciseThread() {}
+
+// sleepUntil returns at t, as precisely as the runtime's timers allow.
+func sleepUntil(t time.Time) {
+	if d := time.Until(t); d > 0 {
+		time.Sleep(d)
+	}
+}
