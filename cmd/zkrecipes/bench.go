@@ -41,6 +41,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	failoverTimeout := fs.Duration("failover-session-timeout", 2*time.Second, "election-queue: the session timeout of the leader and the standby")
 	queueWorkers := fs.Int("queue-workers", 10, "election-queue: workers taking items")
 	queueItems := fs.Int("queue-items", 500, "election-queue: items per round")
+	queueOnly := fs.Bool("queue-only", false, "election-queue: measure the work queue alone, without the failover")
 	readers := fs.Int("readers", 50, "recipes: readers started together on a free read lock")
 	semClients := fs.Int("sem-clients", 10, "recipes: clients taking and returning semaphore leases")
 	semLeases := fs.Int("sem-leases", 3, "recipes: the semaphore's leases")
@@ -166,7 +167,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	if doElectionQueue {
 		er, err := bench.RunElectionQueue(ctx, bench.ElectionQueueConfig{
 			Servers: list, Peers: peers, Rounds: *rounds, SessionTimeout: *failoverTimeout,
-			Workers: *queueWorkers, Items: *queueItems, Progress: out,
+			Workers: *queueWorkers, Items: *queueItems, QueueOnly: *queueOnly, Progress: out,
 		})
 		if err != nil {
 			return err

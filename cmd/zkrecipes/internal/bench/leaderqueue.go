@@ -26,6 +26,7 @@ type ElectionQueueConfig struct {
 	SessionTimeout time.Duration // of the leader and the standby
 	Workers        int           // queue workers, each with its own session
 	Items          int           // items per queue round
+	QueueOnly      bool          // the queue scenario alone, without failover
 	Progress       io.Writer
 }
 
@@ -35,6 +36,11 @@ type ElectionQueueResults struct {
 	Failover   map[string]time.Duration // leader cut off → the standby leads
 	Negotiated map[string]time.Duration // the session timeout the server granted
 	QueueRate  map[string]float64       // items taken and done per second
+	// QueueRequests is the packets the servers received per item
+	// (mntr's zk_packets_received, pings included): zkrecipes while its
+	// workers take and consume, Kazoo over its driver's whole run (its
+	// connects and its one transaction of puts too).
+	QueueRequests map[string]float64
 }
 
 // RunElectionQueue runs the election and queue scenarios, interleaving
@@ -61,8 +67,8 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 	root := fmt.Sprintf("/zkrecipes-bench-election-queue/%d", time.Now().UnixNano())
 	seq := 0
 	next := func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
-	fo, qr := map[string][]time.Duration{}, map[string][]float64{}
-	res := &ElectionQueueResults{Cfg: cfg, Failover: map[string]time.Duration{}, Negotiated: map[string]time.Duration{}, QueueRate: map[string]float64{}}
+	fo, qr, qp := map[string][]time.Duration{}, map[string][]float64{}, map[string][]float64{}
+	res := &ElectionQueueResults{Cfg: cfg, Failover: map[string]time.Duration{}, Negotiated: map[string]time.Duration{}, QueueRate: map[string]float64{}, QueueRequests: map[string]float64{}}
 	for round := 0; round <= cfg.Rounds; round++ {
 		record := func(impl string, d time.Duration, negotiated time.Duration, err error) error {
 			if err != nil {
@@ -75,33 +81,39 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 			}
 			return nil
 		}
-		d, neg, err := runFailover(ctx, cfg.Servers, next(), cfg.SessionTimeout)
-		if err := record("zkrecipes", d, neg, err); err != nil {
-			return nil, err
+		if !cfg.QueueOnly {
+			d, neg, err := runFailover(ctx, cfg.Servers, next(), cfg.SessionTimeout)
+			if err := record("zkrecipes", d, neg, err); err != nil {
+				return nil, err
+			}
 		}
-		if curator {
+		if curator && !cfg.QueueOnly {
 			d, neg, err := curatorFailover(ctx, cfg.Servers, next(), cfg.SessionTimeout)
 			if err := record("Curator", d, neg, err); err != nil {
 				return nil, err
 			}
 		}
-		rate, err := runQueue(ctx, cfg.Servers, next(), cfg.Workers, cfg.Items)
+		rate, packets, err := runQueue(ctx, cfg.Servers, next(), cfg.Workers, cfg.Items)
 		if err != nil {
 			return nil, fmt.Errorf("queue, zkrecipes: %w", err)
 		}
 		if round > 0 {
 			qr["zkrecipes"] = append(qr["zkrecipes"], rate)
-			fmt.Fprintf(progress, "round %d/%d  %-10s queue %.0f items/s\n", round, cfg.Rounds, "zkrecipes", rate)
+			qp["zkrecipes"] = append(qp["zkrecipes"], float64(packets)/float64(cfg.Items))
+			fmt.Fprintf(progress, "round %d/%d  %-10s queue %.0f items/s, %.2f requests/item\n", round, cfg.Rounds, "zkrecipes", rate, float64(packets)/float64(cfg.Items))
 		}
 		if kazoo {
+			before, _ := packetsReceived(cfg.Servers)
 			a, b, err := kazooPeer.result(ctx, cfg.Servers, next(), "queue", cfg.Workers, cfg.Items)
 			if err != nil {
 				return nil, fmt.Errorf("queue, Kazoo: %w", err)
 			}
+			after, _ := packetsReceived(cfg.Servers)
 			rate := float64(a) / time.Duration(b).Seconds()
 			if round > 0 {
 				qr["Kazoo"] = append(qr["Kazoo"], rate)
-				fmt.Fprintf(progress, "round %d/%d  %-10s queue %.0f items/s\n", round, cfg.Rounds, "Kazoo", rate)
+				qp["Kazoo"] = append(qp["Kazoo"], float64(after-before)/float64(cfg.Items))
+				fmt.Fprintf(progress, "round %d/%d  %-10s queue %.0f items/s, %.2f requests/item\n", round, cfg.Rounds, "Kazoo", rate, float64(after-before)/float64(cfg.Items))
 			}
 		}
 		if round == 0 {
@@ -114,6 +126,9 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 	for impl, rs := range qr {
 		res.QueueRate[impl] = median(rs)
 	}
+	for impl, ps := range qp {
+		res.QueueRequests[impl] = median(ps)
+	}
 	return res, nil
 }
 
@@ -121,7 +136,9 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 func (r *ElectionQueueResults) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Medians of %d rounds.\n\n| scenario | zkrecipes | peer | peer ÷ zkrecipes |\n|---|---:|---:|---:|\n", r.Cfg.Rounds)
-	if d, ok := r.Failover["Curator"]; ok {
+	if _, ok := r.Failover["zkrecipes"]; !ok {
+		// QueueOnly: no failover row
+	} else if d, ok := r.Failover["Curator"]; ok {
 		fmt.Fprintf(&b, "| failover: leader cut off → standby leads (session timeout %v; Curator LeaderLatch) | %v | %v | %.3f |\n",
 			r.Negotiated["zkrecipes"], r.Failover["zkrecipes"].Round(time.Millisecond), d.Round(time.Millisecond), float64(d)/float64(r.Failover["zkrecipes"]))
 	} else {
@@ -234,31 +251,32 @@ func curatorFailover(ctx context.Context, servers []string, path string, timeout
 }
 
 // runQueue puts items, then has workers (each with its own session) take
-// and finish them; it returns items per second.
-func runQueue(ctx context.Context, servers []string, path string, workers, items int) (float64, error) {
+// and finish them; it returns items per second, and the packets the
+// servers received meanwhile (0 if mntr did not answer).
+func runQueue(ctx context.Context, servers []string, path string, workers, items int) (float64, int64, error) {
 	pc, err := openClient(ctx, servers[:1])
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer pc.Close()
 	pq, err := queue.New(pc, path)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for i := range items {
 		if err := pq.Put(ctx, []byte(strconv.Itoa(i))); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	qs := make([]*queue.Queue, workers)
 	for i := range workers {
 		c, err := openClient(ctx, pin(servers, i))
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		defer c.Close()
 		if qs[i], err = queue.New(c, path); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	wctx, stop := context.WithCancel(ctx)
@@ -269,6 +287,7 @@ func runQueue(ctx context.Context, servers []string, path string, workers, items
 		errOnce  sync.Once
 		firstErr error
 	)
+	before, _ := packetsReceived(servers)
 	start := time.Now()
 	var elapsed time.Duration
 	var finish sync.Once
@@ -299,7 +318,11 @@ func runQueue(ctx context.Context, servers []string, path string, workers, items
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return 0, firstErr
+		return 0, 0, firstErr
 	}
-	return float64(items) / elapsed.Seconds(), nil
+	after, err := packetsReceived(servers)
+	if err != nil || before == 0 {
+		after, before = 0, 0
+	}
+	return float64(items) / elapsed.Seconds(), after - before, nil
 }
