@@ -198,8 +198,9 @@ func (q *Queue) Take(ctx context.Context) (*Item, error) {
 		if err != nil {
 			return nil, q.errorf("take", err)
 		}
-		it, err := q.await(ctx, place)
-		q.leave(place)
+		ln := &linePlace{q: q, place: place, left: make(chan struct{})}
+		it, err := q.await(ctx, ln)
+		ln.leave()
 		if it != nil && it.hold.Lost() {
 			// Lost while the place in line was given up (a request, which
 			// slow answers can draw out to a session timeout): a lost take
@@ -229,7 +230,7 @@ func (q *Queue) TryTake(ctx context.Context) (*Item, error) {
 		return nil, q.errorf("take", err)
 	}
 	for {
-		it, _, err := q.scan(ctx, false)
+		it, _, err := q.scan(ctx, nil)
 		if errors.Is(err, errRestart) && ctx.Err() == nil {
 			continue
 		}
@@ -251,21 +252,73 @@ var errRestart = errors.New("queue: restart")
 
 // await is the first in line's wait: scan the queue, and if nothing is
 // available, wait for a change of either directory.
-func (q *Queue) await(ctx context.Context, place lockcore.Acquired) (*Item, error) {
+func (q *Queue) await(ctx context.Context, ln *linePlace) (*Item, error) {
 	for {
-		it, changed, err := q.scan(ctx, true)
+		it, changed, err := q.scan(ctx, ln)
 		if it != nil || err != nil {
 			return it, err
 		}
 		select {
 		case <-changed[0]:
 		case <-changed[1]:
-		case <-place.Session.Done():
+		case <-ln.place.Session.Done():
 			return nil, errRestart
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// linePlace is a worker's place at the head of the line, which it gives
+// up once, either early (leaveSoon, in the background, as soon as its
+// taken node is made) or when its wait ends (leave, which also waits for
+// an early leave to be done, so that Take returns with no request of its
+// own in flight).
+//
+// Leaving right after the taken create is safe. The line decides nothing
+// about who has an item — the taken node alone does, and no create of
+// another worker can succeed on it while it is there — so giving up the
+// place early can never let two workers take one item; at worst it costs
+// a refused create. And it keeps the order: the next in line moves up
+// when it hears our place deleted, a deletion the server made after our
+// create, so its server has applied our create by then and its listing
+// shows our item taken; the first takes of Go workers still follow the
+// order of the items, one after the other. What changes is what happens
+// after: the rest of the take (reading the taken node back, the entry's
+// data, the hold) no longer keeps the next worker waiting. If that rest
+// fails or finds the item gone, the worker is no longer at the head, and
+// it lines up again (errRestart) rather than scanning on beside the new
+// head.
+type linePlace struct {
+	q     *Queue
+	place lockcore.Acquired
+	once  sync.Once
+	left  chan struct{} // closed once the place is given up
+	early bool          // leaveSoon was called; read after once
+}
+
+// leaveSoon gives up the place in the background.
+func (ln *linePlace) leaveSoon() {
+	ln.once.Do(func() {
+		ln.early = true
+		go func() {
+			defer close(ln.left)
+			ln.q.leave(ln.place)
+		}()
+	})
+}
+
+// gone reports whether leaveSoon was called: the worker is no longer at
+// the head of the line. Only the goroutine of the take calls it.
+func (ln *linePlace) gone() bool { return ln != nil && ln.early }
+
+// leave gives up the place, if it is still held, and waits until it is.
+func (ln *linePlace) leave() {
+	ln.once.Do(func() {
+		defer close(ln.left)
+		ln.q.leave(ln.place)
+	})
+	<-ln.left
 }
 
 // leave gives up a place in line, so that the next idle worker moves up.
@@ -277,19 +330,28 @@ func (q *Queue) leave(place lockcore.Acquired) {
 	}
 }
 
-// scan lists the queue and takes the first item not taken. With watch,
-// when it finds none it returns channels that close when that may have
-// changed: a child watch on the entries, and, only while there are
-// entries (all taken), one on the taken nodes — an empty queue's head is
-// not woken by takes and releases.
-func (q *Queue) scan(ctx context.Context, watch bool) (*Item, [2]<-chan struct{}, error) {
+// scan lists the queue and takes the first item not taken. The head of
+// the line (ln not nil) watches: when it finds none, scan returns channels
+// that close when that may have changed: a child watch on the entries,
+// and, only while there are entries (all taken), one on the taken nodes —
+// an empty queue's head is not woken by takes and releases.
+//
+// The two directories are listed at once, not one after the other: one
+// round trip on the line's path instead of two. The listings may then be
+// of different moments, which costs at worst a request: an entry taken
+// after the taken nodes were listed looks free, and its create is refused
+// (NodeExists); an entry consumed after the entries were listed looks
+// free too, its taken node is made for nothing and deleted again when
+// the entry is found gone (claim). The taken node alone decides who has
+// an item, whatever the listings said.
+func (q *Queue) scan(ctx context.Context, ln *linePlace) (*Item, [2]<-chan struct{}, error) {
 	var changed [2]<-chan struct{}
 	sess, err := q.client.WaitSession(ctx)
 	if err != nil {
 		return nil, changed, err
 	}
 	list := func(dir string, i int) ([]string, error) {
-		if !watch {
+		if ln == nil {
 			names, _, err := q.client.Children(ctx, dir)
 			return names, err
 		}
@@ -299,10 +361,23 @@ func (q *Queue) scan(ctx context.Context, watch bool) (*Item, [2]<-chan struct{}
 		}
 		return names, err
 	}
+	type listing struct {
+		names []string
+		err   error
+	}
+	takenc := make(chan listing, 1)
+	go func() {
+		names, err := list(q.taken, 1)
+		takenc <- listing{names, err}
+	}()
 	entries, err := list(q.entries, 0)
-	var taken []string
-	if err == nil && len(entries) > 0 {
-		taken, err = list(q.taken, 1)
+	tl := <-takenc
+	taken := tl.names
+	if err == nil {
+		err = tl.err
+	}
+	if len(entries) == 0 {
+		changed[1] = nil // an empty queue's head waits for a put alone
 	}
 	if errors.Is(err, zk.ErrNoNode) {
 		q.ensured.Store(false)
@@ -322,9 +397,15 @@ func (q *Queue) scan(ctx context.Context, watch bool) (*Item, [2]<-chan struct{}
 		if busy[e.name] {
 			continue
 		}
-		it, err := q.claim(ctx, sess, e)
+		it, err := q.claim(ctx, sess, e, ln)
 		if it != nil || err != nil {
 			return it, changed, err
+		}
+		if ln.gone() {
+			// Our taken node was made, and we left the line, but the
+			// item was not to be had (consumed in the meantime): line up
+			// again rather than scan on beside the new head.
+			return nil, changed, errRestart
 		}
 	}
 	return nil, changed, nil
@@ -335,7 +416,7 @@ func (q *Queue) scan(ctx context.Context, watch bool) (*Item, [2]<-chan struct{}
 // workers of one client — one session — never take one item for each
 // other: the session owns the node, the take's identity says which worker
 // does. It returns nil, nil when another worker has it or it is gone.
-func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*Item, error) {
+func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln *linePlace) (*Item, error) {
 	tpath := path.Join(q.taken, e.name)
 	data := takenData(q.data)
 	// The create is not abandoned half-way when ctx ends: its outcome must
@@ -344,7 +425,35 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*
 	// all the same).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*lockcore.CleanupTimeout(sess))
 	defer cancel()
-	created, own, err := q.client.Claim(connection.Pin(cctx, sess), tpath, data)
+	// The moment the create is answered, the head of the line lets the
+	// next worker up (see linePlace), and the entry's data are read
+	// beside the read-back of the taken node: the three requests go out
+	// together. The entry is read after our create was answered, so a
+	// consume of the item before our take is seen (NoNode) — as when the
+	// read came after the read-back.
+	type read struct {
+		data []byte
+		err  error
+	}
+	var entryc chan read
+	made := func() {
+		if ln != nil {
+			ln.leaveSoon()
+		}
+		entryc = make(chan read, 1)
+		go func() {
+			d, _, err := q.client.Get(ctx, path.Join(q.entries, e.name))
+			entryc <- read{d, err}
+		}()
+	}
+	created, own, err := q.client.ClaimThen(connection.Pin(cctx, sess), tpath, data, made)
+	var er read
+	if entryc != nil {
+		er = <-entryc // joined whatever Claim said: no read outlives the take
+	}
+	if err == nil && ln != nil {
+		ln.leaveSoon() // our node, found after a lost answer
+	}
 	switch {
 	case errors.Is(err, zk.ErrNodeExists):
 		return nil, nil // another worker's, of this client or another
@@ -362,7 +471,11 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	edata, _, err := q.client.Get(ctx, path.Join(q.entries, e.name))
+	if entryc == nil {
+		// Claim found our node after a lost answer: read the entry now.
+		er.data, _, er.err = q.client.Get(ctx, path.Join(q.entries, e.name))
+	}
+	edata, err := er.data, er.err
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil // consumed between the listing and the take
 	}
