@@ -55,6 +55,8 @@ type Queue struct {
 	line    lockcore.Lock // idle workers wait here, one watching the queue
 
 	ensured atomic.Bool
+
+	afterMade func() // tests: called once a take's taken node is made
 }
 
 // Option configures a Queue.
@@ -290,11 +292,12 @@ func (q *Queue) await(ctx context.Context, ln *linePlace) (*Item, error) {
 // it lines up again (errRestart) rather than scanning on beside the new
 // head.
 type linePlace struct {
-	q     *Queue
-	place lockcore.Acquired
-	once  sync.Once
-	left  chan struct{} // closed once the place is given up
-	early bool          // leaveSoon was called; read after once
+	q      *Queue
+	place  lockcore.Acquired
+	once   sync.Once
+	left   chan struct{} // closed once the place is given up
+	early  bool          // leaveSoon was called; read after once
+	listed bool          // the head has listed the queue once
 }
 
 // leaveSoon gives up the place in the background.
@@ -350,8 +353,8 @@ func (q *Queue) scan(ctx context.Context, ln *linePlace) (*Item, [2]<-chan struc
 	if err != nil {
 		return nil, changed, err
 	}
-	list := func(dir string, i int) ([]string, error) {
-		if ln == nil {
+	list := func(dir string, i int, watch bool) ([]string, error) {
+		if !watch {
 			names, _, err := q.client.Children(ctx, dir)
 			return names, err
 		}
@@ -361,16 +364,25 @@ func (q *Queue) scan(ctx context.Context, ln *linePlace) (*Item, [2]<-chan struc
 		}
 		return names, err
 	}
+	// The head watches the taken nodes with its first listing only. It
+	// lists again when woken, and then most often finds the queue empty
+	// (the item it waited on consumed) or takes an item (a put): a watch
+	// set then would only fire at its own take. Should it find every
+	// entry taken, it sets the watch before it waits (below).
+	watchTaken := ln != nil && !ln.listed
+	if ln != nil {
+		ln.listed = true
+	}
 	type listing struct {
 		names []string
 		err   error
 	}
 	takenc := make(chan listing, 1)
 	go func() {
-		names, err := list(q.taken, 1)
+		names, err := list(q.taken, 1, watchTaken)
 		takenc <- listing{names, err}
 	}()
-	entries, err := list(q.entries, 0)
+	entries, err := list(q.entries, 0, ln != nil)
 	tl := <-takenc
 	taken := tl.names
 	if err == nil {
@@ -408,8 +420,37 @@ func (q *Queue) scan(ctx context.Context, ln *linePlace) (*Item, [2]<-chan struc
 			return nil, changed, errRestart
 		}
 	}
+	if ln == nil {
+		return nil, changed, nil
+	}
+	if len(entries) > 0 && changed[1] == nil {
+		// Every entry taken, and the taken nodes not watched: watch them
+		// now. Had one gone since the listing, the watch, set after it,
+		// would not say so: with an entry free, scan again at once.
+		names, err := list(q.taken, 1, true)
+		if err != nil {
+			return nil, changed, restartOn(err)
+		}
+		busy := make(map[string]bool, len(names))
+		for _, name := range names {
+			busy[name] = true
+		}
+		for _, e := range sortEntries(entries) {
+			if !busy[e.name] {
+				changed[1] = closedChan
+				break
+			}
+		}
+	}
 	return nil, changed, nil
 }
+
+// closedChan is a channel that is closed: a wait on it ends at once.
+var closedChan = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // claim tries to take entry e in session sess: it creates e's taken node,
 // with this take's own identity in its data (takenData), so that several
@@ -439,6 +480,9 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 	made := func() {
 		if ln != nil {
 			ln.leaveSoon()
+		}
+		if q.afterMade != nil {
+			q.afterMade()
 		}
 		entryc = make(chan read, 1)
 		go func() {
