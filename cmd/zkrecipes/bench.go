@@ -375,9 +375,12 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   reaction — has not been traced yet.
 - **The queue.** Kazoo's idle workers are all woken by every put, take and
   consume, and each lists both directories again. zkrecipes workers wait
-  in line, so a put wakes one; takes pass through the line one at a time,
-  which bounds the rate at a few hundred takes per second here, whatever
-  the number of workers (processing happens outside the line).
+  in line, so a put wakes one. The first in line holds its place only
+  until its taken node is made — a listing of both directories (sent
+  together), the create, the delete of its place: three round trips —
+  and the next moves up on that deletion without a request; the take
+  is finished (its node read back, the item read) outside the line.
+  About 11 requests per item reach the servers, against Kazoo's 18.
 - **Many keys.** A zkrecipes cycle is three requests: a create, a listing
   and a delete. A key's first lock also makes its directory (the create
   fails, the directory is made, the create is sent again) and, as the
