@@ -173,6 +173,75 @@ func TestTakeWhoseEntryWentAfterItsCreateLinesUpAgain(t *testing.T) {
 	}
 }
 
+// TestHeadWhoseCreateIsRefusedLinesUpAgain: the first in line leaves as
+// it sends its create; here another worker (a TryTake, which does not
+// line up, as Kazoo's workers do not) takes the item in that moment, so
+// the create is refused. The worker must not hold the item, must line up
+// again, and takes the next item; nothing is left behind.
+func TestHeadWhoseCreateIsRefusedLinesUpAgain(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/q"
+	ctx := ctxFor(t, 30*time.Second)
+	obs := ens.Conn(t)
+	q := newQueue(t, open(t, ens.Servers()), path)
+	other := newQueue(t, open(t, ens.Servers()), path)
+	var once sync.Once
+	var stolen *queue.Item
+	hooked := make(chan struct{})
+	queue.BeforeTakenCreate(q, func() {
+		once.Do(func() {
+			defer close(hooked)
+			it, err := other.TryTake(ctx)
+			if err != nil {
+				t.Errorf("the other worker's TryTake: %v", err)
+				return
+			}
+			stolen = it
+		})
+	})
+	ch := takeAsync(ctx, q)
+	waitIdle(t, ctx, q, 1)
+	if err := q.Put(ctx, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	<-hooked
+	zktest.Eventually(t, 10*time.Second, "the worker back in line", func() error {
+		if n, err := q.Idle(ctx); err != nil || n != 1 {
+			return fmt.Errorf("%d in line (%v)", n, err)
+		}
+		return nil
+	})
+	select {
+	case tk := <-ch:
+		t.Fatalf("Take returned %v, %v while the only item was another worker's", tk.it, tk.err)
+	default:
+	}
+	if stolen == nil || string(stolen.Data()) != "first" {
+		t.Fatalf("the other worker took %v", stolen)
+	}
+	if taken := children(t, obs, path+"/taken"); len(taken) != 1 || taken[0] != stolen.Name() {
+		t.Fatalf("taken nodes %v, want the other worker's alone", taken)
+	}
+	if err := q.Put(ctx, []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	tk := <-ch
+	if tk.err != nil || string(tk.it.Data()) != "second" {
+		t.Fatalf("Take = %v, %v; want the second item", tk.it, tk.err)
+	}
+	for _, it := range []*queue.Item{stolen, tk.it} {
+		if err := it.Consume(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, dir := range []string{"/taken", "/entries", "/takers"} {
+		if left := children(t, obs, path+dir); len(left) > 0 {
+			t.Errorf("%s: %v left", dir, left)
+		}
+	}
+}
+
 // TestLostAnswersAsTheHeadLeavesTheLine: the moment worker A's taken
 // node is made, the answers to A's requests are lost while they apply —
 // its leaving the line, the read-back of its taken node, the read of the

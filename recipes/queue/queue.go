@@ -56,7 +56,8 @@ type Queue struct {
 
 	ensured atomic.Bool
 
-	afterMade func() // tests: called once a take's taken node is made
+	afterMade    func() // tests: called once a take's taken node is made
+	beforeCreate func() // tests: called as a take's taken node is about to be made
 }
 
 // Option configures a Queue.
@@ -277,17 +278,23 @@ func (q *Queue) await(ctx context.Context, ln *linePlace) (*Item, error) {
 // an early leave to be done, so that Take returns with no request of its
 // own in flight).
 //
-// Leaving right after the taken create is safe. The line decides nothing
-// about who has an item — the taken node alone does, and no create of
-// another worker can succeed on it while it is there — so giving up the
-// place early can never let two workers take one item; at worst it costs
-// a refused create. And it keeps the order: the next in line moves up
-// when it hears our place deleted, a deletion the server made after our
-// create, so its server has applied our create by then and its listing
-// shows our item taken; the first takes of Go workers still follow the
-// order of the items, one after the other. What changes is what happens
-// after: the rest of the take (reading the taken node back, the entry's
-// data, the hold) no longer keeps the next worker waiting. If that rest
+// The head leaves as it sends the create of its taken node: the delete of
+// its place goes out beside the create, not after its answer, and the
+// line's path per item is the listing and that one round trip.
+//
+// Safe: the line decides nothing about who has an item — the taken node
+// alone does, and no create of another worker can succeed on it while it
+// is there — so giving up the place early can never let two workers take
+// one item; at worst it costs a refused create. The order is kept too.
+// The next in line moves up when it hears our place deleted; our create
+// left before it could hear of that, so ours reaches the leader first,
+// and if the next one's listing, on a server that has not applied our
+// create yet, shows our item free, its own create of the item is refused
+// and it takes the next one: each item's first take still comes before
+// the next item's. What changes is what happens after: the rest of the
+// take (reading the taken node back, the entry's data, the hold) no
+// longer keeps the next worker waiting. If our create is refused (a
+// worker that does not line up, or a TryTake, had the item), or the rest
 // fails or finds the item gone, the worker is no longer at the head, and
 // it lines up again (errRestart) rather than scanning on beside the new
 // head.
@@ -466,21 +473,24 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 	// all the same).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*lockcore.CleanupTimeout(sess))
 	defer cancel()
-	// The moment the create is answered, the head of the line lets the
-	// next worker up (see linePlace), and the entry's data are read
-	// beside the read-back of the taken node: the three requests go out
-	// together. The entry is read after our create was answered, so a
-	// consume of the item before our take is seen (NoNode) — as when the
-	// read came after the read-back.
+	// The head of the line lets the next worker up as it sends the
+	// create (see linePlace). The moment the create is answered, the
+	// entry's data are read beside the read-back of the taken node. The
+	// entry is read after our create was answered, so a consume of the
+	// item before our take is seen (NoNode) — as when the read came after
+	// the read-back.
 	type read struct {
 		data []byte
 		err  error
 	}
+	if ln != nil {
+		ln.leaveSoon()
+	}
+	if q.beforeCreate != nil {
+		q.beforeCreate()
+	}
 	var entryc chan read
 	made := func() {
-		if ln != nil {
-			ln.leaveSoon()
-		}
 		if q.afterMade != nil {
 			q.afterMade()
 		}
@@ -494,9 +504,6 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 	var er read
 	if entryc != nil {
 		er = <-entryc // joined whatever Claim said: no read outlives the take
-	}
-	if err == nil && ln != nil {
-		ln.leaveSoon() // our node, found after a lost answer
 	}
 	switch {
 	case errors.Is(err, zk.ErrNodeExists):
