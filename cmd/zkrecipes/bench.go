@@ -375,12 +375,12 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   reaction — has not been traced yet.
 - **The queue.** Kazoo's idle workers are all woken by every put, take and
   consume, and each lists both directories again. zkrecipes workers wait
-  in line, so a put wakes one. The first in line holds its place only
-  until its taken node is made — a listing of both directories (sent
-  together), the create, the delete of its place: three round trips —
-  and the next moves up on that deletion without a request; the take
-  is finished (its node read back, the item read) outside the line.
-  About 11 requests per item reach the servers, against Kazoo's 18.
+  in line, so a put wakes one. The first in line holds its place for
+  two round trips — a listing of both directories (sent together), then
+  its taken create with the delete of its place beside it — and the
+  next moves up on that deletion without a request; the take is
+  finished (its node read back, the item read) outside the line. About
+  11 requests per item reach the servers, against Kazoo's 14–19.
 - **Many keys.** A zkrecipes cycle is three requests: a create, a listing
   and a delete. A key's first lock also makes its directory (the create
   fails, the directory is made, the create is sent again) and, as the
