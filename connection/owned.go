@@ -48,6 +48,18 @@ func NewUUID() string { return newUUID() }
 // have made is deleted in the background by the same test, so that nothing
 // is orphaned.
 func (c *Client) Claim(ctx context.Context, path string, data []byte) (Created, *Watch, error) {
+	return c.ClaimThen(ctx, path, data, nil)
+}
+
+// ClaimThen is Claim, calling made (if not nil), in the caller's
+// goroutine, the moment the create is answered with success — before the
+// node is read back for its czxid and its watch. From then on the node is
+// at path, in the claim's session, and no one else's create there can
+// succeed while it is: a caller that only waited for its turn to claim (a
+// work queue's line of idle workers) may let the next one go one round
+// trip sooner. It is not called when a retry found the node already
+// there (a lost answer, settled by the read): Claim's result says then.
+func (c *Client) ClaimThen(ctx context.Context, path string, data []byte, made func()) (Created, *Watch, error) {
 	if err := ValidatePath(path); err != nil {
 		return Created{}, nil, err
 	}
@@ -63,6 +75,9 @@ func (c *Client) Claim(ctx context.Context, path string, data []byte) (Created, 
 		ctx = Pin(ctx, sess)
 	}
 	_, err := c.Create(ctx, path, data, Ephemeral)
+	if err == nil && made != nil {
+		made()
+	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		if errors.Is(err, ErrOutcomeUnknown) {
 			c.deleteClaimLater(sess, path, data)

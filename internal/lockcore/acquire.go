@@ -44,6 +44,8 @@ type Lock struct {
 	// taken nodes) and the order only saves wake-ups. Its contenders set
 	// no watch on their own nodes, and the Acquired has no Own: a place
 	// whose node someone else deletes is found out at its next listing.
+	// A place whose predecessor goes is first without a listing (see
+	// waiter.deleted), as places leave in turn.
 	Line bool
 }
 
@@ -220,6 +222,7 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool,
 	// The create told the node's owner and czxid (the fencing token).
 	a := Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}
 	w := newWaiter(path.Base(created.Path), l.Predicate, l.Accept, l.Relist, l.Window)
+	w.line = l.Line
 	next, names := w.created(), []string(nil)
 	var (
 		err     error

@@ -22,6 +22,7 @@ type waiter struct {
 	accept   func(Kind) bool
 	relist   bool
 	window   int  // see Lock.Window; 0 keeps every contender ahead
+	line     bool // see Lock.Line: a deleted predecessor makes ours first (deleted)
 	partial  bool // cs[0] stands in for contenders ahead that were not kept
 	cs       []Contender
 	watching []watching        // the watches set and not fired: a few at most
@@ -169,6 +170,24 @@ func (w *waiter) deleted(name string) (step, []string) {
 	w.cs = removeName(w.cs, name)
 	if w.relist {
 		return stepList, nil
+	}
+	if w.line {
+		// A line (Lock.Line) watches its predecessor alone, and its places
+		// leave in turn: a place leaves once it is first. So when ours
+		// hears its predecessor go, every contender it kept ahead of that
+		// one has left unseen, and ours is first without a listing —
+		// where a lock would set a watch on the nearest of them (NoNode)
+		// and list, two requests on the line's path at every move. The
+		// guess is wrong only when the predecessor left out of turn (its
+		// wait cancelled, its session ended) while one ahead of it still
+		// waits or is first: then two places act as first for a while,
+		// which in a line costs requests and breaks nothing — what it
+		// orders is decided elsewhere (a queue's taken nodes).
+		if i := Index(w.cs, w.ours); i >= 0 {
+			w.cs, w.partial = w.cs[i:], false
+			w.watching = w.watching[:0]
+			return stepHeld, nil
+		}
 	}
 	if i := Index(w.cs, w.ours); i >= 0 {
 		if held, _ := w.pred(w.cs, i); held {

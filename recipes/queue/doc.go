@@ -18,8 +18,9 @@
 // take and consume wakes every one of them. Idle Go workers instead line
 // up in <path>/takers, a mutex (Curator's layout): only the first in line
 // watches the queue, the others wait for their predecessor in line. A put
-// wakes the first in line; once it has taken the item, it leaves the line
-// and the next worker moves up. The line is only about wake-ups — the
+// wakes the first in line; it leaves the line as it makes its taken node,
+// and the next worker moves up while it finishes its take. The line is
+// only about wake-ups — the
 // taken node alone decides who has an item, so Kazoo workers, which do not
 // line up, stay safe.
 //

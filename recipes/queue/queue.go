@@ -55,6 +55,9 @@ type Queue struct {
 	line    lockcore.Lock // idle workers wait here, one watching the queue
 
 	ensured atomic.Bool
+
+	afterMade    func() // tests: called once a take's taken node is made
+	beforeCreate func() // tests: called as a take's taken node is about to be made
 }
 
 // Option configures a Queue.
@@ -198,8 +201,9 @@ func (q *Queue) Take(ctx context.Context) (*Item, error) {
 		if err != nil {
 			return nil, q.errorf("take", err)
 		}
-		it, err := q.await(ctx, place)
-		q.leave(place)
+		ln := &linePlace{q: q, place: place, left: make(chan struct{})}
+		it, err := q.await(ctx, ln)
+		ln.leave()
 		if it != nil && it.hold.Lost() {
 			// Lost while the place in line was given up (a request, which
 			// slow answers can draw out to a session timeout): a lost take
@@ -229,7 +233,7 @@ func (q *Queue) TryTake(ctx context.Context) (*Item, error) {
 		return nil, q.errorf("take", err)
 	}
 	for {
-		it, _, err := q.scan(ctx, false)
+		it, _, err := q.scan(ctx, nil)
 		if errors.Is(err, errRestart) && ctx.Err() == nil {
 			continue
 		}
@@ -251,21 +255,80 @@ var errRestart = errors.New("queue: restart")
 
 // await is the first in line's wait: scan the queue, and if nothing is
 // available, wait for a change of either directory.
-func (q *Queue) await(ctx context.Context, place lockcore.Acquired) (*Item, error) {
+func (q *Queue) await(ctx context.Context, ln *linePlace) (*Item, error) {
 	for {
-		it, changed, err := q.scan(ctx, true)
+		it, changed, err := q.scan(ctx, ln)
 		if it != nil || err != nil {
 			return it, err
 		}
 		select {
 		case <-changed[0]:
 		case <-changed[1]:
-		case <-place.Session.Done():
+		case <-ln.place.Session.Done():
 			return nil, errRestart
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// linePlace is a worker's place at the head of the line, which it gives
+// up once, either early (leaveSoon, in the background, as soon as its
+// taken node is made) or when its wait ends (leave, which also waits for
+// an early leave to be done, so that Take returns with no request of its
+// own in flight).
+//
+// The head leaves as it sends the create of its taken node: the delete of
+// its place goes out beside the create, not after its answer, and the
+// line's path per item is the listing and that one round trip.
+//
+// Safe: the line decides nothing about who has an item — the taken node
+// alone does, and no create of another worker can succeed on it while it
+// is there — so giving up the place early can never let two workers take
+// one item; at worst it costs a refused create. The order is kept too.
+// The next in line moves up when it hears our place deleted; our create
+// left before it could hear of that, so ours reaches the leader first,
+// and if the next one's listing, on a server that has not applied our
+// create yet, shows our item free, its own create of the item is refused
+// and it takes the next one: each item's first take still comes before
+// the next item's. What changes is what happens after: the rest of the
+// take (reading the taken node back, the entry's data, the hold) no
+// longer keeps the next worker waiting. If our create is refused (a
+// worker that does not line up, or a TryTake, had the item), or the rest
+// fails or finds the item gone, the worker is no longer at the head, and
+// it lines up again (errRestart) rather than scanning on beside the new
+// head.
+type linePlace struct {
+	q      *Queue
+	place  lockcore.Acquired
+	once   sync.Once
+	left   chan struct{} // closed once the place is given up
+	early  bool          // leaveSoon was called; read after once
+	listed bool          // the head has listed the queue once
+}
+
+// leaveSoon gives up the place in the background.
+func (ln *linePlace) leaveSoon() {
+	ln.once.Do(func() {
+		ln.early = true
+		go func() {
+			defer close(ln.left)
+			ln.q.leave(ln.place)
+		}()
+	})
+}
+
+// gone reports whether leaveSoon was called: the worker is no longer at
+// the head of the line. Only the goroutine of the take calls it.
+func (ln *linePlace) gone() bool { return ln != nil && ln.early }
+
+// leave gives up the place, if it is still held, and waits until it is.
+func (ln *linePlace) leave() {
+	ln.once.Do(func() {
+		defer close(ln.left)
+		ln.q.leave(ln.place)
+	})
+	<-ln.left
 }
 
 // leave gives up a place in line, so that the next idle worker moves up.
@@ -277,18 +340,27 @@ func (q *Queue) leave(place lockcore.Acquired) {
 	}
 }
 
-// scan lists the queue and takes the first item not taken. With watch,
-// when it finds none it returns channels that close when that may have
-// changed: a child watch on the entries, and, only while there are
-// entries (all taken), one on the taken nodes — an empty queue's head is
-// not woken by takes and releases.
-func (q *Queue) scan(ctx context.Context, watch bool) (*Item, [2]<-chan struct{}, error) {
+// scan lists the queue and takes the first item not taken. The head of
+// the line (ln not nil) watches: when it finds none, scan returns channels
+// that close when that may have changed: a child watch on the entries,
+// and, only while there are entries (all taken), one on the taken nodes —
+// an empty queue's head is not woken by takes and releases.
+//
+// The two directories are listed at once, not one after the other: one
+// round trip on the line's path instead of two. The listings may then be
+// of different moments, which costs at worst a request: an entry taken
+// after the taken nodes were listed looks free, and its create is refused
+// (NodeExists); an entry consumed after the entries were listed looks
+// free too, its taken node is made for nothing and deleted again when
+// the entry is found gone (claim). The taken node alone decides who has
+// an item, whatever the listings said.
+func (q *Queue) scan(ctx context.Context, ln *linePlace) (*Item, [2]<-chan struct{}, error) {
 	var changed [2]<-chan struct{}
 	sess, err := q.client.WaitSession(ctx)
 	if err != nil {
 		return nil, changed, err
 	}
-	list := func(dir string, i int) ([]string, error) {
+	list := func(dir string, i int, watch bool) ([]string, error) {
 		if !watch {
 			names, _, err := q.client.Children(ctx, dir)
 			return names, err
@@ -299,10 +371,32 @@ func (q *Queue) scan(ctx context.Context, watch bool) (*Item, [2]<-chan struct{}
 		}
 		return names, err
 	}
-	entries, err := list(q.entries, 0)
-	var taken []string
-	if err == nil && len(entries) > 0 {
-		taken, err = list(q.taken, 1)
+	// The head watches the taken nodes with its first listing only. It
+	// lists again when woken, and then most often finds the queue empty
+	// (the item it waited on consumed) or takes an item (a put): a watch
+	// set then would only fire at its own take. Should it find every
+	// entry taken, it sets the watch before it waits (below).
+	watchTaken := ln != nil && !ln.listed
+	if ln != nil {
+		ln.listed = true
+	}
+	type listing struct {
+		names []string
+		err   error
+	}
+	takenc := make(chan listing, 1)
+	go func() {
+		names, err := list(q.taken, 1, watchTaken)
+		takenc <- listing{names, err}
+	}()
+	entries, err := list(q.entries, 0, ln != nil)
+	tl := <-takenc
+	taken := tl.names
+	if err == nil {
+		err = tl.err
+	}
+	if len(entries) == 0 {
+		changed[1] = nil // an empty queue's head waits for a put alone
 	}
 	if errors.Is(err, zk.ErrNoNode) {
 		q.ensured.Store(false)
@@ -322,20 +416,55 @@ func (q *Queue) scan(ctx context.Context, watch bool) (*Item, [2]<-chan struct{}
 		if busy[e.name] {
 			continue
 		}
-		it, err := q.claim(ctx, sess, e)
+		it, err := q.claim(ctx, sess, e, ln)
 		if it != nil || err != nil {
 			return it, changed, err
+		}
+		if ln.gone() {
+			// Our taken node was made, and we left the line, but the
+			// item was not to be had (consumed in the meantime): line up
+			// again rather than scan on beside the new head.
+			return nil, changed, errRestart
+		}
+	}
+	if ln == nil {
+		return nil, changed, nil
+	}
+	if len(entries) > 0 && changed[1] == nil {
+		// Every entry taken, and the taken nodes not watched: watch them
+		// now. Had one gone since the listing, the watch, set after it,
+		// would not say so: with an entry free, scan again at once.
+		names, err := list(q.taken, 1, true)
+		if err != nil {
+			return nil, changed, restartOn(err)
+		}
+		busy := make(map[string]bool, len(names))
+		for _, name := range names {
+			busy[name] = true
+		}
+		for _, e := range sortEntries(entries) {
+			if !busy[e.name] {
+				changed[1] = closedChan
+				break
+			}
 		}
 	}
 	return nil, changed, nil
 }
+
+// closedChan is a channel that is closed: a wait on it ends at once.
+var closedChan = func() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // claim tries to take entry e in session sess: it creates e's taken node,
 // with this take's own identity in its data (takenData), so that several
 // workers of one client — one session — never take one item for each
 // other: the session owns the node, the take's identity says which worker
 // does. It returns nil, nil when another worker has it or it is gone.
-func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*Item, error) {
+func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln *linePlace) (*Item, error) {
 	tpath := path.Join(q.taken, e.name)
 	data := takenData(q.data)
 	// The create is not abandoned half-way when ctx ends: its outcome must
@@ -344,7 +473,38 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*
 	// all the same).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*lockcore.CleanupTimeout(sess))
 	defer cancel()
-	created, own, err := q.client.Claim(connection.Pin(cctx, sess), tpath, data)
+	// The head of the line lets the next worker up as it sends the
+	// create (see linePlace). The moment the create is answered, the
+	// entry's data are read beside the read-back of the taken node. The
+	// entry is read after our create was answered, so a consume of the
+	// item before our take is seen (NoNode) — as when the read came after
+	// the read-back.
+	type read struct {
+		data []byte
+		err  error
+	}
+	if ln != nil {
+		ln.leaveSoon()
+	}
+	if q.beforeCreate != nil {
+		q.beforeCreate()
+	}
+	var entryc chan read
+	made := func() {
+		if q.afterMade != nil {
+			q.afterMade()
+		}
+		entryc = make(chan read, 1)
+		go func() {
+			d, _, err := q.client.Get(ctx, path.Join(q.entries, e.name))
+			entryc <- read{d, err}
+		}()
+	}
+	created, own, err := q.client.ClaimThen(connection.Pin(cctx, sess), tpath, data, made)
+	var er read
+	if entryc != nil {
+		er = <-entryc // joined whatever Claim said: no read outlives the take
+	}
 	switch {
 	case errors.Is(err, zk.ErrNodeExists):
 		return nil, nil // another worker's, of this client or another
@@ -362,7 +522,11 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry) (*
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	edata, _, err := q.client.Get(ctx, path.Join(q.entries, e.name))
+	if entryc == nil {
+		// Claim found our node after a lost answer: read the entry now.
+		er.data, _, er.err = q.client.Get(ctx, path.Join(q.entries, e.name))
+	}
+	edata, err := er.data, er.err
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil // consumed between the listing and the take
 	}

@@ -29,6 +29,7 @@ type ElectionQueueConfig struct {
 	Failovers      int           // failovers per implementation and counted round (0: 5; the warm-up has one)
 	Workers        int           // queue workers, each with its own session
 	Items          int           // items per queue round
+	QueueOnly      bool          // the queue scenario alone, without failover
 	Progress       io.Writer
 }
 
@@ -40,6 +41,11 @@ type ElectionQueueResults struct {
 	Reaction   map[string]time.Duration // the leader's node gone on the standby's server → the standby leads
 	Negotiated map[string]time.Duration // the session timeout the server granted
 	QueueRate  map[string]float64       // items taken and done per second
+	// QueueRequests is the packets the servers received per item
+	// (mntr's zk_packets_received, pings included): zkrecipes while its
+	// workers take and consume, Kazoo over its driver's whole run (its
+	// connects and its one transaction of puts too).
+	QueueRequests map[string]float64
 }
 
 // RunElectionQueue runs the election and queue scenarios, interleaving
@@ -69,8 +75,8 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 	if cfg.Failovers == 0 {
 		cfg.Failovers = 5
 	}
-	fo, gone, re, qr := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]float64{}
-	res := &ElectionQueueResults{Cfg: cfg, Failover: map[string]time.Duration{}, Gone: map[string]time.Duration{}, Reaction: map[string]time.Duration{}, Negotiated: map[string]time.Duration{}, QueueRate: map[string]float64{}}
+	fo, gone, re, qr, qp := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]float64{}, map[string][]float64{}
+	res := &ElectionQueueResults{Cfg: cfg, Failover: map[string]time.Duration{}, Gone: map[string]time.Duration{}, Reaction: map[string]time.Duration{}, Negotiated: map[string]time.Duration{}, QueueRate: map[string]float64{}, QueueRequests: map[string]float64{}}
 	for round := 0; round <= cfg.Rounds; round++ {
 		record := func(impl string, run func(context.Context, []string, string, time.Duration) (failover, error)) error {
 			f, err := run(ctx, cfg.Servers, next(), cfg.SessionTimeout)
@@ -95,6 +101,9 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 		if round == 0 {
 			failovers = 1
 		}
+		if cfg.QueueOnly {
+			failovers = 0
+		}
 		for range failovers {
 			if err := record("zkrecipes", runFailover); err != nil {
 				return nil, err
@@ -105,23 +114,27 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 				}
 			}
 		}
-		rate, err := runQueue(ctx, cfg.Servers, next(), cfg.Workers, cfg.Items)
+		rate, packets, err := runQueue(ctx, cfg.Servers, next(), cfg.Workers, cfg.Items)
 		if err != nil {
 			return nil, fmt.Errorf("queue, zkrecipes: %w", err)
 		}
 		if round > 0 {
 			qr["zkrecipes"] = append(qr["zkrecipes"], rate)
-			fmt.Fprintf(progress, "round %d/%d  %-10s queue %.0f items/s\n", round, cfg.Rounds, "zkrecipes", rate)
+			qp["zkrecipes"] = append(qp["zkrecipes"], float64(packets)/float64(cfg.Items))
+			fmt.Fprintf(progress, "round %d/%d  %-10s queue %.0f items/s, %.2f requests/item\n", round, cfg.Rounds, "zkrecipes", rate, float64(packets)/float64(cfg.Items))
 		}
 		if kazoo {
+			before, _ := packetsReceived(cfg.Servers)
 			a, b, err := kazooPeer.result(ctx, cfg.Servers, next(), "queue", cfg.Workers, cfg.Items)
 			if err != nil {
 				return nil, fmt.Errorf("queue, Kazoo: %w", err)
 			}
+			after, _ := packetsReceived(cfg.Servers)
 			rate := float64(a) / time.Duration(b).Seconds()
 			if round > 0 {
 				qr["Kazoo"] = append(qr["Kazoo"], rate)
-				fmt.Fprintf(progress, "round %d/%d  %-10s queue %.0f items/s\n", round, cfg.Rounds, "Kazoo", rate)
+				qp["Kazoo"] = append(qp["Kazoo"], float64(after-before)/float64(cfg.Items))
+				fmt.Fprintf(progress, "round %d/%d  %-10s queue %.0f items/s, %.2f requests/item\n", round, cfg.Rounds, "Kazoo", rate, float64(after-before)/float64(cfg.Items))
 			}
 		}
 		if round == 0 {
@@ -136,6 +149,9 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 	for impl, rs := range qr {
 		res.QueueRate[impl] = median(rs)
 	}
+	for impl, ps := range qp {
+		res.QueueRequests[impl] = median(ps)
+	}
 	return res, nil
 }
 
@@ -144,7 +160,9 @@ func (r *ElectionQueueResults) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Medians of %d rounds (failover: of %d failovers, %d per round).\n\n| scenario | zkrecipes | peer | peer ÷ zkrecipes |\n|---|---:|---:|---:|\n", r.Cfg.Rounds, r.Cfg.Rounds*r.Cfg.Failovers, r.Cfg.Failovers)
 	quiet := failoverQuiet(r.Negotiated["zkrecipes"])
-	if d, ok := r.Failover["Curator"]; ok {
+	if _, ok := r.Failover["zkrecipes"]; !ok {
+		// QueueOnly: no failover row
+	} else if d, ok := r.Failover["Curator"]; ok {
 		fmt.Fprintf(&b, "| failover: leader cut off %v after it was last heard → standby leads (session timeout %v; Curator LeaderLatch) | %v | %v | %.3f |\n",
 			quiet.Round(time.Millisecond), r.Negotiated["zkrecipes"], r.Failover["zkrecipes"].Round(time.Millisecond), d.Round(time.Millisecond), float64(d)/float64(r.Failover["zkrecipes"]))
 		fmt.Fprintf(&b, "| of which: the cut → the leader's node gone on the standby's server (the server's expiry) | %v | %v | %.3f |\n",
@@ -160,7 +178,7 @@ func (r *ElectionQueueResults) Markdown() string {
 		fmt.Fprintf(&b, "| of which: the leader's node gone on the standby's server → standby leads (the library's reaction) | %v | | |\n", r.Reaction["zkrecipes"].Round(10*time.Microsecond))
 	}
 	if k, ok := r.QueueRate["Kazoo"]; ok {
-		fmt.Fprintf(&b, "| queue, %d workers, %d items: items/s (Kazoo LockingQueue) | %.0f | %.0f | %.2f |\n",
+		fmt.Fprintf(&b, "| queue, %d workers, %d items: items/s (Kazoo LockingQueue; the last column here is zkrecipes ÷ Kazoo) | %.0f | %.0f | %.2f |\n",
 			r.Cfg.Workers, r.Cfg.Items, r.QueueRate["zkrecipes"], k, r.QueueRate["zkrecipes"]/k)
 	} else {
 		fmt.Fprintf(&b, "| queue, %d workers, %d items: items/s | %.0f | | |\n", r.Cfg.Workers, r.Cfg.Items, r.QueueRate["zkrecipes"])
@@ -408,31 +426,32 @@ func curatorFailover(ctx context.Context, servers []string, path string, timeout
 }
 
 // runQueue puts items, then has workers (each with its own session) take
-// and finish them; it returns items per second.
-func runQueue(ctx context.Context, servers []string, path string, workers, items int) (float64, error) {
+// and finish them; it returns items per second, and the packets the
+// servers received meanwhile (0 if mntr did not answer).
+func runQueue(ctx context.Context, servers []string, path string, workers, items int) (float64, int64, error) {
 	pc, err := openClient(ctx, servers[:1])
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer pc.Close()
 	pq, err := queue.New(pc, path)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for i := range items {
 		if err := pq.Put(ctx, []byte(strconv.Itoa(i))); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	qs := make([]*queue.Queue, workers)
 	for i := range workers {
 		c, err := openClient(ctx, pin(servers, i))
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		defer c.Close()
 		if qs[i], err = queue.New(c, path); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	wctx, stop := context.WithCancel(ctx)
@@ -443,6 +462,7 @@ func runQueue(ctx context.Context, servers []string, path string, workers, items
 		errOnce  sync.Once
 		firstErr error
 	)
+	before, _ := packetsReceived(servers)
 	start := time.Now()
 	var elapsed time.Duration
 	var finish sync.Once
@@ -473,7 +493,11 @@ func runQueue(ctx context.Context, servers []string, path string, workers, items
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return 0, firstErr
+		return 0, 0, firstErr
 	}
-	return float64(items) / elapsed.Seconds(), nil
+	after, err := packetsReceived(servers)
+	if err != nil || before == 0 {
+		after, before = 0, 0
+	}
+	return float64(items) / elapsed.Seconds(), after - before, nil
 }
