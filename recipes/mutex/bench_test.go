@@ -69,8 +69,9 @@ func BenchmarkContendedLockUnlock(b *testing.B) {
 // BenchmarkIdleWaiters: Mutex values of one client wait behind holders —
 // 100 or 1,000 on one lock, or 10,000 spread over 100 locks, as a fleet's
 // idle waiters are; what each waiter costs while it waits — heap and stack
-// bytes, goroutines, watches — measured once they all wait, and the CPU
-// the process spends in a second of waiting.
+// bytes (and apart: stack, heap spans, live heap), goroutines, watches —
+// measured once they all wait, and the CPU the process spends in a second
+// of waiting.
 func BenchmarkIdleWaiters(b *testing.B) {
 	for _, sz := range []struct{ locks, perLock int }{{1, 100}, {1, 1000}, {100, 100}} {
 		b.Run(fmt.Sprintf("%dx%d", sz.locks, sz.perLock), func(b *testing.B) {
@@ -125,6 +126,9 @@ func idleCost(b *testing.B, locks, perLock int) {
 	time.Sleep(time.Second)
 	idleCPU := processCPU() - cpu0
 	b.ReportMetric(float64(after.bytes-before.bytes)/float64(n), "bytes/waiter")
+	b.ReportMetric(float64(after.stack-before.stack)/float64(n), "stack-bytes/waiter")
+	b.ReportMetric(float64(after.heap-before.heap)/float64(n), "heap-bytes/waiter")
+	b.ReportMetric(float64(after.live-before.live)/float64(n), "live-heap-bytes/waiter")
 	b.ReportMetric(float64(after.goroutines-before.goroutines)/float64(n), "goroutines/waiter")
 	b.ReportMetric(float64(c.Stats().PendingWatches)/float64(n), "watches/waiter")
 	b.ReportMetric(float64(idleCPU.Microseconds())/1000, "idle-CPU-ms/s")
@@ -137,11 +141,18 @@ func idleCost(b *testing.B, locks, perLock int) {
 	}
 }
 
-type usage struct{ bytes, goroutines int64 }
+// usage is what the process holds: bytes is heap and stacks in use (the
+// spans), split into stack and heap; live is the heap's live objects, so
+// that heap - live is what sparse spans cost.
+type usage struct{ bytes, stack, heap, live, goroutines int64 }
 
 func measure() usage {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return usage{bytes: int64(ms.HeapInuse + ms.StackInuse), goroutines: int64(runtime.NumGoroutine())}
+	return usage{
+		bytes: int64(ms.HeapInuse + ms.StackInuse), stack: int64(ms.StackInuse), heap: int64(ms.HeapInuse),
+		live:       int64(ms.HeapAlloc),
+		goroutines: int64(runtime.NumGoroutine()),
+	}
 }
