@@ -105,7 +105,10 @@ func (w *Watch) RemoveHook(h Hook) bool {
 	if w.hook == h {
 		w.hook = nil
 		if w.more != nil && len(*w.more) > 0 {
-			w.hook, *w.more = (*w.more)[0], slices.Delete(*w.more, 0, 1)
+			// Two statements: in one assignment the index could be read
+			// after the Delete has shifted the slice.
+			w.hook = (*w.more)[0]
+			*w.more = slices.Delete(*w.more, 0, 1)
 		}
 		return true
 	}

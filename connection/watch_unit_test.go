@@ -93,3 +93,32 @@ func TestArmedWithoutWatch(t *testing.T) {
 		t.Fatalf("%d keys after every read failed", len(c.watches))
 	}
 }
+
+// TestWatchRemoveFirstHookKeepsTheOthers: removing the first of two or
+// three hooks leaves the others, each told once when the watch fires —
+// the hook that moves up from the others is the second, not lost, nor the
+// third told twice.
+func TestWatchRemoveFirstHookKeepsTheOthers(t *testing.T) {
+	for _, n := range []int{2, 3} {
+		c := &Client{}
+		key := watchKey{spath: "/a", kind: dataWatch}
+		w := c.arm(key)
+		c.armed(key, w, true)
+		hooks := make([]*recorder, n)
+		for i := range hooks {
+			hooks[i] = &recorder{}
+			if !w.AddHook(hooks[i]) {
+				t.Fatal("AddHook on a pending watch reported it fired")
+			}
+		}
+		if !w.RemoveHook(hooks[0]) {
+			t.Fatal("RemoveHook did not find the first hook")
+		}
+		c.watchEvent(nil, zk.Event{Type: zk.EventNodeDeleted, Path: "/a"})
+		for i, h := range hooks {
+			if want := min(i, 1); len(h.got) != want {
+				t.Errorf("%d hooks, the first removed: hook %d told %d times, want %d", n, i, len(h.got), want)
+			}
+		}
+	}
+}
