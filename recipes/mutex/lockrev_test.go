@@ -3,6 +3,8 @@ package mutex_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -152,4 +154,115 @@ func TestRewatchFailsThenNodeDeleted(t *testing.T) {
 	if err := m.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) {
 		t.Errorf("Unlock after the loss: %v, want ErrLockLost", err)
 	}
+}
+
+// TestFastPathHoldersAgainstTheServer checks "never two holders" against
+// the server's view while holds are handed out at their first listing:
+// six participants, three on each of two clients (one behind a 2 ms
+// proxy), take the lock in turn; inside each hold an observer's listing
+// must show the holder's node first in the queue, and the tokens (czxids)
+// must grow from hold to hold.
+func TestFastPathHoldersAgainstTheServer(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	obs := ens.Conn(t)
+	p := ens.Proxy(t)
+	p.Delay(2 * time.Millisecond)
+	clients := []*connection.Client{open(t, ens.Servers()), open(t, p.Servers())}
+	ctx := ctxFor(t, 2*time.Minute)
+	var (
+		mu        sync.Mutex
+		lastToken int64
+		holds     int
+	)
+	var wg sync.WaitGroup
+	for i := range 6 {
+		m := newMutex(t, clients[i%2], lock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				if err := m.Lock(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				kids, _, err := obs.Children(lock)
+				if err != nil {
+					t.Error(err)
+				}
+				first := ""
+				for _, k := range kids {
+					if first == "" || k[len(k)-10:] < first[len(first)-10:] {
+						first = k
+					}
+				}
+				if lock+"/"+first != m.Node() && !closed(m.Done()) {
+					t.Errorf("a trusted hold of %s while the server's first node is %s", m.Node(), first)
+				}
+				mu.Lock()
+				if m.Token() <= lastToken {
+					t.Errorf("token %#x after %#x", m.Token(), lastToken)
+				}
+				lastToken = m.Token()
+				holds++
+				mu.Unlock()
+				if err := m.Unlock(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d holds", holds)
+}
+
+// TestUnlockBeforeTheOwnWatchIsAnswered unlocks a hold handed out at its
+// first listing while its node's watch is still on its way (150 ms each
+// way), with a second participant of the same client waiting: the Unlock
+// must release our node only, the waiter must then hold, and nothing may
+// be left.
+func TestUnlockBeforeTheOwnWatchIsAnswered(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	obs := ens.Conn(t)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, time.Minute)
+	m1, m2 := newMutex(t, c, lock), newMutex(t, c, lock)
+	if err := m1.Lock(ctx); err != nil { // number 0, without a listing
+		t.Fatal(err)
+	}
+	if err := m1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Delay(150 * time.Millisecond)
+	for range 3 {
+		if err := m1.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		locked := make(chan error, 1)
+		go func() { locked <- m2.Lock(ctx) }()
+		if err := m1.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock in the window: %v", err)
+		}
+		if err := <-locked; err != nil {
+			t.Fatal(err)
+		}
+		if closed(m2.Done()) {
+			t.Fatal("the waiter's hold ended")
+		}
+		if err := m2.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	zktest.Eventually(t, 10*time.Second, "no node left", func() error {
+		kids, _, err := obs.Children(lock)
+		if err == nil && len(kids) > 0 {
+			err = errors.New(fmt.Sprint(kids))
+		}
+		return err
+	})
 }
