@@ -161,8 +161,7 @@ func (h *Hold) takeOwnSoon(o *OwnWatch) {
 				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token)
 		}
 	case o.err != nil:
-		// The session ended, or cannot be trusted: the hold's period
-		// ends it.
+		h.unwatched(o.err)
 	default:
 		h.mu.Lock()
 		over := h.over
@@ -282,8 +281,25 @@ func (h *Hold) rewatch() {
 	case err == nil:
 		h.unsure.Store(false)
 		w.AfterFire(h.nodeEvent)
+	default:
+		h.unwatched(err)
 	}
-	// Any other error: the hold is over, or its session's end ends it.
+}
+
+// unwatched ends a hold whose node's watch could not be set (err, not a
+// NoNode): its Done could no longer close when the node is deleted. Under
+// the session policy a cut does not end the hold's period, so the
+// connection's failure of that one read is not the end of the hold on its
+// own — without this a hold watched nothing and held on after its node
+// was gone. The node, if it is still there, goes in the background while
+// the session lives. A hold that ended already (its read failed because it
+// did) is left as it is.
+func (h *Hold) unwatched(err error) {
+	if h.finish(errtext.Errorf("%w: the watch of its node %s could not be set: %w", h.cfg.Lost, h.Path, err)) {
+		h.client.Logger().Warn("zkrecipes hold lost: its node's watch could not be set", "node", h.Path,
+			"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token, "error", err)
+		h.deleteLater()
+	}
 }
 
 // Done is closed when the hold can no longer be trusted, or was released.
