@@ -90,6 +90,12 @@ type tracker struct {
 	// onRestored is told when the current connection is restored; it
 	// must not block.
 	onRestored func()
+
+	// The tracker's own requests (inject.go), under mu but for the atomics.
+	cur      *trackedConn // the connection whose handshake was answered last, until it fails
+	injXid   uint32       // numbers the injected requests
+	seenZxid atomic.Int64 // the newest zxid of a reply to an injected request
+	noInject atomic.Bool  // the server refused a request go-zookeeper cannot send
 }
 
 // createdStat is what a create2 reply says of the new node.
@@ -182,12 +188,18 @@ type trackedConn struct {
 	net.Conn
 	t *tracker
 
+	// wmu orders whole frames on the wire: go-zookeeper's (one Write a
+	// request) and the tracker's own (inject.go), each with its entry in
+	// sent, in the order of the bytes.
+	wmu sync.Mutex
+
 	mu      sync.Mutex
-	sent    []int64  // send times of requests not yet answered, oldest first
-	keys    []string // their requestKeys, with a maxReply: parallel to sent
+	sent    []sentReq // requests not yet answered, oldest first
 	out     framer
 	in      framer
 	create2 map[int32]bool // xids of creates sent as create2
+	rd      reader         // what Read holds of the stream (inject.go)
+	dead    bool           // the connection failed: no injected request is sent on it
 
 	conn       int                    // the tracker's number of this connection, once its handshake is answered
 	setWatches map[int32][]restoreKey // setWatches sent and not answered, by xid
@@ -203,13 +215,25 @@ const (
 	opCreate2      = 15
 )
 
+// sentReq is a request written and not yet answered.
+type sentReq struct {
+	at  int64     // send time, mono() nanoseconds + 1
+	key string    // its requestKey, with a maxReply
+	inj *injected // the tracker's own request (inject.go); nil for go-zookeeper's
+}
+
 func (c *trackedConn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	now := int64(c.t.mono()) + 1
 	c.mu.Lock()
-	if c.out.atBoundary() && c.out.frames == 0 && !c.t.mayConnect(b) {
-		c.mu.Unlock()
-		c.Conn.Close()
-		return 0, errSpent
+	if c.out.atBoundary() && c.out.frames == 0 {
+		if !c.t.mayConnect(b) {
+			c.mu.Unlock()
+			c.Conn.Close()
+			return 0, errSpent
+		}
+		c.t.raiseLastZxid(b)
 	}
 	handshaken := c.out.frames > 0
 	if c.out.atBoundary() && handshaken {
@@ -222,15 +246,13 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 		key = requestKey(b)
 	}
 	c.out.feed(b, func([]byte) {
-		c.sent = append(c.sent, now)
-		if c.t.maxReply > 0 {
-			c.keys = append(c.keys, key)
-			key = ""
-		}
+		c.sent = append(c.sent, sentReq{at: now, key: key})
+		key = ""
 	})
 	c.mu.Unlock()
 	n, err := c.Conn.Write(b)
 	if err != nil && handshaken {
+		c.failInjected()
 		// go-zookeeper answers a request whose write failed at once, and
 		// again when it flushes the connection's pending requests; a
 		// request queued while the handle was closing has had a third
@@ -344,28 +366,12 @@ func (c *trackedConn) create2Reply(body []byte) {
 	})
 }
 
-func (c *trackedConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if n > 0 {
-		c.mu.Lock()
-		if c.in.grow == nil {
-			c.in.grow = c.isCreate2Reply
-			if c.t.maxReply > 0 {
-				c.in.maxLen, c.in.overLen = c.t.maxReply, c.overLong
-			}
-		}
-		c.in.feed(b[:n], c.reply)
-		c.mu.Unlock()
-	}
-	return n, err
-}
-
 // overLong is told of a reply longer than maxReply: it answers the oldest
 // request not yet answered (replies come in order; notifications are
 // small). c.mu is held.
 func (c *trackedConn) overLong() {
-	if c.in.frames > 0 && len(c.keys) > 0 && c.keys[0] != "" && c.t.tooLarge != nil {
-		c.t.tooLarge(c.keys[0])
+	if c.in.frames > 0 && len(c.sent) > 0 && c.sent[0].key != "" && c.t.tooLarge != nil {
+		c.t.tooLarge(c.sent[0].key)
 	}
 }
 
@@ -392,6 +398,7 @@ func (c *trackedConn) reply(head []byte) {
 			c.t.mu.Lock()
 			c.t.newConnectionLocked()
 			c.conn = c.t.restore.conn
+			c.t.cur = c
 			c.t.mu.Unlock()
 		}
 	} else if len(head) >= 4 {
@@ -400,13 +407,7 @@ func (c *trackedConn) reply(head []byte) {
 			count(c.t.notifications)
 			return // a watch notification answers no request
 		}
-		if keys, ok := c.setWatches[xid]; ok {
-			delete(c.setWatches, xid)
-			c.t.setWatchesAnswered(c.conn, keys)
-		}
-		if len(head) >= 12 {
-			c.t.replyZxid(c.conn, int64(binary.BigEndian.Uint64(head[4:12])))
-		}
+		c.answeredHead(xid, head)
 		if c.create2[xid] {
 			delete(c.create2, xid)
 			// Reply header: xid, zxid (int64), err (int32); then the body.
@@ -415,21 +416,39 @@ func (c *trackedConn) reply(head []byte) {
 			}
 		}
 	}
+	c.popSent()
+}
+
+// answeredHead records what the header of a reply to request xid says:
+// a setWatches answered, the zxid. c.mu is held.
+func (c *trackedConn) answeredHead(xid int32, head []byte) {
+	if keys, ok := c.setWatches[xid]; ok {
+		delete(c.setWatches, xid)
+		c.t.setWatchesAnswered(c.conn, keys)
+	}
+	if len(head) >= 12 {
+		c.t.replyZxid(c.conn, int64(binary.BigEndian.Uint64(head[4:12])))
+	}
+}
+
+// popSent counts a reply and takes the oldest request it answers off
+// sent, moving lastHeard to that request's send time. c.mu is held.
+func (c *trackedConn) popSent() *injected {
 	count(c.t.replies)
 	if len(c.sent) == 0 {
-		return
+		return nil
 	}
-	sent := c.sent[0]
+	s := c.sent[0]
+	c.sent[0] = sentReq{}
 	c.sent = c.sent[1:]
-	if len(c.keys) > 0 {
-		c.keys = c.keys[1:]
-	}
+	sent := s.at
 	for {
 		old := c.t.lastHeard.Load()
 		if sent <= old || c.t.lastHeard.CompareAndSwap(old, sent) {
 			break
 		}
 	}
+	return s.inj
 }
 
 // headLen is how much of each frame's body framer keeps: enough for the
