@@ -46,10 +46,12 @@ import (
 // same request, gives it (the same state).
 
 // BulkRead names a node for ReadWatchMany: its data and Stat, and with
-// Children its children too.
+// Children its children too. With ListOnly the data is read for the Stat
+// only: no data, no data watch.
 type BulkRead struct {
 	Path     string
 	Children bool
+	ListOnly bool
 }
 
 // BulkResult is what ReadWatchMany read of one node, as GetWatch and
@@ -231,7 +233,7 @@ func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkRes
 		var data, child []string
 		size := 0
 		for i := ch.lo; i < ch.hi; i++ {
-			if out[i].Err == nil {
+			if out[i].Err == nil && !reads[i].ListOnly {
 				data = append(data, spaths[i])
 				size += 4 + len(spaths[i])
 			}
@@ -267,7 +269,7 @@ func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkRes
 		}
 	}
 	for i := range out {
-		if out[i].Err == nil {
+		if out[i].Err == nil && !reads[i].ListOnly {
 			out[i].DataWatch = byKey[watchKey{zc, spaths[i], dataWatch}]
 		}
 		if reads[i].Children && out[i].ChildErr == nil {
@@ -481,7 +483,7 @@ func decodeMultiRead(body []byte, reads []BulkRead, out []BulkResult) error {
 			case want == opGetData && err != nil:
 				out[i].Err = err
 			case want == opGetData:
-				if data := d.bytes(); data != nil {
+				if data := d.bytes(); data != nil && !r.ListOnly {
 					out[i].Data = append([]byte(nil), data...)
 				}
 				out[i].Stat = d.stat()
