@@ -94,8 +94,9 @@ const (
 // none is missed. It is one attempt: a connection lost before every
 // answer was read fails the whole call (zk.ErrConnectionClosed wrapped),
 // and watches that were registered by then stay, shared with later
-// reads. A server that does not take multiRead gives ErrBulkUnsupported,
-// then and from then on. It is safe in any session.
+// reads. A server that does not take multiRead (an error code
+// ZUNIMPLEMENTED, or a reply that is not a multiRead's) gives
+// ErrBulkUnsupported, then and from then on. It is safe in any session.
 func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkResult, error) {
 	if c.bulkOff.Load() {
 		return nil, ErrBulkUnsupported
@@ -183,7 +184,11 @@ func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkRes
 			return nil, errtext.Errorf("connection: reads in bulk: %w", codeErr(ch.code))
 		}
 		if err := decodeMultiRead(ch.body, reads[ch.lo:ch.hi], out[ch.lo:ch.hi]); err != nil {
-			return nil, errtext.Errorf("connection: reads in bulk: %w", err)
+			// A server that does not know the request answers it without
+			// a body (ZooKeeper before 3.6 skips an unknown opcode):
+			// bulk reads are off for this client.
+			c.bulkOff.Store(true)
+			return nil, errtext.Errorf("%w: %w", ErrBulkUnsupported, err)
 		}
 		ch.body = nil
 	}

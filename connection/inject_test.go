@@ -214,3 +214,69 @@ func TestInjectedReplyTooLong(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 }
+
+// TestMultiReadCoding: a multiRead request as ZooKeeper reads it
+// (MultiOperationRecord: per op a header type/done/err and the request),
+// and a reply with data, an error and a listing decoded; a reply without
+// a body, as a server that does not know the request sends, is refused.
+func TestMultiReadCoding(t *testing.T) {
+	reads := []BulkRead{{Path: "/a", Children: true}, {Path: "/b"}}
+	b := encodeMultiRead(reads, []string{"/a", "/b"})
+	if int(binary.BigEndian.Uint32(b)) != len(b)-4 || binary.BigEndian.Uint32(b[8:12]) != opMultiRead {
+		t.Fatal("header")
+	}
+	d := &dec{b: b[12:]}
+	for _, want := range []struct {
+		typ  int32
+		path string
+	}{{opGetData, "/a"}, {opGetChildren, "/a"}, {opGetData, "/b"}} {
+		typ, done, code := d.i32(), d.take(1)[0], d.i32()
+		if typ != want.typ || done != 0 || code != -1 || string(d.bytes()) != want.path || d.take(1)[0] != 0 {
+			t.Fatalf("op %v", want)
+		}
+	}
+	if typ, done, code := d.i32(), d.take(1)[0], d.i32(); typ != -1 || done != 1 || code != -1 || len(d.b) != 0 || d.bad {
+		t.Fatal("end")
+	}
+
+	head := func(b []byte, typ int32, done bool, code int32) []byte {
+		b = binary.BigEndian.AppendUint32(b, uint32(typ))
+		if done {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+		return binary.BigEndian.AppendUint32(b, uint32(code))
+	}
+	var r []byte
+	r = head(r, opGetData, false, 0)
+	r = appendString(r, "data")
+	stat := make([]byte, 68)
+	binary.BigEndian.PutUint64(stat[0:8], 11)   // czxid
+	binary.BigEndian.PutUint64(stat[60:68], 12) // pzxid
+	r = append(r, stat...)
+	r = head(r, opGetChildren, false, 0)
+	r = binary.BigEndian.AppendUint32(r, 2)
+	r = appendString(r, "x")
+	r = appendString(r, "y")
+	r = head(r, opError, false, -101)
+	r = binary.BigEndian.AppendUint32(r, uint32(0xffffff9b)) // -101
+	r = head(r, -1, true, -1)
+	out := make([]BulkResult, 2)
+	if err := decodeMultiRead(r, reads, out); err != nil {
+		t.Fatal(err)
+	}
+	if string(out[0].Data) != "data" || out[0].Stat.Czxid != 11 || out[0].Stat.Pzxid != 12 ||
+		!slices.Equal(out[0].Children, []string{"x", "y"}) || out[0].Err != nil || out[0].ChildErr != nil {
+		t.Fatalf("first %+v", out[0])
+	}
+	if !errors.Is(out[1].Err, zk.ErrNoNode) || out[1].Stat != nil {
+		t.Fatalf("second %+v", out[1])
+	}
+	if err := decodeMultiRead(nil, reads, make([]BulkResult, 2)); err == nil {
+		t.Fatal("an empty reply decoded")
+	}
+	if err := decodeMultiRead(r[:len(r)-3], reads, make([]BulkResult, 2)); err == nil {
+		t.Fatal("a short reply decoded")
+	}
+}
