@@ -116,9 +116,6 @@ func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkRes
 	if !same {
 		return nil, errNotConnected
 	}
-	if tr.noInject.Load() {
-		return nil, ErrBulkUnsupported
-	}
 	out := make([]BulkResult, len(reads))
 	spaths := make([]string, len(reads))
 	for i, r := range reads {

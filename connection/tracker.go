@@ -55,6 +55,10 @@ import (
 // And it decides, as each guarded transaction is written, whether its
 // hold is still on (Guard, guard.go): a transaction written after its hold
 // ended carries a check no node passes.
+//
+// And it sends requests of its own on go-zookeeper's connection, which
+// go-zookeeper cannot send (multiRead, setWatches: inject.go, bulk.go),
+// and takes their replies out of the stream before go-zookeeper reads it.
 type tracker struct {
 	sessionID atomic.Int64 // of the newest handshake; 0 after an expiry answer
 	first     atomic.Int64 // the handle's one session, once it has one
@@ -95,7 +99,6 @@ type tracker struct {
 	cur      *trackedConn // the connection whose handshake was answered last, until it fails
 	injXid   uint32       // numbers the injected requests
 	seenZxid atomic.Int64 // the newest zxid of a reply to an injected request
-	noInject atomic.Bool  // the server refused a request go-zookeeper cannot send
 }
 
 // createdStat is what a create2 reply says of the new node.
