@@ -165,10 +165,14 @@ type reader struct {
 	pass   int   // bytes of the current frame still to hand to go-zookeeper
 	skip   int   // bytes of an injected reply too long for the client still to drop
 	frames int   // frames begun
+	full   bool  // the last read filled the buffer
 	err    error // of the socket, once its bytes are handed on
 }
 
-const readChunk = 64 << 10
+const (
+	minReadChunk = 4 << 10
+	readChunk    = 64 << 10
+)
 
 func (c *trackedConn) Read(b []byte) (int, error) {
 	rd := &c.rd
@@ -225,7 +229,7 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 				continue
 			}
 			if need := 4 + l; len(rd.buf) < need {
-				nb := make([]byte, max(need, readChunk))
+				nb := make([]byte, max(need, minReadChunk))
 				rd.w = copy(nb, rd.buf[rd.r:rd.w])
 				rd.r, rd.buf = 0, nb
 			}
@@ -233,21 +237,30 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 		if rd.err != nil {
 			return 0, rd.err
 		}
-		// Read more.
+		// Read more. The buffer starts small (a client of many idle
+		// sessions keeps one each) and grows while reads fill it.
 		if rd.r == rd.w {
 			rd.r, rd.w = 0, 0
-			if len(rd.buf) > 4*readChunk {
+			switch {
+			case len(rd.buf) > 4*readChunk:
 				rd.buf = nil // let a large reply's buffer go
+			case rd.full && len(rd.buf) < readChunk:
+				rd.buf = make([]byte, 2*len(rd.buf))
 			}
 		}
 		if rd.buf == nil {
-			rd.buf = make([]byte, readChunk)
+			rd.buf = make([]byte, minReadChunk)
 		}
 		if rd.w == len(rd.buf) {
-			rd.w = copy(rd.buf, rd.buf[rd.r:rd.w])
-			rd.r = 0
+			nb := rd.buf
+			if rd.full && len(rd.buf) < readChunk {
+				nb = make([]byte, 2*len(rd.buf))
+			}
+			rd.w = copy(nb, rd.buf[rd.r:rd.w])
+			rd.r, rd.buf = 0, nb
 		}
 		n, err := c.Conn.Read(rd.buf[rd.w:])
+		rd.full = rd.w+n == len(rd.buf)
 		rd.w += n
 		if err != nil {
 			c.failInjected()
