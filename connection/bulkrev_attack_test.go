@@ -1,8 +1,10 @@
 package connection_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -165,5 +167,192 @@ func TestReadWatchManyRacingReconnectWithAuth(t *testing.T) {
 	t.Logf("calls: %d read the node, %d NoAuth, %d connection errors, %d unanswered until their context ended", ok, noAuth, lossN, hung)
 	if noAuth > 0 || hung > 0 {
 		t.Fatalf("%d bulk reads of a readable node answered NoAuth, %d never answered", noAuth, hung)
+	}
+}
+
+// TestReadWatchManyNoAuthInside: a node the client may not read, between
+// two it may, in one multiRead: its data and listing are NoAuth, without
+// watches; the others are read and watched; the same path twice is read
+// twice and watched once.
+func TestReadWatchManyNoAuthInside(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	secret := root + "/secret"
+	owner := open(t, ens.Servers(), connection.WithDigestAuth("bob", "pw"),
+		connection.WithACLProvider(connection.PathACL(zk.WorldACL(zk.PermAll), map[string][]zk.ACL{secret: zk.DigestACL(zk.PermAll, "bob", "pw")})))
+	ctx := ctxFor(t, time.Minute)
+	if _, err := owner.Create(ctx, secret, []byte("x"), connection.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Delete(ctx, secret, -1)
+	for _, p := range []string{root + "/a", root + "/b"} {
+		if _, err := conn.Create(p, []byte(p), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := open(t, ens.Servers())
+	res, err := c.ReadWatchMany(ctx, []connection.BulkRead{
+		{Path: root + "/a", Children: true}, {Path: secret, Children: true}, {Path: root + "/b"}, {Path: root + "/a"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res[1].Err, zk.ErrNoAuth) || !errors.Is(res[1].ChildErr, zk.ErrNoAuth) || res[1].DataWatch != nil || res[1].ChildWatch != nil {
+		t.Fatalf("secret: %+v", res[1])
+	}
+	for _, i := range []int{0, 2, 3} {
+		if res[i].Err != nil || res[i].DataWatch == nil || res[i].Stat == nil {
+			t.Fatalf("read %d: %+v", i, res[i])
+		}
+	}
+	if res[0].DataWatch != res[3].DataWatch {
+		t.Logf("the same path read twice has two watches")
+	}
+	if _, err := conn.Set(root+"/a", nil, -1); err != nil {
+		t.Fatal(err)
+	}
+	fires(t, res[0].DataWatch, "a")
+	fires(t, res[3].DataWatch, "a, second read")
+	if _, err := conn.Set(root+"/b", nil, -1); err != nil {
+		t.Fatal(err)
+	}
+	fires(t, res[2].DataWatch, "b")
+}
+
+// TestReadWatchManyTooLarge: a multiRead whose answer exceeds the
+// client's bound fails with ErrResponseTooLarge; the connection stays up
+// (go-zookeeper never sees the frame) and answers the next request.
+func TestReadWatchManyTooLarge(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	var paths []string
+	for i := range 20 {
+		p := fmt.Sprintf("%s/n%d", root, i)
+		if _, err := conn.Create(p, make([]byte, 4<<10), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	c := open(t, ens.Servers(), connection.WithMaxBufferSize(32<<10))
+	ctx := ctxFor(t, time.Minute)
+	states := c.Listen(ctx)
+	for range 3 {
+		_, err := c.ReadWatchMany(ctx, bulkReads(paths))
+		if !errors.Is(err, connection.ErrResponseTooLarge) {
+			t.Fatalf("err %v, want ErrResponseTooLarge", err)
+		}
+		if _, _, err := c.Get(ctx, paths[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := c.ReadWatchMany(ctx, bulkReads(paths[:3]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case s := <-states:
+		t.Fatalf("state %v: the connection dropped", s)
+	default:
+	}
+	if _, err := conn.Set(paths[1], nil, -1); err != nil {
+		t.Fatal(err)
+	}
+	fires(t, res[1].DataWatch, paths[1])
+}
+
+// TestReadWatchManyInterleaved: large bulk replies (split over many
+// socket reads) interleaved with go-zookeeper's replies and with
+// notifications of a writer's changes: the stream go-zookeeper sees stays
+// whole (no drop) and every read, bulk or not, gives a node's data whole.
+func TestReadWatchManyInterleaved(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	var paths []string
+	for i := range 12 {
+		p := fmt.Sprintf("%s/n%d", root, i)
+		if _, err := conn.Create(p, bytes.Repeat([]byte{byte(i)}, 150<<10), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	c := open(t, ens.Servers(), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 2*time.Minute)
+	states := c.Listen(ctx)
+	check := func(i int, data []byte) error {
+		if len(data) != 150<<10 || data[0] != data[len(data)-1] {
+			return fmt.Errorf("%s: %d bytes, first %d last %d", paths[i], len(data), data[0], data[len(data)-1])
+		}
+		return nil
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 16)
+	var wg sync.WaitGroup
+	run := func(f func(k int) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := f(k); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for g := range 3 {
+		run(func(k int) error {
+			i := (k*7 + g) % len(paths)
+			data, _, err := c.Get(ctx, paths[i])
+			if err != nil {
+				return err
+			}
+			return check(i, data)
+		})
+	}
+	for range 2 {
+		run(func(int) error {
+			res, err := c.ReadWatchMany(ctx, bulkReads(paths))
+			if err != nil {
+				return err
+			}
+			for i, r := range res {
+				if r.Err != nil {
+					return r.Err
+				}
+				if err := check(i, r.Data); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	run(func(k int) error {
+		i := k % len(paths)
+		_, err := conn.Set(paths[i], bytes.Repeat([]byte{byte(k)}, 150<<10), -1)
+		time.Sleep(5 * time.Millisecond)
+		return err
+	})
+	time.Sleep(8 * time.Second)
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	select {
+	case s := <-states:
+		t.Fatalf("state %v: the connection dropped", s)
+	default:
 	}
 }
