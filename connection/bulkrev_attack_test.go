@@ -356,3 +356,31 @@ func TestReadWatchManyInterleaved(t *testing.T) {
 	default:
 	}
 }
+
+// TestReadWatchManyWatchesEndWithClose: the client closes while watches
+// set in bulk are pending: they end, as a watch set by GetWatch does
+// (go-zookeeper does not know them, so no EventNotWatching of its own
+// comes for them).
+func TestReadWatchManyWatchesEndWithClose(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	if _, err := conn.Create(root+"/a", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	res, err := c.ReadWatchMany(ctx, []connection.BulkRead{{Path: root, Children: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, gw, err := c.GetWatch(ctx, root+"/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	fires(t, gw, "GetWatch's watch at close")
+	fires(t, res[0].DataWatch, "bulk data watch at close")
+	fires(t, res[0].ChildWatch, "bulk child watch at close")
+}
