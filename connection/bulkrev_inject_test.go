@@ -52,3 +52,54 @@ func TestInjectedAnsweredOutOfOrder(t *testing.T) {
 		t.Errorf("the injected request was answered %d times, want once", calls)
 	}
 }
+
+// TestDecodeMultiReadOddReplies: truncated, corrupted and random reply
+// bodies give an error, never a panic or an allocation beyond the body.
+func TestDecodeMultiReadOddReplies(t *testing.T) {
+	reads := []BulkRead{{Path: "/a", Children: true}, {Path: "/b"}, {Path: "/c", Children: true, ListOnly: true}}
+	// A well-formed body to cut and corrupt: getData ok, getChildren
+	// ok, getData NoNode (an ErrorResult), getData ok, getChildren ok.
+	var b []byte
+	head := func(typ int32, code int32) {
+		b = binary.BigEndian.AppendUint32(b, uint32(typ))
+		b = append(b, 0)
+		b = binary.BigEndian.AppendUint32(b, uint32(code))
+	}
+	stat := make([]byte, 68)
+	head(opGetData, 0)
+	b = appendString(b, "data")
+	b = append(b, stat...)
+	head(opGetChildren, 0)
+	b = binary.BigEndian.AppendUint32(b, 2)
+	b = appendString(b, "x")
+	b = appendString(b, "y")
+	head(opError, -101)
+	b = binary.BigEndian.AppendUint32(b, uint32(0xffffff9b)) // -101
+	head(opGetData, 0)
+	b = appendString(b, "")
+	b = append(b, stat...)
+	head(opGetChildren, 0)
+	b = binary.BigEndian.AppendUint32(b, 0)
+	head(-1, -1)
+	b[len(b)-5] = 1 // done
+	out := make([]BulkResult, len(reads))
+	if err := decodeMultiRead(b, reads, out); err != nil {
+		t.Fatalf("well-formed body: %v", err)
+	}
+	for n := range len(b) {
+		out := make([]BulkResult, len(reads))
+		if err := decodeMultiRead(b[:n], reads, out); err == nil {
+			t.Fatalf("body cut at %d of %d: no error", n, len(b))
+		}
+	}
+	seed := uint32(1)
+	for i := range 20000 {
+		c := append([]byte(nil), b...)
+		for range 1 + i%4 {
+			seed = seed*1664525 + 1013904223
+			c[int(seed>>8)%len(c)] = byte(seed >> 24)
+		}
+		out := make([]BulkResult, len(reads))
+		_ = decodeMultiRead(c, reads, out)
+	}
+}
