@@ -17,6 +17,18 @@ import (
 func TestBulkLoadReconnectWithAuth(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
+	bulkLoadReconnect(t, connection.WithDigestAuth("bob", "pw"))
+}
+
+// TestBulkLoadReconnectDelayed is the control of
+// TestBulkLoadReconnectWithAuth: the same without credentials.
+func TestBulkLoadReconnectDelayed(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	bulkLoadReconnect(t)
+}
+
+func bulkLoadReconnect(t *testing.T, opts ...connection.Option) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
@@ -25,7 +37,7 @@ func TestBulkLoadReconnectWithAuth(t *testing.T) {
 	wr.start()
 	defer wr.finish(t)
 	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second), connection.WithDigestAuth("bob", "pw"))
+	client := open(t, proxy.Servers(), append(opts, connection.WithSessionTimeout(8*time.Second))...)
 	c := newCache(t, client, root)
 	rec := record(t, c)
 	waitInit(t, c)
