@@ -326,11 +326,13 @@ func (c *Client) ownPaths(zc *zk.Conn) (data, child []string) {
 // whose handshake was just answered, as go-zookeeper does its own: the
 // zxid written is the tracker's goodZxid (noteSetWatches), and the
 // connection is restored once they are answered too (restore.go). It is
-// called from the handshake's callback, before go-zookeeper's loops run.
+// called from the handshake's callback, before go-zookeeper's loops run:
+// it only queues the frames (inject.go), which are written once
+// go-zookeeper's credentials are answered on the connection.
 func (t *tracker) reRegister(data, child []string) {
 	send := func(d, ch []string) {
 		b := encodeSetWatches(math.MaxInt64, d, nil, ch)
-		_ = t.inject(t.first.Load(), b, &injected{done: func(int64, int32, []byte, error) {}})
+		_ = t.injectLater(t.first.Load(), b, &injected{done: func(int64, int32, []byte, error) {}})
 	}
 	var d, ch []string
 	size := 0

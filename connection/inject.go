@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -28,7 +29,25 @@ import (
 //     writes (go-zookeeper writes each request with one Write), and takes
 //     its place in the tracker's list of requests awaiting an answer, so
 //     the matching of replies to send times, on which the session deadline
-//     rests, counts it as any other.
+//     rests, counts it as any other. Its reply is matched by its xid, and
+//     it is answered exactly once: by its reply, or by the failure of its
+//     connection.
+//   - Not before go-zookeeper's credentials. On a new connection
+//     go-zookeeper sends its credentials again (auth requests, one after
+//     another, each once the last is answered) before any other request:
+//     a read written before them would run without them (NoAuth). The
+//     tracker knows how many it holds (the most auth requests answered OK
+//     on one connection) and writes no injected request on a connection
+//     until that many were answered OK on it, or go-zookeeper wrote a
+//     request of another kind there (its send loop runs only once its
+//     credentials are answered). Until then injected requests wait, in
+//     order, and a goroutine of the connection writes them.
+//   - Every write of the tracker's own has a deadline (two thirds of the
+//     session timeout, go-zookeeper's own bound): a stuck socket fails the
+//     connection rather than block the caller, or go-zookeeper's loops
+//     waiting for the write lock. The client's own watches are registered
+//     again from go-zookeeper's handshake callback: they always wait in
+//     the queue, and that callback never writes.
 //   - Read buffers what the server sends and parses its frames: a reply
 //     to an injected request is handed to its caller, never to
 //     go-zookeeper; the rest passes unchanged. (go-zookeeper reads a frame
@@ -69,8 +88,19 @@ var errNotConnected = errtext.Errorf("connection: not connected: %w", zk.ErrConn
 // inject writes request b (a whole frame, its xid field to be filled) on
 // the handle's current connection, provided the handle's session is
 // session. r.done is called exactly once, unless inject returns an error
-// (then never).
+// (then never). Before go-zookeeper's credentials are answered on the
+// connection, b waits in the connection's queue.
 func (t *tracker) inject(session int64, b []byte, r *injected) error {
+	return t.injectOn(session, b, r, false)
+}
+
+// injectLater is inject, but b always waits in the queue: the caller
+// never writes.
+func (t *tracker) injectLater(session int64, b []byte, r *injected) error {
+	return t.injectOn(session, b, r, true)
+}
+
+func (t *tracker) injectOn(session int64, b []byte, r *injected, async bool) error {
 	if t.spent.Load() || session == 0 || t.first.Load() != session {
 		return errNotConnected
 	}
@@ -80,7 +110,7 @@ func (t *tracker) inject(session int64, b []byte, r *injected) error {
 	if c == nil {
 		return errNotConnected
 	}
-	return c.inject(b, r)
+	return c.inject(b, r, async)
 }
 
 func (t *tracker) nextInjXid() int32 {
@@ -90,29 +120,130 @@ func (t *tracker) nextInjXid() int32 {
 	return int32(injXidBase - int64(t.injXid))
 }
 
-func (c *trackedConn) inject(b []byte, r *injected) error {
+// queued is an injected request waiting to be written.
+type queued struct {
+	b   []byte
+	xid int32
+	r   *injected
+}
+
+func (c *trackedConn) inject(b []byte, r *injected, async bool) error {
 	if len(b) < 12 || int(binary.BigEndian.Uint32(b[0:4])) != len(b)-4 {
 		return errtext.Errorf("%w: malformed injected request", ErrInvalidOption)
 	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	xid := c.t.nextInjXid()
-	binary.BigEndian.PutUint32(b[4:8], uint32(xid))
-	now := int64(c.t.mono()) + 1
+	if !async {
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+	}
 	c.mu.Lock()
-	if c.dead || !c.out.atBoundary() || c.out.frames == 0 {
+	if c.dead || c.out.frames == 0 || !async && !c.out.atBoundary() {
 		c.mu.Unlock()
 		return errNotConnected
 	}
+	xid := c.t.nextInjXid()
+	binary.BigEndian.PutUint32(b[4:8], uint32(xid))
 	c.noteSetWatches(b)
-	c.out.feed(b, func([]byte) { c.sent = append(c.sent, sentReq{at: now, inj: r}) })
+	if async || !c.open || len(c.queue) > 0 {
+		c.queue = append(c.queue, queued{b, xid, r})
+		c.kickLocked()
+		c.mu.Unlock()
+		return nil
+	}
+	now := int64(c.t.mono()) + 1
+	c.out.feed(b, func([]byte) { c.sent = append(c.sent, sentReq{at: now, inj: r, xid: xid}) })
 	c.mu.Unlock()
-	if _, err := c.Conn.Write(b); err != nil {
+	if err := c.writeOwn(b); err != nil {
 		// The request is in sent: it fails with the connection.
 		c.Conn.Close()
 		c.failInjected()
 	}
 	return nil
+}
+
+// openLocked lets injected requests be written on c, and starts the
+// writing of those waiting; c.mu is held.
+func (c *trackedConn) openLocked() {
+	c.open = true
+	c.kickLocked()
+}
+
+// kickLocked starts the writing of the injected requests waiting on c, if
+// they may be written; c.mu is held.
+func (c *trackedConn) kickLocked() {
+	if c.open && len(c.queue) > 0 && !c.flushing && !c.dead {
+		c.flushing = true
+		go c.flush()
+	}
+}
+
+// flush writes the injected requests waiting on c.
+func (c *trackedConn) flush() {
+	for {
+		c.wmu.Lock()
+		c.mu.Lock()
+		q := c.queue
+		c.queue = nil
+		if len(q) == 0 || c.dead || !c.out.atBoundary() {
+			c.flushing = false
+			c.queue = append(q, c.queue...)
+			c.mu.Unlock()
+			c.wmu.Unlock()
+			if len(q) > 0 {
+				c.Close() // not at a frame's boundary: cannot happen
+			}
+			return
+		}
+		now := int64(c.t.mono()) + 1
+		var buf []byte
+		for _, e := range q {
+			c.out.feed(e.b, func([]byte) { c.sent = append(c.sent, sentReq{at: now, inj: e.r, xid: e.xid}) })
+			buf = append(buf, e.b...)
+		}
+		c.mu.Unlock()
+		err := c.writeOwn(buf)
+		c.wmu.Unlock()
+		if err != nil {
+			c.Close()
+			return
+		}
+	}
+}
+
+// ownWriteBound bounds a write of the tracker's own before the session
+// timeout is known.
+const ownWriteBound = 10 * time.Second
+
+// writeOwn writes b, whole frames of the tracker's own, with a deadline;
+// c.wmu is held.
+func (c *trackedConn) writeOwn(b []byte) error {
+	d := c.t.timeout() * 2 / 3
+	if d <= 0 {
+		d = ownWriteBound
+	}
+	c.dl.Lock()
+	c.ownDeadline = time.Now().Add(d)
+	_ = c.Conn.SetWriteDeadline(c.ownDeadline)
+	c.dl.Unlock()
+	_, err := c.Conn.Write(b)
+	c.dl.Lock()
+	c.ownDeadline = time.Time{}
+	_ = c.Conn.SetWriteDeadline(c.zkDeadline)
+	c.dl.Unlock()
+	return err
+}
+
+// SetWriteDeadline is go-zookeeper's: it sets one before each write and
+// clears it after, and may do so while a write of the tracker's own is
+// under way (go-zookeeper's write then waits for the write lock), which
+// keeps its deadline, or an earlier one.
+func (c *trackedConn) SetWriteDeadline(t time.Time) error {
+	c.dl.Lock()
+	defer c.dl.Unlock()
+	c.zkDeadline = t
+	if !c.ownDeadline.IsZero() && (t.IsZero() || c.ownDeadline.Before(t)) {
+		return nil // set when the tracker's write ends
+	}
+	return c.Conn.SetWriteDeadline(t)
 }
 
 // Close fails the injected requests awaiting an answer on c.
@@ -134,6 +265,10 @@ func (c *trackedConn) failInjected() {
 			c.sent[i].inj = nil
 		}
 	}
+	for _, e := range c.queue {
+		lost = append(lost, e.r)
+	}
+	c.queue = nil
 	c.t.mu.Lock()
 	if c.t.cur == c {
 		c.t.cur = nil
@@ -210,7 +345,8 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 			if avail < 8 {
 				break
 			}
-			if !isInjectedXid(int32(binary.BigEndian.Uint32(rd.buf[rd.r+4:]))) {
+			xid := int32(binary.BigEndian.Uint32(rd.buf[rd.r+4:]))
+			if !isInjectedXid(xid) {
 				rd.frames++
 				rd.pass = 4 + l
 				continue
@@ -218,14 +354,14 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 			if c.t.maxReply > 0 && l > c.t.maxReply {
 				rd.frames++
 				rd.skip = 4 + l
-				c.injectedReply(nil, errtext.Errorf("%w (%d bytes, the client's bound %d)", ErrResponseTooLarge, l, c.t.maxReply))
+				c.injectedReply(xid, nil, errtext.Errorf("%w (%d bytes, the client's bound %d)", ErrResponseTooLarge, l, c.t.maxReply))
 				continue
 			}
 			if avail >= 4+l {
 				rd.frames++
 				frame := rd.buf[rd.r+4 : rd.r+4+l]
 				rd.r += 4 + l
-				c.injectedReply(frame, nil)
+				c.injectedReply(xid, frame, nil)
 				continue
 			}
 			if need := 4 + l; len(rd.buf) < need {
@@ -272,21 +408,18 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 	}
 }
 
-// injectedReply handles the reply to the oldest request awaiting one, an
-// injected one: frame is its body ([xid][zxid int64][err int32][body]),
-// or err says why it could not be read.
-func (c *trackedConn) injectedReply(frame []byte, err error) {
+// injectedReply handles the reply to injected request xid: frame is its
+// body ([xid][zxid int64][err int32][body]), or err says why it could not
+// be read.
+func (c *trackedConn) injectedReply(xid int32, frame []byte, err error) {
 	c.mu.Lock()
-	var xid int32
-	if len(frame) >= 4 {
-		xid = int32(binary.BigEndian.Uint32(frame[0:4]))
-	}
 	c.answeredHead(xid, frame)
-	r := c.popSent()
+	s, ok := c.takeSent(xid, true)
 	c.mu.Unlock()
-	if r == nil {
-		// Replies come in order: the oldest request was not this one.
-		// The stream is not what it should be; drop the connection.
+	r := s.inj
+	if !ok || r == nil {
+		// No injected request awaits this reply: the stream is not what
+		// it should be; drop the connection.
 		c.Close()
 		return
 	}

@@ -280,3 +280,5 @@ func TestMultiReadCoding(t *testing.T) {
 		t.Fatal("a short reply decoded")
 	}
 }
+
+func (s *scriptConn) SetWriteDeadline(time.Time) error { return nil }

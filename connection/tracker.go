@@ -40,9 +40,16 @@ import (
 // notices the loss (syncLimit × tickTime); a session timeout below that can
 // expire on the leader while this client hears answers (docs/safety.md).
 //
-// ZooKeeper answers a connection's requests in order, one reply each, with
-// watch notifications (xid -1) interleaved, so replies are matched to sends
-// by counting frames.
+// ZooKeeper answers a connection's requests one reply each, echoing the
+// request's xid, with watch notifications (xid -1) interleaved. It answers
+// them in order but for the requests it handles as they arrive, outside its
+// request pipeline (ZooKeeperServer.processPacket: auth, opcode 100, and
+// sasl, which go-zookeeper does not send): their reply can overtake those
+// of requests written before them. go-zookeeper resends its credentials on
+// every new connection, so that happens after each reconnect of a client
+// with credentials. Replies are matched to requests by xid (pings, xid -2,
+// in order among themselves); a reply whose xid names no request awaiting
+// one answers the oldest of go-zookeeper's, never one of the tracker's own.
 //
 // It also gives protected creates their node's Stat for free. ZooKeeper
 // (3.5 and later) has create2, a create whose reply carries the new node's
@@ -99,6 +106,10 @@ type tracker struct {
 	cur      *trackedConn // the connection whose handshake was answered last, until it fails
 	injXid   uint32       // numbers the injected requests
 	seenZxid atomic.Int64 // the newest zxid of a reply to an injected request
+	// creds is the most auth requests answered OK on one connection: the
+	// credentials go-zookeeper holds and sends again on a new connection
+	// before anything else (inject.go).
+	creds int
 }
 
 // createdStat is what a create2 reply says of the new node.
@@ -206,6 +217,15 @@ type trackedConn struct {
 
 	conn       int                    // the tracker's number of this connection, once its handshake is answered
 	setWatches map[int32][]restoreKey // setWatches sent and not answered, by xid
+
+	// Injected requests wait for go-zookeeper's credentials (inject.go).
+	open             bool       // injected requests may be written
+	authOK, authWant int        // auth requests answered OK on this connection; the tracker's creds at its handshake
+	queue            []queued   // injected requests not yet written, oldest first
+	flushing         bool       // a goroutine writes queue
+	dl               sync.Mutex // orders the write deadlines of go-zookeeper's writes and the tracker's
+	zkDeadline       time.Time  // go-zookeeper's write deadline
+	ownDeadline      time.Time  // the tracker's, while it writes
 }
 
 // ZooKeeper opcodes the tracker reads.
@@ -216,13 +236,16 @@ const (
 	opGetChildren  = 8
 	opGetChildren2 = 12
 	opCreate2      = 15
+	opSetAuth      = 100
 )
 
 // sentReq is a request written and not yet answered.
 type sentReq struct {
-	at  int64     // send time, mono() nanoseconds + 1
-	key string    // its requestKey, with a maxReply
-	inj *injected // the tracker's own request (inject.go); nil for go-zookeeper's
+	at   int64     // send time, mono() nanoseconds + 1
+	key  string    // its requestKey, with a maxReply
+	inj  *injected // the tracker's own request (inject.go); nil for go-zookeeper's
+	xid  int32     // its xid (the handshake has none)
+	auth bool      // an auth request: the server answers it at once
 }
 
 func (c *trackedConn) Write(b []byte) (int, error) {
@@ -239,17 +262,26 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 		c.t.raiseLastZxid(b)
 	}
 	handshaken := c.out.frames > 0
-	if c.out.atBoundary() && handshaken {
+	var xid int32
+	auth := false
+	if c.out.atBoundary() && handshaken && len(b) >= 12 {
 		c.upgradeCreate(b)
 		c.rewriteGuards(b)
 		c.noteSetWatches(b)
+		xid = int32(binary.BigEndian.Uint32(b[4:8]))
+		auth = int32(binary.BigEndian.Uint32(b[8:12])) == opSetAuth
+		if !auth && !c.open {
+			// go-zookeeper's send loop runs: its credentials were
+			// answered (it sends them before anything else).
+			c.openLocked()
+		}
 	}
 	key := ""
 	if c.t.maxReply > 0 && c.out.atBoundary() && handshaken {
 		key = requestKey(b)
 	}
 	c.out.feed(b, func([]byte) {
-		c.sent = append(c.sent, sentReq{at: now, key: key})
+		c.sent = append(c.sent, sentReq{at: now, key: key, xid: xid, auth: auth})
 		key = ""
 	})
 	c.mu.Unlock()
@@ -369,12 +401,21 @@ func (c *trackedConn) create2Reply(body []byte) {
 	})
 }
 
-// overLong is told of a reply longer than maxReply: it answers the oldest
-// request not yet answered (replies come in order; notifications are
-// small). c.mu is held.
+// overLong is told of a reply longer than maxReply, before its xid is
+// read: it answers the oldest request not yet answered but auth requests
+// (replies come in order but for those, which are small; so are
+// notifications). c.mu is held.
 func (c *trackedConn) overLong() {
-	if c.in.frames > 0 && len(c.sent) > 0 && c.sent[0].key != "" && c.t.tooLarge != nil {
-		c.t.tooLarge(c.sent[0].key)
+	if c.in.frames == 0 || c.t.tooLarge == nil {
+		return
+	}
+	for _, s := range c.sent {
+		if !s.auth {
+			if s.key != "" {
+				c.t.tooLarge(s.key)
+			}
+			return
+		}
 	}
 }
 
@@ -402,7 +443,11 @@ func (c *trackedConn) reply(head []byte) {
 			c.t.newConnectionLocked()
 			c.conn = c.t.restore.conn
 			c.t.cur = c
+			c.authWant = c.t.creds
 			c.t.mu.Unlock()
+			if c.authWant == 0 {
+				c.openLocked()
+			}
 		}
 	} else if len(head) >= 4 {
 		xid := int32(binary.BigEndian.Uint32(head[0:4]))
@@ -418,8 +463,18 @@ func (c *trackedConn) reply(head []byte) {
 				c.create2Reply(head[16:])
 			}
 		}
+		if s, _ := c.takeSent(xid, false); s.auth && len(head) >= 16 && binary.BigEndian.Uint32(head[12:16]) == 0 {
+			c.authOK++
+			c.t.mu.Lock()
+			c.t.creds = max(c.t.creds, c.authOK)
+			c.t.mu.Unlock()
+			if c.authOK >= c.authWant {
+				c.openLocked()
+			}
+		}
+		return
 	}
-	c.popSent()
+	c.takeSent(0, false)
 }
 
 // answeredHead records what the header of a reply to request xid says:
@@ -434,16 +489,46 @@ func (c *trackedConn) answeredHead(xid int32, head []byte) {
 	}
 }
 
-// popSent counts a reply and takes the oldest request it answers off
-// sent, moving lastHeard to that request's send time. c.mu is held.
-func (c *trackedConn) popSent() *injected {
+// takeSent counts a reply and takes the request it answers off sent,
+// moving lastHeard to that request's send time: the oldest with its xid
+// (the handshake's reply, c.in.frames 1, answers the first request), or
+// with none, the oldest of go-zookeeper's requests, unless injected: an
+// injected request is only answered by its own reply. ok is false if no
+// request was taken. c.mu is held.
+func (c *trackedConn) takeSent(xid int32, injected bool) (s sentReq, ok bool) {
 	count(c.t.replies)
-	if len(c.sent) == 0 {
-		return nil
+	i := -1
+	if c.in.frames == 1 && !injected {
+		if len(c.sent) > 0 {
+			i = 0
+		}
+	} else {
+		for j := range c.sent {
+			if c.sent[j].xid == xid && (c.sent[j].inj != nil) == injected {
+				i = j
+				break
+			}
+		}
+		if i < 0 && !injected {
+			for j := range c.sent {
+				if c.sent[j].inj == nil {
+					i = j
+					break
+				}
+			}
+		}
 	}
-	s := c.sent[0]
-	c.sent[0] = sentReq{}
-	c.sent = c.sent[1:]
+	if i < 0 {
+		return sentReq{}, false
+	}
+	s = c.sent[i]
+	if i == 0 {
+		c.sent[0] = sentReq{}
+		c.sent = c.sent[1:]
+	} else {
+		c.sent = append(c.sent[:i], c.sent[i+1:]...)
+		c.sent[len(c.sent):cap(c.sent)][0] = sentReq{}
+	}
 	sent := s.at
 	for {
 		old := c.t.lastHeard.Load()
@@ -451,7 +536,7 @@ func (c *trackedConn) popSent() *injected {
 			break
 		}
 	}
-	return s.inj
+	return s, true
 }
 
 // headLen is how much of each frame's body framer keeps: enough for the
