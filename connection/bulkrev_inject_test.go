@@ -11,12 +11,12 @@ import (
 // go-zookeeper's resent credentials can come before the answer to an
 // injected request written earlier (the client's re-registration, or a
 // bulk read issued while the connection came back). An injected request
-// must still be answered exactly once. Here the auth reply takes the
-// injected request's slot (reply discards what popSent returns), the
-// injected reply then finds go-zookeeper's request at the head and closes
-// the connection, and the injected request's callback is never called,
-// not even when the connection fails: its caller waits until its
-// context ends. Fails on every run (deterministic).
+// must still be answered exactly once. Matched by counting, the auth
+// reply took the injected request's slot, the injected reply then found
+// go-zookeeper's request at the head and closed the connection, and the
+// injected request's callback was never called, not even when the
+// connection failed: its caller waited until its context ended. Replies
+// are matched by xid.
 func TestInjectedAnsweredOutOfOrder(t *testing.T) {
 	tr := newTracker()
 	sc := &scriptConn{chunk: 1 << 20}
