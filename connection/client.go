@@ -40,6 +40,7 @@ type Client struct {
 	zkUp      bool // go-zookeeper's connection of zc has the session now
 
 	nsReady atomic.Bool // the namespace node exists
+	bulkOff atomic.Bool // the server refused a multiRead (bulk.go)
 
 	watchMu sync.Mutex
 	watches map[watchKey]*Watch // pending shared watches (GetWatch, ChildrenWatch, ExistsWatch), by handle, node and kind
@@ -172,7 +173,11 @@ func (c *Client) dialLocked() error {
 				if ev.State == zk.StateHasSession {
 					// Before go-zookeeper sends the watches again: what
 					// it will send.
-					tr.expectWatches(c.restoreKeys(self.Load()))
+					zc := self.Load()
+					tr.expectWatches(c.restoreKeys(zc))
+					if zc != nil {
+						tr.reRegister(c.ownPaths(zc))
+					}
 				}
 				c.events.push(connEvent{gen: gen, state: ev.State, sessionID: tr.sessionID.Load(), timeout: tr.timeout()})
 			} else if zc := self.Load(); zc != nil {

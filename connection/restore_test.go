@@ -57,7 +57,7 @@ func TestRestoredAfterSetWatchesAnswered(t *testing.T) {
 	write := func(b []byte) {
 		c.noteSetWatches(b)
 		c.mu.Lock()
-		c.out.feed(b, func([]byte) { c.sent = append(c.sent, 1) })
+		c.out.feed(b, func([]byte) { c.sent = append(c.sent, sentReq{at: 1}) })
 		c.mu.Unlock()
 	}
 	write(frame(make([]byte, 44)))
@@ -136,7 +136,7 @@ func TestSetWatchesZxidNoNewerThanRestored(t *testing.T) {
 	write := func(b []byte) []byte {
 		c.noteSetWatches(b)
 		c.mu.Lock()
-		c.out.feed(b, func([]byte) { c.sent = append(c.sent, 1) })
+		c.out.feed(b, func([]byte) { c.sent = append(c.sent, sentReq{at: 1}) })
 		c.mu.Unlock()
 		return b
 	}

@@ -40,9 +40,16 @@ import (
 // notices the loss (syncLimit × tickTime); a session timeout below that can
 // expire on the leader while this client hears answers (docs/safety.md).
 //
-// ZooKeeper answers a connection's requests in order, one reply each, with
-// watch notifications (xid -1) interleaved, so replies are matched to sends
-// by counting frames.
+// ZooKeeper answers a connection's requests one reply each, echoing the
+// request's xid, with watch notifications (xid -1) interleaved. It answers
+// them in order but for the requests it handles as they arrive, outside its
+// request pipeline (ZooKeeperServer.processPacket: auth, opcode 100, and
+// sasl, which go-zookeeper does not send): their reply can overtake those
+// of requests written before them. go-zookeeper resends its credentials on
+// every new connection, so that happens after each reconnect of a client
+// with credentials. Replies are matched to requests by xid (pings, xid -2,
+// in order among themselves); a reply whose xid names no request awaiting
+// one answers the oldest of go-zookeeper's, never one of the tracker's own.
 //
 // It also gives protected creates their node's Stat for free. ZooKeeper
 // (3.5 and later) has create2, a create whose reply carries the new node's
@@ -55,6 +62,10 @@ import (
 // And it decides, as each guarded transaction is written, whether its
 // hold is still on (Guard, guard.go): a transaction written after its hold
 // ended carries a check no node passes.
+//
+// And it sends requests of its own on go-zookeeper's connection, which
+// go-zookeeper cannot send (multiRead, setWatches: inject.go, bulk.go),
+// and takes their replies out of the stream before go-zookeeper reads it.
 type tracker struct {
 	sessionID atomic.Int64 // of the newest handshake; 0 after an expiry answer
 	first     atomic.Int64 // the handle's one session, once it has one
@@ -91,6 +102,15 @@ type tracker struct {
 	// onRestored is told when the current connection is restored; it
 	// must not block.
 	onRestored func()
+
+	// The tracker's own requests (inject.go), under mu but for the atomics.
+	cur      *trackedConn // the connection whose handshake was answered last, until it fails
+	injXid   uint32       // numbers the injected requests
+	seenZxid atomic.Int64 // the newest zxid of a reply to an injected request
+	// creds is the most auth requests answered OK on one connection: the
+	// credentials go-zookeeper holds and sends again on a new connection
+	// before anything else (inject.go).
+	creds int
 }
 
 // createdStat is what a create2 reply says of the new node.
@@ -214,15 +234,30 @@ type trackedConn struct {
 	net.Conn
 	t *tracker
 
+	// wmu orders whole frames on the wire: go-zookeeper's (one Write a
+	// request) and the tracker's own (inject.go), each with its entry in
+	// sent, in the order of the bytes.
+	wmu sync.Mutex
+
 	mu      sync.Mutex
-	sent    []int64  // send times of requests not yet answered, oldest first
-	keys    []string // their requestKeys, with a maxReply: parallel to sent
+	sent    []sentReq // requests not yet answered, oldest first
 	out     framer
 	in      framer
 	create2 map[int32]bool // xids of creates sent as create2
+	rd      reader         // what Read holds of the stream (inject.go)
+	dead    bool           // the connection failed: no injected request is sent on it
 
 	conn       int                    // the tracker's number of this connection, once its handshake is answered
 	setWatches map[int32][]restoreKey // setWatches sent and not answered, by xid
+
+	// Injected requests wait for go-zookeeper's credentials (inject.go).
+	open             bool       // injected requests may be written
+	authOK, authWant int        // auth requests answered OK on this connection; the tracker's creds at its handshake
+	queue            []queued   // injected requests not yet written, oldest first
+	flushing         bool       // a goroutine writes queue
+	dl               sync.Mutex // orders the write deadlines of go-zookeeper's writes and the tracker's
+	zkDeadline       time.Time  // go-zookeeper's write deadline
+	ownDeadline      time.Time  // the tracker's, while it writes
 }
 
 // ZooKeeper opcodes the tracker reads.
@@ -233,36 +268,58 @@ const (
 	opGetChildren  = 8
 	opGetChildren2 = 12
 	opCreate2      = 15
+	opSetAuth      = 100
 )
 
+// sentReq is a request written and not yet answered.
+type sentReq struct {
+	at   int64     // send time, mono() nanoseconds + 1
+	key  string    // its requestKey, with a maxReply
+	inj  *injected // the tracker's own request (inject.go); nil for go-zookeeper's
+	xid  int32     // its xid (the handshake has none)
+	auth bool      // an auth request: the server answers it at once
+}
+
 func (c *trackedConn) Write(b []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
 	now := int64(c.t.mono()) + 1
 	c.mu.Lock()
-	if c.out.atBoundary() && c.out.frames == 0 && !c.t.mayConnect(b) {
-		c.mu.Unlock()
-		c.Conn.Close()
-		return 0, errSpent
+	if c.out.atBoundary() && c.out.frames == 0 {
+		if !c.t.mayConnect(b) {
+			c.mu.Unlock()
+			c.Conn.Close()
+			return 0, errSpent
+		}
+		c.t.raiseLastZxid(b)
 	}
 	handshaken := c.out.frames > 0
-	if c.out.atBoundary() && handshaken {
+	var xid int32
+	auth := false
+	if c.out.atBoundary() && handshaken && len(b) >= 12 {
 		c.upgradeCreate(b)
 		c.rewriteGuards(b)
 		c.noteSetWatches(b)
+		xid = int32(binary.BigEndian.Uint32(b[4:8]))
+		auth = int32(binary.BigEndian.Uint32(b[8:12])) == opSetAuth
+		if !auth && !c.open {
+			// go-zookeeper's send loop runs: its credentials were
+			// answered (it sends them before anything else).
+			c.openLocked()
+		}
 	}
 	key := ""
 	if c.t.maxReply > 0 && c.out.atBoundary() && handshaken {
 		key = requestKey(b)
 	}
 	c.out.feed(b, func([]byte) {
-		c.sent = append(c.sent, now)
-		if c.t.maxReply > 0 {
-			c.keys = append(c.keys, key)
-			key = ""
-		}
+		c.sent = append(c.sent, sentReq{at: now, key: key, xid: xid, auth: auth})
+		key = ""
 	})
 	c.mu.Unlock()
 	n, err := c.Conn.Write(b)
 	if err != nil && handshaken {
+		c.failInjected()
 		// go-zookeeper answers a request whose write failed at once, and
 		// again when it flushes the connection's pending requests; a
 		// request queued while the handle was closing has had a third
@@ -377,28 +434,21 @@ func (c *trackedConn) create2Reply(body []byte) {
 	})
 }
 
-func (c *trackedConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if n > 0 {
-		c.mu.Lock()
-		if c.in.grow == nil {
-			c.in.grow = c.isCreate2Reply
-			if c.t.maxReply > 0 {
-				c.in.maxLen, c.in.overLen = c.t.maxReply, c.overLong
-			}
-		}
-		c.in.feed(b[:n], c.reply)
-		c.mu.Unlock()
-	}
-	return n, err
-}
-
-// overLong is told of a reply longer than maxReply: it answers the oldest
-// request not yet answered (replies come in order; notifications are
-// small). c.mu is held.
+// overLong is told of a reply longer than maxReply, before its xid is
+// read: it answers the oldest request not yet answered but auth requests
+// (replies come in order but for those, which are small; so are
+// notifications). c.mu is held.
 func (c *trackedConn) overLong() {
-	if c.in.frames > 0 && len(c.keys) > 0 && c.keys[0] != "" && c.t.tooLarge != nil {
-		c.t.tooLarge(c.keys[0])
+	if c.in.frames == 0 || c.t.tooLarge == nil {
+		return
+	}
+	for _, s := range c.sent {
+		if !s.auth {
+			if s.key != "" {
+				c.t.tooLarge(s.key)
+			}
+			return
+		}
 	}
 }
 
@@ -425,7 +475,12 @@ func (c *trackedConn) reply(head []byte) {
 			c.t.mu.Lock()
 			c.t.newConnectionLocked()
 			c.conn = c.t.restore.conn
+			c.t.cur = c
+			c.authWant = c.t.creds
 			c.t.mu.Unlock()
+			if c.authWant == 0 {
+				c.openLocked()
+			}
 		}
 	} else if len(head) >= 4 {
 		xid := int32(binary.BigEndian.Uint32(head[0:4]))
@@ -433,13 +488,7 @@ func (c *trackedConn) reply(head []byte) {
 			count(c.t.notifications)
 			return // a watch notification answers no request
 		}
-		if keys, ok := c.setWatches[xid]; ok {
-			delete(c.setWatches, xid)
-			c.t.setWatchesAnswered(c.conn, keys)
-		}
-		if len(head) >= 12 {
-			c.t.replyZxid(c.conn, int64(binary.BigEndian.Uint64(head[4:12])))
-		}
+		c.answeredHead(xid, head)
 		if c.create2[xid] {
 			delete(c.create2, xid)
 			// Reply header: xid, zxid (int64), err (int32); then the body.
@@ -447,22 +496,80 @@ func (c *trackedConn) reply(head []byte) {
 				c.create2Reply(head[16:])
 			}
 		}
-	}
-	count(c.t.replies)
-	if len(c.sent) == 0 {
+		if s, _ := c.takeSent(xid, false); s.auth && len(head) >= 16 && binary.BigEndian.Uint32(head[12:16]) == 0 {
+			c.authOK++
+			c.t.mu.Lock()
+			c.t.creds = max(c.t.creds, c.authOK)
+			c.t.mu.Unlock()
+			if c.authOK >= c.authWant {
+				c.openLocked()
+			}
+		}
 		return
 	}
-	sent := c.sent[0]
-	c.sent = c.sent[1:]
-	if len(c.keys) > 0 {
-		c.keys = c.keys[1:]
+	c.takeSent(0, false)
+}
+
+// answeredHead records what the header of a reply to request xid says:
+// a setWatches answered, the zxid. c.mu is held.
+func (c *trackedConn) answeredHead(xid int32, head []byte) {
+	if keys, ok := c.setWatches[xid]; ok {
+		delete(c.setWatches, xid)
+		c.t.setWatchesAnswered(c.conn, keys)
 	}
+	if len(head) >= 12 {
+		c.t.replyZxid(c.conn, int64(binary.BigEndian.Uint64(head[4:12])))
+	}
+}
+
+// takeSent counts a reply and takes the request it answers off sent,
+// moving lastHeard to that request's send time: the oldest with its xid
+// (the handshake's reply, c.in.frames 1, answers the first request), or
+// with none, the oldest of go-zookeeper's requests, unless injected: an
+// injected request is only answered by its own reply. ok is false if no
+// request was taken. c.mu is held.
+func (c *trackedConn) takeSent(xid int32, injected bool) (s sentReq, ok bool) {
+	count(c.t.replies)
+	i := -1
+	if c.in.frames == 1 && !injected {
+		if len(c.sent) > 0 {
+			i = 0
+		}
+	} else {
+		for j := range c.sent {
+			if c.sent[j].xid == xid && (c.sent[j].inj != nil) == injected {
+				i = j
+				break
+			}
+		}
+		if i < 0 && !injected {
+			for j := range c.sent {
+				if c.sent[j].inj == nil {
+					i = j
+					break
+				}
+			}
+		}
+	}
+	if i < 0 {
+		return sentReq{}, false
+	}
+	s = c.sent[i]
+	if i == 0 {
+		c.sent[0] = sentReq{}
+		c.sent = c.sent[1:]
+	} else {
+		c.sent = append(c.sent[:i], c.sent[i+1:]...)
+		c.sent[len(c.sent):cap(c.sent)][0] = sentReq{}
+	}
+	sent := s.at
 	for {
 		old := c.t.lastHeard.Load()
 		if sent <= old || c.t.lastHeard.CompareAndSwap(old, sent) {
 			break
 		}
 	}
+	return s, true
 }
 
 // headLen is how much of each frame's body framer keeps: enough for the

@@ -51,7 +51,7 @@ func TestTrackerUsesSendTimeOfAnsweredRequest(t *testing.T) {
 	c := &trackedConn{t: tr}
 	write := func(b []byte) {
 		c.mu.Lock()
-		c.out.feed(b, func([]byte) { c.sent = append(c.sent, int64(clock)+1) })
+		c.out.feed(b, func([]byte) { c.sent = append(c.sent, sentReq{at: int64(clock) + 1}) })
 		c.mu.Unlock()
 	}
 	heard := func() time.Duration { h, _ := tr.heard(); return h }

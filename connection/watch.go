@@ -36,6 +36,7 @@ type Watch struct {
 	ev    *zk.Event     // what fired it; set before done is closed
 	ready bool          // the read that set it has returned: it may be shared
 	fired bool
+	own   bool    // registered by the client's setWatches, not go-zookeeper's read (bulk.go)
 	hook  Hook    // the first hook, the usual one
 	more  *[]Hook // any others: 64 bytes a Watch
 }

@@ -26,7 +26,9 @@ func (w *worker) result(r *result) {
 		w.syncDone(r)
 		return
 	}
-	w.inflight--
+	if !r.sub {
+		w.inflight--
+	}
 	o := r.op
 	o.inflight = false
 	w.checkSession() // a read that ran in a later session must not count

@@ -52,6 +52,7 @@ func (w *worker) dispatch() {
 	if w.needSync {
 		return
 	}
+	w.dispatchBulk()
 	for w.inflight < w.c.opts.concurrency && len(w.queue) > 0 {
 		o := w.queue[0]
 		w.queue[0] = nil
@@ -60,6 +61,7 @@ func (w *worker) dispatch() {
 		if o.e.removed || !o.dirty || o.inflight || o.parked || !w.open(o.e) {
 			continue
 		}
+		o.single = false
 		mode := o.mode
 		if o.kind == dataOp && o.e.dataErr != nil && mode == modeGet {
 			mode = modeCheck // not readable: follow its Stat

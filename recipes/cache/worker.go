@@ -32,7 +32,8 @@ type worker struct {
 	results     chan *result // capacity: every read and the sync in flight
 	states      <-chan connection.State
 
-	inflight int    // reads in flight (not the sync)
+	inflight int    // reads in flight, a bulk read counting one (not the sync)
+	noBulk   bool   // the server takes no reads in bulk: one read per op
 	seq      uint64 // numbers the reads
 	epoch    int32  // sessions the view went through; results of another epoch are dropped
 	sess     *connection.Session
@@ -93,6 +94,7 @@ type op struct {
 	mode readMode // of the next read, while dirty
 
 	dirty, queued, inflight, parked bool
+	single                          bool // its next read goes alone: a bulk read of it failed
 
 	tracked bool // counted in the round
 }
@@ -151,10 +153,12 @@ type job struct {
 	seq   uint64
 	gen   int  // sync: connGen when sent
 	up    bool // sync: sent while the connection was up (Reconnected seen)
+	sub   bool // one op of a bulk read
 }
 
 type result struct {
 	job
+	batch    []*result // a bulk read: a result per op; err is the whole read's
 	data     []byte
 	children []string
 	exists   bool
@@ -228,7 +232,11 @@ func (w *worker) run() {
 		case r := <-w.results:
 			mu.Lock()
 			w.drain() // notifications that came before this answer first
-			w.result(r)
+			if r.batch != nil {
+				w.bulkResult(r)
+			} else {
+				w.result(r)
+			}
 			mu.Unlock()
 		case s, ok := <-w.states:
 			mu.Lock()

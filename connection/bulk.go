@@ -1,0 +1,536 @@
+package connection
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"math"
+	"strconv"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
+)
+
+// Reads in bulk, with their watches: ReadWatchMany.
+//
+// A cache loading a tree sends two reads a node (its data with a data
+// watch, its children with a child watch), and through ZooKeeper's
+// connection handling every request costs the server about as much as the
+// read itself. ZooKeeper 3.6+ takes many reads in one request (multiRead,
+// opcode 22), but sets no watch with them: it rebuilds each read from its
+// path alone (MultiOperationRecord.deserialize makes Op.getData(path),
+// whose request has watch false). The watches are set afterwards, many in
+// one request, with setWatches (opcode 101) — the request a client sends
+// to restore its watches after a reconnect: given the zxid up to which
+// the client has seen the tree (relativeZxid), the server fires at once
+// the watch of a node changed after it (a data watch: NodeDataChanged if
+// mzxid > relativeZxid, NodeDeleted if the node is gone; a child watch:
+// NodeChildrenChanged if pzxid > relativeZxid) and registers the others
+// (DataTree.setWatches). With relativeZxid the zxid of the multiRead's
+// reply, the watches are exactly those the reads would have set: a
+// change after the reads fires them, a change before is in the reads.
+// The reply's zxid is the server's last applied zxid, taken before the
+// reads run (FinalRequestProcessor), and no write is applied while they
+// run (CommitProcessor runs no read in parallel with a write; a single
+// server runs its pipeline on one thread), so it is the state the reads
+// saw.
+//
+// Those watches are the client's own (Watch, marked own): go-zookeeper
+// does not know them. Their notifications reach the client as every
+// notification does (go-zookeeper hands every one to the event callback,
+// watcher or not), and after a reconnect of the same session the client
+// registers them again itself (restore.go).
+//
+// A node's listing in a multiRead has no Stat; the node's getData, in the
+// same request, gives it (the same state).
+
+// BulkRead names a node for ReadWatchMany: its data and Stat, and with
+// Children its children too. With ListOnly the data is read for the Stat
+// only: no data, no data watch.
+type BulkRead struct {
+	Path     string
+	Children bool
+	ListOnly bool
+}
+
+// BulkResult is what ReadWatchMany read of one node, as GetWatch and
+// ChildrenWatch would have: DataWatch is set when the data was read,
+// ChildWatch when the children were; Err is the data read's error
+// (zk.ErrNoNode, zk.ErrNoAuth), ChildErr the listing's.
+type BulkResult struct {
+	Data       []byte
+	Stat       *zk.Stat
+	Children   []string
+	DataWatch  *Watch
+	ChildWatch *Watch
+	Err        error
+	ChildErr   error
+}
+
+// ErrBulkUnsupported means the server does not take a multiRead
+// (ZooKeeper before 3.6): read one node at a time.
+var ErrBulkUnsupported = errors.New("connection: the server does not take reads in bulk (multiRead, ZooKeeper 3.6+)")
+
+// Bounds of one request. ZooKeeper refuses a request longer than its
+// jute.maxbuffer (1 MiB less a byte by default); go-zookeeper splits its
+// setWatches at 128 KiB, as the Java client does. A multiRead's reply has
+// no bound on the server; maxBulkOps keeps it, for nodes of a few hundred
+// bytes and listings of a few hundred names, around a megabyte.
+const (
+	maxBulkRequest = 128 << 10
+	maxBulkOps     = 1024
+)
+
+const (
+	opMultiRead = 22
+	opError     = -1
+	zUnimpl     = -6
+)
+
+// ReadWatchMany reads the nodes of reads, in one or a few multiRead
+// requests, and sets their watches in one or a few setWatches requests,
+// on the terms of GetWatch and ChildrenWatch: a wake-up may be spurious,
+// none is missed. It is one attempt: a connection lost before every
+// answer was read fails the whole call (zk.ErrConnectionClosed wrapped),
+// and watches that were registered by then stay, shared with later
+// reads. A server that does not take multiRead (an error code
+// ZUNIMPLEMENTED, or a reply that is not a multiRead's) gives
+// ErrBulkUnsupported, then and from then on. It is safe in any session.
+func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkResult, error) {
+	if c.bulkOff.Load() {
+		return nil, ErrBulkUnsupported
+	}
+	for _, r := range reads {
+		if err := ValidatePath(r.Path); err != nil {
+			return nil, err
+		}
+	}
+	zc, sess, err := c.current(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	tr, same := c.tr, c.zc == zc
+	c.mu.Unlock()
+	if !same {
+		return nil, errNotConnected
+	}
+	out := make([]BulkResult, len(reads))
+	spaths := make([]string, len(reads))
+	for i, r := range reads {
+		spaths[i] = c.server(r.Path)
+	}
+
+	// The reads.
+	type chunk struct {
+		lo, hi int
+		zxid   int64
+		body   []byte
+		code   int32
+		err    error
+	}
+	var chunks []*chunk
+	for lo := 0; lo < len(reads); {
+		hi, ops, size := lo, 0, 0
+		for hi < len(reads) {
+			n := 2
+			if !reads[hi].Children {
+				n = 1
+			}
+			add := n * (9 + 4 + len(spaths[hi]) + 1)
+			if hi > lo && (ops+n > maxBulkOps || size+add > maxBulkRequest) {
+				break
+			}
+			ops, size = ops+n, size+add
+			hi++
+		}
+		chunks = append(chunks, &chunk{lo: lo, hi: hi})
+		lo = hi
+	}
+	answers := make(chan *chunk, len(chunks))
+	for _, ch := range chunks {
+		b := encodeMultiRead(reads[ch.lo:ch.hi], spaths[ch.lo:ch.hi])
+		r := &injected{done: func(zxid int64, code int32, body []byte, err error) {
+			ch.zxid, ch.code, ch.err = zxid, code, err
+			if err == nil {
+				ch.body = append([]byte(nil), body...)
+			}
+			answers <- ch
+		}}
+		if err := tr.inject(sess.ID(), b, r); err != nil {
+			ch.err = err
+			answers <- ch
+		}
+	}
+	for range chunks {
+		select {
+		case <-answers:
+		case <-ctx.Done():
+			return nil, errtext.Errorf("connection: reads in bulk: %w", ctx.Err())
+		}
+	}
+	for _, ch := range chunks {
+		switch {
+		case ch.err != nil:
+			return nil, c.bulkErr(sess, ch.err)
+		case ch.code == zUnimpl:
+			c.bulkOff.Store(true)
+			return nil, ErrBulkUnsupported
+		case ch.code != 0:
+			return nil, errtext.Errorf("connection: reads in bulk: %w", codeErr(ch.code))
+		}
+		if err := decodeMultiRead(ch.body, reads[ch.lo:ch.hi], out[ch.lo:ch.hi]); err != nil {
+			// A server that does not know the request answers it without
+			// a body (ZooKeeper before 3.6 skips an unknown opcode):
+			// bulk reads are off for this client.
+			c.bulkOff.Store(true)
+			return nil, errtext.Errorf("%w: %w", ErrBulkUnsupported, err)
+		}
+		ch.body = nil
+	}
+
+	// The watches, at each read's zxid.
+	type frame struct {
+		keys    []watchKey
+		watches []*Watch
+		err     error
+	}
+	var frames []*frame
+	done := make(chan *frame, 2*len(reads)+len(chunks)) // room for every frame: callbacks never block
+	sent := 0
+	send := func(rel int64, data, child []string) {
+		f := &frame{}
+		for _, p := range data {
+			f.keys = append(f.keys, watchKey{zc, p, dataWatch})
+		}
+		for _, p := range child {
+			f.keys = append(f.keys, watchKey{zc, p, childWatch})
+		}
+		for _, k := range f.keys {
+			f.watches = append(f.watches, c.armOwn(k))
+		}
+		frames = append(frames, f)
+		b := encodeSetWatches(rel, data, nil, child)
+		r := &injected{done: func(_ int64, code int32, _ []byte, err error) {
+			if err == nil && code != 0 {
+				err = codeErr(code)
+			}
+			for i, k := range f.keys {
+				c.armed(k, f.watches[i], err == nil)
+			}
+			f.err = err
+			done <- f
+		}}
+		if err := tr.inject(sess.ID(), b, r); err != nil {
+			for i, k := range f.keys {
+				c.armed(k, f.watches[i], false)
+			}
+			f.err = err
+		} else {
+			sent++
+		}
+	}
+	for _, ch := range chunks {
+		var data, child []string
+		size := 0
+		for i := ch.lo; i < ch.hi; i++ {
+			if out[i].Err == nil && !reads[i].ListOnly {
+				data = append(data, spaths[i])
+				size += 4 + len(spaths[i])
+			}
+			if reads[i].Children && out[i].ChildErr == nil {
+				child = append(child, spaths[i])
+				size += 4 + len(spaths[i])
+			}
+			if size > maxBulkRequest-1024 {
+				send(ch.zxid, data, child)
+				data, child, size = nil, nil, 0
+			}
+		}
+		if len(data)+len(child) > 0 {
+			send(ch.zxid, data, child)
+		}
+	}
+	for range sent {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, errtext.Errorf("connection: watches in bulk: %w", ctx.Err())
+		}
+	}
+	for _, f := range frames {
+		if f.err != nil {
+			return nil, c.bulkErr(sess, f.err)
+		}
+	}
+	byKey := make(map[watchKey]*Watch, 2*len(reads))
+	for _, f := range frames {
+		for i, k := range f.keys {
+			byKey[k] = f.watches[i]
+		}
+	}
+	for i := range out {
+		if out[i].Err == nil && !reads[i].ListOnly {
+			out[i].DataWatch = byKey[watchKey{zc, spaths[i], dataWatch}]
+		}
+		if reads[i].Children && out[i].ChildErr == nil {
+			out[i].ChildWatch = byKey[watchKey{zc, spaths[i], childWatch}]
+		}
+	}
+	return out, nil
+}
+
+// bulkErr is the error of a bulk call whose answer did not come.
+func (c *Client) bulkErr(sess *Session, err error) error {
+	if serr := c.sessionErr(sess, err); serr != nil {
+		return serr
+	}
+	return errtext.Errorf("connection: reads in bulk: %w", err)
+}
+
+// armOwn arms a Watch that the client registers itself (setWatches), not
+// go-zookeeper.
+func (c *Client) armOwn(key watchKey) *Watch {
+	w := c.arm(key)
+	c.watchMu.Lock()
+	w.own = true
+	c.watchMu.Unlock()
+	return w
+}
+
+// ownPaths returns the server paths of the pending own watches of handle
+// zc, by kind: the client registers them again after a reconnect.
+func (c *Client) ownPaths(zc *zk.Conn) (data, child []string) {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	for key, first := range c.watches {
+		if key.zc != zc {
+			continue
+		}
+		for w := first; w != nil; w = w.next {
+			if w.own && w.ready && !w.fired {
+				if key.kind == childWatch {
+					child = append(child, key.spath)
+				} else {
+					data = append(data, key.spath)
+				}
+				break
+			}
+		}
+	}
+	return data, child
+}
+
+// reRegister sends the own watches of the handle again on the connection
+// whose handshake was just answered, as go-zookeeper does its own: the
+// zxid written is the tracker's goodZxid (noteSetWatches), and the
+// connection is restored once they are answered too (restore.go). It is
+// called from the handshake's callback, before go-zookeeper's loops run:
+// it only queues the frames (inject.go), which are written once
+// go-zookeeper's credentials are answered on the connection.
+func (t *tracker) reRegister(data, child []string) {
+	send := func(d, ch []string) {
+		b := encodeSetWatches(math.MaxInt64, d, nil, ch)
+		_ = t.injectLater(t.first.Load(), b, &injected{done: func(int64, int32, []byte, error) {}})
+	}
+	var d, ch []string
+	size := 0
+	for _, p := range data {
+		d = append(d, p)
+		if size += 4 + len(p); size > maxBulkRequest {
+			send(d, ch)
+			d, ch, size = nil, nil, 0
+		}
+	}
+	for _, p := range child {
+		ch = append(ch, p)
+		if size += 4 + len(p); size > maxBulkRequest {
+			send(d, ch)
+			d, ch, size = nil, nil, 0
+		}
+	}
+	if len(d)+len(ch) > 0 {
+		send(d, ch)
+	}
+}
+
+// Encoding (jute): int32 and int64 big-endian, a bool one byte, a string
+// or a buffer an int32 length then bytes (-1: null), a vector an int32
+// count then its items.
+
+func appendString(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+// encodeMultiRead is a multiRead request (its xid to be filled): for
+// each node a MultiHeader (type, done false, err -1) and a GetDataRequest
+// (path, watch false), then a GetChildrenRequest if its children are
+// asked for; a MultiHeader (-1, true, -1) ends it.
+func encodeMultiRead(reads []BulkRead, spaths []string) []byte {
+	b := make([]byte, 12, 64+len(reads)*64)
+	binary.BigEndian.PutUint32(b[8:12], opMultiRead)
+	op := func(code int32, p string) {
+		b = binary.BigEndian.AppendUint32(b, uint32(code))
+		b = append(b, 0)
+		b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // err -1
+		b = appendString(b, p)
+		b = append(b, 0) // watch: the server ignores it here
+	}
+	for i, r := range reads {
+		op(opGetData, spaths[i])
+		if r.Children {
+			op(opGetChildren, spaths[i])
+		}
+	}
+	b = binary.BigEndian.AppendUint32(b, math.MaxUint32)
+	b = append(b, 1)
+	b = binary.BigEndian.AppendUint32(b, math.MaxUint32)
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	return b
+}
+
+// encodeSetWatches is a setWatches request (its xid to be filled).
+func encodeSetWatches(rel int64, data, exist, child []string) []byte {
+	b := make([]byte, 12, 40)
+	binary.BigEndian.PutUint32(b[8:12], opSetWatches)
+	b = binary.BigEndian.AppendUint64(b, uint64(rel))
+	for _, list := range [][]string{data, exist, child} {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(list)))
+		for _, p := range list {
+			b = appendString(b, p)
+		}
+	}
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	return b
+}
+
+// dec reads jute values from a reply body.
+type dec struct {
+	b   []byte
+	bad bool
+}
+
+func (d *dec) take(n int) []byte {
+	if d.bad || n < 0 || len(d.b) < n {
+		d.bad = true
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) i32() int32 {
+	v := d.take(4)
+	if v == nil {
+		return 0
+	}
+	return int32(binary.BigEndian.Uint32(v))
+}
+
+func (d *dec) i64() int64 {
+	v := d.take(8)
+	if v == nil {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(v))
+}
+
+func (d *dec) bytes() []byte {
+	n := d.i32()
+	if n < 0 {
+		return nil
+	}
+	return d.take(int(n))
+}
+
+func (d *dec) stat() *zk.Stat {
+	return &zk.Stat{Czxid: d.i64(), Mzxid: d.i64(), Ctime: d.i64(), Mtime: d.i64(),
+		Version: d.i32(), Cversion: d.i32(), Aversion: d.i32(), EphemeralOwner: d.i64(),
+		DataLength: d.i32(), NumChildren: d.i32(), Pzxid: d.i64()}
+}
+
+// decodeMultiRead reads a MultiResponse to encodeMultiRead(reads) into
+// out: per op a MultiHeader (type, done, err) and the op's response
+// (GetDataResponse: data, Stat; GetChildrenResponse: names;
+// ErrorResponse: err), then the closing header.
+func decodeMultiRead(body []byte, reads []BulkRead, out []BulkResult) error {
+	d := &dec{b: body}
+	head := func() (typ int32, done bool, code int32) {
+		typ = d.i32()
+		if v := d.take(1); v != nil {
+			done = v[0] != 0
+		}
+		return typ, done, d.i32()
+	}
+	for i, r := range reads {
+		kinds := []int32{opGetData}
+		if r.Children {
+			kinds = append(kinds, opGetChildren)
+		}
+		for _, want := range kinds {
+			typ, done, _ := head()
+			if d.bad || done {
+				return errInjectedProtocol
+			}
+			var err error
+			switch typ {
+			case opError:
+				err = codeErr(d.i32())
+			case want:
+			default:
+				return errInjectedProtocol
+			}
+			switch {
+			case want == opGetData && err != nil:
+				out[i].Err = err
+			case want == opGetData:
+				if data := d.bytes(); data != nil && !r.ListOnly {
+					out[i].Data = append([]byte(nil), data...)
+				}
+				out[i].Stat = d.stat()
+			case err != nil:
+				out[i].ChildErr = err
+			default:
+				n := d.i32()
+				if n < 0 || int(n) > len(d.b)/4 {
+					return errInjectedProtocol
+				}
+				names := make([]string, n)
+				for j := range names {
+					names[j] = string(d.bytes())
+				}
+				out[i].Children = names
+			}
+		}
+		if r.Children && out[i].ChildErr == nil && out[i].Err != nil {
+			// A listing without the node's Stat: taken as its error.
+			out[i].Children, out[i].ChildErr = nil, out[i].Err
+		}
+	}
+	if typ, done, _ := head(); d.bad || typ != -1 || !done {
+		return errInjectedProtocol
+	}
+	return nil
+}
+
+// codeErr is go-zookeeper's error for a ZooKeeper error code.
+func codeErr(code int32) error {
+	switch code {
+	case -101:
+		return zk.ErrNoNode
+	case -102:
+		return zk.ErrNoAuth
+	case -4:
+		return zk.ErrConnectionClosed
+	case -112:
+		return zk.ErrSessionExpired
+	case -8:
+		return zk.ErrBadArguments
+	case zUnimpl:
+		return ErrBulkUnsupported
+	}
+	return errtext.Errorf("connection: server error %s", strconv.Itoa(int(code)))
+}

@@ -1,0 +1,394 @@
+package connection_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+)
+
+// bulkTree makes root/d0..d(dirs-1), each with kids children whose data
+// is their path, in pipelined multis; it returns every path, root first.
+func bulkTree(t *testing.T, conn *zk.Conn, root string, dirs, kids int) []string {
+	t.Helper()
+	paths := []string{root}
+	var ops []any
+	flush := func() {
+		if len(ops) == 0 {
+			return
+		}
+		if _, err := conn.Multi(ops...); err != nil {
+			t.Fatal(err)
+		}
+		ops = nil
+	}
+	for d := range dirs {
+		dir := fmt.Sprintf("%s/d%d", root, d)
+		paths = append(paths, dir)
+		ops = append(ops, &zk.CreateRequest{Path: dir, Data: []byte(dir), Acl: zk.WorldACL(zk.PermAll)})
+		for k := range kids {
+			p := fmt.Sprintf("%s/k%d", dir, k)
+			paths = append(paths, p)
+			ops = append(ops, &zk.CreateRequest{Path: p, Data: []byte(p), Acl: zk.WorldACL(zk.PermAll)})
+			if len(ops) >= 500 {
+				flush()
+			}
+		}
+	}
+	flush()
+	return paths
+}
+
+// TestReadWatchMany: reads in bulk give what go-zookeeper's reads give,
+// node for node, and set watches that fire for a later change of data,
+// a child created, a node deleted.
+func TestReadWatchMany(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	paths := bulkTree(t, conn, root, 5, 600) // 3,006 nodes: several requests
+	reads := make([]connection.BulkRead, 0, len(paths)+1)
+	for _, p := range paths {
+		reads = append(reads, connection.BulkRead{Path: p, Children: true})
+	}
+	reads = append(reads, connection.BulkRead{Path: root + "/missing", Children: true})
+	res, err := c.ReadWatchMany(ctx, reads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		data, st, err := conn.Get(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kids, _, err := conn.Children(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res[i]
+		if r.Err != nil || r.ChildErr != nil || !bytes.Equal(r.Data, data) || *r.Stat != *st {
+			t.Fatalf("%s: bulk %q %+v %v %v; read %q %+v", p, r.Data, r.Stat, r.Err, r.ChildErr, data, st)
+		}
+		slices.Sort(kids)
+		slices.Sort(r.Children)
+		if !slices.Equal(kids, r.Children) {
+			t.Fatalf("%s: children %d, want %d", p, len(r.Children), len(kids))
+		}
+		if r.DataWatch == nil || r.ChildWatch == nil {
+			t.Fatalf("%s: no watch", p)
+		}
+	}
+	miss := res[len(paths)]
+	if !errors.Is(miss.Err, zk.ErrNoNode) || !errors.Is(miss.ChildErr, zk.ErrNoNode) || miss.DataWatch != nil || miss.ChildWatch != nil {
+		t.Fatalf("missing node: %+v", miss)
+	}
+	for _, r := range res[:len(paths)] {
+		if closed(r.DataWatch.Done()) || closed(r.ChildWatch.Done()) {
+			t.Fatal("a watch fired with nothing changed")
+		}
+	}
+	// Changes: the data of d0/k1, a child of d1, d2/k2 deleted.
+	at := func(p string) int { return slices.Index(paths, p) }
+	if _, err := conn.Set(root+"/d0/k1", []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(root+"/d1/new", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Delete(root+"/d2/k2", -1); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []*connection.Watch{
+		res[at(root+"/d0/k1")].DataWatch, res[at(root+"/d1")].ChildWatch,
+		res[at(root+"/d2/k2")].DataWatch, res[at(root+"/d2/k2")].ChildWatch, res[at(root+"/d2")].ChildWatch,
+	} {
+		select {
+		case <-w.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("a watch did not fire")
+		}
+		if w.Err() != nil {
+			t.Fatal(w.Err())
+		}
+	}
+	if ev := res[at(root+"/d0/k1")].DataWatch.Event(); ev.Type != zk.EventNodeDataChanged {
+		t.Fatalf("event %v", ev.Type)
+	}
+	// The same watches are shared with a later GetWatch.
+	_, _, w, err := c.GetWatch(ctx, root+"/d3/k3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w != res[at(root+"/d3/k3")].DataWatch {
+		t.Fatal("the bulk watch is not shared")
+	}
+}
+
+// TestReadWatchManyRacingWrites: writers set and delete nodes while they
+// are read in bulk. Every node changed after its read (its Stat at
+// quiescence differs from the one read) has its watch fired; the server
+// fires it either as the change is made or when the watch is set.
+func TestReadWatchManyRacingWrites(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	paths := bulkTree(t, conn, root, 4, 500)
+	reads := make([]connection.BulkRead, len(paths))
+	for i, p := range paths {
+		reads[i] = connection.BulkRead{Path: p, Children: true}
+	}
+	for round := range 5 {
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; ; i += 4 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					p := paths[1+(i*37+round)%(len(paths)-1)]
+					if i%11 == 0 {
+						conn.Create(p+"/c", nil, 0, zk.WorldACL(zk.PermAll))
+					} else {
+						conn.Set(p, []byte{byte(i)}, -1)
+					}
+				}
+			}()
+		}
+		time.Sleep(20 * time.Millisecond)
+		res, err := c.ReadWatchMany(ctx, reads)
+		time.Sleep(20 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Quiescence: a sync, then every notification is in.
+		if err := c.Sync(ctx, root); err != nil {
+			t.Fatal(err)
+		}
+		changedData, changedKids := 0, 0
+		for i, p := range paths {
+			_, st, err := conn.Get(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := res[i]
+			if st.Mzxid != r.Stat.Mzxid {
+				changedData++
+				if !closed(r.DataWatch.Done()) {
+					t.Fatalf("round %d: %s changed after its read (mzxid %d → %d) and its watch did not fire", round, p, r.Stat.Mzxid, st.Mzxid)
+				}
+			}
+			if st.Pzxid != r.Stat.Pzxid {
+				changedKids++
+				if !closed(r.ChildWatch.Done()) {
+					t.Fatalf("round %d: %s listed before a child changed and its watch did not fire", round, p)
+				}
+			}
+		}
+		t.Logf("round %d: %d data and %d listings changed after the read", round, changedData, changedKids)
+	}
+}
+
+func bulkReads(paths []string) []connection.BulkRead {
+	reads := make([]connection.BulkRead, len(paths))
+	for i, p := range paths {
+		reads[i] = connection.BulkRead{Path: p, Children: true}
+	}
+	return reads
+}
+
+func fires(t *testing.T, w *connection.Watch, what string) {
+	t.Helper()
+	select {
+	case <-w.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: the watch did not fire", what)
+	}
+}
+
+// TestReadWatchManyReconnect: the watches set in bulk are registered
+// again by the client after a reconnect of the same session, before
+// Reconnected: those of nodes changed while cut off have fired by then,
+// the others still fire for a later change. The connection drops twice
+// more during the re-registration's rounds.
+func TestReadWatchManyReconnect(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(8*time.Second))
+	states := c.Listen(ctxFor(t, 2*time.Minute))
+	ctx := ctxFor(t, time.Minute)
+	paths := bulkTree(t, conn, root, 4, 500)
+	res, err := c.ReadWatchMany(ctx, bulkReads(paths))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := c.Session()
+	for round := range 3 {
+		p.Cut()
+		expect(t, states, 10*time.Second, connection.Suspended)
+		k := 1 + round*7
+		if _, err := conn.Set(paths[k], []byte("cut"), -1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Create(paths[k+1]+"/c", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		p.Restore()
+		expect(t, states, 10*time.Second, connection.Reconnected)
+		if c.Session() != sess {
+			t.Fatal("a new session")
+		}
+		if !closed(res[k].DataWatch.Done()) || !closed(res[k+1].ChildWatch.Done()) {
+			t.Fatalf("round %d: Reconnected before the watches of nodes changed while cut off fired", round)
+		}
+	}
+	// Every other watch is still registered on the server.
+	for i := 100; i < 110; i++ {
+		if closed(res[i].DataWatch.Done()) {
+			t.Fatalf("%s: fired with nothing changed", paths[i])
+		}
+		if _, err := conn.Set(paths[i], []byte("after"), -1); err != nil {
+			t.Fatal(err)
+		}
+		fires(t, res[i].DataWatch, paths[i])
+	}
+}
+
+// TestReadWatchManyLostReply: the server's answers stop coming while a
+// bulk read is in flight: the call fails with a connection loss once the
+// connection is given up (or its context ends), nothing is left behind,
+// and the next call, on the next connection, works.
+func TestReadWatchManyLostReply(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
+	states := c.Listen(ctxFor(t, 2*time.Minute))
+	paths := bulkTree(t, conn, root, 2, 300)
+	p.DropReplies()
+	_, err := c.ReadWatchMany(ctxFor(t, 30*time.Second), bulkReads(paths))
+	if !errors.Is(err, zk.ErrConnectionClosed) {
+		t.Fatalf("err %v, want a connection loss", err)
+	}
+	expect(t, states, 10*time.Second, connection.Suspended)
+	p.Restore()
+	expect(t, states, 10*time.Second, connection.Reconnected)
+	res, err := c.ReadWatchMany(ctxFor(t, 30*time.Second), bulkReads(paths))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Set(paths[5], nil, -1); err != nil {
+		t.Fatal(err)
+	}
+	fires(t, res[5].DataWatch, paths[5])
+	// A caller that gives up: its context ends while the answer is lost.
+	p.DropReplies()
+	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.ReadWatchMany(short, bulkReads(paths)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want the context's", err)
+	}
+	p.Restore()
+}
+
+// TestReadWatchManyUnderCuts: the connection is cut at random moments of
+// bulk reads (during the reads, between them and their watches, during
+// the watches). A call either fails, or every watch it returned is
+// registered: after the reconnect, a change of each node fires it.
+func TestReadWatchManyUnderCuts(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(8*time.Second))
+	states := c.Listen(ctxFor(t, 2*time.Minute))
+	paths := bulkTree(t, conn, root, 3, 700)
+	ok, failed := 0, 0
+	for round := range 12 {
+		done := make(chan struct{})
+		var res []connection.BulkResult
+		var err error
+		go func() {
+			defer close(done)
+			res, err = c.ReadWatchMany(ctxFor(t, time.Minute), bulkReads(paths))
+		}()
+		time.Sleep(time.Duration(round*10) * time.Millisecond)
+		p.Cut()
+		<-done
+		p.Restore()
+		expect(t, states, 10*time.Second, connection.Suspended, connection.Reconnected)
+		if err != nil {
+			failed++
+			continue
+		}
+		ok++
+		for i := 1; i < len(paths); i += 97 {
+			if _, err := conn.Set(paths[i], []byte{byte(round)}, -1); err != nil {
+				t.Fatal(err)
+			}
+			fires(t, res[i].DataWatch, paths[i])
+		}
+	}
+	t.Logf("%d calls answered, %d failed by the cut", ok, failed)
+}
+
+// TestReadWatchManyExpiry: the session expires: the bulk watches end
+// with it (ErrSessionLost), and a bulk read works in the next session.
+func TestReadWatchManyExpiry(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(4*time.Second))
+	paths := bulkTree(t, conn, root, 1, 50)
+	res, err := c.ReadWatchMany(ctxFor(t, time.Minute), bulkReads(paths))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := c.Session()
+	p.Blackhole()
+	<-sess.Done()
+	p.Restore()
+	fires(t, res[3].DataWatch, "expired")
+	if err := res[3].DataWatch.Err(); !errors.Is(err, connection.ErrSessionLost) {
+		t.Fatalf("watch err %v", err)
+	}
+	res, err = c.ReadWatchMany(ctxFor(t, time.Minute), bulkReads(paths))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Session() == sess {
+		t.Fatal("same session")
+	}
+	if _, err := conn.Set(paths[3], nil, -1); err != nil {
+		t.Fatal(err)
+	}
+	fires(t, res[3].DataWatch, paths[3])
+}
