@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // TestReadWatchManyReconnectWithAuth: a client with credentials holds
@@ -268,15 +269,20 @@ func TestReadWatchManyTooLarge(t *testing.T) {
 // socket reads) interleaved with go-zookeeper's replies and with
 // notifications of a writer's changes: the stream go-zookeeper sees stays
 // whole (no drop) and every read, bulk or not, gives a node's data whole.
+//
+// It runs on a server of its own, at a pace a loaded machine keeps up
+// with (64 KiB nodes, a write every 20 ms for 5 s: about 16 MB of
+// transactions, where 150 KiB every 5 ms for 8 s wrote about 240 MB).
 func TestReadWatchManyInterleaved(t *testing.T) {
 	t.Parallel()
-	ens := shared.Ensemble(t)
+	ens := zktest.Start(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
+	const nodeSize = 64 << 10 // 12 nodes: a bulk reply of 768 KiB, read in many pieces
 	var paths []string
 	for i := range 12 {
 		p := fmt.Sprintf("%s/n%d", root, i)
-		if _, err := conn.Create(p, bytes.Repeat([]byte{byte(i)}, 150<<10), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := conn.Create(p, bytes.Repeat([]byte{byte(i)}, nodeSize), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 		paths = append(paths, p)
@@ -285,7 +291,7 @@ func TestReadWatchManyInterleaved(t *testing.T) {
 	ctx := ctxFor(t, 2*time.Minute)
 	states := c.Listen(ctx)
 	check := func(i int, data []byte) error {
-		if len(data) != 150<<10 || data[0] != data[len(data)-1] {
+		if len(data) != nodeSize || data[0] != data[len(data)-1] {
 			return fmt.Errorf("%s: %d bytes, first %d last %d", paths[i], len(data), data[0], data[len(data)-1])
 		}
 		return nil
@@ -339,11 +345,11 @@ func TestReadWatchManyInterleaved(t *testing.T) {
 	}
 	run(func(k int) error {
 		i := k % len(paths)
-		_, err := conn.Set(paths[i], bytes.Repeat([]byte{byte(k)}, 150<<10), -1)
-		time.Sleep(5 * time.Millisecond)
+		_, err := conn.Set(paths[i], bytes.Repeat([]byte{byte(k)}, nodeSize), -1)
+		time.Sleep(20 * time.Millisecond)
 		return err
 	})
-	time.Sleep(8 * time.Second)
+	time.Sleep(5 * time.Second)
 	close(stop)
 	wg.Wait()
 	close(errs)

@@ -6,14 +6,19 @@ import (
 	"time"
 )
 
-// preciseThread gives the calling goroutine a thread of its own for the
-// rest of its life, with the kernel's timer slack at its least (1 ns; the
-// default 50 µs is added to every sleep), so that sleepUntil wakes within
-// microseconds. The thread ends with the goroutine.
-func preciseThread() {
+// preciseThread gives the calling goroutine a thread of its own until it
+// calls the function returned, with the kernel's timer slack at its least
+// (1 ns; the default 50 µs is added to every sleep), so that sleepUntil
+// wakes within microseconds. The goroutine must call that function before
+// it ends: a goroutine that ends locked to its thread ends the thread, and
+// the kernel then kills every server started from that thread (they are
+// started with Pdeathsig, which follows the thread that forked them, not
+// the process) — the runtime forks from whatever thread it runs on.
+func preciseThread() (release func()) {
 	runtime.LockOSThread()
 	const prSetTimerSlack = 29
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerSlack, 1, 0)
+	return runtime.UnlockOSThread
 }
 
 // sleepUntil returns at t. The runtime's timers round a sleep up to the

@@ -4,7 +4,7 @@ package zkserver
 
 import "time"
 
-func preciseThread() {}
+func preciseThread() (release func()) { return func() {} }
 
 // sleepUntil returns at t, as precisely as the runtime's timers allow.
 func sleepUntil(t time.Time) {

@@ -251,14 +251,16 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 	go func() {
 		defer close(writerDone)
 		precise := false
-		var early time.Duration // how much sooner to wake: the usual lateness of a wake-up
+		release := func() {}
+		defer func() { release() }() // before the goroutine ends (preciseThread)
+		var early time.Duration      // how much sooner to wake: the usual lateness of a wake-up
 		for c := range queue {
 			if c.delayed {
 				if !precise {
 					// Sub-millisecond delays need a thread of our own:
 					// the runtime's timers round them up to a
 					// millisecond (preciseThread).
-					preciseThread()
+					release = preciseThread()
 					precise = true
 				}
 				sleepUntil(c.due.Add(-early))
