@@ -75,6 +75,12 @@ func (p *Proxy) Delay(d time.Duration) { p.p.Delay(d) }
 // every answer comes late. DelayReplies(0) removes it.
 func (p *Proxy) DelayReplies(d time.Duration) { p.p.DelayReplies(d) }
 
+// LastHeard returns when bytes of a client last reached a server through
+// the proxy (the delay included): what the server last heard of it, the
+// start of its session's timeout once the proxy goes silent. It is the
+// zero time before any.
+func (p *Proxy) LastHeard() time.Time { return p.p.LastHeard() }
+
 // Restore delivers traffic normally again, without delay, and closes the
 // connections that lost bytes to a blackhole or a drop.
 func (p *Proxy) Restore() { p.p.Restore() }
