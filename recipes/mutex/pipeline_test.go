@@ -36,6 +36,13 @@ func TestFirstListingGoesBehindTheCreate(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	lock := ens.Root(t) + "/lock"
+	// A persistent directory, not the container the first Lock would
+	// make: the server's container check would delete an empty container
+	// between two cycles, and the next cycle would make it again (its
+	// create refused, the directory made, the create alone again).
+	if _, err := ens.Conn(t).Create(lock, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	p, err := zkserver.NewCountingProxy(ens.Servers())
 	if err != nil {
 		t.Fatal(err)
