@@ -3,6 +3,7 @@ package cache_test
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func followLarge(t *testing.T, ens *zktest.Ensemble, conn *zk.Conn, root string,
 // equals a fresh read; sets, deletes, creates and a re-creation spread
 // over the directory give their events, and nothing else.
 func TestScaleDirectory(t *testing.T) {
-	skipScaleInShort(t)
+	skipScaleHeavy(t)
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
@@ -90,7 +91,7 @@ func TestScaleDirectory(t *testing.T) {
 // levels — sets, a leaf and a subtree of 100 deleted, a re-creation, new
 // nodes at every depth — give their events, and nothing else.
 func TestScaleTree(t *testing.T) {
-	skipScaleInShort(t)
+	skipScaleHeavy(t)
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
@@ -134,7 +135,7 @@ const javaMaxPacket = 0xfffff
 // children, holds the rest of the tree, follows its changes, and is
 // trusted again after the one connection drop the answer costs.
 func TestScaleWideDirectory(t *testing.T) {
-	skipScaleInShort(t)
+	skipScaleHeavy(t)
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
@@ -276,13 +277,13 @@ func TestScaleWideDirectory(t *testing.T) {
 	})
 }
 
-// skipScaleInShort skips a scale test in -short runs: make test runs
-// every test with -race first, then again with the oldest supported Go
-// in -short mode, where the scale tests (a minute and more of this
-// package's time) would only repeat what the first run proved.
-func skipScaleInShort(t *testing.T) {
+// skipScaleHeavy skips a scale test when ZKRECIPES_SKIP_HEAVY is set: make
+// test runs every test with -race first, then again with the oldest
+// supported Go with that variable set, where a scale test (a minute and more of this package's time) would only
+// repeat what the first run proved.
+func skipScaleHeavy(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("a scale test: it runs without -short")
+	if os.Getenv("ZKRECIPES_SKIP_HEAVY") != "" {
+		t.Skip("a scale test: it ran in the -race pass (ZKRECIPES_SKIP_HEAVY is set)")
 	}
 }

@@ -76,7 +76,7 @@ func BenchmarkContended(b *testing.B) {
 // TestRunRecipesSmoke runs the recipe scenarios once, small, with
 // zkrecipes alone: every figure comes out positive.
 func TestRunRecipesSmoke(t *testing.T) {
-	skipSmokeInShort(t)
+	skipSmokeHeavy(t)
 	ens := shared.Ensemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -105,7 +105,7 @@ func TestRunRecipesSmoke(t *testing.T) {
 // TestRunElectionQueueSmoke runs the election and queue scenarios once,
 // small, with zkrecipes alone.
 func TestRunElectionQueueSmoke(t *testing.T) {
-	skipSmokeInShort(t)
+	skipSmokeHeavy(t)
 	ens := shared.Ensemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -126,7 +126,7 @@ func TestRunElectionQueueSmoke(t *testing.T) {
 // zkrecipes alone: every latency measured is positive, and an expiry's
 // re-registration is seen after the new session.
 func TestRunDiscoverySmoke(t *testing.T) {
-	skipSmokeInShort(t)
+	skipSmokeHeavy(t)
 	ens := shared.Ensemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -155,7 +155,7 @@ func TestRunDiscoverySmoke(t *testing.T) {
 // all positive is run once more, and the test fails only if that one is
 // short too.
 func TestRunScaleSmoke(t *testing.T) {
-	skipSmokeInShort(t)
+	skipSmokeHeavy(t)
 	ens := shared.Ensemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -219,7 +219,7 @@ func checkScaleSmoke(r *ScaleResults) error {
 // TestRunCountersSmoke runs the counter scenario once, small, with
 // zkrecipes alone.
 func TestRunCountersSmoke(t *testing.T) {
-	skipSmokeInShort(t)
+	skipSmokeHeavy(t)
 	ens := shared.Ensemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -243,7 +243,7 @@ func TestRunCountersSmoke(t *testing.T) {
 // TestRunBarriersSmoke runs the double-barrier scenario once, small, with
 // zkrecipes alone.
 func TestRunBarriersSmoke(t *testing.T) {
-	skipSmokeInShort(t)
+	skipSmokeHeavy(t)
 	ens := shared.Ensemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -259,14 +259,14 @@ func TestRunBarriersSmoke(t *testing.T) {
 	}
 }
 
-// skipSmokeInShort skips a smoke run of a scenario in -short runs: make
+// skipSmokeHeavy skips a smoke run of a scenario when ZKRECIPES_SKIP_HEAVY is set: make
 // test runs every test with -race first, then again with the oldest
-// supported Go in -short mode, where starting the peers' drivers and an
-// ensemble per scenario would only repeat what the first run proved.
-func skipSmokeInShort(t *testing.T) {
+// supported Go with that variable set, where starting the peers' drivers and an ensemble per scenario would only
+// repeat what the first run proved.
+func skipSmokeHeavy(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("a smoke run of a benchmark scenario: it runs without -short")
+	if os.Getenv("ZKRECIPES_SKIP_HEAVY") != "" {
+		t.Skip("a smoke run of a benchmark scenario: it ran in the -race pass (ZKRECIPES_SKIP_HEAVY is set)")
 	}
 }
 

@@ -144,7 +144,7 @@ func TestCacheMarkdown(t *testing.T) {
 // alone: every view is whole, every figure is there, the view is
 // consistent after the writer, and a reconnect costs few packets.
 func TestRunCacheSmoke(t *testing.T) {
-	skipSmokeInShort(t)
+	skipSmokeHeavy(t)
 	ens := shared.Ensemble(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

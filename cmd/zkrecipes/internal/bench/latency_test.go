@@ -49,6 +49,7 @@ func TestLatencyMarkdown(t *testing.T) {
 // (unless the hold is over by then) and a delete — two round trips;
 // zk.Lock a create, a listing and a delete, one after another.
 func TestRunLatencySmall(t *testing.T) {
+	skipSmokeHeavy(t)
 	if testing.Short() {
 		t.Skip("a bench run")
 	}
