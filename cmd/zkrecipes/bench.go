@@ -510,14 +510,19 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   transaction log entry, as a plain set is, a few percent slower on the
   server (BenchmarkMarkerCost in recipes/shared measures it). What it buys:
   an add whose answer is lost is never counted twice (docs/shared.md).
-- **The cache.** A cache with one-shot watches sends two reads per node to
-  load, and through go-zookeeper the server that answers them is the
-  bound: compare each first view with the same reads made with nothing
-  kept, and the servers' CPU beside them. CuratorCache's one persistent
-  watch saves the watches per node, but it reads every node again after a
+- **The cache.** A cache with one-shot watches needs two reads per node
+  to load, and sent one by one (the TreeCaches; the same reads made with
+  nothing kept, beside them) the server's cost per request is the bound.
+  The zkrecipes cache sends them in bulk: a multiRead answers the reads
+  of 256 nodes, and one setWatches at the zxid those reads saw sets
+  their watches — a few requests where the others send thousands, the
+  same one-shot watches, and the connection's own watch table instead of
+  go-zookeeper's (hence the memory). CuratorCache's one persistent watch
+  saves the watches per node, but it reads every node again after a
   reconnect, and it counts its reads in flight in a Phaser that takes at
-  most 65,535: beyond, its first view is not whole. docs/cache.md sets
-  the figures against the issue's targets.
+  most 65,535: beyond, its first view is not whole. The lag from a write
+  to an event is a notification and a read for every cache. docs/cache.md
+  sets the figures against the issue's targets.
 - **Service discovery.** A zkrecipes cache hears of a new instance from
   its directory's child watch, lists the directory and reads the new node
   (two requests); Curator's ServiceCache, a CuratorCache on a ZooKeeper
