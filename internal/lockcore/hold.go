@@ -156,10 +156,7 @@ func (h *Hold) takeOwnSoon(o *OwnWatch) {
 	o.cancel()
 	switch {
 	case errors.Is(o.err, zk.ErrNoNode):
-		if h.finish(errtext.Errorf("%w: %w: %s (by another client, or with its session)", h.cfg.Lost, ErrNodeGone, h.Path)) {
-			h.client.Logger().Warn("zkrecipes hold lost: its node was deleted", "node", h.Path,
-				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token)
-		}
+		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted}) // as rewatch does
 	case o.err != nil:
 		h.unwatched(o.err)
 	default:
