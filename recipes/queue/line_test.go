@@ -126,8 +126,10 @@ func TestTakeWhoseEntryWentAfterItsCreateLinesUpAgain(t *testing.T) {
 	obs := ens.Conn(t)
 	q := newQueue(t, open(t, ens.Servers()), path)
 	var once sync.Once
+	hooked := make(chan struct{})
 	queue.AfterTakenMade(q, func() {
 		once.Do(func() {
+			defer close(hooked)
 			for _, name := range children(t, obs, path+"/entries") {
 				if err := obs.Delete(path+"/entries/"+name, -1); err != nil {
 					t.Error(err)
@@ -141,7 +143,14 @@ func TestTakeWhoseEntryWentAfterItsCreateLinesUpAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The worker finds the entry gone, deletes its taken node and lines
-	// up again.
+	// up again. (Until the take is made, the line and the taken nodes
+	// look as they will after: wait for the hook first, or the next
+	// item could be put before it, and go with the first.)
+	select {
+	case <-hooked:
+	case <-ctx.Done():
+		t.Fatal("no taken node made for the item")
+	}
 	zktest.Eventually(t, 10*time.Second, "the worker back in line, its taken node deleted", func() error {
 		if n, err := q.Idle(ctx); err != nil || n != 1 {
 			return fmt.Errorf("%d in line (%v)", n, err)

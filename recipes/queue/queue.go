@@ -510,6 +510,12 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 		return nil, nil // another worker's, of this client or another
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, connection.ErrSessionLost):
 		return nil, restartOn(err) // nothing made, or it went with the session
+	case err != nil && ctx.Err() == nil && cctx.Err() != nil:
+		// The claim's own bound ran out, not the caller's: the link is
+		// slow or cut, and the session's fate not yet known. A node the
+		// claim may have made is deleted in the background (Claim); take
+		// again, from the line, rather than fail the take.
+		return nil, errRestart
 	case err != nil:
 		return nil, err
 	}
