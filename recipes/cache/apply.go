@@ -114,6 +114,15 @@ func (w *worker) listDone(o *op, r *result) {
 			return
 		}
 		// The root: its data op decides, and waits for it to come back.
+		// But a data read that found it may have been applied first (the
+		// answers come in order, the reads' goroutines hand them over in
+		// any), and setNode did not list it, this listing being in
+		// flight: list it now, or its children are never read.
+		if e.node != nil {
+			w.markDirty(o, modeGet)
+			w.settle(o, 0)
+			return
+		}
 	case unreadable(r.err):
 		e.listErr = r.err
 		w.openKids(e)
