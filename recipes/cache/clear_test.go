@@ -85,6 +85,16 @@ func TestClearOnSessionLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustCreate(t, conn, root+"/a3/new", []byte("new"))
+	// The client counts its session lost by its own clock; the server
+	// expires it a little later (its expiry rounded up to a tick). Back
+	// before that, the new session could read the old one's ephemeral node
+	// and see it go: wait for the server's view.
+	zktest.Eventually(t, 30*time.Second, "the server expired the old session", func() error {
+		if ok, _, err := conn.Exists(mine); err != nil || ok {
+			return fmt.Errorf("%s still there (%v)", mine, err)
+		}
+		return nil
+	})
 	proxy.Restore()
 	for _, c := range []*cache.Cache{cleared, kept} {
 		if err := c.Sync(ctx); err != nil {
