@@ -48,18 +48,37 @@ func NewUUID() string { return newUUID() }
 // have made is deleted in the background by the same test, so that nothing
 // is orphaned.
 func (c *Client) Claim(ctx context.Context, path string, data []byte) (Created, *Watch, error) {
-	return c.ClaimThen(ctx, path, data, nil)
+	return c.ClaimThen(ctx, path, data, ClaimHooks{})
 }
 
-// ClaimThen is Claim, calling made (if not nil), in the caller's
-// goroutine, the moment the create is answered with success — before the
-// node is read back for its czxid and its watch. From then on the node is
-// at path, in the claim's session, and no one else's create there can
-// succeed while it is: a caller that only waited for its turn to claim (a
-// work queue's line of idle workers) may let the next one go one round
-// trip sooner. It is not called when a retry found the node already
-// there (a lost answer, settled by the read): Claim's result says then.
-func (c *Client) ClaimThen(ctx context.Context, path string, data []byte, made func()) (Created, *Watch, error) {
+// ClaimHooks tell the caller of ClaimThen how far its claim went. Either
+// may be nil.
+type ClaimHooks struct {
+	// Written is called, once, as the create is first written on the
+	// connection, before its answer — from the connection's writer, so it
+	// must not block (it starts a goroutine for its requests). A request
+	// sent from then on goes out on the same connection behind the create,
+	// and ZooKeeper handles one connection's writes in order: a delete
+	// sent in Written is applied after the create, whatever the create's
+	// outcome. It is not called when the create was never written, nor
+	// when another claim of the same path by this client was waiting to be
+	// written at the same moment (a frame does not say whose it is): the
+	// caller must do without it then.
+	Written func()
+	// Made is called, in the caller's goroutine, the moment the create is
+	// answered with success — before the node is read back for its czxid
+	// and its watch. From then on the node is at the path, in the claim's
+	// session, and no one else's create there can succeed while it is. It
+	// is not called when a retry found the node already there (a lost
+	// answer, settled by the read): Claim's result says then.
+	Made func()
+}
+
+// ClaimThen is Claim, telling hooks of the claim's progress: a caller that
+// only waited for its turn to claim (a work queue's line of idle workers)
+// may let the next one go as its create is written, and do more the
+// moment it is answered.
+func (c *Client) ClaimThen(ctx context.Context, path string, data []byte, hooks ClaimHooks) (Created, *Watch, error) {
 	if err := ValidatePath(path); err != nil {
 		return Created{}, nil, err
 	}
@@ -74,9 +93,18 @@ func (c *Client) ClaimThen(ctx context.Context, path string, data []byte, made f
 		}
 		ctx = Pin(ctx, sess)
 	}
+	if hooks.Written != nil {
+		if zc, s, err := c.current(ctx); err == nil && s == sess {
+			if tr := c.trackerOf(zc); tr != nil {
+				if forget := tr.whenWritten(c.server(path), hooks.Written); forget != nil {
+					defer forget()
+				}
+			}
+		}
+	}
 	_, err := c.Create(ctx, path, data, Ephemeral)
-	if err == nil && made != nil {
-		made()
+	if err == nil && hooks.Made != nil {
+		hooks.Made()
 	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		if errors.Is(err, ErrOutcomeUnknown) {

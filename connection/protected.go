@@ -136,8 +136,9 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 		}
 		if then != nil && attempt == 1 {
 			if tr := c.trackerOf(zc); tr != nil {
-				tr.whenWritten(spath, then)
-				defer tr.whenWritten(spath, nil)
+				if forget := tr.whenWritten(spath, then); forget != nil {
+					defer forget()
+				}
 			}
 		}
 		created, err := valueThen(c, ctx, func() (string, error) {

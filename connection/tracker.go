@@ -92,7 +92,8 @@ type tracker struct {
 
 	mu      sync.Mutex
 	created map[string]createdStat // server path -> Stat of a create2 reply
-	written map[string]func()      // server path of a protected create -> called once it is written (whenWritten)
+	written    map[string]writtenHook // server path of a create -> called once it is written (whenWritten)
+	writtenSeq uint64
 	restore restoreState           // the current connection's setWatches (restore.go)
 	// goodZxid is the newest zxid of a reply heard on a restored
 	// connection: every watch was registered on the server up to it
@@ -127,34 +128,53 @@ type createdStat struct {
 // their results and paid a read each.
 const maxCreated = 1 << 16
 
-// whenWritten has f called, once, when a create of the protected name
-// spath (before its sequence) is written: from the writer, so f must not
-// block. nil forgets it.
-func (t *tracker) whenWritten(spath string, f func()) {
+// whenWritten has f called, once, when a create of spath (a protected
+// name before its sequence, or a plain path) is written: from the writer,
+// so f must not block. It returns the function that forgets f (and only
+// f), or nil, registering nothing, when another f waits for a create of
+// spath: a path has one at a time, as its frame does not say whose create
+// it is.
+func (t *tracker) whenWritten(spath string, f func()) (forget func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if f == nil {
-		delete(t.written, spath)
-		return
+	if _, taken := t.written[spath]; taken {
+		return nil
 	}
 	if t.written == nil {
-		t.written = map[string]func(){}
+		t.written = map[string]writtenHook{}
 	}
-	t.written[spath] = f
+	t.writtenSeq++
+	id := t.writtenSeq
+	t.written[spath] = writtenHook{f, id}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if h, ok := t.written[spath]; ok && h.id == id {
+			delete(t.written, spath)
+		}
+	}
 }
 
-// wrote is told that a create of protected name spath is being written.
+// writtenHook is a caller of whenWritten waiting for its create.
+type writtenHook struct {
+	f  func()
+	id uint64
+}
+
+// wrote is told that a create of spath is being written.
 func (t *tracker) wrote(spath []byte) {
 	t.mu.Lock()
 	if len(t.written) == 0 {
 		t.mu.Unlock()
 		return
 	}
-	f, ok := t.written[string(spath)]
-	delete(t.written, string(spath))
+	h, ok := t.written[string(spath)]
+	if ok {
+		delete(t.written, string(spath))
+	}
 	t.mu.Unlock()
 	if ok {
-		f()
+		h.f()
 	}
 }
 
@@ -297,6 +317,7 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	var xid int32
 	auth := false
 	if c.out.atBoundary() && handshaken && len(b) >= 12 {
+		c.noteCreate(b)
 		c.upgradeCreate(b)
 		c.rewriteGuards(b)
 		c.noteSetWatches(b)
@@ -348,6 +369,17 @@ func (t *tracker) mayConnect(b []byte) bool {
 	return len(b) >= at+8 && int64(binary.BigEndian.Uint64(b[at:at+8])) == first
 }
 
+// noteCreate tells whenWritten's callers that the create request at the
+// start of b is being written. c.mu is held.
+func (c *trackedConn) noteCreate(b []byte) {
+	if len(b) < 16 || int32(binary.BigEndian.Uint32(b[8:12])) != opCreate {
+		return
+	}
+	if n := int(int32(binary.BigEndian.Uint32(b[12:16]))); n > 0 && 16+n <= len(b) {
+		c.t.wrote(b[16 : 16+n])
+	}
+}
+
 // upgradeCreate turns a whole create request of a protected name, at the
 // start of b, into a create2: [len][xid][opcode][path][data][acl][flags].
 // go-zookeeper writes each request with one Write, so the header is here
@@ -361,7 +393,6 @@ func (c *trackedConn) upgradeCreate(b []byte) {
 		return
 	}
 	binary.BigEndian.PutUint32(b[8:12], opCreate2)
-	c.t.wrote(b[16 : 16+n])
 	if c.create2 == nil {
 		c.create2 = map[int32]bool{}
 	}

@@ -273,21 +273,26 @@ func (q *Queue) await(ctx context.Context, ln *linePlace) (*Item, error) {
 }
 
 // linePlace is a worker's place at the head of the line, which it gives
-// up once, either early (leaveSoon, in the background, as soon as its
-// taken node is made) or when its wait ends (leave, which also waits for
+// up once, either early (leaveSoon, in the background, as soon as the
+// create of its taken node is written) or when its wait ends (leave, which also waits for
 // an early leave to be done, so that Take returns with no request of its
 // own in flight).
 //
-// The head leaves as it sends the create of its taken node: the delete of
-// its place goes out beside the create, not after its answer, and the
-// line's path per item is the listing and that one round trip.
+// The head leaves as the create of its taken node is written: the delete
+// of its place goes out behind the create on the same connection
+// (connection.ClaimHooks.Written), not after its answer, and the line's
+// path per item is the listing and that one round trip. (When the hook is
+// not called — the create failed before it was written, or another worker
+// of this client was claiming the same item — the place goes once the
+// claim returns: later, still behind the create.)
 //
 // Safe: the line decides nothing about who has an item — the taken node
 // alone does, and no create of another worker can succeed on it while it
 // is there — so giving up the place early can never let two workers take
 // one item; at worst it costs a refused create. The order is kept too.
 // The next in line moves up when it hears our place deleted; our create
-// left before it could hear of that, so ours reaches the leader first,
+// was written before that delete, on the same connection, so the leader
+// applies it first,
 // and if the next one's listing, on a server that has not applied our
 // create yet, shows our item free, its own create of the item is refused
 // and it takes the next one: each item's first take still comes before
@@ -473,8 +478,8 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 	// all the same).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*lockcore.CleanupTimeout(sess))
 	defer cancel()
-	// The head of the line lets the next worker up as it sends the
-	// create (see linePlace). The moment the create is answered, the
+	// The head of the line lets the next worker up as its create is
+	// written (see linePlace). The moment the create is answered, the
 	// entry's data are read beside the read-back of the taken node. The
 	// entry is read after our create was answered, so a consume of the
 	// item before our take is seen (NoNode) — as when the read came after
@@ -483,11 +488,14 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 		data []byte
 		err  error
 	}
-	if ln != nil {
-		ln.leaveSoon()
-	}
 	if q.beforeCreate != nil {
 		q.beforeCreate()
+	}
+	var written func()
+	if ln != nil {
+		// The place goes as the create is written: its delete then goes
+		// out behind the create, on the same connection.
+		written = ln.leaveSoon
 	}
 	var entryc chan read
 	made := func() {
@@ -500,7 +508,12 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 			entryc <- read{d, err}
 		}()
 	}
-	created, own, err := q.client.ClaimThen(connection.Pin(cctx, sess), tpath, data, made)
+	created, own, err := q.client.ClaimThen(connection.Pin(cctx, sess), tpath, data, connection.ClaimHooks{Written: written, Made: made})
+	if ln != nil {
+		// Not written (it failed first), or Written not offered (another
+		// worker of this client was claiming the item): leave now.
+		ln.leaveSoon()
+	}
 	var er read
 	if entryc != nil {
 		er = <-entryc // joined whatever Claim said: no read outlives the take
