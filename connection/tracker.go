@@ -90,11 +90,11 @@ type tracker struct {
 	// written (Guard); nil in unit tests of other things.
 	guards *guardTable
 
-	mu      sync.Mutex
-	created map[string]createdStat // server path -> Stat of a create2 reply
+	mu         sync.Mutex
+	created    map[string]createdStat // server path -> Stat of a create2 reply
 	written    map[string]writtenHook // server path of a create -> called once it is written (whenWritten)
 	writtenSeq uint64
-	restore restoreState           // the current connection's setWatches (restore.go)
+	restore    restoreState // the current connection's setWatches (restore.go)
 	// goodZxid is the newest zxid of a reply heard on a restored
 	// connection: every watch was registered on the server up to it
 	// (restore.go).
