@@ -312,7 +312,11 @@ type linePlace struct {
 	listed bool          // the head has listed the queue once
 }
 
-// leaveSoon gives up the place in the background.
+// leaveSoon gives up the place in the background. It is the claim's
+// Written hook, called from the connection's writer, so it must never
+// block: its once.Do body only starts a goroutine, and leave's blocking
+// body never runs once leaveSoon has (claim calls leaveSoon after the
+// claim in any case, before Take can call leave).
 func (ln *linePlace) leaveSoon() {
 	ln.once.Do(func() {
 		ln.early = true
