@@ -280,9 +280,44 @@ func (c *trackedConn) failInjected() {
 	}
 }
 
+// hideZxid takes the zxid out of the header of a reply to one of
+// go-zookeeper's requests (zxid, the 8 bytes of it in the read buffer)
+// before go-zookeeper reads it: the tracker keeps it (seenZxid, and
+// frameZxid for the reply's own bookkeeping, answeredHead), and writes 0
+// in its place.
+//
+// go-zookeeper v1.0.4 stores each reply's zxid in a field its reconnect
+// reads, unsynchronized, on another goroutine (sendSetWatches reads it
+// while the new connection's receive loop may already be storing: a data
+// race, go-zookeeper PR #35, never merged). A zxid of 0 is never stored,
+// and nothing of go-zookeeper's reads a reply's zxid otherwise (its
+// requests return it, and every call drops it). The two things it was
+// kept for are the tracker's already: the connect request's lastZxidSeen
+// (raiseLastZxid: the newest zxid of any reply) and the relative zxid of a
+// setWatches (noteSetWatches: goodZxid).
+func (c *trackedConn) hideZxid(zxid []byte) {
+	z := int64(binary.BigEndian.Uint64(zxid))
+	if z <= 0 {
+		return
+	}
+	c.frameZxid = z
+	c.t.sawZxid(z)
+	clear(zxid)
+}
+
+// sawZxid raises seenZxid to zxid.
+func (t *tracker) sawZxid(zxid int64) {
+	for {
+		old := t.seenZxid.Load()
+		if zxid <= old || t.seenZxid.CompareAndSwap(old, zxid) {
+			return
+		}
+	}
+}
+
 // raiseLastZxid writes into the connect request at the start of b
 // ([len][protocolVersion int32][lastZxidSeen int64]...) the newest zxid
-// of an injected request's reply, if go-zookeeper's is older.
+// of a reply, if go-zookeeper's is older (it is 0: hideZxid).
 func (t *tracker) raiseLastZxid(b []byte) {
 	const at = 4 + 4
 	if len(b) < at+8 {
@@ -347,8 +382,15 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 			}
 			xid := int32(binary.BigEndian.Uint32(rd.buf[rd.r+4:]))
 			if !isInjectedXid(xid) {
+				if xid >= 0 && l >= 12 && avail < 16 {
+					break // the zxid is still to come (hideZxid)
+				}
 				rd.frames++
 				rd.pass = 4 + l
+				c.frameZxid = 0
+				if xid >= 0 && l >= 12 {
+					c.hideZxid(rd.buf[rd.r+8 : rd.r+16])
+				}
 				continue
 			}
 			if c.t.maxReply > 0 && l > c.t.maxReply {
@@ -431,12 +473,7 @@ func (c *trackedConn) injectedReply(xid int32, frame []byte, err error) {
 		return
 	}
 	zxid := int64(binary.BigEndian.Uint64(frame[4:12]))
-	for {
-		old := c.t.seenZxid.Load()
-		if zxid <= old || c.t.seenZxid.CompareAndSwap(old, zxid) {
-			break
-		}
-	}
+	c.t.sawZxid(zxid)
 	r.done(zxid, int32(binary.BigEndian.Uint32(frame[12:16])), frame[16:], nil)
 }
 

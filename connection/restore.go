@@ -114,13 +114,18 @@ func (t *tracker) restoredNow(conn int) bool {
 }
 
 // setWatchesWritten records a setWatches frame written on connection conn
-// and returns the zxid to write into it: no newer than goodZxid.
+// and returns the zxid to write into it, given the frame's own relative:
+// no newer than goodZxid, and goodZxid for a frame of go-zookeeper's,
+// whose relative is 0 (it never sees a reply's zxid: hideZxid).
 func (t *tracker) setWatchesWritten(conn int, relative int64) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if conn == t.restore.conn {
 		t.restore.inFlight++
 		t.restore.at = t.mono()
+	}
+	if relative <= 0 {
+		return t.goodZxid
 	}
 	return min(relative, t.goodZxid)
 }
@@ -171,8 +176,8 @@ func (t *tracker) checkRestoredLocked() {
 }
 
 // noteSetWatches records a setWatches request about to be written whole
-// from b, and writes into it a zxid no newer than goodZxid; any other
-// request is left alone.
+// from b, and writes into it a zxid no newer than goodZxid (goodZxid
+// itself for go-zookeeper's); any other request is left alone.
 func (c *trackedConn) noteSetWatches(b []byte) {
 	keys, ok := parseSetWatches(b)
 	if !ok {

@@ -269,6 +269,7 @@ type trackedConn struct {
 
 	conn       int                    // the tracker's number of this connection, once its handshake is answered
 	setWatches map[int32][]restoreKey // setWatches sent and not answered, by xid
+	frameZxid  int64                  // the zxid of the reply being handed on, hidden from go-zookeeper (hideZxid); only Read's goroutine
 
 	// Injected requests wait for go-zookeeper's credentials (inject.go).
 	open             bool       // injected requests may be written
@@ -549,7 +550,11 @@ func (c *trackedConn) answeredHead(xid int32, head []byte) {
 		c.t.setWatchesAnswered(c.conn, keys)
 	}
 	if len(head) >= 12 {
-		c.t.replyZxid(c.conn, int64(binary.BigEndian.Uint64(head[4:12])))
+		zxid := int64(binary.BigEndian.Uint64(head[4:12]))
+		if zxid == 0 {
+			zxid = c.frameZxid // hidden from go-zookeeper (hideZxid)
+		}
+		c.t.replyZxid(c.conn, zxid)
 	}
 }
 
