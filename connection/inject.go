@@ -292,9 +292,10 @@ func (c *trackedConn) failInjected() {
 // race, go-zookeeper PR #35, never merged). A zxid of 0 is never stored,
 // and nothing of go-zookeeper's reads a reply's zxid otherwise (its
 // requests return it, and every call drops it). The two things it was
-// kept for are the tracker's already: the connect request's lastZxidSeen
+// kept for are the tracker's: the connect request's lastZxidSeen
 // (raiseLastZxid: the newest zxid of any reply) and the relative zxid of a
-// setWatches (noteSetWatches: goodZxid).
+// setWatches (noteSetWatches: the zxid of the last reply, as go-zookeeper
+// kept it, and no newer than goodZxid).
 func (c *trackedConn) hideZxid(zxid []byte) {
 	z := int64(binary.BigEndian.Uint64(zxid))
 	if z <= 0 {
@@ -302,6 +303,7 @@ func (c *trackedConn) hideZxid(zxid []byte) {
 	}
 	c.frameZxid = z
 	c.t.sawZxid(z)
+	c.t.lastReply.Store(z)
 	clear(zxid)
 }
 
@@ -474,6 +476,9 @@ func (c *trackedConn) injectedReply(xid int32, frame []byte, err error) {
 	}
 	zxid := int64(binary.BigEndian.Uint64(frame[4:12]))
 	c.t.sawZxid(zxid)
+	if zxid > 0 {
+		c.t.lastReply.Store(zxid)
+	}
 	r.done(zxid, int32(binary.BigEndian.Uint32(frame[12:16])), frame[16:], nil)
 }
 

@@ -2,6 +2,7 @@ package connection
 
 import (
 	"encoding/binary"
+	"math"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -115,8 +116,13 @@ func (t *tracker) restoredNow(conn int) bool {
 
 // setWatchesWritten records a setWatches frame written on connection conn
 // and returns the zxid to write into it, given the frame's own relative:
-// no newer than goodZxid, and goodZxid for a frame of go-zookeeper's,
-// whose relative is 0 (it never sees a reply's zxid: hideZxid).
+// no newer than goodZxid. A frame of go-zookeeper's carries 0 (it never
+// sees a reply's zxid: hideZxid), and a re-registration of the client's
+// own watches math.MaxInt64 (reRegister): they get the zxid of the last
+// reply read — go-zookeeper's own rule, and not the newest zxid heard:
+// after a reply of a server ahead (a ping's zxid is its last applied one),
+// a watch may have been set on a server behind, at an older zxid, and a
+// change between the two would never fire.
 func (t *tracker) setWatchesWritten(conn int, relative int64) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -124,8 +130,8 @@ func (t *tracker) setWatchesWritten(conn int, relative int64) int64 {
 		t.restore.inFlight++
 		t.restore.at = t.mono()
 	}
-	if relative <= 0 {
-		return t.goodZxid
+	if relative <= 0 || relative == math.MaxInt64 {
+		relative = t.lastReply.Load()
 	}
 	return min(relative, t.goodZxid)
 }
@@ -176,8 +182,8 @@ func (t *tracker) checkRestoredLocked() {
 }
 
 // noteSetWatches records a setWatches request about to be written whole
-// from b, and writes into it a zxid no newer than goodZxid (goodZxid
-// itself for go-zookeeper's); any other request is left alone.
+// from b, and writes into it the zxid setWatchesWritten gives; any other
+// request is left alone.
 func (c *trackedConn) noteSetWatches(b []byte) {
 	keys, ok := parseSetWatches(b)
 	if !ok {

@@ -105,9 +105,10 @@ type tracker struct {
 	onRestored func()
 
 	// The tracker's own requests (inject.go), under mu but for the atomics.
-	cur      *trackedConn // the connection whose handshake was answered last, until it fails
-	injXid   uint32       // numbers the injected requests
-	seenZxid atomic.Int64 // the newest zxid of a reply to an injected request
+	cur       *trackedConn // the connection whose handshake was answered last, until it fails
+	injXid    uint32       // numbers the injected requests
+	seenZxid  atomic.Int64 // the newest zxid of a reply: the next handshake's lastZxidSeen (raiseLastZxid)
+	lastReply atomic.Int64 // the zxid of the last reply read (not the newest: a server behind may answer after one ahead), as go-zookeeper kept it
 	// creds is the most auth requests answered OK on one connection: the
 	// credentials go-zookeeper holds and sends again on a new connection
 	// before anything else (inject.go).
