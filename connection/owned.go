@@ -60,10 +60,11 @@ type ClaimHooks struct {
 	// sent from then on goes out on the same connection behind the create,
 	// and ZooKeeper handles one connection's writes in order: a delete
 	// sent in Written is applied after the create, whatever the create's
-	// outcome. It is not called when the create was never written, nor
-	// when another claim of the same path by this client was waiting to be
-	// written at the same moment (a frame does not say whose it is): the
-	// caller must do without it then.
+	// outcome. It is the claim's create that calls it, told apart by the
+	// claim's data, never another create of the path. It is not called
+	// when the create was never written, nor when another claim of the
+	// same path by this client was waiting to be written at the same
+	// moment (one hook a path): the caller must do without it then.
 	Written func()
 	// Made is called, in the caller's goroutine, the moment the create is
 	// answered with success — before the node is read back for its czxid
@@ -96,7 +97,7 @@ func (c *Client) ClaimThen(ctx context.Context, path string, data []byte, hooks 
 	if hooks.Written != nil {
 		if zc, s, err := c.current(ctx); err == nil && s == sess {
 			if tr := c.trackerOf(zc); tr != nil {
-				if forget := tr.whenWritten(c.server(path), hooks.Written); forget != nil {
+				if forget := tr.whenWritten(c.server(path), data, hooks.Written); forget != nil {
 					defer forget()
 				}
 			}

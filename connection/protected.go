@@ -136,7 +136,7 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 		}
 		if then != nil && attempt == 1 {
 			if tr := c.trackerOf(zc); tr != nil {
-				if forget := tr.whenWritten(spath, then); forget != nil {
+				if forget := tr.whenWritten(spath, nil, then); forget != nil {
 					defer forget()
 				}
 			}

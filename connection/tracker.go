@@ -130,12 +130,12 @@ type createdStat struct {
 const maxCreated = 1 << 16
 
 // whenWritten has f called, once, when a create of spath (a protected
-// name before its sequence, or a plain path) is written: from the writer,
-// so f must not block. It returns the function that forgets f (and only
-// f), or nil, registering nothing, when another f waits for a create of
-// spath: a path has one at a time, as its frame does not say whose create
-// it is.
-func (t *tracker) whenWritten(spath string, f func()) (forget func()) {
+// name before its sequence, or a plain path) is written — with data, if
+// data is not nil: a create of the same path with other data is not it.
+// It is called from the writer, so f must not block. It returns the
+// function that forgets f (and only f), or nil, registering nothing, when
+// another f waits for a create of spath: a path has one at a time.
+func (t *tracker) whenWritten(spath string, data []byte, f func()) (forget func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, taken := t.written[spath]; taken {
@@ -146,7 +146,7 @@ func (t *tracker) whenWritten(spath string, f func()) (forget func()) {
 	}
 	t.writtenSeq++
 	id := t.writtenSeq
-	t.written[spath] = writtenHook{f, id}
+	t.written[spath] = writtenHook{f, data, id}
 	return func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -158,18 +158,22 @@ func (t *tracker) whenWritten(spath string, f func()) (forget func()) {
 
 // writtenHook is a caller of whenWritten waiting for its create.
 type writtenHook struct {
-	f  func()
-	id uint64
+	f    func()
+	data []byte // the create's data, when they tell it apart; nil: any
+	id   uint64
 }
 
-// wrote is told that a create of spath is being written.
-func (t *tracker) wrote(spath []byte) {
+// wrote is told that a create of spath with data is being written.
+func (t *tracker) wrote(spath, data []byte) {
 	t.mu.Lock()
 	if len(t.written) == 0 {
 		t.mu.Unlock()
 		return
 	}
 	h, ok := t.written[string(spath)]
+	if ok && h.data != nil && !bytes.Equal(h.data, data) {
+		ok = false // another create of the path: not the one awaited
+	}
 	if ok {
 		delete(t.written, string(spath))
 	}
@@ -377,9 +381,16 @@ func (c *trackedConn) noteCreate(b []byte) {
 	if len(b) < 16 || int32(binary.BigEndian.Uint32(b[8:12])) != opCreate {
 		return
 	}
-	if n := int(int32(binary.BigEndian.Uint32(b[12:16]))); n > 0 && 16+n <= len(b) {
-		c.t.wrote(b[16 : 16+n])
+	n := int(int32(binary.BigEndian.Uint32(b[12:16])))
+	if n <= 0 || 16+n+4 > len(b) {
+		return
 	}
+	path, rest := b[16:16+n], b[16+n:]
+	var data []byte
+	if m := int(int32(binary.BigEndian.Uint32(rest[:4]))); m > 0 && 4+m <= len(rest) {
+		data = rest[4 : 4+m]
+	}
+	c.t.wrote(path, data)
 }
 
 // upgradeCreate turns a whole create request of a protected name, at the
