@@ -228,14 +228,17 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 //     that is gone, so removing it from the kept listing keeps it a
 //     superset of the contenders ahead; the 0-RTT argument above holds
 //     unchanged.
-//   - Our own node first. It is the first path of the request: the server
-//     sends the events of the setWatches in the order of its paths, ahead
-//     of its answer, and the client fires Watches in the order it reads
-//     events. A deletion of our node before the request is therefore seen
-//     before any deletion the same request reports, and one before an
-//     earlier watch was registered was sent when it happened, before the
-//     request. So, as with reads, a waiter that sees a predecessor go has
-//     already seen its own node go, if it went first.
+//   - Our own node's deletion is seen first. The server sends the events
+//     the setWatches fires ahead of its answer, and the client fires
+//     Watches in the order it reads events; the waiter looks at none of
+//     its watches before the answer is read. So a deletion of our node
+//     before the request has fired our node's watch by the time the waiter
+//     sees any deletion the request reports — and our node is the first
+//     path of the request besides, so that even its events come in that
+//     order. One after the request is reported in the order of the
+//     changes, as a read's watch's would be. So, as with reads, a waiter
+//     that sees a predecessor go has already seen its own node go, if it
+//     went first.
 //   - The own node's watch still ends a hold whose node is deleted: it is
 //     the hold's Own, as a read's watch was.
 //   - A lost answer. The request is one attempt on one connection: a
