@@ -23,12 +23,25 @@ import (
 // Those events are sent before the answer, in the order of paths, and the
 // client fires the Watches in the order it reads them. For a node that
 // was there at relative, nothing after relative is missed: its deletion
-// since fires NodeDeleted, a change of its data NodeDataChanged. A change
-// at or before relative is not reported (the read shows it); a relative
-// older than the read's only adds spurious wake-ups. (Unlike GetWatch,
-// a missing node is not an error: it fires the watch. A node created
-// after relative at a path that was empty then fires NodeDataChanged, as
-// its mzxid is newer.)
+// since fires NodeDeleted, a change of its data NodeDataChanged (but see
+// shared watches below). A change at or before relative is not reported
+// (the read shows it); a relative older than the read's only adds
+// spurious wake-ups — and the client writes into a setWatches no zxid
+// newer than the last it heard while its watches were registered
+// (restore.go), so relative should be that of a read of this client.
+// Unlike GetWatch, a missing node is not an error: it fires the watch. A
+// node created after relative at a path that was empty then fires
+// NodeDataChanged, its mzxid being newer.
+//
+// Watches are shared, as GetWatch's are (Watch): a node with a pending
+// data watch of the session (set by an earlier read or WatchData, and
+// not fired) is given that watch, and left out of the request — with
+// none left, no request is sent. Such a watch fires at the node's
+// deletion, whenever that comes (the node was there when it was set);
+// a change of the node's data between relative and the time it was set
+// is not reported to it. So repeated calls on the same nodes (a waiter
+// that gives up and queues again) keep one watch per node, on the client
+// and on the server.
 //
 // The request goes on the connection of session sess only, never in
 // another session: if sess is not the client's current session the error
@@ -73,11 +86,24 @@ func (c *Client) WatchData(ctx context.Context, sess *Session, relative int64, p
 	if !same {
 		return nil, c.watchSetErr(sess, errNotConnected)
 	}
-	keys := make([]watchKey, len(spaths))
 	ws := make([]*Watch, len(spaths))
+	var (
+		keys  []watchKey // of the watches to set
+		armed []*Watch
+		send  []string
+	)
 	for i, sp := range spaths {
-		keys[i] = watchKey{zc, sp, dataWatch}
-		ws[i] = c.armOwn(keys[i])
+		key := watchKey{zc, sp, dataWatch}
+		c.watchMu.Lock()
+		ws[i] = c.sharedLocked(key)
+		c.watchMu.Unlock()
+		if ws[i] == nil {
+			ws[i] = c.armOwn(key)
+			keys, armed, send = append(keys, key), append(armed, ws[i]), append(send, sp)
+		}
+	}
+	if len(send) == 0 {
+		return ws, nil
 	}
 	answered := make(chan error, 1) // the callback never blocks
 	r := &injected{done: func(_ int64, code int32, _ []byte, err error) {
@@ -85,13 +111,13 @@ func (c *Client) WatchData(ctx context.Context, sess *Session, relative int64, p
 			err = codeErr(code)
 		}
 		for i, k := range keys {
-			c.armed(k, ws[i], err == nil)
+			c.armed(k, armed[i], err == nil)
 		}
 		answered <- err
 	}}
-	if err := tr.inject(sess.ID(), encodeSetWatches(relative, spaths, nil, nil), r); err != nil {
+	if err := tr.inject(sess.ID(), encodeSetWatches(relative, send, nil, nil), r); err != nil {
 		for i, k := range keys {
-			c.armed(k, ws[i], false)
+			c.armed(k, armed[i], false)
 		}
 		return nil, c.watchSetErr(sess, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 )
 
 // watchSetTree makes root/n0..n(k-1) and returns their paths and the
@@ -320,5 +321,50 @@ func TestWatchDataInNoOtherSession(t *testing.T) {
 	}
 	if c.Session() == sess {
 		t.Fatal("same session")
+	}
+}
+
+// TestWatchDataShares: WatchData on nodes that already have a pending
+// data watch of the session — an earlier WatchData's, or GetWatch's —
+// gives that watch and sets no other: called again and again (a waiter
+// that gives up and queues again), it keeps one watch per node on the
+// client and on the server. The shared watches still fire at the nodes'
+// deletion.
+func TestWatchDataShares(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	paths, rel := watchSetTree(t, conn, c, root, 3)
+	_, _, byRead, err := c.GetWatch(ctx, paths[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := c.WatchData(ctx, c.Session(), rel, paths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[2] != byRead {
+		t.Fatal("a node with a pending read's watch got another")
+	}
+	for range 20 {
+		again, err := c.WatchData(ctx, c.Session(), rel, paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(again, first) {
+			t.Fatal("a second WatchData of the same nodes set new watches")
+		}
+	}
+	if n := testkit.ServerWatches(t, ens, c.Session().ID()); n != 3 {
+		t.Fatalf("the server holds %d watches of the session, want 3", n)
+	}
+	for i, p := range paths {
+		if err := conn.Delete(p, -1); err != nil {
+			t.Fatal(err)
+		}
+		fires(t, first[i], p)
 	}
 }

@@ -224,6 +224,10 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 //     a tree at least as new as the listing (the handshake refuses a
 //     server behind the newest zxid the client has seen): missing there
 //     is deleted since.
+//     A watch the session already has pending on a node (another
+//     participant of the client waits on it too) is shared, not set
+//     again (WatchData): it was set while the node existed, and fires at
+//     its deletion whenever that comes.
 //   - No two holders. A NodeDeleted fired by the setWatches is a node
 //     that is gone, so removing it from the kept listing keeps it a
 //     superset of the contenders ahead; the 0-RTT argument above holds
@@ -235,8 +239,10 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 //     before the request has fired our node's watch by the time the waiter
 //     sees any deletion the request reports — and our node is the first
 //     path of the request besides, so that even its events come in that
-//     order. One after the request is reported in the order of the
-//     changes, as a read's watch's would be. So, as with reads, a waiter
+//     order. A shared watch was set before the request: a deletion of
+//     its node before the request was reported when it happened, ahead
+//     of the request's events. One after the request is reported in the
+//     order of the changes, as a read's watch's would be. So, as with reads, a waiter
 //     that sees a predecessor go has already seen its own node go, if it
 //     went first.
 //   - The own node's watch still ends a hold whose node is deleted: it is
@@ -261,6 +267,9 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 //     wake-up. The waiter then sets that watch again with a read (GetWatch;
 //     our own node's too, after a fresh listing), so a node written since
 //     its last child change cannot make it spin.
+//     A shared watch set after the listing does not report a change of
+//     data between the two; nothing rests on one while waiting (a
+//     revocation is read by the hold itself, Hold.watchRevocation).
 //
 // Watches that do not follow a fresh listing (after a deletion or a
 // change seen in the kept listing) are set with a read each, as before:
