@@ -61,9 +61,9 @@ type Acquired struct {
 	// Own is a watch on the node, set while it was known to exist, that a
 	// hold ends with when the node is deleted (NewHold).
 	Own *connection.Watch
-	// OwnSoon, when Own is nil, is the watch on the node on its way: the
-	// first listing said the node holds, and its watch, sent right behind
-	// that listing, has not been answered yet. The hold takes it when it
+	// OwnSoon, when Own is nil, is the watch on the node on its way: a
+	// listing that names the node said it holds, and its watch, sent
+	// right behind that listing, has not been answered yet. The hold takes it when it
 	// comes (NewHold); a node found gone then ends the hold.
 	OwnSoon *OwnWatch
 }
@@ -89,19 +89,6 @@ func (l *Lock) watchOwnSoon(ctx context.Context, own string) *OwnWatch {
 	return o
 }
 
-// wait waits for the answer, or ctx (then it gives up on it).
-func (o *OwnWatch) wait(ctx context.Context) (*connection.Watch, error) {
-	select {
-	case <-o.done:
-		o.cancel()
-		return o.watch, o.err
-	case <-ctx.Done():
-		o.cancel()
-		<-o.done
-		return nil, ctx.Err()
-	}
-}
-
 // firstListing is the listing sent right behind the create
 // (CreateProtectedThen), on the same connection: it names our node when
 // it was taken after the create applied.
@@ -109,6 +96,7 @@ type firstListing struct {
 	sent     atomic.Bool   // the request went (then was called)
 	done     chan struct{} // closed once answered
 	children []string
+	stat     *zk.Stat // the directory's
 	err      error
 }
 
@@ -117,20 +105,21 @@ func (f *firstListing) send(ctx context.Context, c *connection.Client, dir strin
 	f.sent.Store(true)
 	go func() {
 		defer close(f.done)
-		f.children, _, f.err = c.Children(ctx, dir)
+		f.children, f.stat, f.err = c.Children(ctx, dir)
 	}()
 }
 
-// names returns the listing if it was sent and names ours; nil otherwise.
-func (f *firstListing) names(ours string) []string {
+// names returns the listing and the directory's Stat if it was sent and
+// names ours; nil otherwise.
+func (f *firstListing) names(ours string) ([]string, *zk.Stat) {
 	if f == nil || !f.sent.Load() {
-		return nil
+		return nil, nil
 	}
 	<-f.done
-	if f.err != nil || !slices.Contains(f.children, ours) {
-		return nil
+	if f.err != nil || f.stat == nil || !slices.Contains(f.children, ours) {
+		return nil, nil
 	}
-	return f.children
+	return f.children, f.stat
 }
 
 // errRestart means the attempt's node or session is gone: try again with
@@ -197,22 +186,94 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 // The first listing. It is sent right behind the create, before the
 // answer, on the same connection (connection.CreateProtectedThen), so the
 // two cost one round trip; it is used only if it names our node — then it
-// was taken after our create applied. Our node's watch is sent once the
-// create is answered; when the first listing says ours holds, the hold is
-// handed out at once and takes the watch when it is answered (Acquired.
-// OwnSoon, NewHold): our node was there at the listing, and the watch,
-// processed after it, either is set on that node or finds it gone — which
-// ends the hold as the watch's firing would have. A waiter waits for the
-// watch before it waits.
+// was taken after our create applied. When a listing that names our node
+// says ours holds, the hold is handed out at once and takes our node's
+// watch, sent then, when it is answered (Acquired.OwnSoon, NewHold): our
+// node was there at the listing, and the watch, processed after it,
+// either is set on that node or finds it gone — which ends the hold as
+// the watch's firing would have.
 //
 // Our own node. A deletion seen in our kept listing may be an operator's
 // (a deleteall of the directory), not a release, and our own node may have
-// gone before it. So the waiter watches its own node too, set together
-// with its first listing, and never holds once that watch has fired: the
-// client hears a session's watch events in the order of the changes, and
+// gone before it. So the waiter watches its own node too, set before it
+// waits, and never holds once that watch has fired: the client hears a
+// session's watch events in the order of the changes, and
 // connection.Watch fires in that order, so when a predecessor's deletion
 // is seen, an earlier deletion of our node has been seen already. A node
 // of ours deleted later ends the hold (NewHold), as a lost session does.
+//
+// The watches of a listing, in one request. The watches a listing asks
+// for — our own node's the first time, and the predicate's (P and PP) —
+// are set together, right after it, with one setWatches at the listing's
+// zxid (connection.WatchData), where one read each would cost three
+// requests: a contended handoff costs five requests instead of seven. The
+// zxid is the directory's pzxid in the listing's Stat, the zxid of the
+// last child created or deleted before the listing, no newer than the
+// listing. ZooKeeper (DataTree.setWatches, 3.8) then fires at once the
+// watch of a node that is missing (NodeDeleted) or whose data changed
+// after that zxid (NodeDataChanged), and registers the others, which fire
+// at their next change as a read's watch would. Why nothing is lost:
+//
+//   - No missed release. Every node watched was in the listing, so it
+//     existed at its zxid. Deleted before the setWatches is handled: it is
+//     missing, and its watch fires NodeDeleted then. Deleted after: its
+//     watch was registered, and fires. The server handles the setWatches
+//     atomically with respect to writes (its CommitProcessor runs no read
+//     beside a write), so there is no moment in between. A setWatches
+//     that reaches another server of the ensemble after a reconnect meets
+//     a tree at least as new as the listing (the handshake refuses a
+//     server behind the newest zxid the client has seen): missing there
+//     is deleted since.
+//     A watch the session already has pending on a node (another
+//     participant of the client waits on it too) is shared, not set
+//     again (WatchData): it was set while the node existed, and fires at
+//     its deletion whenever that comes.
+//   - No two holders. A NodeDeleted fired by the setWatches is a node
+//     that is gone, so removing it from the kept listing keeps it a
+//     superset of the contenders ahead; the 0-RTT argument above holds
+//     unchanged.
+//   - Our own node's deletion is seen first. The server sends the events
+//     the setWatches fires ahead of its answer, and the client fires
+//     Watches in the order it reads events; the waiter looks at none of
+//     its watches before the answer is read. So a deletion of our node
+//     before the request has fired our node's watch by the time the waiter
+//     sees any deletion the request reports — and our node is the first
+//     path of the request besides, so that even its events come in that
+//     order. A shared watch was set before the request: a deletion of
+//     its node before the request was reported when it happened, ahead
+//     of the request's events. One after the request is reported in the
+//     order of the changes, as a read's watch's would be. So, as with reads, a waiter
+//     that sees a predecessor go has already seen its own node go, if it
+//     went first.
+//   - The own node's watch still ends a hold whose node is deleted: it is
+//     the hold's Own, as a read's watch was.
+//   - A lost answer. The request is one attempt on one connection: a
+//     connection lost before its answer fails it, its watches are dropped
+//     (the server forgot them with the connection), and the waiter sets
+//     them one read at a time instead (GetWatch, retried within the
+//     session, NoNode asking for a listing as before). Once answered, the
+//     watches are the client's own, and after a reconnect of the same
+//     session the client registers them again itself, at a zxid no newer
+//     than the last it heard while every watch was registered
+//     (connection's restore.go): a node deleted while it was cut off fires
+//     NodeDeleted then.
+//   - No other session. The request goes only in the session that made
+//     our node (WatchData refuses any other: ErrSessionLost restarts the
+//     attempt), the watches belong to that session's handle, and they end
+//     with it (EventNotWatching), which restarts a waiter and ends a hold.
+//   - Data changes. A change of a node's data after the zxid fires its
+//     watch (NodeDataChanged) as a read's watch would. A change before it
+//     that the pzxid is older than fires it too, at once: a spurious
+//     wake-up. The waiter then sets that watch again with a read (GetWatch;
+//     our own node's too, after a fresh listing), so a node written since
+//     its last child change cannot make it spin.
+//     A shared watch set after the listing does not report a change of
+//     data between the two; nothing rests on one while waiting (a
+//     revocation is read by the hold itself, Hold.watchRevocation).
+//
+// Watches that do not follow a fresh listing (after a deletion or a
+// change seen in the kept listing) are set with a read each, as before:
+// there is no zxid to set them at.
 //
 // It also relies on no node being inserted ahead of ours after our
 // listing: a queue where that can happen (a read/write lock's downgrade)
@@ -225,47 +286,35 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool,
 	w.line = l.Line
 	next, names := w.created(), []string(nil)
 	var (
-		err     error
-		ownSoon *OwnWatch // the watch on our node, sent with the first listing
+		err error
+		// listed is the zxid of the listing that asked for names (its
+		// directory's pzxid), 0 when names come from a kept listing.
+		listed int64
+		// ownByRead: our node's watch fired for a change of its data;
+		// it is set again with a read, not at a listing's zxid.
+		ownByRead bool
 	)
 	if next == stepList {
-		if !l.Line {
-			// The node's watch goes now, beside the listing sent behind
-			// the create; the listing decides whether to wait for its
-			// answer.
-			ownSoon = l.watchOwnSoon(ctx, a.Path)
-		}
-		if children := first.names(w.ours); children != nil {
+		if children, stat := first.names(w.ours); children != nil {
 			next, names = w.listed(children)
-			if next == stepHeld && ownSoon != nil {
-				// Held at the first listing, which was taken after our
-				// create and names our node: the hold takes the node's
-				// watch when it is answered (NewHold), and the lock is
-				// held without waiting for it.
-				a.OwnSoon = ownSoon
-				a, err := l.confirm(ctx, a)
-				if err != nil {
-					ownSoon.cancel()
-				}
-				return a, err
-			}
+			listed = max(stat.Pzxid, 1)
 		}
 	}
-	defer func() {
-		if ownSoon != nil {
-			ownSoon.cancel()
-		}
-	}()
 	for {
 		switch next {
 		case stepHeld:
-			if w.own == nil && ownSoon != nil {
-				if err := l.takeOwn(ctx, w, ownSoon); err != nil {
-					return Acquired{}, err
-				}
-				ownSoon = nil
-			}
 			if w.own == nil && !l.Line {
+				if listed > 0 {
+					// Held at a listing that names our node: the hold takes
+					// the node's watch when it is answered (NewHold), and
+					// the lock is held without waiting for it.
+					a.OwnSoon = l.watchOwnSoon(ctx, a.Path)
+					held, err := l.confirm(ctx, a)
+					if err != nil {
+						a.OwnSoon.cancel()
+					}
+					return held, err
+				}
 				// Held without a listing (the directory's first node):
 				// the node's watch is all that is left to set.
 				if err := l.watchOwn(ctx, w, a.Path); err != nil {
@@ -280,24 +329,16 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool,
 		case stepRestart:
 			return Acquired{}, errRestart // our node is gone
 		case stepList:
-			next, names, err = l.list(ctx, w, a.Path, ownSoon)
-			ownSoon = nil
+			next, names, listed, err = l.list(ctx, w)
 		case stepWatch:
 			if !wait {
 				return Acquired{}, ErrWouldWait
 			}
-			if ownSoon != nil {
-				// A waiter needs its node's watch before it waits.
-				if err := l.takeOwn(ctx, w, ownSoon); err != nil {
-					return Acquired{}, err
-				}
-				ownSoon = nil
-				if w.ownGone() {
-					return Acquired{}, errRestart
-				}
-			}
-			if next, err = l.watch(ctx, w, names); err == nil && next == stepWatch {
+			next, err = l.watch(ctx, w, a, names, listed, ownByRead)
+			listed = 0
+			if err == nil && next == stepWatch {
 				next, names, err = waitAny(ctx, created.Session, w)
+				ownByRead = ownByRead || next == stepList && w.own == nil && !l.Line
 			}
 		}
 		if err != nil {
@@ -306,46 +347,24 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool,
 	}
 }
 
-// list lists the directory again for w. The first time, it sets the watch
-// on our own node at the same moment (the two requests go out back to
-// back): a waiter and a hold need it, and it costs no time of its own.
-func (l *Lock) list(ctx context.Context, w *waiter, own string, soon *OwnWatch) (step, []string, error) {
-	if w.own == nil && !l.Line && soon == nil {
-		soon = l.watchOwnSoon(ctx, own)
-	}
-	children, _, err := l.Client.Children(ctx, l.Dir)
+// list lists the directory again for w, and returns the zxid to set the
+// watches it asks for at (see await): the directory's pzxid.
+func (l *Lock) list(ctx context.Context, w *waiter) (step, []string, int64, error) {
+	children, stat, err := l.Client.Children(ctx, l.Dir)
 	if errors.Is(err, zk.ErrNoNode) {
 		// The directory is gone, and our node with it (deleted by someone
 		// else, and then the emptied container by the server).
 		err = errRestart
 	}
-	if soon != nil {
-		if oerr := l.takeOwn(ctx, w, soon); err == nil {
-			err = oerr
-		}
-	}
 	if err := restartOn(err); err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	next, names := w.listed(children)
-	return next, names, nil
+	return next, names, max(stat.Pzxid, 1), nil
 }
 
-// takeOwn waits for the watch on our own node sent with the first
-// listing and gives it to w; a node already gone restarts.
-func (l *Lock) takeOwn(ctx context.Context, w *waiter, o *OwnWatch) error {
-	watch, err := o.wait(ctx)
-	if errors.Is(err, zk.ErrNoNode) {
-		return errRestart
-	}
-	if err != nil {
-		return restartOn(err)
-	}
-	w.own = watch
-	return nil
-}
-
-// watchOwn sets w's watch on our own node; a node already gone restarts.
+// watchOwn sets w's watch on our own node with a read; a node already
+// gone restarts.
 func (l *Lock) watchOwn(ctx context.Context, w *waiter, own string) error {
 	_, _, watch, err := l.Client.GetWatch(ctx, own)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -358,8 +377,49 @@ func (l *Lock) watchOwn(ctx context.Context, w *waiter, own string) error {
 	return nil
 }
 
-// watch sets w's watches on names; a node already gone asks for a listing.
-func (l *Lock) watch(ctx context.Context, w *waiter, names []string) (step, error) {
+// watch sets w's watches on names and, if it has none yet, on our own
+// node (a's). After a listing (listed, its zxid) they go in one
+// setWatches, our node's first (see await); otherwise, or if that
+// request's connection failed, with a read each, our node's first, and a
+// node found gone asks for a listing. ownByRead sets our node's with a
+// read in any case.
+func (l *Lock) watch(ctx context.Context, w *waiter, a Acquired, names []string, listed int64, ownByRead bool) (step, error) {
+	own := w.own == nil && !l.Line
+	if own && ownByRead {
+		if err := l.watchOwn(ctx, w, a.Path); err != nil {
+			return 0, err
+		}
+		own = false
+	}
+	if listed > 0 && (own || len(names) > 0) {
+		paths := make([]string, 0, len(names)+1)
+		if own {
+			paths = append(paths, a.Path)
+		}
+		for _, name := range names {
+			paths = append(paths, path.Join(l.Dir, name))
+		}
+		ws, err := l.Client.WatchData(ctx, a.Session, listed, paths)
+		switch {
+		case err == nil:
+			if own {
+				w.own, ws = ws[0], ws[1:]
+			}
+			for i, name := range names {
+				w.watched(name, ws[i])
+			}
+			return stepWatch, nil
+		case errors.Is(err, connection.ErrSessionLost), ctx.Err() != nil, errors.Is(err, connection.ErrClosed):
+			return 0, restartOn(err)
+		}
+		// Its connection failed before the answer: a read each, which
+		// waits for the connection and is retried within the session.
+	}
+	if own {
+		if err := l.watchOwn(ctx, w, a.Path); err != nil {
+			return 0, err
+		}
+	}
 	for _, name := range names {
 		_, _, watch, err := l.Client.GetWatch(ctx, path.Join(l.Dir, name))
 		if errors.Is(err, zk.ErrNoNode) {

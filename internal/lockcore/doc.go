@@ -3,12 +3,14 @@
 // LockInternals done the Go way, and the holds every recipe hands out.
 //
 // A contender creates a protected ephemeral-sequential node in the lock
-// directory, lists the directory while it sets a watch on its own node,
-// sorts the contenders by sequence number and asks a Predicate whether it
-// holds. If not, it watches the one or two nodes the predicate names with
-// GetW (never ExistsW, which leaks a creation watch on a vanished node) and
-// waits for them, its own node's watch, its context and its session. Every
-// failure path deletes the node it created.
+// directory, lists the directory (the listing goes right behind the
+// create), sorts the contenders by sequence number and asks a Predicate
+// whether it holds. If not, it sets data watches on its own node and on
+// the one or two nodes the predicate names — in one setWatches at the
+// listing's zxid (connection.WatchData), or with a read each (GetWatch;
+// never ExistsW, which leaks a creation watch on a vanished node) — and
+// waits for them, its context and its session. Every failure path deletes
+// the node it created.
 //
 // Three rules keep exclusion under faults; the code that relies on each
 // says so where it does (Hold, Holder, Lock.await):

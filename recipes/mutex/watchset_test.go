@@ -1,0 +1,484 @@
+package mutex_test
+
+// Tests of a waiter's watches set in one setWatches right after its
+// listing (internal/lockcore, Lock.await: "The watches of a listing, in
+// one request"): the shape on the wire, and attempts to make a waiter miss
+// a release or hold beside another, with faults, many participants on
+// one client, and an operator deleting nodes.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+const (
+	opExists     = 3
+	opSetWatches = 101
+	opPing       = 11
+)
+
+// TestWaiterSetsItsWatchesInOneRequest: two waiters of one client queue
+// behind a holder of another. Each sends its create, its listing and one
+// setWatches (its own node's watch, its predecessor's and, for the
+// second, its predecessor's predecessor's) — no read of a node — and
+// each takes the lock, in turn, without another request: the whole
+// exchange of the waiters' client is two creates, two listings, two
+// setWatches and the two releases.
+func TestWaiterSetsItsWatchesInOneRequest(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	obs := ens.Conn(t)
+	lock := ens.Root(t) + "/lock"
+	if _, err := obs.Create(lock, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	p, err := zkserver.NewCountingProxy(ens.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := ctxFor(t, time.Minute)
+	h := newMutex(t, open(t, ens.Servers()), lock)
+	if err := h.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wc := open(t, p.Servers())
+	w1, w2 := newMutex(t, wc, lock), newMutex(t, wc, lock)
+	var (
+		mu  sync.Mutex
+		ops = map[int32]int{}
+	)
+	zkserver.LogWire(p, func(ev zkserver.WireEvent) {
+		if ev.ToServer && ev.Op != opPing {
+			mu.Lock()
+			ops[ev.Op]++
+			mu.Unlock()
+		}
+	})
+	queued := func(n int) {
+		zktest.Eventually(t, 10*time.Second, fmt.Sprintf("%d queued", n), func() error {
+			kids, _, err := obs.Children(lock)
+			if err == nil && len(kids) != n {
+				err = fmt.Errorf("%d contenders", len(kids))
+			}
+			return err
+		})
+	}
+	errs := make(chan error, 2)
+	go func() { errs <- w1.Lock(ctx) }()
+	queued(2)
+	go func() { errs <- w2.Lock(ctx) }()
+	queued(3)
+	// Both have set their watches once the server counts them: the
+	// holder's node is watched by both, w1's by itself and w2, w2's by
+	// itself.
+	zktest.Eventually(t, 10*time.Second, "the waiters' watches", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if ops[opSetWatches] < 2 {
+			return fmt.Errorf("%d setWatches", ops[opSetWatches])
+		}
+		return nil
+	})
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if !w1.Held() || w2.Held() {
+		t.Fatalf("after the holder's release: w1 held %v, w2 held %v", w1.Held(), w2.Held())
+	}
+	if err := w1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	zkserver.LogWire(p, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[int32]int{opCreate2: 2, opGetChildren: 2, opSetWatches: 2, opDelete: 2}
+	for op, n := range ops {
+		if want[op] != n {
+			t.Errorf("the waiters' client sent %d requests of opcode %d, want %d (all: %v)", n, op, want[op], ops)
+		}
+	}
+	for op, n := range want {
+		if ops[op] != n {
+			t.Errorf("the waiters' client sent %d requests of opcode %d, want %d (all: %v)", ops[op], op, n, ops)
+		}
+	}
+}
+
+// holdLog records, for the exclusion check of a contended run, the Done
+// of every participant between its Lock and its Unlock.
+type holdLog struct {
+	mu       sync.Mutex
+	holding  map[*mutex.Mutex]<-chan struct{}
+	overlaps []string
+	locks    int
+}
+
+func (l *holdLog) locked(m *mutex.Mutex, who string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.locks++
+	for other, done := range l.holding {
+		if !closed(done) {
+			l.overlaps = append(l.overlaps, fmt.Sprintf("%s (%s) locked while %s's Done was open", who, m.Node(), other.Node()))
+		}
+	}
+	if !closed(m.Done()) {
+		l.holding[m] = m.Done()
+	}
+}
+
+func (l *holdLog) unlocking(m *mutex.Mutex) {
+	l.mu.Lock()
+	delete(l.holding, m)
+	l.mu.Unlock()
+}
+
+// TestContendedHandoffsUnderFaults tries to make a waiter whose watches
+// were set in one setWatches miss a release or hold beside another.
+// Ten participants on three clients — five on one, three on another, two
+// on a third — take and release one lock in a loop, while the first two
+// clients' connections are cut, blackholed, have their answers dropped
+// (the requests apply, the answers are lost: a setWatches among them) or
+// delayed, at random, for ten seconds; their sessions outlive every fault.
+// No participant may lock while another's Done is open, and once the
+// faults end every participant must go on taking the lock: a waiter that
+// missed the deletion of the node it waits on would wait for ever, and
+// every participant behind it with it.
+func TestContendedHandoffsUnderFaults(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	pa, pb := ens.Proxy(t), ens.Proxy(t)
+	clients := []*connection.Client{
+		open(t, pa.Servers(), connection.WithSessionTimeout(8*time.Second)),
+		open(t, pb.Servers(), connection.WithSessionTimeout(8*time.Second)),
+		open(t, ens.Servers()),
+	}
+	counts := []int{5, 3, 2}
+	log := &holdLog{holding: map[*mutex.Mutex]<-chan struct{}{}}
+	var (
+		stop     atomic.Bool
+		clean    atomic.Bool      // the faults are over
+		after    [10]atomic.Int32 // locks of each participant once they were
+		lockErrs atomic.Int32
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		errs     []error
+	)
+	ctx := ctxFor(t, 3*time.Minute)
+	k := 0
+	for ci, c := range clients {
+		for range counts[ci] {
+			i := k
+			k++
+			m := newMutex(t, c, lock)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+					err := m.Lock(lctx)
+					cancel()
+					if err != nil {
+						if clean.Load() {
+							errMu.Lock()
+							errs = append(errs, fmt.Errorf("participant %d: Lock after the faults: %w", i, err))
+							errMu.Unlock()
+							return
+						}
+						lockErrs.Add(1)
+						continue
+					}
+					log.locked(m, fmt.Sprint("participant ", i))
+					if clean.Load() {
+						after[i].Add(1)
+					}
+					log.unlocking(m)
+					if err := m.Unlock(ctx); err != nil && !errors.Is(err, mutex.ErrLockLost) && !errors.Is(err, connection.ErrOutcomeUnknown) {
+						errMu.Lock()
+						errs = append(errs, fmt.Errorf("participant %d: Unlock: %w", i, err))
+						errMu.Unlock()
+						return
+					}
+				}
+			}()
+		}
+	}
+	proxies := []*zktest.Proxy{pa, pb}
+	faults := 0
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		p := proxies[rng.IntN(2)]
+		switch rng.IntN(4) {
+		case 0:
+			p.Cut()
+		case 1:
+			p.Blackhole()
+		case 2:
+			p.DropReplies()
+		case 3:
+			p.Delay(time.Duration(1+rng.IntN(5)) * time.Millisecond)
+		}
+		faults++
+		time.Sleep(time.Duration(50+rng.IntN(400)) * time.Millisecond)
+		p.Restore()
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+	}
+	clean.Store(true)
+	zktest.Eventually(t, 60*time.Second, "every participant locks after the faults", func() error {
+		for i := range after {
+			if after[i].Load() < 3 {
+				return fmt.Errorf("participant %d locked %d times since", i, after[i].Load())
+			}
+		}
+		return nil
+	})
+	stop.Store(true)
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	t.Logf("%d faults, %d locks, %d Lock calls failed during the faults", faults, log.locks, lockErrs.Load())
+	if len(log.overlaps) > 0 {
+		t.Errorf("%d of %d locks overlapped another's open Done, e.g. %v", len(log.overlaps), log.locks, log.overlaps[:min(3, len(log.overlaps))])
+	}
+}
+
+// TestOperatorDeletionsUnderContention: eight participants of one client
+// take and release one lock in a loop while an operator deletes a random
+// contender's node — a waiter's or the holder's — every few tens of
+// milliseconds, for five seconds. A hold whose node is gone must end
+// (its Done closes) within seconds; a waiter whose predecessor's node was
+// deleted, by a release or by the operator, must not be left waiting:
+// once the operator stops, every participant goes on taking the lock.
+func TestOperatorDeletionsUnderContention(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	obs := ens.Conn(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, 3*time.Minute)
+	const n = 8
+	var (
+		stop, clean atomic.Bool
+		after       [n]atomic.Int32
+		deleted     atomic.Int32
+		lost        atomic.Int32
+		wg          sync.WaitGroup
+		errMu       sync.Mutex
+		errs        []error
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		errs = append(errs, err)
+		errMu.Unlock()
+	}
+	for i := range n {
+		m := newMutex(t, c, lock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				err := m.Lock(lctx)
+				cancel()
+				if err != nil {
+					fail(fmt.Errorf("participant %d: Lock: %w", i, err))
+					return
+				}
+				if clean.Load() {
+					after[i].Add(1)
+				}
+				node := m.Node()
+				ok, _, err := obs.Exists(node)
+				if err != nil {
+					fail(err)
+					return
+				}
+				if !ok {
+					// Deleted by the operator: the hold must end.
+					select {
+					case <-m.Done():
+						lost.Add(1)
+					case <-time.After(5 * time.Second):
+						fail(fmt.Errorf("participant %d: the hold of %s, whose node is gone, is still on after 5 s", i, node))
+						return
+					}
+				}
+				if err := m.Unlock(ctx); err != nil && !errors.Is(err, mutex.ErrLockLost) {
+					fail(fmt.Errorf("participant %d: Unlock: %w", i, err))
+					return
+				}
+			}
+		}()
+	}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
+		kids, _, err := obs.Children(lock)
+		if err == nil && len(kids) > 0 {
+			if err := obs.Delete(path.Join(lock, kids[rng.IntN(len(kids))]), -1); err == nil {
+				deleted.Add(1)
+			}
+		}
+		time.Sleep(time.Duration(10+rng.IntN(60)) * time.Millisecond)
+	}
+	clean.Store(true)
+	zktest.Eventually(t, 60*time.Second, "every participant locks after the deletions", func() error {
+		for i := range after {
+			if after[i].Load() < 3 {
+				return fmt.Errorf("participant %d locked %d times since", i, after[i].Load())
+			}
+		}
+		return nil
+	})
+	stop.Store(true)
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	t.Logf("%d nodes deleted by the operator, %d holds found their node gone (each ended)", deleted.Load(), lost.Load())
+	if deleted.Load() == 0 {
+		t.Error("the operator deleted nothing")
+	}
+}
+
+// TestNodesGoneBetweenListingAndWatches: a waiter's own node and its
+// predecessor (the holder's) are deleted by an operator, in that order,
+// after the waiter's listing and before its setWatches — the waiter's
+// answers are held back by the proxy, so its setWatches goes late. The
+// setWatches fires both watches at once; the waiter must not take its
+// predecessor's deletion for its turn: it starts again with a new node,
+// which then holds. The wire shows the case was met: a setWatches sent
+// between the first create and the second.
+func TestNodesGoneBetweenListingAndWatches(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	obs := ens.Conn(t)
+	hc := open(t, ens.Servers())
+	p, err := zkserver.NewCountingProxy(ens.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	wc := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 2*time.Minute)
+	met := 0
+	for round := range 6 {
+		lock := path.Join(root, fmt.Sprint("lock", round))
+		h := newMutex(t, hc, lock)
+		w := newMutex(t, wc, lock)
+		if err := h.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hnode := h.Node()
+		// A node that is no contender keeps the directory (a container).
+		if _, err := obs.Create(lock+"/keep", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			mu  sync.Mutex
+			ops []int32
+		)
+		zkserver.LogWire(p, func(ev zkserver.WireEvent) {
+			if ev.ToServer && ev.Op != opPing {
+				mu.Lock()
+				ops = append(ops, ev.Op)
+				mu.Unlock()
+			}
+		})
+		p.DelayReplies(300 * time.Millisecond)
+		errc := make(chan error, 1)
+		go func() { errc <- w.Lock(ctx) }()
+		var wnode string
+		zktest.Eventually(t, 10*time.Second, "the waiter's node", func() error {
+			kids, _, err := obs.Children(lock)
+			if err != nil {
+				return err
+			}
+			for _, k := range kids {
+				if path.Join(lock, k) != hnode && k != "keep" {
+					wnode = path.Join(lock, k)
+					return nil
+				}
+			}
+			return errors.New("not yet")
+		})
+		time.Sleep(50 * time.Millisecond) // the listing, right behind the create, has been read
+		if _, err := obs.Multi(
+			&zk.DeleteRequest{Path: wnode, Version: -1},
+			&zk.DeleteRequest{Path: hnode, Version: -1},
+		); err != nil {
+			t.Fatal(err)
+		}
+		p.DelayReplies(0)
+		if err := <-errc; err != nil {
+			t.Fatalf("round %d: waiter's Lock: %v", round, err)
+		}
+		zkserver.LogWire(p, nil)
+		if w.Node() == wnode {
+			t.Fatalf("round %d: the waiter holds with %s, deleted before it held", round, wnode)
+		}
+		ok, _, err := obs.Exists(w.Node())
+		if err != nil || !ok {
+			t.Fatalf("round %d: the waiter holds %s, which the server does not have (%v)", round, w.Node(), err)
+		}
+		select {
+		case <-h.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: the holder's node is gone and its Done is open", round)
+		}
+		mu.Lock()
+		creates, watchesBetween := 0, false
+		for _, op := range ops {
+			switch {
+			case op == opCreate2:
+				creates++
+			case op == opSetWatches && creates == 1:
+				watchesBetween = true
+			}
+		}
+		mu.Unlock()
+		if watchesBetween {
+			met++
+		}
+		if err := w.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		_ = h.Unlock(ctx)
+	}
+	t.Logf("%d of 6 rounds set the watches of deleted nodes", met)
+	if met == 0 {
+		t.Error("no round sent a setWatches for the deleted nodes: the case was not tried")
+	}
+}
