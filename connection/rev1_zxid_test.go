@@ -104,3 +104,98 @@ func TestSetWatchesZxidNotPastAWatchSetOnALaggingServer(t *testing.T) {
 		}
 	}
 }
+
+// replyErr is a reply header with an error code and no body.
+func replyErr(xid int32, zxid int64, code int32) []byte {
+	body := binary.BigEndian.AppendUint32(nil, uint32(xid))
+	body = binary.BigEndian.AppendUint64(body, uint64(zxid))
+	body = binary.BigEndian.AppendUint32(body, uint32(code))
+	return frame(body)
+}
+
+// TestHiddenZxidsOfEveryKindOfReply: every kind of frame a server sends
+// after the handshake, cut at every byte and at every chunk size up to
+// 40, with injected replies interleaved: go-zookeeper's replies (xid >=
+// 0, an error reply and a multi's included) reach it with zxid 0, a
+// reply with zxid -1 as it is (go-zookeeper stores none <= 0), pings',
+// auth, setWatches replies and notifications as they are; injected
+// replies reach their callers with their zxid, never go-zookeeper;
+// seenZxid is the newest of the replies to requests (not pings, nor
+// notifications); goodZxid, on a restored connection, the newest heard.
+// Held: it passes at 4fbff60.
+func TestHiddenZxidsOfEveryKindOfReply(t *testing.T) {
+	for chunk := 1; chunk <= 40; chunk++ {
+		tr := newTracker()
+		sc := &scriptConn{chunk: chunk}
+		c := &trackedConn{Conn: sc, t: tr}
+		c.Write(connectRequest(0))
+		sc.in = connectResponse(4000, 0x55)
+		readFrames(t, c, 1)
+		tr.expectWatches(nil)
+		var injZxids []int64
+		inj := &injected{done: func(zxid int64, code int32, body []byte, err error) {
+			if err != nil {
+				t.Fatalf("chunk %d: injected: %v", chunk, err)
+			}
+			injZxids = append(injZxids, zxid)
+		}}
+		c.Write(getDataFrame(1, "/a"))
+		if err := tr.inject(0x55, frame(make([]byte, 8)), inj); err != nil {
+			t.Fatal(err)
+		}
+		c.Write(getDataFrame(2, "/b"))
+		c.Write(getDataFrame(3, "/c"))
+		c.Write(pingFrame())
+		c.Write(getDataFrame(4, "/d"))
+		var ixid int32
+		for out := sc.out.Bytes()[4+int(binary.BigEndian.Uint32(sc.out.Bytes())):]; len(out) >= 8; {
+			l := binary.BigEndian.Uint32(out)
+			if x := int32(binary.BigEndian.Uint32(out[4:8])); isInjectedXid(x) {
+				ixid = x
+			}
+			out = out[4+l:]
+		}
+		if ixid == 0 {
+			t.Fatalf("chunk %d: injected request not written", chunk)
+		}
+		var stream []byte
+		stream = append(stream, replyAt(1, 0x10)...)
+		stream = append(stream, replyErr(-1, 0x11, 0)...) // notification
+		stream = append(stream, replyBody(ixid, 0x12, []byte("multiread"))...)
+		stream = append(stream, replyErr(2, 0x13, -101)...) // NoNode
+		stream = append(stream, replyErr(3, -1, 0)...)      // zxid -1
+		stream = append(stream, replyAt(-2, 0x20)...)       // ping
+		stream = append(stream, replyBody(4, 0x14, []byte("multi result"))...)
+		sc.in = stream
+		frames := readFrames(t, c, 6)
+		if len(frames) != 6 {
+			t.Fatalf("chunk %d: go-zookeeper read %d frames, want 6", chunk, len(frames))
+		}
+		want := []struct {
+			xid  int32
+			zxid int64
+		}{{1, 0}, {-1, 0x11}, {2, 0}, {3, -1}, {-2, 0x20}, {4, 0}}
+		for i, w := range want {
+			xid := int32(binary.BigEndian.Uint32(frames[i][0:4]))
+			zxid := int64(binary.BigEndian.Uint64(frames[i][4:12]))
+			if xid != w.xid || zxid != w.zxid {
+				t.Fatalf("chunk %d: frame %d: xid %d zxid %#x, want %d %#x", chunk, i, xid, zxid, w.xid, w.zxid)
+			}
+		}
+		if string(frames[5][16:]) != "multi result" || int32(binary.BigEndian.Uint32(frames[2][12:16])) != -101 {
+			t.Fatalf("chunk %d: bodies or error codes changed", chunk)
+		}
+		if len(injZxids) != 1 || injZxids[0] != 0x12 {
+			t.Fatalf("chunk %d: injected reply zxids %v", chunk, injZxids)
+		}
+		if z := tr.seenZxid.Load(); z != 0x14 {
+			t.Fatalf("chunk %d: seenZxid %#x, want 0x14", chunk, z)
+		}
+		tr.mu.Lock()
+		good := tr.goodZxid
+		tr.mu.Unlock()
+		if good != 0x20 {
+			t.Fatalf("chunk %d: goodZxid %#x, want 0x20 (the ping's)", chunk, good)
+		}
+	}
+}
