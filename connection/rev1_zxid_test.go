@@ -121,7 +121,7 @@ func replyErr(xid int32, zxid int64, code int32) []byte {
 // auth, setWatches replies and notifications as they are; injected
 // replies reach their callers with their zxid, never go-zookeeper;
 // seenZxid is the newest of the replies to requests (not pings, nor
-// notifications); goodZxid, on a restored connection, the newest heard.
+// notifications); goodZxid, on a restored connection, at least that.
 // Held: it passes at 4fbff60.
 func TestHiddenZxidsOfEveryKindOfReply(t *testing.T) {
 	for chunk := 1; chunk <= 40; chunk++ {
@@ -194,8 +194,10 @@ func TestHiddenZxidsOfEveryKindOfReply(t *testing.T) {
 		tr.mu.Lock()
 		good := tr.goodZxid
 		tr.mu.Unlock()
-		if good != 0x20 {
-			t.Fatalf("chunk %d: goodZxid %#x, want 0x20 (the ping's)", chunk, good)
+		// At least the newest reply to a request. (Whether a ping's zxid
+		// may count: see TestSetWatchesZxidNotPastAWatchSetOnALaggingServer.)
+		if good < 0x14 {
+			t.Fatalf("chunk %d: goodZxid %#x, want at least 0x14", chunk, good)
 		}
 	}
 }
