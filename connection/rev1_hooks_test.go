@@ -2,6 +2,7 @@ package connection_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -88,5 +89,79 @@ func TestCreateProtectedThenStillFires(t *testing.T) {
 	if missed.Load() > 0 || twice.Load() > 0 || notNamed.Load() > 0 {
 		t.Fatalf("of %d creates: then not called %d, called twice %d, its listing without the node %d",
 			rounds*parallel, missed.Load(), twice.Load(), notNamed.Load())
+	}
+}
+
+// TestClaimWrittenNotToldOfAnotherCreateOfThePath: ClaimHooks.Written
+// promises that a request sent from it goes out behind the claim's own
+// create. The tracker matches the hook by the create's server path, so a
+// plain Create of the same path by the same client, written between the
+// hook's registration and the claim's create, calls it: a delete sent
+// from Written then goes out before the claim's create, deletes the
+// other node, and the claim's create succeeds after it — the claim's
+// node is left though its Written sent a delete. Each round races a
+// plain Create with a ClaimThen whose Written deletes the path; a node
+// of the claim's left at the end breaks the promise.
+//
+// DEFECT of 4fbff60: fails every run, in 30, 31, 36 and 34 of 400 rounds
+// (-race, shared 2-core machine). Cause: tracker.whenWritten keys the
+// hook by server path only, and noteCreate fires it for any create of
+// that path the client writes (the window is between whenWritten and the
+// claim's create reaching go-zookeeper's queue). In the queue the racing
+// create is a TryTake's, or a worker's of another Queue value on the same
+// client: the head's place is then deleted before its own create is
+// written — the order docs/queue.md relies on for fairness (not safety:
+// the taken node still decides). Smallest fix: the claim's data identify
+// it (Claim requires them), so let the hook match the create's data too
+// (noteCreate has the whole frame: [path][data]...).
+func TestClaimWrittenNotToldOfAnotherCreateOfThePath(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, 2*time.Minute)
+	const rounds = 400
+	broken := 0
+	for i := range rounds {
+		p := fmt.Sprintf("%s/c%d", root, i)
+		claimData := []byte(connection.NewUUID())
+		var (
+			wg      sync.WaitGroup
+			dels    sync.WaitGroup
+			written atomic.Bool
+		)
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, _ = c.Create(ctx, p, []byte("other"), connection.Ephemeral)
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			_, _, _ = c.ClaimThen(ctx, p, claimData, connection.ClaimHooks{Written: func() {
+				written.Store(true)
+				dels.Add(1)
+				go func() {
+					defer dels.Done()
+					_ = c.Delete(context.Background(), p, -1)
+				}()
+			}})
+		}()
+		close(start)
+		wg.Wait()
+		dels.Wait()
+		data, _, err := c.Get(ctx, p)
+		if err == nil && string(data) == string(claimData) {
+			if !written.Load() {
+				t.Fatalf("round %d: Written not called", i)
+			}
+			broken++
+		}
+		_ = c.Delete(ctx, p, -1)
+	}
+	if broken > 0 {
+		t.Fatalf("in %d of %d rounds the claim's node was left after its Written's delete", broken, rounds)
 	}
 }
