@@ -107,13 +107,13 @@ func TestCreateProtectedThenStillFires(t *testing.T) {
 // (-race, shared 2-core machine). Cause: tracker.whenWritten keys the
 // hook by server path only, and noteCreate fires it for any create of
 // that path the client writes (the window is between whenWritten and the
-// claim's create reaching go-zookeeper's queue). In the queue the racing
-// create is a TryTake's, or a worker's of another Queue value on the same
-// client: the head's place is then deleted before its own create is
-// written — the order docs/queue.md relies on for fairness (not safety:
-// the taken node still decides). Smallest fix: the claim's data identify
-// it (Claim requires them), so let the hook match the create's data too
-// (noteCreate has the whole frame: [path][data]...).
+// claim's create reaching go-zookeeper's queue). The contract of the
+// public ClaimHooks is what breaks; in the queue the racing create would
+// be a TryTake's of the same item on the same client, applied first, so
+// the head's create is refused either way and it lines up again: no
+// visible harm there. Smallest fix: the claim's data identify it (Claim
+// requires them), so let the hook match the create's data too (noteCreate
+// has the whole frame: [path][data]...), or narrow the doc.
 func TestClaimWrittenNotToldOfAnotherCreateOfThePath(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
