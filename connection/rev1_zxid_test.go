@@ -51,8 +51,10 @@ func getDataFrame(xid int32, path string) []byte {
 //     come. go-zookeeper's own zxid (0x150) would have fired it.
 //
 // The smallest fix: count in goodZxid only the zxids seenZxid counts
-// (replies with xid >= 0 and injected ones), not pings' nor
-// setWatches'/auth replies', or cap the zxid of go-zookeeper's
+// (replies with xid >= 0 and injected ones), not pings' (go-zookeeper's
+// setWatches have ordinary xids; auth replies carry zxid 0) — in
+// answeredHead, `if len(head) >= 12 && (xid >= 0 || isInjectedXid(xid))`
+// — or cap the zxid of go-zookeeper's
 // setWatches at the newest zxid of a reply read on any connection since
 // the last handshake (what go-zookeeper's lastZxid was).
 func TestSetWatchesZxidNotPastAWatchSetOnALaggingServer(t *testing.T) {
