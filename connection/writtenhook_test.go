@@ -104,7 +104,8 @@ func TestCreateProtectedThenStillFires(t *testing.T) {
 // plain Create with a ClaimThen whose Written deletes the path; a node
 // of the claim's left at the end breaks the promise.
 //
-// DEFECT of 4fbff60: fails every run (7 of 7), in 21 to 37 of 400 rounds
+// A defect of 4fbff60 (fixed in ca97162: the hook matches the create's
+// data too): failed every run (7 of 7), in 21 to 37 of 400 rounds
 // (-race, shared 2-core machine). Cause: tracker.whenWritten keys the
 // hook by server path only, and noteCreate fires it for any create of
 // that path the client writes (the window is between whenWritten and the
@@ -112,9 +113,7 @@ func TestCreateProtectedThenStillFires(t *testing.T) {
 // public ClaimHooks is what breaks; in the queue the racing create would
 // be a TryTake's of the same item on the same client, applied first, so
 // the head's create is refused either way and it lines up again: no
-// visible harm there. Smallest fix: the claim's data identify it (Claim
-// requires them), so let the hook match the create's data too (noteCreate
-// has the whole frame: [path][data]...), or narrow the doc.
+// visible harm there.
 func TestClaimWrittenNotToldOfAnotherCreateOfThePath(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

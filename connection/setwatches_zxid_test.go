@@ -23,9 +23,10 @@ func getDataFrame(xid int32, path string) []byte {
 }
 
 // TestSetWatchesZxidNotPastAWatchSetOnALaggingServer shows a watch that
-// never fires after a reconnect: DEFECT of 4fbff60 (fails every run, 7 of
-// 7; the sequence is deterministic). With the fix below applied to
-// answeredHead it passes, and so do the tracker's other unit tests.
+// that never fired after a reconnect: a defect of 4fbff60 (failed every
+// run, 7 of 7; the sequence is deterministic), fixed in 633a039 (go-
+// zookeeper's setWatches carries the zxid of the last reply read, as
+// go-zookeeper kept it, no newer than goodZxid).
 //
 // ZooKeeper answers a ping with the server's last applied zxid
 // (FinalRequestProcessor: new ReplyHeader(-2, lastZxid, 0), checked in
@@ -50,13 +51,9 @@ func getDataFrame(xid int32, path string) []byte {
 //     registered, and the client keeps /x's old data with no change to
 //     come. go-zookeeper's own zxid (0x150) would have fired it.
 //
-// The smallest fix: count in goodZxid only the zxids seenZxid counts
-// (replies with xid >= 0 and injected ones), not pings' (go-zookeeper's
-// setWatches have ordinary xids; auth replies carry zxid 0) — in
-// answeredHead, `if len(head) >= 12 && (xid >= 0 || isInjectedXid(xid))`
-// — or cap the zxid of go-zookeeper's
-// setWatches at the newest zxid of a reply read on any connection since
-// the last handshake (what go-zookeeper's lastZxid was).
+// The fix taken: the zxid of the last reply read (lastReply), as
+// go-zookeeper's own was, not the newest heard; another would have been
+// to count in goodZxid only replies with xid >= 0 and injected ones.
 func TestSetWatchesZxidNotPastAWatchSetOnALaggingServer(t *testing.T) {
 	for _, chunk := range []int{1, 5, 4096} {
 		tr := newTracker()
