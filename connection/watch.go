@@ -335,6 +335,7 @@ func (c *Client) watchEvent(zc *zk.Conn, ev zk.Event) {
 	for _, k := range kinds {
 		c.fireLocked(watchKey{zc, ev.Path, k}, ev)
 	}
+	c.ownEventLocked(zc, ev)
 }
 
 func (c *Client) fireLocked(key watchKey, ev zk.Event) {
@@ -362,6 +363,7 @@ func (c *Client) endWatches(zc *zk.Conn, err error) {
 			c.fireLocked(key, zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: key.spath, Err: err})
 		}
 	}
+	c.endOwnLocked(zc, err)
 }
 
 func (w *Watch) fireLocked(ev zk.Event) {

@@ -45,7 +45,7 @@ func (w *worker) result(r *result) {
 	if r.err == nil {
 		w.retryDelay = minRetryDelay
 	}
-	if o.kind == dataOp {
+	if o.kind() == dataOp {
 		w.dataDone(o, r)
 	} else {
 		w.listDone(o, r)
@@ -60,7 +60,7 @@ func unreadable(err error) bool {
 
 func (w *worker) dataDone(o *op, r *result) {
 	e := o.e
-	w.setWatch(o, r.watch)
+	w.setWatch(o, r.watch, r.watched)
 	seq := r.seq // 0 while o needs another read to settle
 	switch {
 	case errors.Is(r.err, zk.ErrNoNode), r.err == nil && r.mode == modeCheck && !r.exists:
@@ -106,7 +106,7 @@ func (w *worker) dataDone(o *op, r *result) {
 
 func (w *worker) listDone(o *op, r *result) {
 	e := o.e
-	w.setWatch(o, r.watch)
+	w.setWatch(o, r.watch, r.watched)
 	switch {
 	case errors.Is(r.err, zk.ErrNoNode):
 		if e.parent != nil {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
@@ -51,7 +53,8 @@ type Cache struct {
 
 	syncs chan chan error // Sync requests to the worker
 
-	inbox inbox // fired watches, from the connection's hooks to the worker
+	inbox inbox                 // fired watches, from the connection's hooks to the worker
+	sink  *connection.WatchSink // the watches of bulk reads (watches.go)
 	w     *worker
 
 	reads, syncReads, watches atomic.Int64
@@ -89,6 +92,7 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 		syncs:     make(chan chan error),
 	}
 	c.inbox.wake = make(chan struct{}, 1)
+	c.sink = client.NewWatchSink(func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.w = newWorker(c)
 	c.wg.Add(1)
@@ -253,5 +257,6 @@ func (c *Cache) Close() error {
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
+	c.sink.Close()
 	return nil
 }

@@ -63,7 +63,7 @@ func (w *worker) dispatch() {
 		}
 		o.single = false
 		mode := o.mode
-		if o.kind == dataOp && o.e.dataErr != nil && mode == modeGet {
+		if o.kind() == dataOp && o.e.dataErr != nil && mode == modeGet {
 			mode = modeCheck // not readable: follow its Stat
 		}
 		w.start(o, mode)
@@ -81,7 +81,7 @@ func (w *worker) start(o *op, mode readMode) {
 	w.inflight++
 	w.pend(o)
 	w.c.wg.Add(1)
-	go w.read(job{op: o, kind: o.kind, mode: mode, path: o.e.path, epoch: w.epoch, seq: o.seq})
+	go w.read(job{op: o, kind: o.kind(), mode: mode, path: o.e.path, epoch: w.epoch, seq: o.seq})
 }
 
 func (w *worker) dispatchSync() {

@@ -90,8 +90,8 @@ type op struct {
 	need uint64            // a read numbered above it ends the tracking
 	seq  uint64            // number of the read in flight
 
-	kind opKind
 	mode readMode // of the next read, while dirty
+	own  bool     // a watch set by the cache's sink is pending (watches.go)
 
 	dirty, queued, inflight, parked bool
 	single                          bool // its next read goes alone: a bulk read of it failed
@@ -133,6 +133,14 @@ func listOf(st *zk.Stat) listStat {
 	return listStat{Czxid: st.Czxid, Pzxid: st.Pzxid, Cversion: st.Cversion, NumChildren: st.NumChildren}
 }
 
+// kind returns which of its entry's ops o is.
+func (o *op) kind() opKind {
+	if o == &o.e.data {
+		return dataOp
+	}
+	return listOp
+}
+
 // ops returns the entry's two ops.
 func (e *entry) ops() [2]*op { return [2]*op{&e.data, &e.listing} }
 
@@ -164,6 +172,7 @@ type result struct {
 	exists   bool
 	stat     *zk.Stat
 	watch    *connection.Watch
+	watched  bool                // a bulk read set the op's watch, through the cache's sink
 	sess     *connection.Session // sync: the session it ran in
 	err      error
 }
@@ -204,8 +213,8 @@ func (w *worker) newEntry(parent *entry, path string, depth int32) *entry {
 	e := &entry{path: path, parent: parent, in: &w.c.inbox, depth: depth, seen: w.epoch}
 	md, sel := w.c.opts.maxDepth, w.c.opts.selector
 	e.listable = (md < 0 || int(depth) < md) && (sel.Descend == nil || sel.Descend(path))
-	e.data = op{e: e, kind: dataOp}
-	e.listing = op{e: e, kind: listOp}
+	e.data = op{e: e}
+	e.listing = op{e: e}
 	w.markDirty(&e.data, modeGet)
 	if e.listable {
 		w.markDirty(&e.listing, modeGet)
