@@ -74,9 +74,9 @@ func (w *worker) dataDone(o *op, r *result) {
 			seq = 0 // the root's creation watch is still to set
 		}
 	case unreadable(r.err):
-		e.dataErr = r.err
-		if r.mode == modeFetch && e.checked != nil {
-			if !w.setNode(o, e, nil, e.checked) {
+		e.setRare(func(x *entryRare) { x.dataErr = r.err })
+		if checked := e.checked(); r.mode == modeFetch && checked != nil {
+			if !w.setNode(o, e, nil, checked) {
 				seq = 0
 			}
 		} else {
@@ -92,11 +92,11 @@ func (w *worker) dataDone(o *op, r *result) {
 			break
 		}
 		// Moved (or never read): fetch the data; the check's watch stands.
-		e.checked = r.stat
+		e.setRare(func(x *entryRare) { x.checked = r.stat })
 		w.start(o, modeFetch)
 		return
 	default:
-		e.dataErr, e.checked = nil, nil
+		e.setRare(func(x *entryRare) { x.dataErr, x.checked = nil, nil })
 		if !w.setNode(o, e, r.data, r.stat) {
 			seq = 0
 		}
@@ -115,7 +115,7 @@ func (w *worker) listDone(o *op, r *result) {
 		}
 		// The root: its data op decides, and waits for it to come back.
 	case unreadable(r.err):
-		e.listErr = r.err
+		e.setRare(func(x *entryRare) { x.listErr = r.err })
 		w.openKids(e)
 		w.refresh(e)
 	case r.err != nil:
@@ -146,8 +146,8 @@ func (w *worker) listDone(o *op, r *result) {
 // gone are deleted with their subtrees.
 func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 	e.list = listOf(stat)
-	hadErr := e.listErr != nil
-	e.listErr = nil
+	hadErr := e.listErr() != nil
+	e.setRare(func(x *entryRare) { x.listErr = nil })
 	accept := w.c.opts.selector.Accept
 	present := make(map[string]bool, len(names))
 	for _, name := range names {
@@ -174,7 +174,7 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 		if e.kids == nil {
 			e.kids = map[string]*entry{}
 		}
-		e.kids[name] = k
+		e.kids[k.name()] = k // a part of its path: the listing's names go
 		for _, ko := range k.ops() {
 			if ko.dirty {
 				if o.tracked {
@@ -199,7 +199,7 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 	n := &Node{Path: e.path, Data: data, Stat: *stat}
 	old := e.node
-	if p := e.parent; p != nil && p.listErr == nil && p.list.Pzxid < stat.Czxid &&
+	if p := e.parent; p != nil && p.listErr() == nil && p.list.Pzxid < stat.Czxid &&
 		(old == nil || stat.Czxid > old.Stat.Czxid) {
 		w.awaitParent(o, e)
 		return false
@@ -223,7 +223,8 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 		w.unpublishTree(e)
 		w.dropKids(e)
 		w.unhook(&e.listing) // it watched the old node
-		e.list, e.listErr = listStat{}, nil
+		e.list = listStat{}
+		e.setRare(func(x *entryRare) { x.listErr = nil })
 		n.Err = e.err()
 		e.node = n
 		w.publish(e)
@@ -232,7 +233,6 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 		w.mergeList(e, n)
 		e.node = n
 		if e.published {
-			w.c.nodes[e.path] = n
 			if stat.Mzxid != old.Stat.Mzxid || errText(n.Err) != errText(old.Err) {
 				w.emit(Event{Type: Changed, Path: e.path, Node: *n, Old: *old})
 			}
@@ -275,10 +275,7 @@ func (w *worker) touch(e *entry, stat *zk.Stat) {
 	n.Stat = *stat
 	w.mergeList(e, &n)
 	if n.Stat != e.node.Stat {
-		e.node = &n
-		if e.published {
-			w.c.nodes[e.path] = e.node
-		}
+		e.node = &n // the view's, if published
 	}
 }
 
@@ -296,7 +293,6 @@ func (w *worker) refresh(e *entry) {
 	if !e.published {
 		return
 	}
-	w.c.nodes[e.path] = e.node
 	if errText(n.Err) != errText(old.Err) {
 		w.emit(Event{Type: Changed, Path: e.path, Node: n, Old: *old})
 	}
@@ -321,7 +317,7 @@ func errText(err error) string {
 // read was an exists, whose watch now waits for the node's creation.
 func (w *worker) gone(e *entry, checked bool) {
 	if p := e.parent; p != nil {
-		if p.listErr != nil {
+		if p.listErr() != nil {
 			w.vanish(e) // no listing to ask
 			return
 		}
@@ -336,7 +332,7 @@ func (w *worker) gone(e *entry, checked bool) {
 	// The root empties; an exists waits for it to come back.
 	w.unpublishTree(e)
 	w.dropKids(e)
-	e.node, e.list, e.listErr, e.dataErr, e.checked = nil, listStat{}, nil, nil, nil
+	e.node, e.list, e.rare = nil, listStat{}, nil
 	w.clearOp(&e.listing)
 	if !checked {
 		w.markDirty(&e.data, modeCheck)
@@ -388,16 +384,7 @@ func (w *worker) publish(e *entry) {
 		return
 	}
 	e.published = true
-	c := w.c
-	c.nodes[e.path] = e.node
-	if e.parent != nil {
-		k := c.kids[e.parent.path]
-		if k == nil {
-			k = map[string]struct{}{}
-			c.kids[e.parent.path] = k
-		}
-		k[e.name()] = struct{}{}
-	}
+	w.c.published++
 	w.emit(Event{Type: Created, Path: e.path, Node: *e.node})
 	for _, k := range e.kids {
 		w.publish(k)
@@ -414,17 +401,7 @@ func (w *worker) unpublishTree(e *entry) {
 		return
 	}
 	e.published = false
-	c := w.c
-	delete(c.nodes, e.path)
-	delete(c.kids, e.path)
-	if e.parent != nil {
-		if k := c.kids[e.parent.path]; k != nil {
-			delete(k, e.name())
-			if len(k) == 0 {
-				delete(c.kids, e.parent.path)
-			}
-		}
-	}
+	w.c.published--
 	w.emit(Event{Type: Deleted, Path: e.path, Node: *e.node})
 }
 

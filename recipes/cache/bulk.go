@@ -30,7 +30,7 @@ const (
 // exists, after a lost session) goes as a get: in bulk the data costs
 // bytes, not requests, and a node found gone leaves no creation watch.
 func (w *worker) bulkable(o *op) bool {
-	if o.single || o.kind() == dataOp && o.e.dataErr != nil {
+	if o.single || o.kind() == dataOp && o.e.dataErr() != nil {
 		return false
 	}
 	return o.mode == modeGet || o.kind() == dataOp && o.mode == modeCheck

@@ -63,7 +63,7 @@ func (w *worker) dispatch() {
 		}
 		o.single = false
 		mode := o.mode
-		if o.kind() == dataOp && o.e.dataErr != nil && mode == modeGet {
+		if o.kind() == dataOp && o.e.dataErr() != nil && mode == modeGet {
 			mode = modeCheck // not readable: follow its Stat
 		}
 		w.start(o, mode)

@@ -83,7 +83,8 @@ const (
 )
 
 // An entry is kept for every node of the view, so its fields are ordered
-// to pack: 208 bytes with its two ops.
+// to pack, and what few nodes need is apart (entryRare): 168 bytes with
+// its two ops.
 type op struct {
 	e    *entry
 	w    *connection.Watch // pending watch set by the last read; o is its hook
@@ -106,10 +107,8 @@ type entry struct {
 	kids   map[string]*entry
 	node   *Node // last read; published, or held until the parent is
 
-	dataErr error    // data not readable (NoAuth, too large): followed with exists
-	checked *zk.Stat // Stat of the check whose fetch is in flight
-	listErr error    // children not listable
-	list    listStat // of the last listing applied; Czxid 0 for none
+	rare *entryRare // what few nodes need: nil when empty
+	list listStat   // of the last listing applied; Czxid 0 for none
 
 	depth int32
 	seen  int32 // the epoch in which the parent's listing last showed it
@@ -145,10 +144,50 @@ func (o *op) kind() opKind {
 func (e *entry) ops() [2]*op { return [2]*op{&e.data, &e.listing} }
 
 func (e *entry) err() error {
-	if e.dataErr == nil && e.listErr == nil {
+	if e.rare == nil || e.rare.dataErr == nil && e.rare.listErr == nil {
 		return nil
 	}
-	return errors.Join(e.dataErr, e.listErr)
+	return errors.Join(e.rare.dataErr, e.rare.listErr)
+}
+
+// entryRare is what an entry keeps only for a node that cannot be read
+// whole, or while a check's fetch is in flight.
+type entryRare struct {
+	dataErr error    // data not readable (NoAuth, too large): followed with exists
+	checked *zk.Stat // Stat of the check whose fetch is in flight
+	listErr error    // children not listable
+}
+
+// setRare changes e's rare fields with set; an empty set goes.
+func (e *entry) setRare(set func(x *entryRare)) {
+	if e.rare == nil {
+		e.rare = &entryRare{}
+	}
+	set(e.rare)
+	if x := e.rare; x.dataErr == nil && x.checked == nil && x.listErr == nil {
+		e.rare = nil
+	}
+}
+
+func (e *entry) dataErr() error {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.dataErr
+}
+
+func (e *entry) listErr() error {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.listErr
+}
+
+func (e *entry) checked() *zk.Stat {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.checked
 }
 
 // job is one read to run; result is what it returned.
