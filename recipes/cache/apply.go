@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 
@@ -150,9 +151,11 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 	e.setRare(func(x *entryRare) { x.listErr = nil })
 	accept := w.c.opts.selector.Accept
 	present := make(map[string]bool, len(names))
+	depth := e.depth() + 1
+	var added []*entry
 	for _, name := range names {
 		present[name] = true
-		if k := e.kids[name]; k != nil {
+		if k := e.kid(name); k != nil {
 			if k.seen != w.epoch {
 				// After a lost session, or held back by awaitParent: its
 				// reads may go now.
@@ -170,11 +173,8 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 		if accept != nil && !accept(p) {
 			continue
 		}
-		k := w.newEntry(e, p, e.depth+1)
-		if e.kids == nil {
-			e.kids = map[string]*entry{}
-		}
-		e.kids[k.name()] = k // a part of its path: the listing's names go
+		k := w.newEntry(e, p, depth)
+		added = append(added, k)
 		for _, ko := range k.ops() {
 			if ko.dirty {
 				if o.tracked {
@@ -184,10 +184,22 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 			}
 		}
 	}
-	for name, k := range e.kids {
-		if !present[name] {
-			w.vanish(k)
+	kids := e.children()
+	if len(added) > 0 {
+		kids = append(kids, added...)
+		slices.SortFunc(kids, byName)
+		e.setChildren(kids)
+	}
+	gone := false
+	for _, k := range kids {
+		if !present[k.name()] {
+			w.unpublishTree(k)
+			w.remove(k)
+			gone = true
 		}
+	}
+	if gone {
+		e.setChildren(slices.DeleteFunc(kids, func(k *entry) bool { return k.removed }))
 	}
 	if hadErr || e.node != nil && stat.Czxid == e.node.Stat.Czxid && stat.Pzxid > e.node.Stat.Pzxid {
 		w.refresh(e)
@@ -344,26 +356,30 @@ func (w *worker) gone(e *entry, checked bool) {
 func (w *worker) vanish(e *entry) {
 	w.unpublishTree(e)
 	w.remove(e)
+	if p := e.parent; p != nil {
+		kids := p.children()
+		if i, ok := slices.BinarySearchFunc(kids, e.name(), cmpName); ok && kids[i] == e {
+			p.setChildren(slices.Delete(kids, i, i+1))
+		}
+	}
 }
 
 // dropKids forgets e's children, which must not be published.
 func (w *worker) dropKids(e *entry) {
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		w.remove(k)
 	}
+	e.setChildren(nil)
 }
 
-// remove forgets e and its subtree: no more reads, no more watches.
+// remove forgets e and its subtree: no more reads, no more watches. Its
+// parent's children still name it: the caller takes it out (vanish), or
+// all of them (dropKids, applyListing).
 func (w *worker) remove(e *entry) {
-	for _, k := range e.kids {
-		w.remove(k)
-	}
+	w.dropKids(e)
 	e.removed = true
 	for _, o := range e.ops() {
 		w.clearOp(o)
-	}
-	if e.parent != nil {
-		delete(e.parent.kids, e.name())
 	}
 }
 
@@ -386,7 +402,7 @@ func (w *worker) publish(e *entry) {
 	e.published = true
 	w.c.published++
 	w.emit(Event{Type: Created, Path: e.path, Node: *e.node})
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		w.publish(k)
 	}
 }
@@ -394,7 +410,7 @@ func (w *worker) publish(e *entry) {
 // unpublishTree takes e and its subtree out of the view, children first
 // (Deleted each).
 func (w *worker) unpublishTree(e *entry) {
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		w.unpublishTree(k)
 	}
 	if !e.published {
@@ -408,7 +424,7 @@ func (w *worker) unpublishTree(e *entry) {
 // openKids lets e's children be read in this session without a listing
 // that shows them (e cannot be listed).
 func (w *worker) openKids(e *entry) {
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		if k.seen != w.epoch {
 			k.seen = w.epoch
 			for _, ko := range k.ops() {

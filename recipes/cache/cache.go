@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -94,6 +93,7 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 	c.sink = client.NewWatchSink(func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.w = newWorker(c)
+	inboxes.Store(c.w.root, &c.inbox)
 	c.wg.Add(1)
 	go c.w.run()
 	return c, nil
@@ -134,12 +134,11 @@ func (c *Cache) Children(path string) (names []string, ok bool) {
 	if e == nil {
 		return nil, false
 	}
-	for name, k := range e.kids {
+	for _, k := range e.children() {
 		if k.published {
-			names = append(names, name)
+			names = append(names, k.name()) // sorted
 		}
 	}
-	slices.Sort(names)
 	return names, true
 }
 
@@ -159,7 +158,7 @@ func (c *Cache) snapshotLocked() Snapshot {
 			return // nor are its children
 		}
 		nodes[e.path] = e.node
-		for _, k := range e.kids {
+		for _, k := range e.children() {
 			walk(k)
 		}
 	}
@@ -277,5 +276,6 @@ func (c *Cache) Close() error {
 	c.cancel()
 	c.wg.Wait()
 	c.sink.Close()
+	inboxes.Delete(c.w.root)
 	return nil
 }

@@ -76,11 +76,21 @@ func (w *worker) setWatch(o *op, wch *connection.Watch, own bool) {
 }
 
 // WatchFired passes o's fired watch to the worker (a connection.Hook: a
-// hook costs the watch no allocation, and a cache has two per node). It
-// runs on go-zookeeper's receive loop and never blocks.
+// hook costs the watch no allocation). It runs on go-zookeeper's receive
+// loop and never blocks. The cache's inbox is found from its root entry
+// (inboxes): an entry keeps no pointer to it, 8 bytes a node.
 func (o *op) WatchFired(wch *connection.Watch, ev zk.Event) {
-	o.e.in.push(fired{o: o, w: wch, ev: ev})
+	r := o.e
+	for r.parent != nil {
+		r = r.parent
+	}
+	if in, ok := inboxes.Load(r); ok {
+		in.(*inbox).push(fired{o: o, w: wch, ev: ev})
+	}
 }
+
+// inboxes holds the inbox of every open cache, by its root entry.
+var inboxes sync.Map
 
 // unhook forgets o's pending watch: it stays on the server until it
 // fires, but no longer concerns the cache.
@@ -178,7 +188,7 @@ func (w *worker) lookup(p string) *entry {
 		if i >= 0 {
 			name, rest = rest[:i], rest[i+1:]
 		}
-		e = e.kids[name]
+		e = e.kid(name)
 		if i < 0 {
 			return e
 		}

@@ -2,6 +2,8 @@ package cache
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -83,7 +85,7 @@ const (
 )
 
 // An entry is kept for every node of the view, so its fields are ordered
-// to pack, and what few nodes need is apart (entryRare): 168 bytes with
+// to pack, and what few nodes need is apart (entryRare): 160 bytes with
 // its two ops.
 type op struct {
 	e    *entry
@@ -103,15 +105,13 @@ type op struct {
 type entry struct {
 	path   string
 	parent *entry
-	in     *inbox // the cache's, for the ops' hooks
-	kids   map[string]*entry
-	node   *Node // last read; published, or held until the parent is
+	kids   *[]*entry // its children, sorted by name (most nodes have none)
+	node   *Node     // last read; published, or held until the parent is
 
 	rare *entryRare // what few nodes need: nil when empty
 	list listStat   // of the last listing applied; Czxid 0 for none
 
-	depth int32
-	seen  int32 // the epoch in which the parent's listing last showed it
+	seen int32 // the epoch in which the parent's listing last showed it
 
 	listable  bool // its children are cached (depth and selector)
 	published bool
@@ -130,6 +130,48 @@ type listStat struct {
 
 func listOf(st *zk.Stat) listStat {
 	return listStat{Czxid: st.Czxid, Pzxid: st.Pzxid, Cversion: st.Cversion, NumChildren: st.NumChildren}
+}
+
+// children returns e's children, sorted by name.
+func (e *entry) children() []*entry {
+	if e.kids == nil {
+		return nil
+	}
+	return *e.kids
+}
+
+// setChildren makes kids, sorted by name, e's children.
+func (e *entry) setChildren(kids []*entry) {
+	switch {
+	case len(kids) == 0:
+		e.kids = nil
+	case e.kids == nil:
+		e.kids = &kids
+	default:
+		*e.kids = kids
+	}
+}
+
+// kid returns e's child named name, or nil.
+func (e *entry) kid(name string) *entry {
+	kids := e.children()
+	if i, ok := slices.BinarySearchFunc(kids, name, cmpName); ok {
+		return kids[i]
+	}
+	return nil
+}
+
+func cmpName(k *entry, name string) int { return strings.Compare(k.name(), name) }
+
+func byName(a, b *entry) int { return strings.Compare(a.name(), b.name()) }
+
+// depth returns e's depth under the cache's root.
+func (e *entry) depth() int32 {
+	var d int32
+	for p := e.parent; p != nil; p = p.parent {
+		d++
+	}
+	return d
 }
 
 // kind returns which of its entry's ops o is.
@@ -249,7 +291,7 @@ func newWorker(c *Cache) *worker {
 
 // newEntry makes the entry of a node found at path, its ops dirty.
 func (w *worker) newEntry(parent *entry, path string, depth int32) *entry {
-	e := &entry{path: path, parent: parent, in: &w.c.inbox, depth: depth, seen: w.epoch}
+	e := &entry{path: path, parent: parent, seen: w.epoch}
 	md, sel := w.c.opts.maxDepth, w.c.opts.selector
 	e.listable = (md < 0 || int(depth) < md) && (sel.Descend == nil || sel.Descend(path))
 	e.data = op{e: e}
@@ -344,7 +386,7 @@ func (w *worker) shutdown() {
 // walk calls f for e and every entry under it, parents first.
 func (w *worker) walk(e *entry, f func(*entry)) {
 	f(e)
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		w.walk(k, f)
 	}
 }
