@@ -135,6 +135,8 @@ func (c *Client) armSink(key watchKey, s *WatchSink) *arming {
 	defer c.watchMu.Unlock()
 	if c.own == nil {
 		c.own = map[*zk.Conn]map[string]ownWatch{}
+	}
+	if c.ownArming == nil {
 		c.ownArming = map[watchKey][]*arming{}
 	}
 	tbl := c.own[key.zc]
@@ -173,7 +175,7 @@ func (c *Client) armedSink(key watchKey, a *arming, ok bool) {
 	if i := slices.Index(list, a); i >= 0 {
 		list = slices.Delete(list, i, i+1)
 		if len(list) == 0 {
-			delete(c.ownArming, key)
+			c.unarmLocked(key)
 		} else {
 			c.ownArming[key] = list
 		}
@@ -193,6 +195,15 @@ func (c *Client) armedSink(key watchKey, a *arming, ok bool) {
 		return
 	}
 	c.dropOwnLocked(key.zc, tbl, key.spath, ent)
+}
+
+// unarmLocked forgets the armings of key. A map keeps the table it grew
+// to: once none is left (a load's watches are set), it goes.
+func (c *Client) unarmLocked(key watchKey) {
+	delete(c.ownArming, key)
+	if len(c.ownArming) == 0 {
+		c.ownArming = nil
+	}
 }
 
 func ownKind(k watchKind) uint8 {
@@ -235,7 +246,7 @@ func (c *Client) fireOwnLocked(zc *zk.Conn, spath string, kinds uint8, ev zk.Eve
 		for _, a := range c.ownArming[key] {
 			a.fired, fired = true, true
 		}
-		delete(c.ownArming, key)
+		c.unarmLocked(key)
 		if ent.kinds&bit != 0 {
 			ent.kinds &^= bit
 			c.ownPending--
