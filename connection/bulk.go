@@ -36,8 +36,8 @@ import (
 // server runs its pipeline on one thread), so it is the state the reads
 // saw.
 //
-// Those watches are the client's own (Watch, marked own): go-zookeeper
-// does not know them. Their notifications reach the client as every
+// Those watches are the client's own (Watch, marked own; or a
+// WatchSink's, sink.go): go-zookeeper does not know them. Their notifications reach the client as every
 // notification does (go-zookeeper hands every one to the event callback,
 // watcher or not), and after a reconnect of the same session the client
 // registers them again itself (restore.go).

@@ -26,8 +26,9 @@ import (
 // goes when the node changes, is created or deleted, or the session ends.
 //
 // A watch costs no goroutine while it is pending (see watchEvent), and
-// little memory: a cache holds two per node. Its channel is made by the
-// first Done, its event when it fires, and a Hook takes no allocation.
+// little memory: its channel is made by the first Done, its event when it
+// fires, and a Hook takes no allocation. A watcher of many nodes costs
+// less with a WatchSink, which keeps no Watch at all.
 type Watch struct {
 	mu *sync.Mutex // the client's watchMu
 	// Under mu:

@@ -82,9 +82,8 @@ func (w *worker) startBulk(ops []*op) {
 	for i, o := range ops {
 		o.queued, o.dirty, o.inflight = false, false, true
 		w.seq++
-		o.seq = w.seq
-		w.pend(o)
-		jobs[i] = job{op: o, kind: o.kind(), mode: modeGet, path: o.e.path, epoch: w.epoch, seq: o.seq, sub: true}
+		w.sent(o, w.seq)
+		jobs[i] = job{op: o, kind: o.kind(), mode: modeGet, path: o.e.path, epoch: w.epoch, seq: w.seq, sub: true}
 		k, ok := at[o.e]
 		if !ok {
 			k = len(reads)

@@ -27,11 +27,11 @@ type worker struct {
 	client *connection.Client
 	root   *entry
 
-	queue       []*op        // ops waiting for a read slot, in order
-	parked      []*op        // ops whose read failed, until the retry timer or the connection is back
-	pending     map[*op]bool // ops dirty or in flight
-	pendingPeak int          // the most pending since pending was made
-	results     chan *result // capacity: every read and the sync in flight
+	queue       []*op             // ops waiting for a read slot, in order
+	parked      []*op             // ops whose read failed, until the retry timer or the connection is back
+	pending     map[*op]readState // ops dirty or in flight
+	pendingPeak int               // the most pending since pending was made
+	results     chan *result      // capacity: every read and the sync in flight
 	states      <-chan connection.State
 
 	inflight int    // reads in flight, a bulk read counting one (not the sync)
@@ -85,13 +85,12 @@ const (
 )
 
 // An entry is kept for every node of the view, so its fields are ordered
-// to pack, and what few nodes need is apart (entryRare): 160 bytes with
+// to pack, and what few nodes need is apart (entryRare; readState for the
+// nodes being read): 128 bytes with
 // its two ops.
 type op struct {
-	e    *entry
-	w    *connection.Watch // pending watch set by the last read; o is its hook
-	need uint64            // a read numbered above it ends the tracking
-	seq  uint64            // number of the read in flight
+	e *entry
+	w *connection.Watch // pending watch set by the last read; o is its hook
 
 	mode readMode // of the next read, while dirty
 	own  bool     // a watch set by the cache's sink is pending (watches.go)
@@ -100,6 +99,13 @@ type op struct {
 	single                          bool // its next read goes alone: a bulk read of it failed
 
 	tracked bool // counted in the round
+}
+
+// readState is what a pending op's reads need: kept in the worker's
+// table of pending ops, not in the op (an op of each kind for every node).
+type readState struct {
+	need uint64 // a read numbered above it ends the tracking
+	seq  uint64 // number of the read in flight
 }
 
 type entry struct {
@@ -262,7 +268,7 @@ func newWorker(c *Cache) *worker {
 	w := &worker{
 		c:          c,
 		client:     c.client,
-		pending:    map[*op]bool{},
+		pending:    map[*op]readState{},
 		results:    make(chan *result, c.opts.concurrency+1),
 		retryDelay: minRetryDelay,
 	}
