@@ -150,12 +150,24 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 	hadErr := e.listErr() != nil
 	e.setRare(func(x *entryRare) { x.listErr = nil })
 	accept := w.c.opts.selector.Accept
-	present := make(map[string]bool, len(names))
 	depth := e.depth() + 1
+	// The listing and the children, both sorted, side by side.
+	slices.Sort(names) // the listing's order means nothing
+	kids := e.children()
+	matched := make([]bool, len(kids))
 	var added []*entry
-	for _, name := range names {
-		present[name] = true
-		if k := e.kid(name); k != nil {
+	i := 0
+	for j, name := range names {
+		if j > 0 && name == names[j-1] {
+			continue
+		}
+		for i < len(kids) && kids[i].name() < name {
+			i++
+		}
+		if i < len(kids) && kids[i].name() == name {
+			k := kids[i]
+			matched[i] = true
+			i++
 			if k.seen != w.epoch {
 				// After a lost session, or held back by awaitParent: its
 				// reads may go now.
@@ -184,22 +196,23 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 			}
 		}
 	}
-	kids := e.children()
-	if len(added) > 0 {
-		kids = append(kids, added...)
-		slices.SortFunc(kids, byName)
-		e.setChildren(kids)
-	}
 	gone := false
-	for _, k := range kids {
-		if !present[k.name()] {
+	for i, k := range kids {
+		if !matched[i] {
 			w.unpublishTree(k)
 			w.remove(k)
 			gone = true
 		}
 	}
 	if gone {
-		e.setChildren(slices.DeleteFunc(kids, func(k *entry) bool { return k.removed }))
+		kids = slices.DeleteFunc(kids, func(k *entry) bool { return k.removed })
+	}
+	if len(added) > 0 {
+		kids = append(kids, added...)
+		slices.SortFunc(kids, byName)
+	}
+	if gone || len(added) > 0 {
+		e.setChildren(kids)
 	}
 	if hadErr || e.node != nil && stat.Czxid == e.node.Stat.Czxid && stat.Pzxid > e.node.Stat.Pzxid {
 		w.refresh(e)

@@ -9,7 +9,7 @@ func (w *worker) track(o *op) {
 	}
 	w.pend(o) // it is already: tracked ops are dirty or in flight
 	st := w.pending[o]
-	need := w.seq      // the next read sent
+	need := w.seq // the next read sent
 	if !o.dirty && o.inflight {
 		need = st.seq - 1 // the read in flight
 	}

@@ -66,11 +66,12 @@ func (w *worker) setWatch(o *op, wch *connection.Watch, own bool) {
 		w.c.watches.Add(1)
 		return
 	}
-	if wch == nil || o.w == wch {
+	if wch == nil || w.hooked[o] == wch {
 		return
 	}
 	w.unhook(o)
-	o.w = wch
+	w.hooked[o] = wch
+	w.hookedPeak = max(w.hookedPeak, len(w.hooked))
 	w.c.watches.Add(1)
 	wch.AddHook(o)
 }
@@ -99,12 +100,21 @@ func (w *worker) unhook(o *op) {
 		o.own = false
 		w.c.watches.Add(-1)
 	}
-	if o.w == nil {
+	wch := w.hooked[o]
+	if wch == nil {
 		return
 	}
-	o.w.RemoveHook(o)
-	o.w = nil
+	wch.RemoveHook(o)
+	w.forget(o)
+}
+
+// forget drops o's Watch from the table.
+func (w *worker) forget(o *op) {
+	delete(w.hooked, o)
 	w.c.watches.Add(-1)
+	if len(w.hooked) == 0 && w.hookedPeak > 64 {
+		w.hooked, w.hookedPeak = map[*op]*connection.Watch{}, 0 // let a big table go
+	}
 }
 
 // drain turns fired watches into dirty ops.
@@ -115,11 +125,10 @@ func (w *worker) drain() {
 			continue
 		}
 		o := f.o
-		if o.w != f.w {
+		if w.hooked[o] != f.w {
 			continue // a watch the op no longer waits on
 		}
-		o.w = nil
-		w.c.watches.Add(-1)
+		w.forget(o)
 		w.fire(o, f.ev)
 	}
 }

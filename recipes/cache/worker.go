@@ -27,11 +27,13 @@ type worker struct {
 	client *connection.Client
 	root   *entry
 
-	queue       []*op             // ops waiting for a read slot, in order
-	parked      []*op             // ops whose read failed, until the retry timer or the connection is back
-	pending     map[*op]readState // ops dirty or in flight
-	pendingPeak int               // the most pending since pending was made
-	results     chan *result      // capacity: every read and the sync in flight
+	queue       []*op                     // ops waiting for a read slot, in order
+	parked      []*op                     // ops whose read failed, until the retry timer or the connection is back
+	pending     map[*op]readState         // ops dirty or in flight
+	hooked      map[*op]*connection.Watch // the Watch each op waits on, set by a read of its own (watches.go)
+	hookedPeak  int
+	pendingPeak int          // the most pending since pending was made
+	results     chan *result // capacity: every read and the sync in flight
 	states      <-chan connection.State
 
 	inflight int    // reads in flight, a bulk read counting one (not the sync)
@@ -86,11 +88,11 @@ const (
 
 // An entry is kept for every node of the view, so its fields are ordered
 // to pack, and what few nodes need is apart (entryRare; readState for the
-// nodes being read): 128 bytes with
-// its two ops.
+// ops being read; the worker's table of Watches for the ops waiting on
+// one, set by a read of their own — those of bulk reads are the sink's):
+// 112 bytes with its two ops.
 type op struct {
 	e *entry
-	w *connection.Watch // pending watch set by the last read; o is its hook
 
 	mode readMode // of the next read, while dirty
 	own  bool     // a watch set by the cache's sink is pending (watches.go)
@@ -269,6 +271,7 @@ func newWorker(c *Cache) *worker {
 		c:          c,
 		client:     c.client,
 		pending:    map[*op]readState{},
+		hooked:     map[*op]*connection.Watch{},
 		results:    make(chan *result, c.opts.concurrency+1),
 		retryDelay: minRetryDelay,
 	}
