@@ -38,9 +38,9 @@ func (w *worker) result(r *result) {
 		w.settle(o, r.seq)
 		return
 	case r.epoch != w.epoch:
-		// Sent before the session was lost: lost marked o dirty, and the
-		// answer says nothing certain of the new session.
-		w.settle(o, 0)
+		// Sent before the session was lost: the answer says nothing
+		// certain of the new session.
+		w.stale(o)
 		return
 	}
 	if r.err == nil {
@@ -51,6 +51,22 @@ func (w *worker) result(r *result) {
 	} else {
 		w.listDone(o, r)
 	}
+}
+
+// stale settles o after a read of it sent in an earlier session came
+// back. lost marked o dirty, unless it was the listing of a node not read
+// yet; if a read in this session has read the node since, it left the
+// listing to this read (setNode lists a node only when no listing of it
+// is in flight): it is marked now, or it would never be read.
+func (w *worker) stale(o *op) {
+	e := o.e
+	if o.kind() == listOp && !o.dirty && !e.removed && e.listable && (e.node != nil || e.list.Czxid != 0) {
+		w.markDirty(o, modeGet)
+		if e.data.tracked || o.tracked {
+			w.track(o)
+		}
+	}
+	w.settle(o, 0)
 }
 
 // unreadable reports whether err means the node cannot be read by this
@@ -459,7 +475,7 @@ func (w *worker) failed(o *op, r *result) {
 	}
 	w.checkSession()
 	if r.epoch != w.epoch {
-		w.settle(o, 0) // lost marked it
+		w.stale(o)
 		return
 	}
 	mode := r.mode

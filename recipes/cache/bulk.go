@@ -144,8 +144,12 @@ func (w *worker) bulkResult(r *result) {
 	for _, sub := range r.batch {
 		o := sub.op
 		o.inflight = false
-		if o.e.removed || sub.epoch != w.epoch {
+		if o.e.removed {
 			w.settle(o, 0)
+			continue
+		}
+		if sub.epoch != w.epoch {
+			w.stale(o)
 			continue
 		}
 		if errors.Is(r.err, connection.ErrClosed) || w.c.ctx.Err() != nil {
