@@ -62,7 +62,8 @@ func (l *sinkLog) wait(t *testing.T, path string, typ zk.EventType) {
 // while the connection was cut (told before Reconnected: the client
 // registered them again), a second sink on the same nodes told too, a
 // closed sink told nothing more, and the end of the session's watches
-// told as EventNotWatching.
+// told as EventNotWatching; a GetWatch of a node a sink watches fired by
+// the same change.
 func TestWatchSink(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -150,6 +151,17 @@ func TestWatchSink(t *testing.T) {
 	if ev := log1.of(paths[101]); len(ev) != 0 {
 		t.Fatalf("a closed sink told %v", ev)
 	}
+	// A GetWatch of a node the sink watches: a Watch of its own, and
+	// one change fires both.
+	_, _, w, err := c.GetWatch(ctx, paths[103])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Set(paths[103], []byte("shared"), -1); err != nil {
+		t.Fatal(err)
+	}
+	fires(t, w, paths[103])
+	log2.wait(t, paths[103], zk.EventNodeDataChanged)
 	// The watches s1 left are still pending, and still fire s2's.
 	if n := c.Stats().PendingWatches; n < 2*len(paths)-10 {
 		t.Fatalf("PendingWatches = %d after the sink closed", n)
