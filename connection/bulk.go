@@ -36,8 +36,8 @@ import (
 // server runs its pipeline on one thread), so it is the state the reads
 // saw.
 //
-// Those watches are the client's own (Watch, marked own): go-zookeeper
-// does not know them. Their notifications reach the client as every
+// Those watches are the client's own (Watch, marked own; or a
+// WatchSink's, sink.go): go-zookeeper does not know them. Their notifications reach the client as every
 // notification does (go-zookeeper hands every one to the event callback,
 // watcher or not), and after a reconnect of the same session the client
 // registers them again itself (restore.go).
@@ -56,16 +56,20 @@ type BulkRead struct {
 
 // BulkResult is what ReadWatchMany read of one node, as GetWatch and
 // ChildrenWatch would have: DataWatch is set when the data was read,
-// ChildWatch when the children were; Err is the data read's error
-// (zk.ErrNoNode, zk.ErrNoAuth), ChildErr the listing's.
+// ChildWatch when the children were (DataWatched and ChildWatched say
+// the same, and only they are set by a WatchSink's ReadWatchMany); Err is
+// the data read's error (zk.ErrNoNode, zk.ErrNoAuth), ChildErr the
+// listing's.
 type BulkResult struct {
-	Data       []byte
-	Stat       *zk.Stat
-	Children   []string
-	DataWatch  *Watch
-	ChildWatch *Watch
-	Err        error
-	ChildErr   error
+	Data         []byte
+	Stat         *zk.Stat
+	Children     []string
+	DataWatch    *Watch
+	ChildWatch   *Watch
+	Err          error
+	ChildErr     error
+	DataWatched  bool
+	ChildWatched bool
 }
 
 // ErrBulkUnsupported means the server does not take a multiRead
@@ -98,6 +102,12 @@ const (
 // ZUNIMPLEMENTED, or a reply that is not a multiRead's) gives
 // ErrBulkUnsupported, then and from then on. It is safe in any session.
 func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkResult, error) {
+	return c.readWatchMany(ctx, reads, nil)
+}
+
+// readWatchMany is ReadWatchMany, with Watches (sink nil) or the sink's
+// watches.
+func (c *Client) readWatchMany(ctx context.Context, reads []BulkRead, sink *WatchSink) ([]BulkResult, error) {
 	if c.bulkOff.Load() {
 		return nil, ErrBulkUnsupported
 	}
@@ -194,6 +204,7 @@ func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkRes
 	type frame struct {
 		keys    []watchKey
 		watches []*Watch
+		armings []*arming
 		err     error
 	}
 	var frames []*frame
@@ -208,7 +219,20 @@ func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkRes
 			f.keys = append(f.keys, watchKey{zc, p, childWatch})
 		}
 		for _, k := range f.keys {
-			f.watches = append(f.watches, c.armOwn(k))
+			if sink != nil {
+				f.armings = append(f.armings, c.armSink(k, sink))
+			} else {
+				f.watches = append(f.watches, c.armOwn(k))
+			}
+		}
+		settle := func(ok bool) {
+			for i, k := range f.keys {
+				if sink != nil {
+					c.armedSink(k, f.armings[i], ok)
+				} else {
+					c.armed(k, f.watches[i], ok)
+				}
+			}
 		}
 		frames = append(frames, f)
 		b := encodeSetWatches(rel, data, nil, child)
@@ -216,16 +240,12 @@ func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkRes
 			if err == nil && code != 0 {
 				err = codeErr(code)
 			}
-			for i, k := range f.keys {
-				c.armed(k, f.watches[i], err == nil)
-			}
+			settle(err == nil)
 			f.err = err
 			done <- f
 		}}
 		if err := tr.inject(sess.ID(), b, r); err != nil {
-			for i, k := range f.keys {
-				c.armed(k, f.watches[i], false)
-			}
+			settle(false)
 			f.err = err
 		} else {
 			sent++
@@ -264,18 +284,29 @@ func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkRes
 			return nil, c.bulkErr(sess, f.err)
 		}
 	}
-	byKey := make(map[watchKey]*Watch, 2*len(reads))
-	for _, f := range frames {
-		for i, k := range f.keys {
-			byKey[k] = f.watches[i]
+	// Every frame was answered without an error: every watch asked for
+	// was set.
+	var byKey map[watchKey]*Watch
+	if sink == nil {
+		byKey = make(map[watchKey]*Watch, 2*len(reads))
+		for _, f := range frames {
+			for i, k := range f.keys {
+				byKey[k] = f.watches[i]
+			}
 		}
 	}
 	for i := range out {
 		if out[i].Err == nil && !reads[i].ListOnly {
-			out[i].DataWatch = byKey[watchKey{zc, spaths[i], dataWatch}]
+			out[i].DataWatched = true
+			if sink == nil {
+				out[i].DataWatch = byKey[watchKey{zc, spaths[i], dataWatch}]
+			}
 		}
 		if reads[i].Children && out[i].ChildErr == nil {
-			out[i].ChildWatch = byKey[watchKey{zc, spaths[i], childWatch}]
+			out[i].ChildWatched = true
+			if sink == nil {
+				out[i].ChildWatch = byKey[watchKey{zc, spaths[i], childWatch}]
+			}
 		}
 	}
 	return out, nil
@@ -319,6 +350,13 @@ func (c *Client) ownPaths(zc *zk.Conn) (data, child []string) {
 			}
 		}
 	}
+	c.ownPendingLocked(zc, func(spath string, kind watchKind) {
+		if kind == childWatch {
+			child = append(child, spath)
+		} else {
+			data = append(data, spath)
+		}
+	})
 	return data, child
 }
 

@@ -44,6 +44,13 @@ type Client struct {
 
 	watchMu sync.Mutex
 	watches map[watchKey]*Watch // pending shared watches (GetWatch, ChildrenWatch, ExistsWatch), by handle, node and kind
+	// The watch sinks' watches (sink.go).
+	own        map[*zk.Conn]map[string]ownWatch // by handle and node
+	ownMany    map[ownKey][]uint32              // the sinks of a node with more than one
+	ownArming  map[watchKey][]*arming           // setWatches in flight
+	ownPending int                              // kinds pending in own
+	sinks      map[uint32]*WatchSink
+	sinkSeq    uint32
 
 	// tooLarge holds the requests (tooLargeKey: kind and server path)
 	// whose last reply exceeded WithMaxBufferSize, until the request that
@@ -574,7 +581,7 @@ type Stats struct {
 // Stats returns the client's counters, summed over all its sessions.
 func (c *Client) Stats() Stats {
 	c.watchMu.Lock()
-	pending := len(c.watches)
+	pending := len(c.watches) + c.ownPending
 	c.watchMu.Unlock()
 	return Stats{Notifications: c.notifications.Load(), Replies: c.replies.Load(), PendingWatches: pending}
 }

@@ -256,5 +256,6 @@ func (c *Client) restoreKeys(zc *zk.Conn) map[restoreKey]struct{} {
 			}
 		}
 	}
+	c.ownPendingLocked(zc, func(spath string, kind watchKind) { keys[restoreKey{spath, kind}] = struct{}{} })
 	return keys
 }

@@ -26,8 +26,9 @@ import (
 // goes when the node changes, is created or deleted, or the session ends.
 //
 // A watch costs no goroutine while it is pending (see watchEvent), and
-// little memory: a cache holds two per node. Its channel is made by the
-// first Done, its event when it fires, and a Hook takes no allocation.
+// little memory: its channel is made by the first Done, its event when it
+// fires, and a Hook takes no allocation. A watcher of many nodes costs
+// less with a WatchSink, which keeps no Watch at all.
 type Watch struct {
 	mu *sync.Mutex // the client's watchMu
 	// Under mu:
@@ -335,6 +336,7 @@ func (c *Client) watchEvent(zc *zk.Conn, ev zk.Event) {
 	for _, k := range kinds {
 		c.fireLocked(watchKey{zc, ev.Path, k}, ev)
 	}
+	c.ownEventLocked(zc, ev)
 }
 
 func (c *Client) fireLocked(key watchKey, ev zk.Event) {
@@ -362,6 +364,7 @@ func (c *Client) endWatches(zc *zk.Conn, err error) {
 			c.fireLocked(key, zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: key.spath, Err: err})
 		}
 	}
+	c.endOwnLocked(zc, err)
 }
 
 func (w *Watch) fireLocked(ev zk.Event) {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 
@@ -37,19 +38,35 @@ func (w *worker) result(r *result) {
 		w.settle(o, r.seq)
 		return
 	case r.epoch != w.epoch:
-		// Sent before the session was lost: lost marked o dirty, and the
-		// answer says nothing certain of the new session.
-		w.settle(o, 0)
+		// Sent before the session was lost: the answer says nothing
+		// certain of the new session.
+		w.stale(o)
 		return
 	}
 	if r.err == nil {
 		w.retryDelay = minRetryDelay
 	}
-	if o.kind == dataOp {
+	if o.kind() == dataOp {
 		w.dataDone(o, r)
 	} else {
 		w.listDone(o, r)
 	}
+}
+
+// stale settles o after a read of it sent in an earlier session came
+// back. lost marked o dirty, unless it was the listing of a node not read
+// yet; if a read in this session has read the node since, it left the
+// listing to this read (setNode lists a node only when no listing of it
+// is in flight): it is marked now, or it would never be read.
+func (w *worker) stale(o *op) {
+	e := o.e
+	if o.kind() == listOp && !o.dirty && !e.removed && e.listable && (e.node != nil || e.list.Czxid != 0) {
+		w.markDirty(o, modeGet)
+		if e.data.tracked || o.tracked {
+			w.track(o)
+		}
+	}
+	w.settle(o, 0)
 }
 
 // unreadable reports whether err means the node cannot be read by this
@@ -60,7 +77,7 @@ func unreadable(err error) bool {
 
 func (w *worker) dataDone(o *op, r *result) {
 	e := o.e
-	w.setWatch(o, r.watch)
+	w.setWatch(o, r.watch, r.watched)
 	seq := r.seq // 0 while o needs another read to settle
 	switch {
 	case errors.Is(r.err, zk.ErrNoNode), r.err == nil && r.mode == modeCheck && !r.exists:
@@ -74,9 +91,9 @@ func (w *worker) dataDone(o *op, r *result) {
 			seq = 0 // the root's creation watch is still to set
 		}
 	case unreadable(r.err):
-		e.dataErr = r.err
-		if r.mode == modeFetch && e.checked != nil {
-			if !w.setNode(o, e, nil, e.checked) {
+		e.setRare(func(x *entryRare) { x.dataErr = r.err })
+		if checked := e.checked(); r.mode == modeFetch && checked != nil {
+			if !w.setNode(o, e, nil, checked) {
 				seq = 0
 			}
 		} else {
@@ -92,11 +109,11 @@ func (w *worker) dataDone(o *op, r *result) {
 			break
 		}
 		// Moved (or never read): fetch the data; the check's watch stands.
-		e.checked = r.stat
+		e.setRare(func(x *entryRare) { x.checked = r.stat })
 		w.start(o, modeFetch)
 		return
 	default:
-		e.dataErr, e.checked = nil, nil
+		e.setRare(func(x *entryRare) { x.dataErr, x.checked = nil, nil })
 		if !w.setNode(o, e, r.data, r.stat) {
 			seq = 0
 		}
@@ -106,7 +123,7 @@ func (w *worker) dataDone(o *op, r *result) {
 
 func (w *worker) listDone(o *op, r *result) {
 	e := o.e
-	w.setWatch(o, r.watch)
+	w.setWatch(o, r.watch, r.watched)
 	switch {
 	case errors.Is(r.err, zk.ErrNoNode):
 		if e.parent != nil {
@@ -124,7 +141,7 @@ func (w *worker) listDone(o *op, r *result) {
 			return
 		}
 	case unreadable(r.err):
-		e.listErr = r.err
+		e.setRare(func(x *entryRare) { x.listErr = r.err })
 		w.openKids(e)
 		w.refresh(e)
 	case r.err != nil:
@@ -155,13 +172,27 @@ func (w *worker) listDone(o *op, r *result) {
 // gone are deleted with their subtrees.
 func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 	e.list = listOf(stat)
-	hadErr := e.listErr != nil
-	e.listErr = nil
+	hadErr := e.listErr() != nil
+	e.setRare(func(x *entryRare) { x.listErr = nil })
 	accept := w.c.opts.selector.Accept
-	present := make(map[string]bool, len(names))
-	for _, name := range names {
-		present[name] = true
-		if k := e.kids[name]; k != nil {
+	depth := e.depth() + 1
+	// The listing and the children, both sorted, side by side.
+	slices.Sort(names) // the listing's order means nothing
+	kids := e.children()
+	matched := make([]bool, len(kids))
+	var added []*entry
+	i := 0
+	for j, name := range names {
+		if j > 0 && name == names[j-1] {
+			continue
+		}
+		for i < len(kids) && kids[i].name() < name {
+			i++
+		}
+		if i < len(kids) && kids[i].name() == name {
+			k := kids[i]
+			matched[i] = true
+			i++
 			if k.seen != w.epoch {
 				// After a lost session, or held back by awaitParent: its
 				// reads may go now.
@@ -179,11 +210,8 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 		if accept != nil && !accept(p) {
 			continue
 		}
-		k := w.newEntry(e, p, e.depth+1)
-		if e.kids == nil {
-			e.kids = map[string]*entry{}
-		}
-		e.kids[name] = k
+		k := w.newEntry(e, p, depth)
+		added = append(added, k)
 		for _, ko := range k.ops() {
 			if ko.dirty {
 				if o.tracked {
@@ -193,10 +221,23 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 			}
 		}
 	}
-	for name, k := range e.kids {
-		if !present[name] {
-			w.vanish(k)
+	gone := false
+	for i, k := range kids {
+		if !matched[i] {
+			w.unpublishTree(k)
+			w.remove(k)
+			gone = true
 		}
+	}
+	if gone {
+		kids = slices.DeleteFunc(kids, func(k *entry) bool { return k.removed })
+	}
+	if len(added) > 0 {
+		kids = append(kids, added...)
+		slices.SortFunc(kids, byName)
+	}
+	if gone || len(added) > 0 {
+		e.setChildren(kids)
 	}
 	if hadErr || e.node != nil && stat.Czxid == e.node.Stat.Czxid && stat.Pzxid > e.node.Stat.Pzxid {
 		w.refresh(e)
@@ -208,7 +249,7 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 	n := &Node{Path: e.path, Data: data, Stat: *stat}
 	old := e.node
-	if p := e.parent; p != nil && p.listErr == nil && p.list.Pzxid < stat.Czxid &&
+	if p := e.parent; p != nil && p.listErr() == nil && p.list.Pzxid < stat.Czxid &&
 		(old == nil || stat.Czxid > old.Stat.Czxid) {
 		w.awaitParent(o, e)
 		return false
@@ -232,7 +273,8 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 		w.unpublishTree(e)
 		w.dropKids(e)
 		w.unhook(&e.listing) // it watched the old node
-		e.list, e.listErr = listStat{}, nil
+		e.list = listStat{}
+		e.setRare(func(x *entryRare) { x.listErr = nil })
 		n.Err = e.err()
 		e.node = n
 		w.publish(e)
@@ -241,7 +283,6 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 		w.mergeList(e, n)
 		e.node = n
 		if e.published {
-			w.c.nodes[e.path] = n
 			if stat.Mzxid != old.Stat.Mzxid || errText(n.Err) != errText(old.Err) {
 				w.emit(Event{Type: Changed, Path: e.path, Node: *n, Old: *old})
 			}
@@ -284,10 +325,7 @@ func (w *worker) touch(e *entry, stat *zk.Stat) {
 	n.Stat = *stat
 	w.mergeList(e, &n)
 	if n.Stat != e.node.Stat {
-		e.node = &n
-		if e.published {
-			w.c.nodes[e.path] = e.node
-		}
+		e.node = &n // the view's, if published
 	}
 }
 
@@ -305,7 +343,6 @@ func (w *worker) refresh(e *entry) {
 	if !e.published {
 		return
 	}
-	w.c.nodes[e.path] = e.node
 	if errText(n.Err) != errText(old.Err) {
 		w.emit(Event{Type: Changed, Path: e.path, Node: n, Old: *old})
 	}
@@ -330,7 +367,7 @@ func errText(err error) string {
 // read was an exists, whose watch now waits for the node's creation.
 func (w *worker) gone(e *entry, checked bool) {
 	if p := e.parent; p != nil {
-		if p.listErr != nil {
+		if p.listErr() != nil {
 			w.vanish(e) // no listing to ask
 			return
 		}
@@ -345,7 +382,7 @@ func (w *worker) gone(e *entry, checked bool) {
 	// The root empties; an exists waits for it to come back.
 	w.unpublishTree(e)
 	w.dropKids(e)
-	e.node, e.list, e.listErr, e.dataErr, e.checked = nil, listStat{}, nil, nil, nil
+	e.node, e.list, e.rare = nil, listStat{}, nil
 	w.clearOp(&e.listing)
 	if !checked {
 		w.markDirty(&e.data, modeCheck)
@@ -357,26 +394,30 @@ func (w *worker) gone(e *entry, checked bool) {
 func (w *worker) vanish(e *entry) {
 	w.unpublishTree(e)
 	w.remove(e)
+	if p := e.parent; p != nil {
+		kids := p.children()
+		if i, ok := slices.BinarySearchFunc(kids, e.name(), cmpName); ok && kids[i] == e {
+			p.setChildren(slices.Delete(kids, i, i+1))
+		}
+	}
 }
 
 // dropKids forgets e's children, which must not be published.
 func (w *worker) dropKids(e *entry) {
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		w.remove(k)
 	}
+	e.setChildren(nil)
 }
 
-// remove forgets e and its subtree: no more reads, no more watches.
+// remove forgets e and its subtree: no more reads, no more watches. Its
+// parent's children still name it: the caller takes it out (vanish), or
+// all of them (dropKids, applyListing).
 func (w *worker) remove(e *entry) {
-	for _, k := range e.kids {
-		w.remove(k)
-	}
+	w.dropKids(e)
 	e.removed = true
 	for _, o := range e.ops() {
 		w.clearOp(o)
-	}
-	if e.parent != nil {
-		delete(e.parent.kids, e.name())
 	}
 }
 
@@ -397,18 +438,9 @@ func (w *worker) publish(e *entry) {
 		return
 	}
 	e.published = true
-	c := w.c
-	c.nodes[e.path] = e.node
-	if e.parent != nil {
-		k := c.kids[e.parent.path]
-		if k == nil {
-			k = map[string]struct{}{}
-			c.kids[e.parent.path] = k
-		}
-		k[e.name()] = struct{}{}
-	}
+	w.c.published++
 	w.emit(Event{Type: Created, Path: e.path, Node: *e.node})
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		w.publish(k)
 	}
 }
@@ -416,31 +448,21 @@ func (w *worker) publish(e *entry) {
 // unpublishTree takes e and its subtree out of the view, children first
 // (Deleted each).
 func (w *worker) unpublishTree(e *entry) {
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		w.unpublishTree(k)
 	}
 	if !e.published {
 		return
 	}
 	e.published = false
-	c := w.c
-	delete(c.nodes, e.path)
-	delete(c.kids, e.path)
-	if e.parent != nil {
-		if k := c.kids[e.parent.path]; k != nil {
-			delete(k, e.name())
-			if len(k) == 0 {
-				delete(c.kids, e.parent.path)
-			}
-		}
-	}
+	w.c.published--
 	w.emit(Event{Type: Deleted, Path: e.path, Node: *e.node})
 }
 
 // openKids lets e's children be read in this session without a listing
 // that shows them (e cannot be listed).
 func (w *worker) openKids(e *entry) {
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		if k.seen != w.epoch {
 			k.seen = w.epoch
 			for _, ko := range k.ops() {
@@ -462,7 +484,7 @@ func (w *worker) failed(o *op, r *result) {
 	}
 	w.checkSession()
 	if r.epoch != w.epoch {
-		w.settle(o, 0) // lost marked it
+		w.stale(o)
 		return
 	}
 	mode := r.mode

@@ -30,10 +30,10 @@ const (
 // exists, after a lost session) goes as a get: in bulk the data costs
 // bytes, not requests, and a node found gone leaves no creation watch.
 func (w *worker) bulkable(o *op) bool {
-	if o.single || o.kind == dataOp && o.e.dataErr != nil {
+	if o.single || o.kind() == dataOp && o.e.dataErr() != nil {
 		return false
 	}
-	return o.mode == modeGet || o.kind == dataOp && o.mode == modeCheck
+	return o.mode == modeGet || o.kind() == dataOp && o.mode == modeCheck
 }
 
 // dispatchBulk sends the queue's bulkable ops in bulk reads, while there
@@ -82,16 +82,15 @@ func (w *worker) startBulk(ops []*op) {
 	for i, o := range ops {
 		o.queued, o.dirty, o.inflight = false, false, true
 		w.seq++
-		o.seq = w.seq
-		w.pend(o)
-		jobs[i] = job{op: o, kind: o.kind, mode: modeGet, path: o.e.path, epoch: w.epoch, seq: o.seq, sub: true}
+		w.sent(o, w.seq)
+		jobs[i] = job{op: o, kind: o.kind(), mode: modeGet, path: o.e.path, epoch: w.epoch, seq: w.seq, sub: true}
 		k, ok := at[o.e]
 		if !ok {
 			k = len(reads)
 			at[o.e] = k
 			reads = append(reads, connection.BulkRead{Path: o.e.path, ListOnly: true})
 		}
-		if o.kind == dataOp {
+		if o.kind() == dataOp {
 			reads[k].ListOnly = false
 		} else {
 			reads[k].Children = true
@@ -110,7 +109,7 @@ func (w *worker) startBulk(ops []*op) {
 func (w *worker) readBulk(jobs []job, reads []connection.BulkRead, idx []int) {
 	defer w.c.wg.Done()
 	w.c.reads.Add(int64(len(jobs)))
-	res, err := w.client.ReadWatchMany(w.c.ctx, reads)
+	res, err := w.c.sink.ReadWatchMany(w.c.ctx, reads)
 	r := &result{batch: make([]*result, len(jobs)), err: err}
 	for i, j := range jobs {
 		sub := &result{job: j}
@@ -118,9 +117,9 @@ func (w *worker) readBulk(jobs []job, reads []connection.BulkRead, idx []int) {
 			n := res[idx[i]]
 			sub.stat = n.Stat
 			if j.kind == dataOp {
-				sub.data, sub.watch, sub.err = n.Data, n.DataWatch, n.Err
+				sub.data, sub.watched, sub.err = n.Data, n.DataWatched, n.Err
 			} else {
-				sub.children, sub.watch, sub.err = n.Children, n.ChildWatch, n.ChildErr
+				sub.children, sub.watched, sub.err = n.Children, n.ChildWatched, n.ChildErr
 			}
 		}
 		r.batch[i] = sub
@@ -145,8 +144,12 @@ func (w *worker) bulkResult(r *result) {
 	for _, sub := range r.batch {
 		o := sub.op
 		o.inflight = false
-		if o.e.removed || sub.epoch != w.epoch {
+		if o.e.removed {
 			w.settle(o, 0)
+			continue
+		}
+		if sub.epoch != w.epoch {
+			w.stale(o)
 			continue
 		}
 		if errors.Is(r.err, connection.ErrClosed) || w.c.ctx.Err() != nil {

@@ -3,9 +3,10 @@ package cache
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
@@ -35,10 +36,11 @@ type Cache struct {
 	wg     sync.WaitGroup // the worker, its reads, the listeners
 
 	// mu guards the view and the trust state: the worker writes them,
-	// readers and listeners read them.
+	// readers and listeners read them. The view is the worker's entries
+	// that are published (entry.node): the worker changes those fields,
+	// and the entries' children, only while it holds mu.
 	mu          sync.RWMutex
-	nodes       map[string]*Node
-	kids        map[string]map[string]struct{} // published child names by parent
+	published   int // entries published: the view's nodes
 	listeners   map[*listener]struct{}
 	initialized bool
 	trusted     bool
@@ -51,7 +53,8 @@ type Cache struct {
 
 	syncs chan chan error // Sync requests to the worker
 
-	inbox inbox // fired watches, from the connection's hooks to the worker
+	inbox inbox                 // fired watches, from the connection's hooks to the worker
+	sink  *connection.WatchSink // the watches of bulk reads (watches.go)
 	w     *worker
 
 	reads, syncReads, watches atomic.Int64
@@ -80,8 +83,6 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 		client:    client,
 		root:      path,
 		opts:      o,
-		nodes:     map[string]*Node{},
-		kids:      map[string]map[string]struct{}{},
 		listeners: map[*listener]struct{}{},
 		done:      closedChan,
 		began:     make(chan struct{}),
@@ -89,8 +90,10 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 		syncs:     make(chan chan error),
 	}
 	c.inbox.wake = make(chan struct{}, 1)
+	c.sink = client.NewWatchSink(func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.w = newWorker(c)
+	inboxes.Store(c.w.root, &c.inbox)
 	c.wg.Add(1)
 	go c.w.run()
 	return c, nil
@@ -105,11 +108,20 @@ func (c *Cache) Path() string { return c.root }
 func (c *Cache) Get(path string) (Node, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n, ok := c.nodes[path]
-	if !ok {
+	e := c.find(path)
+	if e == nil {
 		return Node{}, false
 	}
-	return *n, true
+	return *e.node, true
+}
+
+// find returns the published entry of the node at path, or nil; c.mu is
+// held.
+func (c *Cache) find(path string) *entry {
+	if e := c.w.lookup(path); e != nil && e.published {
+		return e
+	}
+	return nil
 }
 
 // Children returns the sorted names of the cached children of the node at
@@ -118,13 +130,15 @@ func (c *Cache) Get(path string) (Node, bool) {
 func (c *Cache) Children(path string) (names []string, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if _, ok := c.nodes[path]; !ok {
+	e := c.find(path)
+	if e == nil {
 		return nil, false
 	}
-	for name := range c.kids[path] {
-		names = append(names, name)
+	for _, k := range e.children() {
+		if k.published {
+			names = append(names, k.name()) // sorted
+		}
 	}
-	slices.Sort(names)
 	return names, true
 }
 
@@ -137,10 +151,18 @@ func (c *Cache) Snapshot() Snapshot {
 }
 
 func (c *Cache) snapshotLocked() Snapshot {
-	nodes := make(map[string]*Node, len(c.nodes))
-	for p, n := range c.nodes {
-		nodes[p] = n
+	nodes := make(map[string]*Node, c.published)
+	var walk func(e *entry)
+	walk = func(e *entry) {
+		if !e.published {
+			return // nor are its children
+		}
+		nodes[e.path] = e.node
+		for _, k := range e.children() {
+			walk(k)
+		}
 	}
+	walk(c.w.root)
 	return Snapshot{&snapshot{nodes: nodes, initialized: c.initialized, trusted: c.trusted}}
 }
 
@@ -233,7 +255,7 @@ type Stats struct {
 // Stats returns the cache's counters since New.
 func (c *Cache) Stats() Stats {
 	c.mu.RLock()
-	n := len(c.nodes)
+	n := c.published
 	c.mu.RUnlock()
 	return Stats{Nodes: n, Reads: c.reads.Load(), Syncs: c.syncReads.Load(), Watches: c.watches.Load()}
 }
@@ -253,5 +275,7 @@ func (c *Cache) Close() error {
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
+	c.sink.Close()
+	inboxes.Delete(c.w.root)
 	return nil
 }

@@ -15,8 +15,18 @@ func (w *worker) markDirty(o *op, mode readMode) {
 
 // pend records o as pending: dirty or in flight.
 func (w *worker) pend(o *op) {
-	w.pending[o] = true
-	w.pendingPeak = max(w.pendingPeak, len(w.pending))
+	if _, ok := w.pending[o]; !ok {
+		w.pending[o] = readState{}
+		w.pendingPeak = max(w.pendingPeak, len(w.pending))
+	}
+}
+
+// sent records o's read numbered seq, now in flight.
+func (w *worker) sent(o *op, seq uint64) {
+	w.pend(o)
+	st := w.pending[o]
+	st.seq = seq
+	w.pending[o] = st
 }
 
 // unpend forgets o as pending. A map keeps the table it grew to; once the
@@ -24,7 +34,7 @@ func (w *worker) pend(o *op) {
 func (w *worker) unpend(o *op) {
 	delete(w.pending, o)
 	if len(w.pending) == 0 && w.pendingPeak > 64 {
-		w.pending, w.pendingPeak = map[*op]bool{}, 0
+		w.pending, w.pendingPeak = map[*op]readState{}, 0
 	}
 }
 
@@ -63,7 +73,7 @@ func (w *worker) dispatch() {
 		}
 		o.single = false
 		mode := o.mode
-		if o.kind == dataOp && o.e.dataErr != nil && mode == modeGet {
+		if o.kind() == dataOp && o.e.dataErr() != nil && mode == modeGet {
 			mode = modeCheck // not readable: follow its Stat
 		}
 		w.start(o, mode)
@@ -77,11 +87,10 @@ func (w *worker) dispatch() {
 func (w *worker) start(o *op, mode readMode) {
 	o.dirty, o.inflight = false, true
 	w.seq++
-	o.seq = w.seq
+	w.sent(o, w.seq)
 	w.inflight++
-	w.pend(o)
 	w.c.wg.Add(1)
-	go w.read(job{op: o, kind: o.kind, mode: mode, path: o.e.path, epoch: w.epoch, seq: o.seq})
+	go w.read(job{op: o, kind: o.kind(), mode: mode, path: o.e.path, epoch: w.epoch, seq: w.seq})
 }
 
 func (w *worker) dispatchSync() {

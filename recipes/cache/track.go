@@ -7,16 +7,19 @@ func (w *worker) track(o *op) {
 	if o.e.removed {
 		return
 	}
+	w.pend(o) // it is already: tracked ops are dirty or in flight
+	st := w.pending[o]
 	need := w.seq // the next read sent
 	if !o.dirty && o.inflight {
-		need = o.seq - 1 // the read in flight
+		need = st.seq - 1 // the read in flight
 	}
 	if !o.tracked {
-		o.tracked, o.need = true, need
+		o.tracked, st.need = true, need
 		w.round++
-		return
+	} else {
+		st.need = max(st.need, need)
 	}
-	o.need = max(o.need, need)
+	w.pending[o] = st
 }
 
 func (w *worker) untrack(o *op) {
@@ -28,7 +31,7 @@ func (w *worker) untrack(o *op) {
 
 // settle records that o's read numbered seq is done.
 func (w *worker) settle(o *op, seq uint64) {
-	if o.tracked && seq > o.need {
+	if o.tracked && seq > w.pending[o].need {
 		w.untrack(o)
 	}
 	if !o.dirty && !o.inflight {

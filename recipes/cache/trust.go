@@ -97,7 +97,7 @@ func (w *worker) clear() {
 	for _, o := range e.ops() {
 		w.unhook(o)
 	}
-	e.node, e.list, e.listErr, e.dataErr, e.checked = nil, listStat{}, nil, nil, nil
+	e.node, e.list, e.rare = nil, listStat{}, nil
 	w.markDirty(&e.data, modeGet)
 	w.track(&e.data)
 	if e.listable {

@@ -2,6 +2,8 @@ package cache
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -25,9 +27,11 @@ type worker struct {
 	client *connection.Client
 	root   *entry
 
-	queue       []*op        // ops waiting for a read slot, in order
-	parked      []*op        // ops whose read failed, until the retry timer or the connection is back
-	pending     map[*op]bool // ops dirty or in flight
+	queue       []*op                     // ops waiting for a read slot, in order
+	parked      []*op                     // ops whose read failed, until the retry timer or the connection is back
+	pending     map[*op]readState         // ops dirty or in flight
+	hooked      map[*op]*connection.Watch // the Watch each op waits on, set by a read of its own (watches.go)
+	hookedPeak  int
 	pendingPeak int          // the most pending since pending was made
 	results     chan *result // capacity: every read and the sync in flight
 	states      <-chan connection.State
@@ -83,15 +87,15 @@ const (
 )
 
 // An entry is kept for every node of the view, so its fields are ordered
-// to pack: 208 bytes with its two ops.
+// to pack, and what few nodes need is apart (entryRare; readState for the
+// ops being read; the worker's table of Watches for the ops waiting on
+// one, set by a read of their own — those of bulk reads are the sink's):
+// 112 bytes with its two ops.
 type op struct {
-	e    *entry
-	w    *connection.Watch // pending watch set by the last read; o is its hook
-	need uint64            // a read numbered above it ends the tracking
-	seq  uint64            // number of the read in flight
+	e *entry
 
-	kind opKind
 	mode readMode // of the next read, while dirty
+	own  bool     // a watch set by the cache's sink is pending (watches.go)
 
 	dirty, queued, inflight, parked bool
 	single                          bool // its next read goes alone: a bulk read of it failed
@@ -99,20 +103,23 @@ type op struct {
 	tracked bool // counted in the round
 }
 
+// readState is what a pending op's reads need: kept in the worker's
+// table of pending ops, not in the op (an op of each kind for every node).
+type readState struct {
+	need uint64 // a read numbered above it ends the tracking
+	seq  uint64 // number of the read in flight
+}
+
 type entry struct {
 	path   string
 	parent *entry
-	in     *inbox // the cache's, for the ops' hooks
-	kids   map[string]*entry
-	node   *Node // last read; published, or held until the parent is
+	kids   *[]*entry // its children, sorted by name (most nodes have none)
+	node   *Node     // last read; published, or held until the parent is
 
-	dataErr error    // data not readable (NoAuth, too large): followed with exists
-	checked *zk.Stat // Stat of the check whose fetch is in flight
-	listErr error    // children not listable
-	list    listStat // of the last listing applied; Czxid 0 for none
+	rare *entryRare // what few nodes need: nil when empty
+	list listStat   // of the last listing applied; Czxid 0 for none
 
-	depth int32
-	seen  int32 // the epoch in which the parent's listing last showed it
+	seen int32 // the epoch in which the parent's listing last showed it
 
 	listable  bool // its children are cached (depth and selector)
 	published bool
@@ -133,14 +140,104 @@ func listOf(st *zk.Stat) listStat {
 	return listStat{Czxid: st.Czxid, Pzxid: st.Pzxid, Cversion: st.Cversion, NumChildren: st.NumChildren}
 }
 
+// children returns e's children, sorted by name.
+func (e *entry) children() []*entry {
+	if e.kids == nil {
+		return nil
+	}
+	return *e.kids
+}
+
+// setChildren makes kids, sorted by name, e's children.
+func (e *entry) setChildren(kids []*entry) {
+	switch {
+	case len(kids) == 0:
+		e.kids = nil
+	case e.kids == nil:
+		e.kids = &kids
+	default:
+		*e.kids = kids
+	}
+}
+
+// kid returns e's child named name, or nil.
+func (e *entry) kid(name string) *entry {
+	kids := e.children()
+	if i, ok := slices.BinarySearchFunc(kids, name, cmpName); ok {
+		return kids[i]
+	}
+	return nil
+}
+
+func cmpName(k *entry, name string) int { return strings.Compare(k.name(), name) }
+
+func byName(a, b *entry) int { return strings.Compare(a.name(), b.name()) }
+
+// depth returns e's depth under the cache's root.
+func (e *entry) depth() int32 {
+	var d int32
+	for p := e.parent; p != nil; p = p.parent {
+		d++
+	}
+	return d
+}
+
+// kind returns which of its entry's ops o is.
+func (o *op) kind() opKind {
+	if o == &o.e.data {
+		return dataOp
+	}
+	return listOp
+}
+
 // ops returns the entry's two ops.
 func (e *entry) ops() [2]*op { return [2]*op{&e.data, &e.listing} }
 
 func (e *entry) err() error {
-	if e.dataErr == nil && e.listErr == nil {
+	if e.rare == nil || e.rare.dataErr == nil && e.rare.listErr == nil {
 		return nil
 	}
-	return errors.Join(e.dataErr, e.listErr)
+	return errors.Join(e.rare.dataErr, e.rare.listErr)
+}
+
+// entryRare is what an entry keeps only for a node that cannot be read
+// whole, or while a check's fetch is in flight.
+type entryRare struct {
+	dataErr error    // data not readable (NoAuth, too large): followed with exists
+	checked *zk.Stat // Stat of the check whose fetch is in flight
+	listErr error    // children not listable
+}
+
+// setRare changes e's rare fields with set; an empty set goes.
+func (e *entry) setRare(set func(x *entryRare)) {
+	if e.rare == nil {
+		e.rare = &entryRare{}
+	}
+	set(e.rare)
+	if x := e.rare; x.dataErr == nil && x.checked == nil && x.listErr == nil {
+		e.rare = nil
+	}
+}
+
+func (e *entry) dataErr() error {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.dataErr
+}
+
+func (e *entry) listErr() error {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.listErr
+}
+
+func (e *entry) checked() *zk.Stat {
+	if e.rare == nil {
+		return nil
+	}
+	return e.rare.checked
 }
 
 // job is one read to run; result is what it returned.
@@ -164,6 +261,7 @@ type result struct {
 	exists   bool
 	stat     *zk.Stat
 	watch    *connection.Watch
+	watched  bool                // a bulk read set the op's watch, through the cache's sink
 	sess     *connection.Session // sync: the session it ran in
 	err      error
 }
@@ -172,7 +270,8 @@ func newWorker(c *Cache) *worker {
 	w := &worker{
 		c:          c,
 		client:     c.client,
-		pending:    map[*op]bool{},
+		pending:    map[*op]readState{},
+		hooked:     map[*op]*connection.Watch{},
 		results:    make(chan *result, c.opts.concurrency+1),
 		retryDelay: minRetryDelay,
 	}
@@ -201,11 +300,11 @@ func newWorker(c *Cache) *worker {
 
 // newEntry makes the entry of a node found at path, its ops dirty.
 func (w *worker) newEntry(parent *entry, path string, depth int32) *entry {
-	e := &entry{path: path, parent: parent, in: &w.c.inbox, depth: depth, seen: w.epoch}
+	e := &entry{path: path, parent: parent, seen: w.epoch}
 	md, sel := w.c.opts.maxDepth, w.c.opts.selector
 	e.listable = (md < 0 || int(depth) < md) && (sel.Descend == nil || sel.Descend(path))
-	e.data = op{e: e, kind: dataOp}
-	e.listing = op{e: e, kind: listOp}
+	e.data = op{e: e}
+	e.listing = op{e: e}
 	w.markDirty(&e.data, modeGet)
 	if e.listable {
 		w.markDirty(&e.listing, modeGet)
@@ -296,7 +395,7 @@ func (w *worker) shutdown() {
 // walk calls f for e and every entry under it, parents first.
 func (w *worker) walk(e *entry, f func(*entry)) {
 	f(e)
-	for _, k := range e.kids {
+	for _, k := range e.children() {
 		w.walk(k, f)
 	}
 }
