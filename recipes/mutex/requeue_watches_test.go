@@ -14,11 +14,13 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -186,5 +188,110 @@ func TestWaitersGivingUpKeepOneWatchPerNode(t *testing.T) {
 	}
 	if kids, _, err := obs.Children(lock); err != nil && !errors.Is(err, zk.ErrNoNode) || len(kids) != 0 {
 		t.Errorf("left in the lock directory: %v (%v)", kids, err)
+	}
+}
+
+// TestWaitersGivingUpDuringHandoffsLeaveNoWatch: six participants of one
+// client and two of another take and release one lock in a loop, most
+// attempts with a context of 2 to 40 ms, so that waiters give up in the
+// middle of their create, listing or setWatches while the lock moves. No
+// two hold at once (Done, and the server's first contender); once all
+// stop, the directory is empty and neither the server nor the clients
+// keep a watch of the waiters: every watch was on a contender's node,
+// and each went.
+func TestWaitersGivingUpDuringHandoffsLeaveNoWatch(t *testing.T) {
+	t.Parallel()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	view := ens.Conn(t)
+	clients := []*connection.Client{open(t, ens.Servers()), open(t, ens.Servers())}
+	ctx := ctxFor(t, 3*time.Minute)
+	log := &holdLog{holding: map[*mutex.Mutex]<-chan struct{}{}}
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		errs     []error
+		gaveUp   atomic.Int32
+		lockedN  atomic.Int32
+		deadline = time.Now().Add(8 * time.Second)
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		errs = append(errs, err)
+		errMu.Unlock()
+	}
+	for i := range 8 {
+		c := clients[0]
+		if i >= 6 {
+			c = clients[1]
+		}
+		m := newMutex(t, c, lock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, uint64(10+i)))
+			for time.Now().Before(deadline) {
+				d := time.Duration(2+rng.IntN(38)) * time.Millisecond
+				if rng.IntN(3) == 0 {
+					d = 10 * time.Second
+				}
+				lctx, cancel := context.WithTimeout(ctx, d)
+				err := m.Lock(lctx)
+				cancel()
+				if err != nil {
+					if !errors.Is(err, context.DeadlineExceeded) {
+						fail(fmt.Errorf("participant %d: %w", i, err))
+						return
+					}
+					gaveUp.Add(1)
+					continue
+				}
+				lockedN.Add(1)
+				log.locked(m, fmt.Sprint("participant ", i))
+				if first, err := firstContender(view, lock); err == nil && first != m.Node() {
+					fail(fmt.Errorf("participant %d holds %s, the server's first contender is %s", i, m.Node(), first))
+				}
+				time.Sleep(time.Millisecond)
+				log.unlocking(m)
+				if err := m.Unlock(ctx); err != nil {
+					fail(fmt.Errorf("participant %d: Unlock: %w", i, err))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		t.Error(err)
+	}
+	log.mu.Lock()
+	if len(log.overlaps) > 0 {
+		t.Errorf("%d overlaps, e.g. %v", len(log.overlaps), log.overlaps[:min(3, len(log.overlaps))])
+	}
+	log.mu.Unlock()
+	t.Logf("%d locks, %d attempts given up", lockedN.Load(), gaveUp.Load())
+	zktest.Eventually(t, 20*time.Second, "an empty lock directory", func() error {
+		kids, _, err := view.Children(lock)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err == nil && len(kids) > 0 {
+			err = fmt.Errorf("left: %v", kids)
+		}
+		return err
+	})
+	for i, c := range clients {
+		id := c.Session().ID()
+		zktest.Eventually(t, 20*time.Second, fmt.Sprintf("client %d keeps no watch", i), func() error {
+			if ws := sessionWatches(t, ens.Servers(), id); len(ws) > 0 {
+				return fmt.Errorf("the server keeps watches of the session: %v", ws)
+			}
+			if n := c.Stats().PendingWatches; n > 0 {
+				return fmt.Errorf("%d pending watches on the client", n)
+			}
+			return nil
+		})
 	}
 }
