@@ -1,0 +1,323 @@
+package cache_test
+
+// Caches sharing one client: their bulk reads' watches are entries of the
+// client's sink table, and two caches (or a cache and another user's
+// GetWatch/ChildrenWatch) share a node's server watch. One firing must
+// tell every watcher; a cache closed with reads in flight must leave the
+// others whole.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// otherUser re-arms a GetWatch and a ChildrenWatch on each path, on the
+// client the caches use, until ctx ends: watches of the same nodes and
+// kinds as the caches' sink watches, fired and set again all the time.
+func otherUser(ctx context.Context, wg *sync.WaitGroup, client *connection.Client, paths []string) {
+	for _, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				_, _, dw, err1 := client.GetWatch(ctx, p)
+				_, _, cw, err2 := client.ChildrenWatch(ctx, p)
+				if err1 != nil || err2 != nil {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					continue
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-dw.Done():
+				case <-cw.Done():
+				}
+			}
+		}()
+	}
+}
+
+// twoWriters fills root/a (n nodes) and root/b (n/2) with a writer each,
+// on one session: a cache of root and one of root/b overlap where the
+// second writer writes.
+func twoWriters(t *testing.T, conn *zk.Conn, root string, n int, rate time.Duration) (wrs []*writer, branch string) {
+	t.Helper()
+	branch = root + "/b"
+	for i, p := range []string{root + "/a", branch} {
+		mustCreate(t, conn, p, nil)
+		wr := newWriter(t, conn, p, n/(i+1), rate)
+		wr.fill(t)
+		wrs = append(wrs, wr)
+	}
+	return wrs, branch
+}
+
+func startWriters(wrs []*writer) {
+	for _, wr := range wrs {
+		wr.start()
+	}
+}
+
+func finishWriters(t *testing.T, wrs []*writer) {
+	for _, wr := range wrs {
+		wr.finish(t)
+	}
+}
+
+// settleMany is settleAgainst for several caches of the writers' trees
+// (writers of one session), each of its own root and depth.
+func settleMany(t *testing.T, wrs []*writer, when string, cs []*cache.Cache, recs []*recorder, depths []int) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	for _, wr := range wrs {
+		wr.pause()
+		defer wr.resume()
+	}
+	conn := wrs[0].conn
+	for i, c := range cs {
+		if err := c.Sync(ctx); err != nil {
+			t.Fatalf("%s: cache %d: %v", when, i, err)
+		}
+		if _, err := c.Trust(ctx); err != nil {
+			t.Fatalf("%s: cache %d: %v", when, i, err)
+		}
+		if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, c.Path(), depths[i])); d != "" {
+			t.Fatalf("%s: cache %d of %s differs from the server:\n%s", when, i, c.Path(), d)
+		}
+		zktest.Eventually(t, 10*time.Second, when+": the listener has every event", func() error {
+			if d := diffReplay(replay(recs[i].all()), c.Snapshot()); d != "" {
+				return errors.New(d)
+			}
+			return nil
+		})
+		if bad := checkOrder(recs[i].all(), c.Path()); len(bad) > 0 {
+			t.Fatalf("%s: cache %d order:\n%s", when, i, strings.Join(bad[:min(20, len(bad))], "\n"))
+		}
+	}
+}
+
+// TestCachesSharingAClient: on one client, a cache of the whole tree, a
+// cache of one of its branches, a cache of that branch's directory, and
+// another user's data and child watches re-armed on the branch's nodes;
+// a fourth cache is closed while its first load's bulk reads are in
+// flight, round after round, and the connection is cut now and then
+// (same session). A writer changes the tree throughout. At each pause the
+// three caches equal the server's tree (each to its depth), their events
+// replay to it in the server's order.
+func TestCachesSharingAClient(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wrs, branch := twoWriters(t, conn, root, 1000, 2*time.Millisecond)
+	sub, _, err := conn.Children(branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := []string{branch}
+	for _, k := range sub[:min(len(sub), 20)] {
+		watched = append(watched, branch+"/"+k)
+	}
+	startWriters(wrs)
+	defer finishWriters(t, wrs)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	sess := client.Session()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, watched)
+	all := newCache(t, client, root)
+	br := newCache(t, client, branch)
+	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
+	cs := []*cache.Cache{all, br, dir}
+	recs := []*recorder{record(t, all), record(t, br), record(t, dir)}
+	depths := []int{-1, -1, 1}
+	for round := range 6 {
+		extra := newCache(t, client, root)
+		time.Sleep(time.Duration(round*7) * time.Millisecond)
+		if round%2 == 1 {
+			proxy.Cut()
+			time.Sleep(50 * time.Millisecond)
+			proxy.Restore()
+		}
+		extra.Close()
+		for _, c := range cs {
+			waitInit(t, c)
+		}
+		time.Sleep(150 * time.Millisecond)
+		settleMany(t, wrs, fmt.Sprintf("round %d", round), cs, recs, depths)
+	}
+	if client.Session() != sess {
+		t.Fatal("a new session")
+	}
+	t.Logf("%d nodes; reads %d/%d/%d", all.Snapshot().Len(), all.Stats().Reads, br.Stats().Reads, dir.Stats().Reads)
+}
+
+// TestCachesSharingAClientExpiry: the same caches (and the other user's
+// watches) on one client whose session expires, once during the first
+// load and once in the middle of a reconnect's re-registration (cut off
+// again right after the link is restored): every cache rebuilds in the
+// new session and equals the server's tree.
+func TestCachesSharingAClientExpiry(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wrs, branch := twoWriters(t, conn, root, 1000, 3*time.Millisecond)
+	startWriters(wrs)
+	defer finishWriters(t, wrs)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, []string{root, branch})
+	sess := client.Session()
+	all := newCache(t, client, root)
+	br := newCache(t, client, branch)
+	cs := []*cache.Cache{all, br}
+	recs := []*recorder{record(t, all), record(t, br)}
+	depths := []int{-1, -1}
+	time.Sleep(15 * time.Millisecond)
+	proxy.Blackhole()
+	<-sess.Done()
+	proxy.Restore()
+	for _, c := range cs {
+		waitInit(t, c)
+	}
+	settleMany(t, wrs, "expired during the load", cs, recs, depths)
+	// A short cut: the same session reconnects and re-registers the
+	// watches; the link is lost again for good while it does.
+	sess = client.Session()
+	proxy.Cut()
+	time.Sleep(100 * time.Millisecond)
+	proxy.Restore()
+	time.Sleep(5 * time.Millisecond)
+	proxy.Blackhole()
+	<-sess.Done()
+	proxy.Restore()
+	time.Sleep(200 * time.Millisecond)
+	settleMany(t, wrs, "expired during the re-registration", cs, recs, depths)
+}
+
+// TestCachesSharingAClientAnswersLost: answers lost (requests applied,
+// their answers and the watch events dropped, then the connection closed)
+// at moments spread over a cache's first load in bulk and over the
+// re-registration of a reconnect, on a client two other caches and
+// another user's watches share; the session survives. At each pause the
+// caches equal the server's tree.
+func TestCachesSharingAClientAnswersLost(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wrs, branch := twoWriters(t, conn, root, 1000, 2*time.Millisecond)
+	startWriters(wrs)
+	defer finishWriters(t, wrs)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second))
+	sess := client.Session()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, []string{root, branch})
+	all := newCache(t, client, root)
+	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
+	waitInit(t, all)
+	for round := range 8 {
+		fresh := newCache(t, client, root)
+		cs := []*cache.Cache{all, dir, fresh}
+		recs := []*recorder{record(t, all), record(t, dir), record(t, fresh)}
+		if round%2 == 1 {
+			// During the re-registration of a reconnect.
+			proxy.Cut()
+			time.Sleep(30 * time.Millisecond)
+			proxy.Restore()
+		}
+		time.Sleep(time.Duration(round/2*10) * time.Millisecond)
+		proxy.DropReplies()
+		time.Sleep(100 * time.Millisecond)
+		proxy.Restore()
+		waitInit(t, fresh)
+		time.Sleep(100 * time.Millisecond)
+		settleMany(t, wrs, fmt.Sprintf("round %d", round), cs, recs, []int{-1, 1, -1})
+		fresh.Close()
+	}
+	if client.Session() != sess {
+		t.Fatal("a new session")
+	}
+}
+
+// TestCachesSharingAClientReconnectReads: two caches of overlapping trees
+// on one client, loaded in bulk (every watch a sink's), and another
+// user's watches on the same nodes; the connection is cut, a few nodes
+// change meanwhile (half of them in both trees), and the same session comes back: each cache finds
+// the changes with a few reads, not a read of its tree.
+func TestCachesSharingAClientReconnectReads(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wrs, branch := twoWriters(t, conn, root, 1000, time.Millisecond)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second))
+	sess := client.Session()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, []string{root, branch})
+	all := newCache(t, client, root)
+	br := newCache(t, client, branch)
+	cs := []*cache.Cache{all, br}
+	recs := []*recorder{record(t, all), record(t, br)}
+	for _, c := range cs {
+		waitInit(t, c)
+	}
+	settleMany(t, wrs, "loaded", cs, recs, []int{-1, -1})
+	for round := range 3 {
+		before := []int64{all.Stats().Reads, br.Stats().Reads}
+		proxy.Cut()
+		for _, wr := range wrs {
+			for range 3 {
+				if err := wr.step(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+		proxy.Restore()
+		settleMany(t, wrs, fmt.Sprintf("round %d", round), cs, recs, []int{-1, -1})
+		for i, c := range cs {
+			reads := c.Stats().Reads - before[i]
+			t.Logf("round %d: cache %d: %d reads after 6 writes (%d nodes)", round, i, reads, c.Snapshot().Len())
+			if reads > 40 {
+				t.Errorf("round %d: cache %d of %s: %d reads for 6 writes", round, i, c.Path(), reads)
+			}
+		}
+	}
+	if client.Session() != sess {
+		t.Fatal("a new session")
+	}
+}
