@@ -80,15 +80,21 @@ func finishWriters(t *testing.T, wrs []*writer) {
 }
 
 // settleMany is settleAgainst for several caches of the writers' trees
-// (writers of one session), each of its own root and depth.
-func settleMany(t *testing.T, wrs []*writer, when string, cs []*cache.Cache, recs []*recorder, depths []int) {
+// (writers of one session), each of its own root and depth. With no
+// writers, the caller paused them and gives their session.
+func settleMany(t *testing.T, wrs []*writer, when string, cs []*cache.Cache, recs []*recorder, depths []int, paused ...*zk.Conn) {
 	t.Helper()
 	ctx := ctxFor(t, time.Minute)
 	for _, wr := range wrs {
 		wr.pause()
 		defer wr.resume()
 	}
-	conn := wrs[0].conn
+	var conn *zk.Conn
+	if len(wrs) > 0 {
+		conn = wrs[0].conn
+	} else {
+		conn = paused[0]
+	}
 	for i, c := range cs {
 		if err := c.Sync(ctx); err != nil {
 			t.Fatalf("%s: cache %d: %v", when, i, err)
