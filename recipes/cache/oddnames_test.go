@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,13 +51,16 @@ func oddChurn(t *testing.T, conn *zk.Conn, dir string, stop <-chan struct{}, ops
 		switch rng.Intn(5) {
 		case 0: // remade at once, with a child
 			_, err = conn.Multi(
+				&zk.DeleteRequest{Path: p + "/c/d", Version: -1},
 				&zk.DeleteRequest{Path: p + "/c", Version: -1},
 				&zk.DeleteRequest{Path: p, Version: -1},
 				&zk.CreateRequest{Path: p, Data: []byte(fmt.Sprint("m", ops.Load())), Acl: acl},
 				&zk.CreateRequest{Path: p + "/c", Data: []byte("c"), Acl: acl},
+				&zk.CreateRequest{Path: p + "/c/d", Data: []byte("d"), Acl: acl},
 			)
 		case 1: // gone
 			_, err = conn.Multi(
+				&zk.DeleteRequest{Path: p + "/c/d", Version: -1},
 				&zk.DeleteRequest{Path: p + "/c", Version: -1},
 				&zk.DeleteRequest{Path: p, Version: -1},
 			)
@@ -64,6 +68,7 @@ func oddChurn(t *testing.T, conn *zk.Conn, dir string, stop <-chan struct{}, ops
 			_, err = conn.Multi(
 				&zk.CreateRequest{Path: p, Data: []byte(name), Acl: acl},
 				&zk.CreateRequest{Path: p + "/c", Data: []byte("c"), Acl: acl},
+				&zk.CreateRequest{Path: p + "/c/d", Data: []byte("d"), Acl: acl},
 			)
 		default:
 			_, err = conn.Set(p, []byte(fmt.Sprint("s", ops.Load())), -1)
@@ -84,12 +89,49 @@ func oddChurn(t *testing.T, conn *zk.Conn, dir string, stop <-chan struct{}, ops
 // it in the server's order.
 func TestOddNamesChurnWhileLoading(t *testing.T) {
 	t.Parallel()
+	oddNamesChurn(t, -1, cache.Selector{})
+}
+
+// TestOddNamesChurnShapes: TestOddNamesChurnWhileLoading with the
+// cache's shape bounded: the directory (WithMaxDepth(1)), two levels,
+// and a Selector that leaves out the names starting with "a" and does
+// not descend into those ending in "0"; each compared with the server's
+// tree of that shape.
+func TestOddNamesChurnShapes(t *testing.T) {
+	t.Parallel()
+	sel := cache.Selector{
+		Accept:  func(p string) bool { _, name := splitPath(p); return !strings.HasPrefix(name, "a") },
+		Descend: func(p string) bool { return !strings.HasSuffix(p, "0") },
+	}
+	for _, tc := range []struct {
+		name  string
+		depth int
+		sel   cache.Selector
+	}{
+		{"directory", 1, cache.Selector{}},
+		{"two levels", 2, cache.Selector{}},
+		{"selector", -1, sel},
+		{"selector two levels", 2, sel},
+	} {
+		t.Run(tc.name, func(t *testing.T) { oddNamesChurn(t, tc.depth, tc.sel) })
+	}
+}
+
+func oddNamesChurn(t *testing.T, depth int, sel cache.Selector) {
+	var opts []cache.Option
+	if depth >= 0 {
+		opts = append(opts, cache.WithMaxDepth(depth))
+	}
+	if sel.Accept != nil || sel.Descend != nil {
+		opts = append(opts, cache.WithSelector(sel))
+	}
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
 	for _, n := range oddNames {
 		mustCreate(t, conn, root+"/"+n, []byte(n))
 		mustCreate(t, conn, root+"/"+n+"/c", []byte("c"))
+		mustCreate(t, conn, root+"/"+n+"/c/d", []byte("d"))
 	}
 	client := open(t, ens.Servers())
 	var ops atomic.Int64
@@ -99,7 +141,7 @@ func TestOddNamesChurnWhileLoading(t *testing.T) {
 		for range 4 {
 			go func() { errc <- oddChurn(t, conn, root, stop, &ops) }()
 		}
-		c := newCache(t, client, root)
+		c := newCache(t, client, root, opts...)
 		rec := record(t, c)
 		var rd sync.WaitGroup
 		var bad atomic.Value
@@ -137,7 +179,7 @@ func TestOddNamesChurnWhileLoading(t *testing.T) {
 		if err := c.Sync(ctxFor(t, time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		want := readTree(t, conn, root, -1)
+		want := selectTree(readTree(t, conn, root, depth), root, sel)
 		if d := diff(nodesOf(c.Snapshot()), want); d != "" {
 			t.Fatalf("round %d: the view differs from the server:\n%s", round, d)
 		}
@@ -203,4 +245,23 @@ func checkReads(c *cache.Cache, root string) error {
 		return fmt.Errorf("Stats: %+v", st)
 	}
 	return nil
+}
+
+// selectTree leaves out of tree what sel does not cache under root: a
+// child not accepted with everything under it, the children of a node not
+// descended into.
+func selectTree(tree map[string]tnode, root string, sel cache.Selector) map[string]tnode {
+	out := map[string]tnode{}
+	for p, n := range tree {
+		ok := true
+		for q := p; q != root && ok; {
+			parent, _ := splitPath(q)
+			ok = (sel.Accept == nil || sel.Accept(q)) && (sel.Descend == nil || sel.Descend(parent))
+			q = parent
+		}
+		if ok {
+			out[p] = n
+		}
+	}
+	return out
 }
