@@ -327,3 +327,69 @@ func TestCachesSharingAClientReconnectReads(t *testing.T) {
 		t.Fatal("a new session")
 	}
 }
+
+// TestCachesSharingAClientTrustedAfterCut: two caches of overlapping
+// trees on one client, and another user's watches on their nodes; the
+// connection is cut, a tenth of the nodes are set, and the link comes
+// back slow (a round trip of 200 ms). When each cache reports Trusted,
+// its events so far replay to the server's tree, which nothing changed
+// after the cut.
+func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	_, branch := twoWriters(t, conn, root, 1000, time.Millisecond)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, []string{root, branch})
+	all := newCache(t, client, root)
+	br := newCache(t, client, branch)
+	cs := []*cache.Cache{all, br}
+	recs := []*recorder{record(t, all), record(t, br)}
+	for round := range 3 {
+		var dones []<-chan struct{}
+		var marks []int
+		for i, c := range cs {
+			done, err := c.Trust(ctxFor(t, time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dones = append(dones, done)
+			marks = append(marks, len(recs[i].all()))
+		}
+		sid := client.Session().ID()
+		proxy.Cut()
+		for _, done := range dones {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("still trusted 10 s after the cut")
+			}
+		}
+		paths := all.Snapshot().Paths()
+		for i := round; i < len(paths); i += 10 {
+			if _, err := conn.Set(paths[i], []byte(fmt.Sprint("cut ", round)), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		proxy.Delay(100 * time.Millisecond)
+		for i, c := range cs {
+			want := readTree(t, conn, c.Path(), -1)
+			u := waitFrom(t, recs[i], marks[i], "Untrusted at the cut", func(ev cache.Event) bool { return ev.Type == cache.Untrusted })
+			k := waitFrom(t, recs[i], u, "Trusted after the cut", func(ev cache.Event) bool { return ev.Type == cache.Trusted })
+			if client.Session().ID() != sid {
+				t.Skip("a new session: not the case under test")
+			}
+			if d := diff(replay(recs[i].all()[:k+1]), want); d != "" {
+				t.Fatalf("round %d: cache of %s Trusted while lacking changes made during the cut:\n%s", round, c.Path(), d)
+			}
+		}
+		proxy.Restore()
+	}
+}
