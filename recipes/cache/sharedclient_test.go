@@ -193,7 +193,7 @@ func TestCachesSharingAClient(t *testing.T) {
 // again right after the link is restored): every cache rebuilds in the
 // new session and equals the server's tree.
 //
-// Fails 6 runs in 13 after the second expiry: the cache of the whole tree
+// Fails 6 runs in 16 after the second expiry: the cache of the whole tree
 // reads about every node again in the 300 ms after it settled, the tree
 // still (see TestTrustedAfterExpiryDuringReRegistration for the cause).
 func TestCachesSharingAClientExpiry(t *testing.T) {
@@ -417,8 +417,8 @@ func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
 // the new session, its events so far replay to the server's tree (which
 // nothing changed since), and it reads nothing more.
 //
-// Fails 4 runs in 5 (and TestCachesSharingAClientExpiry, the same case,
-// 6 in 13 at its "no read loop" check): the cache of the whole tree,
+// Fails 9 runs in 11 (and TestCachesSharingAClientExpiry, the same case,
+// 6 in 16 at its "no read loop" check): the cache of the whole tree,
 // Trusted and equal to the server's tree, then reads every node again
 // (2 reads a node: 2,984 for 1,492 nodes), with nothing changed. The view
 // stays right; the cost of the rebuild doubles, after Trusted.
