@@ -36,7 +36,7 @@ var oddNames = []string{
 
 // oddChurn deletes and makes again, sets, and adds and removes children of
 // the odd names under dir, at random, until stop is closed.
-func oddChurn(t *testing.T, conn *zk.Conn, dir string, stop <-chan struct{}, ops *atomic.Int64) error {
+func oddChurn(t *testing.T, conn *zk.Conn, dir string, names []string, stop <-chan struct{}, ops *atomic.Int64) error {
 	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
 	acl := zk.WorldACL(zk.PermAll)
 	for {
@@ -45,7 +45,7 @@ func oddChurn(t *testing.T, conn *zk.Conn, dir string, stop <-chan struct{}, ops
 			return nil
 		default:
 		}
-		name := oddNames[rng.Intn(len(oddNames))]
+		name := names[rng.Intn(len(names))]
 		p := dir + "/" + name
 		var err error
 		switch rng.Intn(5) {
@@ -89,7 +89,25 @@ func oddChurn(t *testing.T, conn *zk.Conn, dir string, stop <-chan struct{}, ops
 // it in the server's order.
 func TestOddNamesChurnWhileLoading(t *testing.T) {
 	t.Parallel()
-	oddNamesChurn(t, -1, cache.Selector{})
+	oddNamesChurn(t, oddNames, -1, cache.Selector{})
+}
+
+// TestWideDirectoryChurnWhileLoading: TestOddNamesChurnWhileLoading with
+// 700 children (several reads in bulk of up to 256 nodes each): decimal
+// names of 1 to 3 digits ("1" < "10" < "100" < "11" < "2"), names that are
+// prefixes of each other ("p", "p-", "p--", "p-0"), and the odd names.
+func TestWideDirectoryChurnWhileLoading(t *testing.T) {
+	t.Parallel()
+	names := slices.Clone(oddNames)
+	for i := range 600 {
+		names = append(names, fmt.Sprint(i))
+	}
+	for i := range 60 {
+		names = append(names, "p"+strings.Repeat("-", i%7)+strings.Repeat("0", i/7))
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	oddNamesChurn(t, names, -1, cache.Selector{})
 }
 
 // TestOddNamesChurnShapes: TestOddNamesChurnWhileLoading with the
@@ -113,11 +131,11 @@ func TestOddNamesChurnShapes(t *testing.T) {
 		{"selector", -1, sel},
 		{"selector two levels", 2, sel},
 	} {
-		t.Run(tc.name, func(t *testing.T) { oddNamesChurn(t, tc.depth, tc.sel) })
+		t.Run(tc.name, func(t *testing.T) { oddNamesChurn(t, oddNames, tc.depth, tc.sel) })
 	}
 }
 
-func oddNamesChurn(t *testing.T, depth int, sel cache.Selector) {
+func oddNamesChurn(t *testing.T, names []string, depth int, sel cache.Selector) {
 	var opts []cache.Option
 	if depth >= 0 {
 		opts = append(opts, cache.WithMaxDepth(depth))
@@ -128,7 +146,7 @@ func oddNamesChurn(t *testing.T, depth int, sel cache.Selector) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
-	for _, n := range oddNames {
+	for _, n := range names {
 		mustCreate(t, conn, root+"/"+n, []byte(n))
 		mustCreate(t, conn, root+"/"+n+"/c", []byte("c"))
 		mustCreate(t, conn, root+"/"+n+"/c/d", []byte("d"))
@@ -139,7 +157,7 @@ func oddNamesChurn(t *testing.T, depth int, sel cache.Selector) {
 		stop := make(chan struct{})
 		errc := make(chan error, 4)
 		for range 4 {
-			go func() { errc <- oddChurn(t, conn, root, stop, &ops) }()
+			go func() { errc <- oddChurn(t, conn, root, names, stop, &ops) }()
 		}
 		c := newCache(t, client, root, opts...)
 		rec := record(t, c)
