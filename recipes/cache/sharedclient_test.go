@@ -1,0 +1,542 @@
+package cache_test
+
+// Caches sharing one client: their bulk reads' watches are entries of the
+// client's sink table, and two caches (or a cache and another user's
+// GetWatch/ChildrenWatch) share a node's server watch. One firing must
+// tell every watcher; a cache closed with reads in flight must leave the
+// others whole.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// otherUser re-arms a GetWatch and a ChildrenWatch on each path, on the
+// client the caches use, until ctx ends: watches of the same nodes and
+// kinds as the caches' sink watches, fired and set again all the time.
+func otherUser(ctx context.Context, wg *sync.WaitGroup, client *connection.Client, paths []string) {
+	for _, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				_, _, dw, err1 := client.GetWatch(ctx, p)
+				_, _, cw, err2 := client.ChildrenWatch(ctx, p)
+				if err1 != nil || err2 != nil {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					continue
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-dw.Done():
+				case <-cw.Done():
+				}
+			}
+		}()
+	}
+}
+
+// twoWriters fills root/a (n nodes) and root/b (n/2) with a writer each,
+// on one session: a cache of root and one of root/b overlap where the
+// second writer writes.
+func twoWriters(t *testing.T, conn *zk.Conn, root string, n int, rate time.Duration) (wrs []*writer, branch string) {
+	t.Helper()
+	branch = root + "/b"
+	for i, p := range []string{root + "/a", branch} {
+		mustCreate(t, conn, p, nil)
+		wr := newWriter(t, conn, p, n/(i+1), rate)
+		wr.fill(t)
+		wrs = append(wrs, wr)
+	}
+	return wrs, branch
+}
+
+func startWriters(wrs []*writer) {
+	for _, wr := range wrs {
+		wr.start()
+	}
+}
+
+func finishWriters(t *testing.T, wrs []*writer) {
+	for _, wr := range wrs {
+		wr.finish(t)
+	}
+}
+
+// settleMany is settleAgainst for several caches of the writers' trees
+// (writers of one session), each of its own root and depth. With no
+// writers, the caller paused them and gives their session.
+func settleMany(t *testing.T, wrs []*writer, when string, cs []*cache.Cache, recs []*recorder, depths []int, paused ...*zk.Conn) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	for _, wr := range wrs {
+		wr.pause()
+		defer wr.resume()
+	}
+	var conn *zk.Conn
+	if len(wrs) > 0 {
+		conn = wrs[0].conn
+	} else {
+		conn = paused[0]
+	}
+	for i, c := range cs {
+		if err := c.Sync(ctx); err != nil {
+			t.Fatalf("%s: cache %d: %v", when, i, err)
+		}
+		if _, err := c.Trust(ctx); err != nil {
+			t.Fatalf("%s: cache %d: %v", when, i, err)
+		}
+		if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, c.Path(), depths[i])); d != "" {
+			t.Fatalf("%s: cache %d of %s differs from the server:\n%s", when, i, c.Path(), d)
+		}
+		zktest.Eventually(t, 10*time.Second, when+": the listener has every event", func() error {
+			if d := diffReplay(replay(recs[i].all()), c.Snapshot()); d != "" {
+				return errors.New(d)
+			}
+			return nil
+		})
+		if bad := checkOrder(recs[i].all(), c.Path()); len(bad) > 0 {
+			t.Fatalf("%s: cache %d order:\n%s", when, i, strings.Join(bad[:min(20, len(bad))], "\n"))
+		}
+	}
+	// No read loop: nothing changes, nothing is read.
+	reads := make([]int64, len(cs))
+	for i, c := range cs {
+		reads[i] = c.Stats().Reads
+	}
+	time.Sleep(300 * time.Millisecond)
+	for i, c := range cs {
+		if n := c.Stats().Reads - reads[i]; n != 0 {
+			t.Fatalf("%s: cache %d of %s read %d times in 300 ms of a still tree", when, i, c.Path(), n)
+		}
+	}
+}
+
+// TestCachesSharingAClient: on one client, a cache of the whole tree, a
+// cache of one of its branches, a cache of that branch's directory, and
+// another user's data and child watches re-armed on the branch's nodes;
+// a fourth cache is closed while its first load's bulk reads are in
+// flight, round after round, and the connection is cut now and then
+// (same session). A writer changes the tree throughout. At each pause the
+// three caches equal the server's tree (each to its depth), their events
+// replay to it in the server's order.
+func TestCachesSharingAClient(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wrs, branch := twoWriters(t, conn, root, 1000, 2*time.Millisecond)
+	sub, _, err := conn.Children(branch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := []string{branch}
+	for _, k := range sub[:min(len(sub), 20)] {
+		watched = append(watched, branch+"/"+k)
+	}
+	startWriters(wrs)
+	defer finishWriters(t, wrs)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	sess := client.Session()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, watched)
+	all := newCache(t, client, root)
+	br := newCache(t, client, branch)
+	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
+	cs := []*cache.Cache{all, br, dir}
+	recs := []*recorder{record(t, all), record(t, br), record(t, dir)}
+	depths := []int{-1, -1, 1}
+	for round := range 6 {
+		extra := newCache(t, client, root)
+		time.Sleep(time.Duration(round*7) * time.Millisecond)
+		if round%2 == 1 {
+			proxy.Cut()
+			time.Sleep(50 * time.Millisecond)
+			proxy.Restore()
+		}
+		extra.Close()
+		for _, c := range cs {
+			waitInit(t, c)
+		}
+		time.Sleep(150 * time.Millisecond)
+		settleMany(t, wrs, fmt.Sprintf("round %d", round), cs, recs, depths)
+	}
+	if client.Session() != sess {
+		t.Fatal("a new session")
+	}
+	t.Logf("%d nodes; reads %d/%d/%d", all.Snapshot().Len(), all.Stats().Reads, br.Stats().Reads, dir.Stats().Reads)
+}
+
+// TestCachesSharingAClientExpiry: the same caches (and the other user's
+// watches) on one client whose session expires, once during the first
+// load and once in the middle of a reconnect's re-registration (cut off
+// again right after the link is restored): every cache rebuilds in the
+// new session and equals the server's tree.
+//
+// Fails 6 runs in 16 after the second expiry: the cache of the whole tree
+// reads about every node again in the 300 ms after it settled, the tree
+// still (see TestTrustedAfterExpiryDuringReRegistration for the cause).
+func TestCachesSharingAClientExpiry(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wrs, branch := twoWriters(t, conn, root, 1000, 3*time.Millisecond)
+	startWriters(wrs)
+	defer finishWriters(t, wrs)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, []string{root, branch})
+	sess := client.Session()
+	all := newCache(t, client, root)
+	br := newCache(t, client, branch)
+	cs := []*cache.Cache{all, br}
+	recs := []*recorder{record(t, all), record(t, br)}
+	depths := []int{-1, -1}
+	time.Sleep(15 * time.Millisecond)
+	proxy.Blackhole()
+	<-sess.Done()
+	proxy.Restore()
+	for _, c := range cs {
+		waitInit(t, c)
+	}
+	settleMany(t, wrs, "expired during the load", cs, recs, depths)
+	// A short cut: the same session reconnects and re-registers the
+	// watches; the link is lost again for good while it does.
+	sess = client.Session()
+	proxy.Cut()
+	time.Sleep(100 * time.Millisecond)
+	proxy.Restore()
+	time.Sleep(5 * time.Millisecond)
+	proxy.Blackhole()
+	<-sess.Done()
+	proxy.Restore()
+	time.Sleep(200 * time.Millisecond)
+	settleMany(t, wrs, "expired during the re-registration", cs, recs, depths)
+}
+
+// TestCachesSharingAClientAnswersLost: answers lost (requests applied,
+// their answers and the watch events dropped, then the connection closed)
+// at moments spread over a cache's first load in bulk and over the
+// re-registration of a reconnect, on a client two other caches and
+// another user's watches share; the session survives. At each pause the
+// caches equal the server's tree.
+func TestCachesSharingAClientAnswersLost(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wrs, branch := twoWriters(t, conn, root, 1000, 2*time.Millisecond)
+	startWriters(wrs)
+	defer finishWriters(t, wrs)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second))
+	sess := client.Session()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, []string{root, branch})
+	all := newCache(t, client, root)
+	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
+	waitInit(t, all)
+	for round := range 8 {
+		fresh := newCache(t, client, root)
+		cs := []*cache.Cache{all, dir, fresh}
+		recs := []*recorder{record(t, all), record(t, dir), record(t, fresh)}
+		if round%2 == 1 {
+			// During the re-registration of a reconnect.
+			proxy.Cut()
+			time.Sleep(30 * time.Millisecond)
+			proxy.Restore()
+		}
+		time.Sleep(time.Duration(round/2*10) * time.Millisecond)
+		proxy.DropReplies()
+		time.Sleep(100 * time.Millisecond)
+		proxy.Restore()
+		waitInit(t, fresh)
+		time.Sleep(100 * time.Millisecond)
+		settleMany(t, wrs, fmt.Sprintf("round %d", round), cs, recs, []int{-1, 1, -1})
+		fresh.Close()
+	}
+	if client.Session() != sess {
+		t.Fatal("a new session")
+	}
+}
+
+// TestCachesSharingAClientReconnectReads: two caches of overlapping trees
+// on one client, loaded in bulk (every watch a sink's), and another
+// user's watches on the same nodes; the connection is cut, a few nodes
+// change meanwhile (half of them in both trees), and the same session comes back: each cache finds
+// the changes with a few reads, not a read of its tree.
+func TestCachesSharingAClientReconnectReads(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wrs, branch := twoWriters(t, conn, root, 1000, time.Millisecond)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second))
+	sess := client.Session()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, []string{root, branch})
+	all := newCache(t, client, root)
+	br := newCache(t, client, branch)
+	cs := []*cache.Cache{all, br}
+	recs := []*recorder{record(t, all), record(t, br)}
+	for _, c := range cs {
+		waitInit(t, c)
+	}
+	settleMany(t, wrs, "loaded", cs, recs, []int{-1, -1})
+	for round := range 3 {
+		before := []int64{all.Stats().Reads, br.Stats().Reads}
+		proxy.Cut()
+		for _, wr := range wrs {
+			for range 3 {
+				if err := wr.step(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+		proxy.Restore()
+		settleMany(t, wrs, fmt.Sprintf("round %d", round), cs, recs, []int{-1, -1})
+		for i, c := range cs {
+			reads := c.Stats().Reads - before[i]
+			t.Logf("round %d: cache %d: %d reads after 6 writes (%d nodes)", round, i, reads, c.Snapshot().Len())
+			if reads > 40 {
+				t.Errorf("round %d: cache %d of %s: %d reads for 6 writes", round, i, c.Path(), reads)
+			}
+		}
+	}
+	if client.Session() != sess {
+		t.Fatal("a new session")
+	}
+}
+
+// TestCachesSharingAClientTrustedAfterCut: two caches of overlapping
+// trees on one client, and another user's watches on their nodes; the
+// connection is cut, a tenth of the nodes are set, and the link comes
+// back slow (a round trip of 200 ms). When each cache reports Trusted,
+// its events so far replay to the server's tree, which nothing changed
+// after the cut.
+func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	_, branch := twoWriters(t, conn, root, 1000, time.Millisecond)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, []string{root, branch})
+	all := newCache(t, client, root)
+	br := newCache(t, client, branch)
+	cs := []*cache.Cache{all, br}
+	recs := []*recorder{record(t, all), record(t, br)}
+	for round := range 3 {
+		var dones []<-chan struct{}
+		var marks []int
+		for i, c := range cs {
+			done, err := c.Trust(ctxFor(t, time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dones = append(dones, done)
+			marks = append(marks, len(recs[i].all()))
+		}
+		sid := client.Session().ID()
+		proxy.Cut()
+		for _, done := range dones {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("still trusted 10 s after the cut")
+			}
+		}
+		paths := all.Snapshot().Paths()
+		for i := round; i < len(paths); i += 10 {
+			if _, err := conn.Set(paths[i], []byte(fmt.Sprint("cut ", round)), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		proxy.Delay(100 * time.Millisecond)
+		for i, c := range cs {
+			want := readTree(t, conn, c.Path(), -1)
+			u := waitFrom(t, recs[i], marks[i], "Untrusted at the cut", func(ev cache.Event) bool { return ev.Type == cache.Untrusted })
+			k := waitFrom(t, recs[i], u, "Trusted after the cut", func(ev cache.Event) bool { return ev.Type == cache.Trusted })
+			if client.Session().ID() != sid {
+				t.Skip("a new session: not the case under test")
+			}
+			if d := diff(replay(recs[i].all()[:k+1]), want); d != "" {
+				t.Fatalf("round %d: cache of %s Trusted while lacking changes made during the cut:\n%s", round, c.Path(), d)
+			}
+		}
+		proxy.Restore()
+	}
+}
+
+// TestTrustedAfterExpiryDuringReRegistration: two caches of overlapping
+// trees on one client; a short cut, the same session back, and 5 ms
+// later the link lost until the session expires — while the watches were
+// being registered again. Meanwhile nodes are set, children made under
+// existing nodes and leaves deleted. When each cache reports Trusted in
+// the new session, its events so far replay to the server's tree (which
+// nothing changed since), and it reads nothing more.
+//
+// Fails 9 runs in 11 (and TestCachesSharingAClientExpiry, the same case,
+// 6 in 16 at its "no read loop" check): the cache of the whole tree,
+// Trusted and equal to the server's tree, then reads every node again
+// (2 reads a node: 2,984 for 1,492 nodes), with nothing changed. The view
+// stays right; the cost of the rebuild doubles, after Trusted.
+//
+// Cause: the old go-zookeeper handle is closed in the background
+// (Client.replaceHandleLocked: old.Close(), up to a second, then
+// endWatches), so its sink watches end (EventNotWatching) after the new
+// session's bulk reads have set the cache's sink watches again. The sink
+// tells the cache the path only, not which handle's watch ended, and
+// sinkFired takes it for the op's pending sink watch (o.own, set in the
+// new session): every node is marked for a check. Checked: with sinkFired
+// ignoring an EventNotWatching while the view's session is alive
+// (w.checkSession(); w.sess != nil && w.sess.Err() == nil), 4 runs in 4
+// pass. The plain expiry (TestTrustedAfterExpiry) holds: there the old
+// handle's watches end before the new session's reads.
+func TestTrustedAfterExpiryDuringReRegistration(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	trustedAfterExpiry(t, true)
+}
+
+// TestTrustedAfterExpiry: TestTrustedAfterExpiryDuringReRegistration
+// with the link lost at once, no short cut before.
+func TestTrustedAfterExpiry(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	trustedAfterExpiry(t, false)
+}
+
+func trustedAfterExpiry(t *testing.T, reRegistration bool) {
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	_, branch := twoWriters(t, conn, root, 1000, time.Millisecond)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	all := newCache(t, client, root)
+	br := newCache(t, client, branch)
+	cs := []*cache.Cache{all, br}
+	recs := []*recorder{record(t, all), record(t, br)}
+	var marks []int
+	for i, c := range cs {
+		if _, err := c.Trust(ctxFor(t, time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		marks = append(marks, len(recs[i].all()))
+	}
+	sess := client.Session()
+	if reRegistration {
+		proxy.Cut()
+		time.Sleep(100 * time.Millisecond)
+		proxy.Restore()
+		time.Sleep(5 * time.Millisecond)
+	}
+	proxy.Blackhole()
+	paths := all.Snapshot().Paths()
+	made, gone, set := 0, 0, 0
+	for i, p := range paths {
+		if p == root || p == branch || p == root+"/a" {
+			continue
+		}
+		switch i % 30 {
+		case 1:
+			if _, err := conn.Create(p+"/new", []byte("new"), 0, zk.WorldACL(zk.PermAll)); err == nil {
+				made++
+			}
+		case 2:
+			if err := conn.Delete(p, -1); err == nil {
+				gone++
+			}
+		case 3:
+			if _, err := conn.Set(p, []byte("set"), -1); err == nil {
+				set++
+			}
+		}
+	}
+	<-sess.Done()
+	proxy.Restore()
+	for i, c := range cs {
+		want := readTree(t, conn, c.Path(), -1)
+		if _, err := c.Trust(ctxFor(t, time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		reads := c.Stats().Reads
+		if client.Session() == sess {
+			t.Fatal("the same session")
+		}
+		// The Trusted of the new session: the last one, once the
+		// listener has it (a Trusted may have come in the 5 ms the
+		// same session was back).
+		k := -1
+		zktest.Eventually(t, 10*time.Second, "the listener has the Trusted", func() error {
+			evs := recs[i].all()
+			for j := len(evs) - 1; j >= marks[i]; j-- {
+				if evs[j].Type == cache.Untrusted {
+					return errors.New("no Trusted after the last Untrusted yet")
+				}
+				if evs[j].Type == cache.Trusted {
+					k = j
+					return nil
+				}
+			}
+			return errors.New("no Trusted yet")
+		})
+		var trust []string
+		for _, ev := range recs[i].all()[marks[i] : k+1] {
+			if ev.Type == cache.Trusted || ev.Type == cache.Untrusted {
+				trust = append(trust, ev.Type.String())
+			}
+		}
+		t.Logf("cache of %s: %v", c.Path(), trust)
+		if d := diff(replay(recs[i].all()[:k+1]), want); d != "" {
+			t.Errorf("cache of %s Trusted in the new session while lacking changes of the outage (%d made, %d gone, %d set):\n%s", c.Path(), made, gone, set, d)
+		}
+		time.Sleep(time.Second)
+		if n := c.Stats().Reads - reads; n > 0 {
+			t.Errorf("cache of %s: %d reads after Trusted in the new session, the tree still", c.Path(), n)
+		}
+	}
+}
