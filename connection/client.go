@@ -582,6 +582,17 @@ type Stats struct {
 func (c *Client) Stats() Stats {
 	c.watchMu.Lock()
 	pending := len(c.watches) + c.ownPending
+	if c.ownPending > 0 && len(c.watches) > 0 {
+		// A node and kind a sink and a shared Watch both wait on is one
+		// watch on the server: count it once.
+		for zc := range c.own {
+			c.ownPendingLocked(zc, func(spath string, kind watchKind) {
+				if _, ok := c.watches[watchKey{zc, spath, kind}]; ok {
+					pending--
+				}
+			})
+		}
+	}
 	c.watchMu.Unlock()
 	return Stats{Notifications: c.notifications.Load(), Replies: c.replies.Load(), PendingWatches: pending}
 }

@@ -14,9 +14,10 @@ import (
 // child watches, and then a GetWatch and a ChildrenWatch of another user
 // of the client (the server holds one watch of each kind), counts two.
 //
-// Fails every run (6 of 6): 4. Stats adds len(c.watches) (the Watches)
-// and c.ownPending (the sink entries' kinds) without looking for a key
-// in both. Only the figure is wrong: the watches fire and are told.
+// It failed every run (6 of 6) with 4 before the fix: Stats added
+// len(c.watches) (the Watches) and c.ownPending (the sink entries' kinds)
+// without looking for a key in both. Only the figure was wrong: the
+// watches fire and are told.
 func TestPendingWatchesCountsANodeOnce(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

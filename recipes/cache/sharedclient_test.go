@@ -417,8 +417,8 @@ func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
 // the new session, its events so far replay to the server's tree (which
 // nothing changed since), and it reads nothing more.
 //
-// Fails 9 runs in 11 (and TestCachesSharingAClientExpiry, the same case,
-// 6 in 16 at its "no read loop" check): the cache of the whole tree,
+// Failed 9 runs in 11 before the fix (and TestCachesSharingAClientExpiry,
+// the same case, 6 in 16 at its "no read loop" check): the cache of the whole tree,
 // Trusted and equal to the server's tree, then reads every node again
 // (2 reads a node: 2,984 for 1,492 nodes), with nothing changed. The view
 // stays right; the cost of the rebuild doubles, after Trusted.
@@ -429,10 +429,10 @@ func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
 // session's bulk reads have set the cache's sink watches again. The sink
 // tells the cache the path only, not which handle's watch ended, and
 // sinkFired takes it for the op's pending sink watch (o.own, set in the
-// new session): every node is marked for a check. Checked: with sinkFired
-// ignoring an EventNotWatching while the view's session is alive
-// (w.checkSession(); w.sess != nil && w.sess.Err() == nil), 4 runs in 4
-// pass. The plain expiry (TestTrustedAfterExpiry) holds: there the old
+// new session): every node is marked for a check. Fixed: sinkFired takes
+// an EventNotWatching for news of a session's end only (checkSession;
+// lost marks every op if it is the view's session), never for the op's
+// pending watch. The plain expiry (TestTrustedAfterExpiry) holds: there the old
 // handle's watches end before the new session's reads.
 func TestTrustedAfterExpiryDuringReRegistration(t *testing.T) {
 	skipReconnectsUnderRace(t)

@@ -136,6 +136,16 @@ func (w *worker) drain() {
 // sinkFired handles an event of the cache's sink: the ops of its node
 // that it concerns (see setWatch).
 func (w *worker) sinkFired(f fired) {
+	if f.ev.Type == zk.EventNotWatching {
+		// A session's watches ended. If it is the view's, lost marks
+		// every op (checkSession); if the view is in a later session
+		// already, they are the old one's, ended late (the old handle
+		// closes in the background, after the new session's bulk reads
+		// may have set the same paths' watches again): the sink does not
+		// say whose, and the ops' pending watches are the new session's.
+		w.checkSession()
+		return
+	}
 	e := w.lookup(f.path)
 	if e == nil {
 		return
@@ -146,7 +156,7 @@ func (w *worker) sinkFired(f fired) {
 		ops = []*op{&e.data}
 	case zk.EventNodeChildrenChanged:
 		ops = []*op{&e.listing}
-	default: // deleted, or the session's watches ended
+	default: // deleted
 		ops = []*op{&e.data, &e.listing}
 	}
 	for _, o := range ops {
