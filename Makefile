@@ -20,7 +20,8 @@ demo: deps
 ## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
 ## (the Docker backend's module too: its tests skip, saying why, without a Docker engine), and
 ## once more with the oldest supported Go ($(GO_OLDEST), without -race; with ZKRECIPES_SKIP_HEAVY
-## set, the cache's scale tests and the bench scenarios' smoke runs skip there, having run once);
+## set, the cache's scale tests, the bench scenarios' smoke runs and the longest fault tests
+## (testkit.SkipHeavy) skip there, having run once);
 ## the short fault run (internal/chaos) runs without it: go-zookeeper v1.0.4 reads its last zxid
 ## unsynchronised while it re-registers watches on a reconnect, a race inside the dependency
 ## that the fault run's many reconnects make the detector report (go-zookeeper/zk#35, open);

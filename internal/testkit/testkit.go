@@ -7,6 +7,7 @@ package testkit
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -88,3 +89,15 @@ func Main(m *testing.M, shared *zktest.Shared, after ...func()) {
 type runFunc func() int
 
 func (f runFunc) Run() int { return f() }
+
+// SkipHeavy skips a long fault test (several seconds of faults and
+// churn) when ZKRECIPES_SKIP_HEAVY is set: make test runs every test with
+// -race first, then again with the oldest supported Go with that variable
+// set, where such a test would only repeat what the first run proved and
+// lengthen the run.
+func SkipHeavy(t testing.TB) {
+	t.Helper()
+	if os.Getenv("ZKRECIPES_SKIP_HEAVY") != "" {
+		t.Skip("a long fault test: it ran in the -race pass (ZKRECIPES_SKIP_HEAVY is set)")
+	}
+}

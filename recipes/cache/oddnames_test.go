@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -116,6 +117,7 @@ func TestWideDirectoryChurnWhileLoading(t *testing.T) {
 // not descend into those ending in "0"; each compared with the server's
 // tree of that shape.
 func TestOddNamesChurnShapes(t *testing.T) {
+	testkit.SkipHeavy(t)
 	t.Parallel()
 	sel := cache.Selector{
 		Accept:  func(p string) bool { _, name := splitPath(p); return !strings.HasPrefix(name, "a") },

@@ -18,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -137,6 +138,7 @@ func settleMany(t *testing.T, wrs []*writer, when string, cs []*cache.Cache, rec
 // three caches equal the server's tree (each to its depth), their events
 // replay to it in the server's order.
 func TestCachesSharingAClient(t *testing.T) {
+	testkit.SkipHeavy(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
@@ -247,6 +249,7 @@ func TestCachesSharingAClientExpiry(t *testing.T) {
 // another user's watches share; the session survives. At each pause the
 // caches equal the server's tree.
 func TestCachesSharingAClientAnswersLost(t *testing.T) {
+	testkit.SkipHeavy(t)
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -296,6 +299,7 @@ func TestCachesSharingAClientAnswersLost(t *testing.T) {
 // change meanwhile (half of them in both trees), and the same session comes back: each cache finds
 // the changes with a few reads, not a read of its tree.
 func TestCachesSharingAClientReconnectReads(t *testing.T) {
+	testkit.SkipHeavy(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)

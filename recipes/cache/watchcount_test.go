@@ -20,6 +20,7 @@ import (
 // gone. A watch the client counts and the server lacks is a change missed
 // silently; one the server holds and the client forgot, a leak.
 func TestWatchesMatchTheServerAfterChurn(t *testing.T) {
+	testkit.SkipHeavy(t)
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)

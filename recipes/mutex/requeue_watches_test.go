@@ -21,6 +21,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -202,6 +203,7 @@ func TestWaitersGivingUpKeepOneWatchPerNode(t *testing.T) {
 // and each went.
 // Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestWaitersGivingUpDuringHandoffsLeaveNoWatch(t *testing.T) {
+	testkit.SkipHeavy(t)
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

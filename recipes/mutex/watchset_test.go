@@ -20,6 +20,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
@@ -169,6 +170,7 @@ func (l *holdLog) unlocking(m *mutex.Mutex) {
 // missed the deletion of the node it waits on would wait for ever, and
 // every participant behind it with it.
 func TestContendedHandoffsUnderFaults(t *testing.T) {
+	testkit.SkipHeavy(t)
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -280,6 +282,7 @@ func TestContendedHandoffsUnderFaults(t *testing.T) {
 // deleted, by a release or by the operator, must not be left waiting:
 // once the operator stops, every participant goes on taking the lock.
 func TestOperatorDeletionsUnderContention(t *testing.T) {
+	testkit.SkipHeavy(t)
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -75,6 +76,7 @@ func (h *rwHolds) leave(s *rwlock.Side) {
 // participant goes on taking its side.
 // Held: 4 of 4 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestReadersAndWritersUnderFaultsAndWrites(t *testing.T) {
+	testkit.SkipHeavy(t)
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
