@@ -50,7 +50,7 @@ func TestWatchDataAtAZxid(t *testing.T) {
 	conn := ens.Conn(t)
 	c := open(t, ens.Servers())
 	ctx := ctxFor(t, time.Minute)
-	paths, rel := watchSetTree(t, conn, c, root, 6)
+	paths, _ := watchSetTree(t, conn, c, root, 6)
 	// Written before the listing's zxid: not a change since.
 	if _, err := conn.Set(paths[0], []byte("old"), -1); err != nil {
 		t.Fatal(err)
@@ -64,7 +64,7 @@ func TestWatchDataAtAZxid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel = max(st.Pzxid, st0.Mzxid)
+	rel := max(st.Pzxid, st0.Mzxid)
 	// Changes after it: n3 deleted, n1 written, n5 deleted.
 	if err := conn.Delete(paths[3], -1); err != nil {
 		t.Fatal(err)
