@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,12 @@ func Open(t testing.TB, servers []string, opts ...connection.Option) *connection
 	defer cancel()
 	c, err := connection.Open(ctx, servers, opts...)
 	if err != nil {
+		if ctx.Err() != nil {
+			// A client that gets no session for 15 s on a live ensemble
+			// is stuck somewhere: show where.
+			buf := make([]byte, 4<<20)
+			t.Logf("goroutines when the open gave up:\n%s", buf[:runtime.Stack(buf, true)])
+		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
