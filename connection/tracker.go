@@ -324,7 +324,6 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	auth := false
 	if c.out.atBoundary() && handshaken && len(b) >= 12 {
 		c.noteCreate(b)
-		c.upgradeCreate(b)
 		c.rewriteGuards(b)
 		c.noteSetWatches(b)
 		xid = int32(binary.BigEndian.Uint32(b[4:8]))
@@ -375,34 +374,28 @@ func (t *tracker) mayConnect(b []byte) bool {
 	return len(b) >= at+8 && int64(binary.BigEndian.Uint64(b[at:at+8])) == first
 }
 
-// noteCreate tells whenWritten's callers that the create request at the
-// start of b is being written. c.mu is held.
+// noteCreate handles a whole create request at the start of b as it is
+// written — [len][xid][opcode][path][data][acl][flags]: it tells
+// whenWritten's callers, and turns a create of a protected name into a
+// create2. go-zookeeper writes each request with one Write, so the header
+// is here when the frame is ours to change. c.mu is held.
 func (c *trackedConn) noteCreate(b []byte) {
 	if len(b) < 16 || int32(binary.BigEndian.Uint32(b[8:12])) != opCreate {
 		return
 	}
 	n := int(int32(binary.BigEndian.Uint32(b[12:16])))
-	if n <= 0 || 16+n+4 > len(b) {
+	if n <= 0 || 16+n > len(b) {
 		return
 	}
 	path, rest := b[16:16+n], b[16+n:]
 	var data []byte
-	if m := int(int32(binary.BigEndian.Uint32(rest[:4]))); m > 0 && 4+m <= len(rest) {
-		data = rest[4 : 4+m]
+	if len(rest) >= 4 {
+		if m := int(int32(binary.BigEndian.Uint32(rest[:4]))); m > 0 && 4+m <= len(rest) {
+			data = rest[4 : 4+m]
+		}
 	}
 	c.t.wrote(path, data)
-}
-
-// upgradeCreate turns a whole create request of a protected name, at the
-// start of b, into a create2: [len][xid][opcode][path][data][acl][flags].
-// go-zookeeper writes each request with one Write, so the header is here
-// when the frame is ours to change. c.mu is held.
-func (c *trackedConn) upgradeCreate(b []byte) {
-	if len(b) < 16 || int32(binary.BigEndian.Uint32(b[8:12])) != opCreate {
-		return
-	}
-	n := int(int32(binary.BigEndian.Uint32(b[12:16])))
-	if n <= 0 || 16+n > len(b) || !protectedPath(b[16:16+n]) {
+	if !protectedPath(path) {
 		return
 	}
 	binary.BigEndian.PutUint32(b[8:12], opCreate2)

@@ -127,7 +127,7 @@ func TestTrackerUpgradesProtectedCreates(t *testing.T) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.out.atBoundary() && c.out.frames > 0 {
-			c.upgradeCreate(b)
+			c.noteCreate(b)
 		}
 		c.out.feed(b, func([]byte) {})
 		return b
