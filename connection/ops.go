@@ -223,6 +223,14 @@ func valueThen[T any](c *Client, ctx context.Context, f func() (T, error), aband
 	if ctx.Done() == nil {
 		return f()
 	}
+	if ctx.Value(inlineKey{}) != nil {
+		// A goroutine of the client's own, that nothing waits for but its
+		// callback (ChildrenThen): it waits for the answer itself.
+		if err := ctx.Err(); err != nil {
+			return zero, err
+		}
+		return f()
+	}
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
@@ -492,6 +500,36 @@ func (c *Client) Children(ctx context.Context, path string) (children []string, 
 	})
 	return children, stat, err
 }
+
+// ChildrenThen is Children on a goroutine of the client, that calls then
+// with the result; then must not block. It costs one goroutine where a
+// Children on a goroutine of the caller's costs two (a call whose context
+// can end runs go-zookeeper's request on a goroutine of its own, to return
+// when the context ends): its go-zookeeper request runs on that goroutine
+// itself, so that when ctx ends then is called once the request was
+// answered or its connection lost, with its result, or, between retries,
+// with ctx's error. Close waits for it. A listing sent beside another
+// request (CreateProtectedThen) uses it: a burst of such requests is a
+// burst of goroutines, and the runtime keeps a goroutine's descriptor for
+// good once made.
+func (c *Client) ChildrenThen(ctx context.Context, path string, then func(children []string, stat *zk.Stat, err error)) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		then(nil, nil, errtext.Errorf("connection: children %s: %w", path, ErrClosed))
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		then(c.Children(context.WithValue(ctx, inlineKey{}, true), path))
+	}()
+}
+
+// inlineKey marks the context of a request whose go-zookeeper call runs
+// on the caller's goroutine even if the context can end (valueThen).
+type inlineKey struct{}
 
 // ChildrenW is Children that also sets a child watch.
 func (c *Client) ChildrenW(ctx context.Context, path string) (children []string, stat *zk.Stat, ch <-chan zk.Event, err error) {

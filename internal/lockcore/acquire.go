@@ -100,22 +100,27 @@ type firstListing struct {
 	err      error
 }
 
-// send is CreateProtectedThen's then: it must not block.
+// send is CreateProtectedThen's then: it must not block. The listing
+// costs one goroutine (ChildrenThen), which ends when it is answered.
 func (f *firstListing) send(ctx context.Context, c *connection.Client, dir string) {
 	f.sent.Store(true)
-	go func() {
-		defer close(f.done)
-		f.children, f.stat, f.err = c.Children(ctx, dir)
-	}()
+	c.ChildrenThen(ctx, dir, func(children []string, stat *zk.Stat, err error) {
+		f.children, f.stat, f.err = children, stat, err
+		close(f.done)
+	})
 }
 
 // names returns the listing and the directory's Stat if it was sent and
-// names ours; nil otherwise.
-func (f *firstListing) names(ours string) ([]string, *zk.Stat) {
+// names ours; nil otherwise, or when ctx ends first.
+func (f *firstListing) names(ctx context.Context, ours string) ([]string, *zk.Stat) {
 	if f == nil || !f.sent.Load() {
 		return nil, nil
 	}
-	<-f.done
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, nil // await lists again, and fails with ctx's error
+	}
 	if f.err != nil || f.stat == nil || !slices.Contains(f.children, ours) {
 		return nil, nil
 	}
@@ -130,35 +135,95 @@ var errRestart = errors.New("lockcore: restart")
 // or (when wait is false) another contender holds it (ErrWouldWait). On
 // any failure its node is deleted. If the session is lost while waiting,
 // it starts again in the next session, at the back of the queue.
+//
+// An idle waiter is its caller's goroutine, parked in park, and its
+// attempt. The goroutine's stack grew, during the requests of the wait
+// (the connection's retry and cancellation layers), to 8 KiB; the garbage
+// collector halves a stack of which less than a quarter is in use, so the
+// frames a waiter parks under are kept few and small: Acquire's loop
+// calls park itself, between the steps of await, whose state waits in the
+// attempt — not in await's frame, which is left.
 func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 	for {
-		// The first listing goes right behind the create: the two cost one
-		// round trip.
-		first := &firstListing{done: make(chan struct{})}
-		created, err := l.Client.CreateProtectedThen(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential,
-			func() { first.send(ctx, l.Client, l.Dir) })
+		t, err := l.create(ctx, wait)
 		if err != nil {
 			if errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
 				continue // CreateProtected waits for the next session
 			}
 			return Acquired{}, err
 		}
-		a, err := l.admit(ctx, created, wait, first)
+		err = l.admit(ctx, t)
+		for err == errPark {
+			if err = t.park(ctx); err == nil {
+				err = l.await(ctx, t)
+			}
+		}
 		if err == nil {
-			return a, nil
+			return t.a, nil
 		}
-		Abandon(l.Client, created.Session, created.Path, created.Czxid)
-		if errors.Is(err, errRestart) && ctx.Err() == nil {
-			continue
+		if err = l.giveUp(ctx, t, err); err != nil {
+			return Acquired{}, err
 		}
-		if errors.Is(err, errRestart) {
-			err = ctx.Err()
-		}
-		return Acquired{}, err
 	}
 }
 
-// await decides whether created holds the lock, waiting if allowed.
+// create makes the node of a new attempt, and sends the first listing
+// right behind it: the two cost one round trip.
+func (l *Lock) create(ctx context.Context, wait bool) (*attempt, error) {
+	first := &firstListing{done: make(chan struct{})}
+	created, err := l.Client.CreateProtectedThen(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential,
+		func() { first.send(ctx, l.Client, l.Dir) })
+	if err != nil {
+		return nil, err
+	}
+	t := &attempt{
+		// The create told the node's owner and czxid (the fencing token).
+		a:    Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid},
+		wait: wait, first: first,
+		w: waiter{ours: path.Base(created.Path), pred: l.Predicate, accept: l.Accept, relist: l.Relist, window: l.Window, line: l.Line},
+	}
+	t.next = t.w.created()
+	return t, nil
+}
+
+// giveUp deletes the node of an attempt that failed with err, and returns
+// nil to start again with a new node, or the error to return.
+func (l *Lock) giveUp(ctx context.Context, t *attempt, err error) error {
+	Abandon(l.Client, t.a.Session, t.a.Path, t.a.Token)
+	if errors.Is(err, errRestart) && ctx.Err() == nil {
+		return nil
+	}
+	if errors.Is(err, errRestart) {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// attempt is one node's way to a hold: await's state between its steps,
+// kept while the waiter is parked (see Acquire).
+type attempt struct {
+	a     Acquired // the node
+	w     waiter
+	wait  bool
+	first *firstListing // the listing sent behind the create, until await takes it
+	// Where await goes on from: the next step and its names, the zxid of
+	// the listing that asked for them (0 when they come from a kept
+	// listing), and whether our node's watch is to be set with a read
+	// (it fired for a change of its data).
+	next      step
+	names     []string
+	listed    int64
+	ownByRead bool
+}
+
+// errPark: await waits for one of the attempt's watches (park), then goes
+// on.
+var errPark = errors.New("lockcore: park")
+
+// await decides whether t's node holds the lock, waiting if allowed: it
+// returns nil with the hold in t.a, an error (errRestart: start again
+// with a new node), or errPark when it waits for a watch, which Acquire
+// does (park) before it calls await again.
 //
 // Safety of the 0-RTT handoff. A listing taken after our node was created
 // holds every contender ahead of ours: sequence numbers of one directory
@@ -279,25 +344,17 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 // listing: a queue where that can happen (a read/write lock's downgrade)
 // sets Relist, and a waiter then lists again after every deletion, as
 // Curator does.
-func (l *Lock) await(ctx context.Context, created connection.Created, wait bool, first *firstListing) (Acquired, error) {
-	// The create told the node's owner and czxid (the fencing token).
-	a := Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}
-	w := newWaiter(path.Base(created.Path), l.Predicate, l.Accept, l.Relist, l.Window)
-	w.line = l.Line
-	next, names := w.created(), []string(nil)
-	var (
-		err error
-		// listed is the zxid of the listing that asked for names (its
-		// directory's pzxid), 0 when names come from a kept listing.
-		listed int64
-		// ownByRead: our node's watch fired for a change of its data;
-		// it is set again with a read, not at a listing's zxid.
-		ownByRead bool
-	)
-	if next == stepList {
-		if children, stat := first.names(w.ours); children != nil {
-			next, names = w.listed(children)
-			listed = max(stat.Pzxid, 1)
+func (l *Lock) await(ctx context.Context, t *attempt) error {
+	w, a := &t.w, t.a
+	next, names, listed, ownByRead := t.next, t.names, t.listed, t.ownByRead
+	var err error
+	if first := t.first; first != nil {
+		t.first = nil
+		if next == stepList {
+			if children, stat := first.names(ctx, w.ours); children != nil {
+				next, names = w.listed(children)
+				listed = max(stat.Pzxid, 1)
+			}
 		}
 	}
 	for {
@@ -312,37 +369,44 @@ func (l *Lock) await(ctx context.Context, created connection.Created, wait bool,
 					held, err := l.confirm(ctx, a)
 					if err != nil {
 						a.OwnSoon.cancel()
+						return err
 					}
-					return held, err
+					t.a = held
+					return nil
 				}
 				// Held without a listing (the directory's first node):
 				// the node's watch is all that is left to set.
 				if err := l.watchOwn(ctx, w, a.Path); err != nil {
-					return Acquired{}, err
+					return err
 				}
 			}
 			if w.ownGone() {
-				return Acquired{}, errRestart
+				return errRestart
 			}
 			a.Own = w.own
-			return l.confirm(ctx, a)
+			held, err := l.confirm(ctx, a)
+			if err != nil {
+				return err // t.a is still the node, for giveUp
+			}
+			t.a = held
+			return nil
 		case stepRestart:
-			return Acquired{}, errRestart // our node is gone
+			return errRestart // our node is gone
 		case stepList:
 			next, names, listed, err = l.list(ctx, w)
 		case stepWatch:
-			if !wait {
-				return Acquired{}, ErrWouldWait
+			if !t.wait {
+				return ErrWouldWait
 			}
 			next, err = l.watch(ctx, w, a, names, listed, ownByRead)
 			listed = 0
 			if err == nil && next == stepWatch {
-				next, names, err = waitAny(ctx, created.Session, w)
-				ownByRead = ownByRead || next == stepList && w.own == nil && !l.Line
+				t.names, t.listed, t.ownByRead = nil, 0, ownByRead
+				return errPark
 			}
 		}
 		if err != nil {
-			return Acquired{}, err
+			return err
 		}
 	}
 }
@@ -491,63 +555,74 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 // package the caller knows.
 var ErrNodeGone = errors.New("node deleted")
 
-// waitAny waits for one of w's watches (its own node's among them), the
-// session's end or ctx, and tells w what fired. A watch a wait gives up on stays pending until its
-// node changes (see connection.Watch); it is shared, so giving up and
-// waiting again adds none. Its frame, and select2's, are small: a waiter
-// idles here, and its goroutine's stack is all it costs.
-func waitAny(ctx context.Context, sess *connection.Session, w *waiter) (step, []string, error) {
-	var (
-		i   int
-		err error
-	)
-	if len(w.watching) <= 2 {
-		i, err = select2(ctx, sess, w.own, w.watching)
-	} else {
-		i, err = selectN(ctx, sess, w.own, w.watching)
+// park waits for one of the attempt's watches (its own node's among
+// them), the session's end or ctx, and tells the waiter what fired (woke):
+// await goes on from there. A watch a wait gives up on stays pending
+// until its node changes (see connection.Watch); it is shared, so giving
+// up and waiting again adds none. A waiter idles here: its frame, and its
+// callers', are what its goroutine's stack holds, so the select is here,
+// not in a function of its own, and what follows it is in woke. A plain
+// select, unlike reflect.Select (selectN), needs no allocation; every
+// predicate asks for two watches at most.
+func (t *attempt) park(ctx context.Context) error {
+	w := &t.w
+	if len(w.watching) > 2 {
+		i, err := selectN(ctx, t.a.Session, w.own, w.watching)
+		if err != nil {
+			return err
+		}
+		t.woke(i)
+		return nil
 	}
-	if err != nil {
-		return 0, nil, err
+	var d0, d1 <-chan struct{} // a nil channel never fires
+	if len(w.watching) > 0 {
+		d0 = w.watching[0].w.Done()
 	}
-	if i < 0 {
-		return w.ownFired(), nil, nil
+	if len(w.watching) > 1 {
+		d1 = w.watching[1].w.Done()
 	}
-	fired := w.watching[i]
-	if fired.w.Err() != nil {
-		return 0, nil, errRestart // the session ended
-	}
-	if fired.w.Event().Type == zk.EventNodeDeleted {
-		next, names := w.deleted(fired.name)
-		return next, names, nil
-	}
-	next, names := w.changed(fired.name)
-	return next, names, nil
-}
-
-// select2 waits for one of at most two watches (every predicate asks for
-// no more), our own node's watch, the session's end or ctx, and returns the
-// index of the watch that fired, -1 for our own. A plain select, unlike
-// reflect.Select, needs no allocation.
-func select2(ctx context.Context, sess *connection.Session, own *connection.Watch, ws []watching) (int, error) {
-	var dones [2]<-chan struct{} // a nil channel never fires
-	for i, x := range ws {
-		dones[i] = x.w.Done()
-	}
+	i := 0
 	select {
-	case <-ownDone(own):
-		return -1, nil
-	case <-dones[0]:
-		return 0, nil
-	case <-dones[1]:
-		return 1, nil
-	case <-sess.Done():
-		return 0, errRestart
+	case <-ownDone(w.own):
+		i = -1
+	case <-d0:
+	case <-d1:
+		i = 1
+	case <-t.a.Session.Done():
+		return errRestart
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return ctx.Err()
 	}
+	t.woke(i)
+	return nil
 }
 
-// selectN is select2 for any number of watches.
+// woke tells the waiter that its watch i fired (-1: our own node's), and
+// sets where await goes on from.
+//
+//go:noinline
+func (t *attempt) woke(i int) {
+	w := &t.w
+	var (
+		next  step
+		names []string
+	)
+	switch {
+	case i < 0:
+		next = w.ownFired()
+	case w.watching[i].w.Err() != nil:
+		next = stepRestart // the session ended
+	case w.watching[i].w.Event().Type == zk.EventNodeDeleted:
+		next, names = w.deleted(w.watching[i].name)
+	default:
+		next, names = w.changed(w.watching[i].name)
+	}
+	t.next, t.names = next, names
+	t.ownByRead = t.ownByRead || next == stepList && w.own == nil && !w.line
+}
+
+// selectN is park's select for any number of watches: the index of the
+// watch that fired, -1 for our own.
 func selectN(ctx context.Context, sess *connection.Session, own *connection.Watch, ws []watching) (int, error) {
 	cases := make([]reflect.SelectCase, 0, len(ws)+3)
 	for _, x := range ws {

@@ -2,7 +2,6 @@ package lockcore
 
 import (
 	"context"
-	"path"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
@@ -37,9 +36,9 @@ import (
 // The first child ever (number 0, which holds without listing) is not
 // affected: 3.6+ give 0 once per directory, and a negative number never
 // counts up to it.
-func (l *Lock) admit(ctx context.Context, created connection.Created, wait bool, first *firstListing) (Acquired, error) {
-	if c, ok := Parse(path.Base(created.Path)); ok && Exhausted(c.N) {
-		return Acquired{}, errtext.Errorf("%w (%s numbered a node %s)", connection.ErrSequenceExhausted, l.Dir, c.Seq)
+func (l *Lock) admit(ctx context.Context, t *attempt) error {
+	if c, ok := Parse(t.w.ours); ok && Exhausted(c.N) {
+		return errtext.Errorf("%w (%s numbered a node %s)", connection.ErrSequenceExhausted, l.Dir, c.Seq)
 	}
-	return l.await(ctx, created, wait, first)
+	return l.await(ctx, t)
 }

@@ -111,7 +111,7 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 	m.h = lockcore.NewHolder(c, lockcore.HolderConfig{
 		Name:         "mutex",
 		Path:         path,
-		Acquire:      m.core.Acquire,
+		Core:         &m.core,
 		Release:      m.core.Release,
 		ErrLocked:    ErrLocked,
 		ErrNotLocked: ErrNotLocked,
