@@ -141,6 +141,16 @@ func (w *Watch) Done() <-chan struct{} {
 	return w.done
 }
 
+// Fired reports whether the watch has fired, for a change of its node or
+// the end of its session: Event and Err are then valid. Unlike a look at
+// Done, it makes no channel: a waiter told by a Hook (AddHook) that
+// something fired finds what with it.
+func (w *Watch) Fired() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fired
+}
+
 // Event is what fired the watch; valid once Done is closed. Its path is a
 // server path (with the namespace).
 func (w *Watch) Event() zk.Event {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"path"
-	"reflect"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -214,6 +213,7 @@ type attempt struct {
 	names     []string
 	listed    int64
 	ownByRead bool
+	wake      chan struct{} // a watch fired (park)
 }
 
 // errPark: await waits for one of the attempt's watches (park), then goes
@@ -556,45 +556,89 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 var ErrNodeGone = errors.New("node deleted")
 
 // park waits for one of the attempt's watches (its own node's among
-// them), the session's end or ctx, and tells the waiter what fired (woke):
-// await goes on from there. A watch a wait gives up on stays pending
-// until its node changes (see connection.Watch); it is shared, so giving
-// up and waiting again adds none. A waiter idles here: its frame, and its
-// callers', are what its goroutine's stack holds, so the select is here,
-// not in a function of its own, and what follows it is in woke. A plain
-// select, unlike reflect.Select (selectN), needs no allocation; every
-// predicate asks for two watches at most.
+// them) to fire, the session's end or ctx, and tells the waiter what
+// fired (woke): await goes on from there. A watch a wait gives up on
+// stays pending until its node changes (see connection.Watch); it is
+// shared, so giving up and waiting again adds none.
+//
+// A waiter idles here, and costs what it waits with. The attempt is the
+// Hook of each of its watches while it parks, and a watch that fires
+// sends on the attempt's one wake channel: the select waits on three
+// channels, whatever the number of watches, and the watches make none —
+// where a select on each watch's Done made a channel per watch and held a
+// runtime waiting record per channel. After a wake, the watches are
+// looked at in order, our own node's first, so that a deletion of our
+// node is seen before any later event (see await); a wake with nothing
+// fired (a hook's send left from an earlier park) waits again. The
+// waiter's frames, and its callers', are what its goroutine's stack
+// holds: the select is here, not in a function of its own, and what
+// follows a wake is in woke.
 func (t *attempt) park(ctx context.Context) error {
-	w := &t.w
-	if len(w.watching) > 2 {
-		i, err := selectN(ctx, t.a.Session, w.own, w.watching)
-		if err != nil {
-			return err
+	if t.wake == nil {
+		t.wake = make(chan struct{}, 1)
+	}
+	for {
+		if i, ok := t.fired(); ok {
+			t.woke(i)
+			return nil
 		}
-		t.woke(i)
-		return nil
+		t.hooks(true)
+		select {
+		case <-t.wake:
+		case <-t.a.Session.Done():
+			t.hooks(false)
+			return errRestart
+		case <-ctx.Done():
+			t.hooks(false)
+			return ctx.Err()
+		}
+		t.hooks(false)
 	}
-	var d0, d1 <-chan struct{} // a nil channel never fires
-	if len(w.watching) > 0 {
-		d0 = w.watching[0].w.Done()
+}
+
+// fired returns the first of the attempt's watches that fired: our own
+// node's (-1), then those of w.watching in order.
+func (t *attempt) fired() (int, bool) {
+	w := &t.w
+	if w.own != nil && w.own.Fired() {
+		return -1, true
 	}
-	if len(w.watching) > 1 {
-		d1 = w.watching[1].w.Done()
+	for i, x := range w.watching {
+		if x.w.Fired() {
+			return i, true
+		}
 	}
-	i := 0
+	return 0, false
+}
+
+// hooks makes the attempt the Hook of its watches (on), or no longer. A
+// watch that fired already calls WatchFired at once.
+func (t *attempt) hooks(on bool) {
+	w := &t.w
+	if w.own != nil {
+		if on {
+			w.own.AddHook(t)
+		} else {
+			w.own.RemoveHook(t)
+		}
+	}
+	for _, x := range w.watching {
+		if on {
+			x.w.AddHook(t)
+		} else {
+			x.w.RemoveHook(t)
+		}
+	}
+}
+
+// WatchFired wakes park: the attempt is the Hook of its watches while it
+// parks. It runs on go-zookeeper's receive loop, and never blocks: a wake
+// already pending says it all.
+func (t *attempt) WatchFired(*connection.Watch, zk.Event) {
 	select {
-	case <-ownDone(w.own):
-		i = -1
-	case <-d0:
-	case <-d1:
-		i = 1
-	case <-t.a.Session.Done():
-		return errRestart
-	case <-ctx.Done():
-		return ctx.Err()
+	case t.wake <- struct{}{}:
+	default:
 	}
-	t.woke(i)
-	return nil
 }
 
 // woke tells the waiter that its watch i fired (-1: our own node's), and
@@ -610,7 +654,7 @@ func (t *attempt) woke(i int) {
 	switch {
 	case i < 0:
 		next = w.ownFired()
-	case w.watching[i].w.Err() != nil:
+	case w.watching[i].w.Event().Type == zk.EventNotWatching:
 		next = stepRestart // the session ended
 	case w.watching[i].w.Event().Type == zk.EventNodeDeleted:
 		next, names = w.deleted(w.watching[i].name)
@@ -619,37 +663,6 @@ func (t *attempt) woke(i int) {
 	}
 	t.next, t.names = next, names
 	t.ownByRead = t.ownByRead || next == stepList && w.own == nil && !w.line
-}
-
-// selectN is park's select for any number of watches: the index of the
-// watch that fired, -1 for our own.
-func selectN(ctx context.Context, sess *connection.Session, own *connection.Watch, ws []watching) (int, error) {
-	cases := make([]reflect.SelectCase, 0, len(ws)+3)
-	for _, x := range ws {
-		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(x.w.Done())})
-	}
-	cases = append(cases,
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(sess.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-		reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ownDone(own))})
-	i, _, _ := reflect.Select(cases)
-	switch i {
-	case len(ws):
-		return 0, errRestart
-	case len(ws) + 1:
-		return 0, ctx.Err()
-	case len(ws) + 2:
-		return -1, nil
-	}
-	return i, nil
-}
-
-// ownDone is own's Done, nil (never ready) for no watch.
-func ownDone(own *connection.Watch) <-chan struct{} {
-	if own == nil {
-		return nil
-	}
-	return own.Done()
 }
 
 // restartOn turns a lost session into errRestart and passes other errors.

@@ -169,15 +169,10 @@ func (w *waiter) missing() step { return stepList }
 // the end of its session: the node is gone, and must not hold. (A change
 // of its data fires it too; ownFired says what to do then.)
 func (w *waiter) ownGone() bool {
-	if w.own == nil {
+	if w.own == nil || !w.own.Fired() {
 		return false
 	}
-	select {
-	case <-w.own.Done():
-		return w.own.Event().Type != zk.EventNodeDataChanged
-	default:
-		return false
-	}
+	return w.own.Event().Type != zk.EventNodeDataChanged
 }
 
 // ownFired: our own node's watch fired. Deleted, or its session over: the
