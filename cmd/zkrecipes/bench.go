@@ -495,13 +495,16 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   A waiter far back in the queue keeps only the three contenders nearest
   ahead of it.
 - **Idle waiters.** A waiting zkrecipes Mutex costs its caller's goroutine
-  and that goroutine's stack, which the requests of the wait (through the
-  connection's retry and cancellation layers) grow to 8 KiB; the few
-  contenders it keeps; its watch; and no goroutine of its own — a watch
-  fires from go-zookeeper's event callback. zk.Lock's waiter is a goroutine
-  and a channel, and it keeps nothing else. Curator and Kazoo block a
-  thread per waiter. The CPU of an idle process is the session's pings:
-  compare it with the column before the waiters.
+  and that goroutine's stack; the few contenders it keeps, with names of
+  their own; its watches, which tell it through a hook; and no goroutine
+  of its own — a watch fires from go-zookeeper's event callback. The
+  requests of the wait (through the connection's retry and cancellation
+  layers) grow the stack to 8 KiB; the waiter parks under a few small
+  frames, so that the garbage collector halves it, to 4 KiB (not to the
+  2 KiB a goroutine starts with). zk.Lock's waiter is a goroutine and a
+  channel, and it keeps nothing else. Curator and Kazoo block a thread
+  per waiter. The CPU of an idle process is the session's pings: compare
+  it with the column before the waiters.
 - **Counters.** Every increment is a read and a compare-and-set on the
   node's version, so contending participants mostly lose races and sleep:
   with many participants the rate is set by the retry policy's sleeps more
