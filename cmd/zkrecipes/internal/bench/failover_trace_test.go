@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ type tapFrame struct {
 	xid      int32 // -1 notification, -2 ping
 	op       int32 // client to server: the opcode
 	session  int64 // connect response: the session
+	conn     int   // which connection (tapConns)
 }
 
 // tap forwards one address and records every frame with the time its
@@ -41,6 +43,9 @@ type tap struct {
 	wg     sync.WaitGroup
 	conns  []net.Conn
 }
+
+// tapConns numbers the taps' connections, all taps together.
+var tapConns atomic.Int64
 
 func newTap(t *testing.T, target string) *tap {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -63,10 +68,11 @@ func newTap(t *testing.T, target string) *tap {
 			}
 			tp.mu.Lock()
 			tp.conns = append(tp.conns, c, s)
+			n := int(tapConns.Add(1))
 			tp.mu.Unlock()
 			tp.wg.Add(2)
-			go tp.pipe(c, s, false)
-			go tp.pipe(s, c, true)
+			go tp.pipe(c, s, false, n)
+			go tp.pipe(s, c, true, n)
 		}
 	}()
 	t.Cleanup(tp.close)
@@ -85,7 +91,7 @@ func (tp *tap) close() {
 	tp.wg.Wait()
 }
 
-func (tp *tap) pipe(src, dst net.Conn, toClient bool) {
+func (tp *tap) pipe(src, dst net.Conn, toClient bool, conn int) {
 	defer tp.wg.Done()
 	defer dst.Close()
 	defer src.Close()
@@ -103,7 +109,7 @@ func (tp *tap) pipe(src, dst net.Conn, toClient bool) {
 					break
 				}
 				body := pending[4 : 4+size]
-				f := tapFrame{at: now, toClient: toClient, connect: first}
+				f := tapFrame{at: now, toClient: toClient, connect: first, conn: conn}
 				switch {
 				case first && toClient && len(body) >= 16:
 					f.session = int64(binary.BigEndian.Uint64(body[8:]))

@@ -238,8 +238,12 @@ func failoverQuiet(timeout time.Duration) time.Duration { return timeout / 6 }
 // each failover gives every implementation the same spread of points.
 func failoverStarts(n int, tick time.Duration) []time.Duration {
 	ds := make([]time.Duration, n)
+	if n == 0 {
+		return ds
+	}
+	width := max(tick/time.Duration(n), 1)
 	for i, k := range rand.Perm(n) {
-		ds[i] = time.Duration((float64(k) + rand.Float64()) / float64(n) * float64(tick))
+		ds[i] = time.Duration(k)*tick/time.Duration(n) + rand.N(width)
 	}
 	return ds
 }
