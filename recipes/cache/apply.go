@@ -148,8 +148,10 @@ func (w *worker) listDone(o *op, r *result) {
 		w.failed(o, r)
 		return
 	case e.node != nil && r.stat.Czxid < e.node.Stat.Czxid,
+		r.stat.Czxid < e.list.Czxid,
 		e.list.Czxid == r.stat.Czxid && r.stat.Pzxid < e.list.Pzxid:
-		// Older than the view: list again.
+		// Older than the view, or than the last listing (a node not read
+		// yet has no Stat to compare with): list again.
 		w.markDirty(o, modeGet)
 		w.settle(o, 0)
 		return
@@ -171,6 +173,17 @@ func (w *worker) listDone(o *op, r *result) {
 // (their reads tracked with the listing's, so a load includes them), names
 // gone are deleted with their subtrees.
 func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
+	if e.list.Czxid != 0 && e.list.Czxid != stat.Czxid {
+		// The children are of an older node at the path (e not read
+		// yet, or read as that node): a child of the same name is
+		// another node, not to be kept, or its read of the old node
+		// would be published under the new one.
+		for _, k := range e.children() {
+			w.unpublishTree(k)
+			w.remove(k)
+		}
+		e.setChildren(nil)
+	}
 	e.list = listOf(stat)
 	hadErr := e.listErr() != nil
 	e.setRare(func(x *entryRare) { x.listErr = nil })
@@ -249,6 +262,15 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 	n := &Node{Path: e.path, Data: data, Stat: *stat}
 	old := e.node
+	if old == nil && e.list.Czxid > stat.Czxid {
+		// Older than the listing applied (its answer came after the
+		// listing's, the reads' goroutines hand them over in any order):
+		// the node was deleted and made again since. Read it again:
+		// published now, it would bring the new node's children under
+		// the old one, then Deleted with it and Created again.
+		w.markDirty(o, modeGet)
+		return false
+	}
 	if p := e.parent; p != nil && p.listErr() == nil && p.list.Pzxid < stat.Czxid &&
 		(old == nil || stat.Czxid > old.Stat.Czxid) {
 		w.awaitParent(o, e)
