@@ -608,3 +608,121 @@ func TestCloseWhileManyParked(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestManyParkedWaitersRequeueAfterExpiry: ten waiters of one client are
+// parked behind a holder of another, hooked on each other's shared
+// watches. The client is silenced until the server expires its session:
+// every parked waiter wakes with the session's end, and queues again in
+// the next session. Then the holder releases. Each waiter must hold in
+// turn, alone in the process and first on the server, with a node of the
+// new session; none may hang.
+func TestManyParkedWaitersRequeueAfterExpiry(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/lock"
+	obs := ens.Conn(t)
+	p, err := zkserver.NewProxy(ens.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := ctxFor(t, 3*time.Minute)
+	hc := open(t, ens.Servers())
+	wc := open(t, p.Servers(), connection.WithSessionTimeout(3*time.Second))
+	h := newMutex(t, hc, lock)
+	if err := h.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	old := wc.Session()
+	const waiters = 10
+	var (
+		holders atomic.Int32
+		mu      sync.Mutex
+		fails   []string
+		wg      sync.WaitGroup
+		done    atomic.Int32
+	)
+	for i := range waiters {
+		m := newMutex(t, wc, lock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.Lock(ctx); err != nil {
+				mu.Lock()
+				fails = append(fails, fmt.Sprintf("waiter %d: Lock: %v", i, err))
+				mu.Unlock()
+				return
+			}
+			if n := holders.Add(1); n != 1 {
+				mu.Lock()
+				fails = append(fails, fmt.Sprintf("waiter %d: %d holders in the process", i, n))
+				mu.Unlock()
+			}
+			if first, err := firstContender(obs, lock); (err != nil || first != m.Node()) && !closed(m.Done()) {
+				mu.Lock()
+				fails = append(fails, fmt.Sprintf("waiter %d: holds %s, the server's first is %s (%v)", i, m.Node(), first, err))
+				mu.Unlock()
+			}
+			if s := wc.Session(); s == old {
+				mu.Lock()
+				fails = append(fails, fmt.Sprintf("waiter %d: holds in the old session", i))
+				mu.Unlock()
+			}
+			time.Sleep(5 * time.Millisecond)
+			holders.Add(-1)
+			if err := m.Unlock(ctx); err != nil {
+				mu.Lock()
+				fails = append(fails, fmt.Sprintf("waiter %d: Unlock: %v", i, err))
+				mu.Unlock()
+			}
+			done.Add(1)
+		}()
+	}
+	count := func(want int) func() error {
+		return func() error {
+			kids, _, err := obs.Children(lock)
+			if err != nil {
+				return err
+			}
+			if len(kids) != want {
+				return fmt.Errorf("%d contenders, want %d", len(kids), want)
+			}
+			return nil
+		}
+	}
+	zktest.Eventually(t, 20*time.Second, "the waiters' nodes", count(waiters+1))
+	time.Sleep(300 * time.Millisecond) // parked
+	p.Blackhole()
+	zktest.Eventually(t, 30*time.Second, "the old session's nodes gone", count(1))
+	p.Restore()
+	zktest.Eventually(t, 30*time.Second, "the new session's nodes", count(waiters+1))
+	time.Sleep(300 * time.Millisecond)
+	if holders.Load() != 0 {
+		t.Fatal("a waiter holds while the holder's node is first")
+	}
+	if err := h.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%d of %d waiters held within 60 s of the release", done.Load(), waiters)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, f := range fails {
+		t.Error(f)
+	}
+	zktest.Eventually(t, 10*time.Second, "no node left", func() error {
+		kids, _, err := obs.Children(lock)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		if len(kids) != 0 {
+			return fmt.Errorf("left %v", kids)
+		}
+		return nil
+	})
+}
