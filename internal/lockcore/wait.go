@@ -95,21 +95,18 @@ func (w *waiter) listed(children []string) (step, []string) {
 	return w.decide()
 }
 
-// detach gives the kept contenders other than ours names of their own,
-// in one string: they are substrings of the listing's names, which the
-// client decodes one allocation after another, and a waiter that keeps
-// three of a hundred would keep the spans of the hundred in use for as
-// long as it waits (with 10,000 idle waiters, more than half the heap
-// they held was such spans).
+// detach gives the kept contenders names of their own: ours the
+// waiter's own string, the others one string together. As substrings of
+// the listing's names, which the client decodes one allocation after
+// another, three kept of a hundred would keep the spans of the hundred in
+// use for as long as the waiter waits (with 10,000 idle waiters, more
+// than half the heap they held was such spans).
 func detach(cs []Contender, ours string) {
 	n := 0
 	for _, c := range cs {
 		if c.Name != ours {
 			n += len(c.Name)
 		}
-	}
-	if n == 0 {
-		return
 	}
 	var b strings.Builder
 	b.Grow(n)
@@ -121,6 +118,8 @@ func detach(cs []Contender, ours string) {
 	all, at := b.String(), 0
 	for i, c := range cs {
 		if c.Name == ours {
+			// Ours is the waiter's own string, not the listing's.
+			cs[i].Name, cs[i].Seq = ours, ours[len(ours)-len(c.Seq):]
 			continue
 		}
 		name := all[at : at+len(c.Name)]
