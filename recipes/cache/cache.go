@@ -37,7 +37,7 @@ type Cache struct {
 
 	// mu guards the view and the trust state: the worker writes them,
 	// readers and listeners read them. The view is the worker's entries
-	// that are published (entry.node): the worker changes those fields,
+	// that are published (entry.published): the worker changes those fields,
 	// and the entries' children, only while it holds mu.
 	mu          sync.RWMutex
 	published   int // entries published: the view's nodes
@@ -112,7 +112,7 @@ func (c *Cache) Get(path string) (Node, bool) {
 	if e == nil {
 		return Node{}, false
 	}
-	return *e.node, true
+	return e.node(path), true // path is e's: lookup found it by its names
 }
 
 // find returns the published entry of the node at path, or nil; c.mu is
@@ -136,7 +136,7 @@ func (c *Cache) Children(path string) (names []string, ok bool) {
 	}
 	for _, k := range e.children() {
 		if k.published {
-			names = append(names, k.name()) // sorted
+			names = append(names, k.name) // sorted
 		}
 	}
 	return names, true
@@ -151,18 +151,18 @@ func (c *Cache) Snapshot() Snapshot {
 }
 
 func (c *Cache) snapshotLocked() Snapshot {
-	nodes := make(map[string]*Node, c.published)
-	var walk func(e *entry)
-	walk = func(e *entry) {
+	nodes := make(map[string]Node, c.published)
+	var walk func(e *entry, path string)
+	walk = func(e *entry, path string) {
 		if !e.published {
 			return // nor are its children
 		}
-		nodes[e.path] = e.node
+		nodes[path] = e.node(path)
 		for _, k := range e.children() {
-			walk(k)
+			walk(k, join(path, k.name))
 		}
 	}
-	walk(c.w.root)
+	walk(c.w.root, c.w.root.name)
 	return Snapshot{&snapshot{nodes: nodes, initialized: c.initialized, trusted: c.trusted}}
 }
 

@@ -37,7 +37,7 @@ type Snapshot struct {
 }
 
 type snapshot struct {
-	nodes       map[string]*Node
+	nodes       map[string]Node
 	initialized bool
 	trusted     bool
 
@@ -51,10 +51,7 @@ func (s Snapshot) Get(path string) (Node, bool) {
 		return Node{}, false
 	}
 	n, ok := s.s.nodes[path]
-	if !ok {
-		return Node{}, false
-	}
-	return *n, true
+	return n, ok
 }
 
 // Children returns the sorted names of the cached children of the node at

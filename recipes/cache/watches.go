@@ -189,13 +189,13 @@ func (w *worker) fire(o *op, ev zk.Event) {
 // lookup returns the entry of the node at path p, or nil.
 func (w *worker) lookup(p string) *entry {
 	e := w.root
-	rest, ok := strings.CutPrefix(p, e.path)
+	rest, ok := strings.CutPrefix(p, e.name) // the root's: its path
 	switch {
 	case !ok:
 		return nil
 	case rest == "":
 		return e
-	case e.path != "/":
+	case e.name != "/":
 		if rest[0] != '/' {
 			return nil
 		}
