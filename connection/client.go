@@ -50,6 +50,7 @@ type Client struct {
 	ownArming  map[watchKey][]*arming           // setWatches in flight
 	ownPending int                              // kinds pending in own
 	sinks      map[uint32]*WatchSink
+	tables     []*WatchSink // the open sinks with a WatchTable
 	sinkSeq    uint32
 
 	// tooLarge holds the requests (tooLargeKey: kind and server path)
@@ -581,16 +582,31 @@ type Stats struct {
 // Stats returns the client's counters, summed over all its sessions.
 func (c *Client) Stats() Stats {
 	c.watchMu.Lock()
-	pending := len(c.watches) + c.ownPending
-	if c.ownPending > 0 && len(c.watches) > 0 {
-		// A node and kind a sink and a shared Watch both wait on is one
+	own, several := c.ownCountLocked()
+	pending := len(c.watches) + own
+	if several || own > 0 && len(c.watches) > 0 {
+		// A node and kind that sinks and shared Watches wait on is one
 		// watch on the server: count it once.
+		seen := map[watchKey]struct{}{}
+		handles := map[*zk.Conn]struct{}{}
 		for zc := range c.own {
+			handles[zc] = struct{}{}
+		}
+		for _, s := range c.tables {
+			if s.tzc != nil {
+				handles[s.tzc] = struct{}{}
+			}
+		}
+		for zc := range handles {
 			c.ownPendingLocked(zc, func(spath string, kind watchKind) {
-				if _, ok := c.watches[watchKey{zc, spath, kind}]; ok {
-					pending--
-				}
+				seen[watchKey{zc, spath, kind}] = struct{}{}
 			})
+		}
+		pending = len(c.watches)
+		for key := range seen {
+			if _, ok := c.watches[key]; !ok {
+				pending++
+			}
 		}
 	}
 	c.watchMu.Unlock()

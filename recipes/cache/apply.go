@@ -241,15 +241,18 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 			gone = true
 		}
 	}
-	if gone {
-		kids = slices.DeleteFunc(kids, func(k *entry) bool { return k.removed })
-	}
-	if len(added) > 0 {
-		kids = append(kids, added...)
-		slices.SortFunc(kids, byName)
-	}
 	if gone || len(added) > 0 {
+		t := &w.c.table
+		t.mu.Lock() // the slice is changed in place
+		if gone {
+			kids = slices.DeleteFunc(kids, func(k *entry) bool { return k.removed })
+		}
+		if len(added) > 0 {
+			kids = append(kids, added...)
+			slices.SortFunc(kids, byName)
+		}
 		e.setChildren(kids)
+		t.mu.Unlock()
 	}
 	if hadErr || newer {
 		w.refresh(e, ls) // the node's child fields the listing's, and its Err
@@ -405,7 +408,9 @@ func (w *worker) vanish(e *entry) {
 	if p := e.parent; p != nil {
 		kids := p.children()
 		if i, ok := slices.BinarySearchFunc(kids, e.name, cmpName); ok && kids[i] == e {
+			w.c.table.mu.Lock()
 			p.setChildren(slices.Delete(kids, i, i+1))
+			w.c.table.mu.Unlock()
 		}
 	}
 }
@@ -415,7 +420,9 @@ func (w *worker) dropKids(e *entry) {
 	for _, k := range e.children() {
 		w.remove(k)
 	}
+	w.c.table.mu.Lock()
 	e.setChildren(nil)
+	w.c.table.mu.Unlock()
 }
 
 // remove forgets e and its subtree: no more reads, no more watches. Its
@@ -423,7 +430,11 @@ func (w *worker) dropKids(e *entry) {
 // all of them (dropKids, applyListing).
 func (w *worker) remove(e *entry) {
 	w.dropKids(e)
+	t := &w.c.table
+	t.mu.Lock()
 	e.removed = true
+	t.orphan(e)
+	t.mu.Unlock()
 	for _, o := range e.ops() {
 		w.clearOp(o)
 	}

@@ -55,6 +55,7 @@ type Cache struct {
 
 	inbox inbox                 // fired watches, from the connection's hooks to the worker
 	sink  *connection.WatchSink // the watches of bulk reads (watches.go)
+	table watchTable            // the sink's watches, in the entries (table.go)
 	w     *worker
 
 	reads, syncReads, watches atomic.Int64
@@ -90,9 +91,12 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 		syncs:     make(chan chan error),
 	}
 	c.inbox.wake = make(chan struct{}, 1)
-	c.sink = client.NewWatchSink(func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
+	c.sink = client.NewWatchSinkTable(&c.table, func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.w = newWorker(c)
+	c.table.mu.Lock()
+	c.table.root = c.w.root
+	c.table.mu.Unlock()
 	inboxes.Store(c.w.root, &c.inbox)
 	c.wg.Add(1)
 	go c.w.run()

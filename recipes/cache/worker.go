@@ -132,7 +132,8 @@ type entry struct {
 	listed    bool // a listing was applied, and its Stat is the node's (list)
 	listable  bool // its children are cached (depth and selector)
 	published bool
-	removed   bool
+	removed   bool  // written under the table's lock (table.go)
+	watched   uint8 // the sink's watches pending on the server: the table's (table.go)
 
 	data, listing op
 }
@@ -256,7 +257,8 @@ func (e *entry) children() []*entry {
 	return *e.kids
 }
 
-// setChildren makes kids, sorted by name, e's children.
+// setChildren makes kids, sorted by name, e's children; the table's lock
+// is held (table.go).
 func (e *entry) setChildren(kids []*entry) {
 	switch {
 	case len(kids) == 0:
