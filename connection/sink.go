@@ -363,7 +363,10 @@ func (c *Client) fireOwnLocked(zc *zk.Conn, spath string, kinds uint8, ev zk.Eve
 		}
 		c.unarmLocked(key)
 	}
-	path := c.client(spath)
+	var path string // the client's, made when needed
+	if len(c.tables) > 0 {
+		path = c.client(spath)
+	}
 	for _, s := range c.tables {
 		if s.tzc == zc && s.table.TakeWatches(path, kinds) != 0 {
 			told(s)
@@ -391,6 +394,9 @@ func (c *Client) fireOwnLocked(zc *zk.Conn, spath string, kinds uint8, ev zk.Eve
 				}
 			}
 		}
+	}
+	if len(tell) > 0 && path == "" {
+		path = c.client(spath)
 	}
 	for _, s := range tell {
 		s.f(path, ev)
@@ -459,6 +465,21 @@ func (c *Client) ownPendingLocked(zc *zk.Conn, f func(spath string, kind watchKi
 			s.table.RangeWatches(func(path string, kinds uint8) { each(c.server(path), kinds) })
 		}
 	}
+}
+
+// ownSourcesLocked returns how many tables hold sink watches of handle
+// zc: the client's and the sinks'.
+func (c *Client) ownSourcesLocked(zc *zk.Conn) int {
+	n := 0
+	if len(c.own[zc]) > 0 {
+		n++
+	}
+	for _, s := range c.tables {
+		if s.tzc == zc && s.table.CountWatches() > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // ownCountLocked returns the number of sink watches pending, and whether

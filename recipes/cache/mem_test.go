@@ -77,8 +77,21 @@ func TestViewMemory(t *testing.T) {
 			}
 			after := settledHeap()
 			per := float64(after-before) / float64(nodes)
-			t.Logf("%d nodes: first view in %v, heap %d B more, %.0f B/node, %d watches", nodes,
-				load.Round(time.Millisecond), after-before, per, c.Stats().Watches)
+			snapStart := time.Now()
+			snap := c.Snapshot()
+			snapTime := time.Since(snapStart)
+			getStart := time.Now()
+			for _, p := range levels[2] {
+				if _, ok := snap.Get(p); !ok {
+					t.Fatalf("%s not in the snapshot", p)
+				}
+				if _, ok := c.Get(p); !ok {
+					t.Fatalf("%s not in the view", p)
+				}
+			}
+			getTime := time.Since(getStart) / time.Duration(max(1, len(levels[2])))
+			t.Logf("%d nodes: first view in %v, heap %d B more, %.0f B/node, %d watches; a snapshot in %v, a Get of the view and of the snapshot %v",
+				nodes, load.Round(time.Millisecond), after-before, per, c.Stats().Watches, snapTime.Round(100*time.Microsecond), getTime)
 			if prof != "" {
 				fh, err := os.Create(prof + strconv.Itoa(size))
 				if err != nil {
