@@ -147,7 +147,7 @@ func (c *Cache) Children(path string) (names []string, ok bool) {
 }
 
 // Snapshot returns the whole view as an immutable value. It copies the
-// view's index (not the data): O(nodes).
+// view's tree, each node's name and Stat (not its data): O(nodes).
 func (c *Cache) Snapshot() Snapshot {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -155,19 +155,31 @@ func (c *Cache) Snapshot() Snapshot {
 }
 
 func (c *Cache) snapshotLocked() Snapshot {
-	nodes := make(map[string]Node, c.published)
-	var walk func(e *entry, path string)
-	walk = func(e *entry, path string) {
-		if !e.published {
-			return // nor are its children
-		}
-		nodes[path] = e.node(path)
-		for _, k := range e.children() {
-			walk(k, join(path, k.name))
-		}
+	s := &snapshot{root: c.root, initialized: c.initialized, trusted: c.trusted}
+	root := c.w.root
+	if !root.published {
+		return Snapshot{s}
 	}
-	walk(c.w.root, c.w.root.name)
-	return Snapshot{&snapshot{nodes: nodes, initialized: c.initialized, trusted: c.trusted}}
+	// Breadth first: an entry's published children after the nodes
+	// already copied, consecutive. Only a published entry's children can
+	// be published.
+	s.nodes = make([]snapNode, 0, c.published)
+	ents := make([]*entry, 0, c.published)
+	add := func(e *entry) {
+		s.nodes = append(s.nodes, snapNode{name: e.name, data: e.bytes, stat: e.stat(), err: e.nodeErr()})
+		ents = append(ents, e)
+	}
+	add(root)
+	for i := 0; i < len(ents); i++ {
+		start := len(s.nodes)
+		for _, k := range ents[i].children() {
+			if k.published {
+				add(k)
+			}
+		}
+		s.nodes[i].kids, s.nodes[i].end = int32(start), int32(len(s.nodes))
+	}
+	return Snapshot{s}
 }
 
 // Initialized returns a channel closed once the first full load is in:

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"math/bits"
-	"strings"
 	"sync"
 )
 
@@ -150,29 +149,9 @@ func (t *watchTable) orphan(e *entry) {
 
 // lookupIn returns the entry of the node at path p under root, or nil.
 func lookupIn(root *entry, p string) *entry {
-	e := root
-	rest, ok := strings.CutPrefix(p, e.name) // the root's: its path
-	switch {
-	case !ok:
-		return nil
-	case rest == "":
-		return e
-	case e.name != "/":
-		if rest[0] != '/' {
-			return nil
-		}
-		rest = rest[1:]
-	}
-	for e != nil {
-		name := rest
-		i := strings.IndexByte(rest, '/')
-		if i >= 0 {
-			name, rest = rest[:i], rest[i+1:]
-		}
-		e = e.kid(name)
-		if i < 0 {
-			return e
-		}
-	}
-	return nil
+	e, _ := resolve(root.name, p, root, func(e *entry, name string) (*entry, bool) {
+		k := e.kid(name)
+		return k, k != nil
+	})
+	return e
 }
