@@ -150,6 +150,7 @@ func (c *Client) dialLocked() error {
 	gen, tr := c.gen, newTracker()
 	var self atomic.Pointer[zk.Conn] // the handle, for its callback
 	tr.notifications, tr.replies = &c.notifications, &c.replies
+	tr.handshake = handshakeBound(c.opts.sessionTimeout, len(c.servers), c.opts.dialTimeout)
 	tr.maxReply, tr.tooLarge = c.opts.maxBufferSize, c.noteTooLarge
 	tr.guards = &c.guards
 	tr.onRestored = func() { c.events.push(connEvent{gen: gen, restored: true}) }

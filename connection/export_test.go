@@ -19,3 +19,6 @@ func (c *Client) CreatedPending() int {
 	defer tr.mu.Unlock()
 	return len(tr.created)
 }
+
+// HandshakeBound is how long a connection waits for its handshake's answer.
+var HandshakeBound = handshakeBound

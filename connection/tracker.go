@@ -71,7 +71,8 @@ type tracker struct {
 	first     atomic.Int64 // the handle's one session, once it has one
 	spent     atomic.Bool  // that session ended: no new handshake, no new dial
 	timeoutMS atomic.Int64
-	lastHeard atomic.Int64 // mono() nanoseconds + 1; 0 before any answer
+	handshake time.Duration // bound on a handshake's answer (handshake.go); 0: go-zookeeper's alone
+	lastHeard atomic.Int64  // mono() nanoseconds + 1; 0 before any answer
 	mono      func() time.Duration
 
 	// Counters shared with the client; nil in unit tests.
@@ -284,6 +285,11 @@ type trackedConn struct {
 	dl               sync.Mutex // orders the write deadlines of go-zookeeper's writes and the tracker's
 	zkDeadline       time.Time  // go-zookeeper's write deadline
 	ownDeadline      time.Time  // the tracker's, while it writes
+
+	// The read deadline while the handshake is unanswered (handshake.go).
+	rdl               sync.Mutex
+	zkReadDeadline    time.Time // go-zookeeper's
+	handshakeDeadline time.Time // the tracker's bound on the answer; zero once answered
 }
 
 // ZooKeeper opcodes the tracker reads.
@@ -318,6 +324,7 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 			return 0, errSpent
 		}
 		c.t.raiseLastZxid(b)
+		c.handshakeWritten()
 	}
 	handshaken := c.out.frames > 0
 	var xid int32
@@ -498,6 +505,7 @@ func (c *trackedConn) isCreate2Reply(head []byte) bool {
 // reply handles the head of one frame from the server; c.mu is held.
 func (c *trackedConn) reply(head []byte) {
 	if c.in.frames == 1 {
+		c.handshakeAnswered()
 		// Connect response: protocolVersion int32, timeOut int32,
 		// sessionID int64, ...
 		if len(head) >= 16 {

@@ -20,11 +20,17 @@ the layouts of zkrecipes, Curator and Kazoo: a mutex (or Curator's
 LeaderSelector, which is one), a read/write lock, a LeaderLatch, a
 semaphore (InterProcessSemaphoreV2), a naive lock, a work queue
 (LockingQueue), a service's instances (curator-x-discovery), a party (Kazoo's Party and ShallowParty, recipes/group's
-Kazoo layouts) and a partition (Kazoo's SetPartitioner, recipes/partition:
-its members and who holds each item). A Curator GroupMember's group is
-named by its members' ids, like any directory: its members show as
-ephemeral nodes. Recipes of different kinds at one path, which do not see
-each other's nodes, are flagged with a "warning:" line.
+Kazoo layouts), a partition (Kazoo's SetPartitioner, recipes/partition:
+its members and who holds each item), a counter that zkrecipes Counters
+use (told by their markers: its value in each encoding it fits, and who
+has it open) and a double barrier (Curator's DistributedDoubleBarrier,
+Kazoo's DoubleBarrier: open or not, its members). A Curator GroupMember's
+group is named by its members' ids, like any directory: its members show
+as ephemeral nodes (named by UUIDs and not yet joined by a ready node,
+they show as a double barrier filling up, with a note). A plain barrier,
+and a counter only Curator or Kazoo use, are a node with no children:
+"free". Recipes of different kinds at one path, which do not see each
+other's nodes, are flagged with a "warning:" line.
 
 If PATH holds no recipe, the recipes below it are listed, one line each,
 down to --depth levels (ZooKeeper's own /zookeeper is skipped).
@@ -49,7 +55,7 @@ the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
 "detail", "was"}]). Fields of the object:
   path, kind        kind: mutex, read-write-lock, leader-latch, semaphore,
                     semaphore-leases, queue, naive-lock, party, partition,
-                    service, mixed, directory,
+                    service, counter, double-barrier, mixed, directory,
                     free (no children, no recipe), ephemeral (a node of no
                     recipe), absent (--watch only)
   kinds             with kind "mixed": the kinds at the path
@@ -73,6 +79,13 @@ the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
                     recipe, session, fencing_token, node, waiting; the
                     members are participants (role member, data the
                     identifier), as a party's are
+  counter           size (bytes of data), int64, int32, text (the value
+                    read in each encoding its data fits; absent when it
+                    does not), version, participants (Counters with a
+                    marker, each a participant: role participant)
+  barrier           a double barrier's: open (its ready node exists),
+                    members, ready_age_ms; its members are participants
+                    (role member), in the order they leave by
   service           name, instances (each as Curator writes it), enabled,
                     invalid (nodes that hold no instance: node, error); its
                     participants have role instance or disabled
@@ -136,6 +149,8 @@ type view struct {
 	Service      *serviceInfo  `json:"service,omitempty"` // inspect_discovery.go
 	IdleWorkers  *int          `json:"idle_workers,omitempty"`
 	Partition    *partInfo     `json:"partition,omitempty"`
+	Counter      *counterInfo  `json:"counter,omitempty"` // inspect_shared.go
+	Barrier      *barrierInfo  `json:"barrier,omitempty"` // a double barrier's
 	Recipes      *[]recipeRow  `json:"recipes,omitempty"`
 	Depth        int           `json:"depth,omitempty"`
 	Truncated    bool          `json:"truncated,omitempty"`

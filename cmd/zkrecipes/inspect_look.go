@@ -118,11 +118,26 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 	if isPartition(kids) {
 		fams = append(fams, famPartition)
 	}
+	if isCounter(kids) {
+		fams = append(fams, famCounter)
+	}
+	double, sure := isDouble(kids)
+	if double && sure {
+		fams = append(fams, famDouble)
+	}
 	if len(fams) == 0 && len(kids) > 0 {
 		if ok, err := lookService(ctx, r, v, kids, o.brief, now); err != nil {
 			return nil, nil, err
 		} else if ok {
 			return v, nil, nil
+		}
+		if double {
+			if ok, err := lookDouble(ctx, r, v, kids, false, o.brief, tolerate); err != nil {
+				return nil, nil, err
+			} else if ok {
+				v.fams, v.Kind = []family{famDouble}, kindOf[famDouble]
+				return v, nil, nil
+			}
 		}
 	}
 	switch {
@@ -180,6 +195,14 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 			}
 		case famPartition:
 			if err := lookPartition(ctx, r, v, o.brief); err != nil {
+				return nil, nil, err
+			}
+		case famCounter:
+			if err := lookCounter(ctx, r, v, kids, o.brief, tolerate); err != nil {
+				return nil, nil, err
+			}
+		case famDouble:
+			if _, err := lookDouble(ctx, r, v, kids, true, o.brief, tolerate); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -124,6 +124,11 @@ func writeSection(w io.Writer, v *view, f family) error {
 		}
 	case famService:
 		fmt.Fprintf(w, "%s: service %s: %s\n", v.Path, v.Service.Name, t.summary)
+	case famCounter:
+		c := v.Counter
+		fmt.Fprintf(w, "%s: counter: value %s, version %d, %d participant(s) with a marker\n", v.Path, counterValueText(c), c.Version, c.Participants)
+	case famDouble:
+		fmt.Fprintf(w, "%s: double barrier: %s\n", v.Path, barrierStateText(v.Barrier))
 	case famLeases:
 		fmt.Fprintf(w, "%s: a semaphore's leases: %d held (its waiters, and its maximum with --count: inspect the semaphore, its parent)\n", v.Path, t.holders)
 	}

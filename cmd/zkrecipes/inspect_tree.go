@@ -140,6 +140,8 @@ func tallyOf(v *view, f family) tally {
 		return t
 	case famService:
 		return serviceTally(v)
+	case famCounter, famDouble:
+		return sharedTally(v, f)
 	}
 	readers := 0
 	for i := range v.Participants {

@@ -143,6 +143,16 @@ func factsOf(v *view) []fact {
 	if v.Semaphore != nil {
 		fs = append(fs, fact{key: "max", what: "max", detail: maxText(v.Semaphore), attr: true})
 	}
+	if v.Counter != nil {
+		fs = append(fs, fact{key: "value", what: "value", detail: counterValueText(v.Counter), attr: true})
+	}
+	if v.Barrier != nil {
+		state := "closed"
+		if v.Barrier.Open {
+			state = "open"
+		}
+		fs = append(fs, fact{key: "barrier", what: "barrier", detail: state, attr: true})
+	}
 	for _, w := range v.Warnings {
 		fs = append(fs, fact{key: "warning: " + w})
 	}

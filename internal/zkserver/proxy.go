@@ -36,6 +36,7 @@ type Proxy struct {
 	delay      time.Duration // both directions
 	replyDelay time.Duration // added to what servers send
 	lastUp     time.Time     // when bytes of a client last reached a server
+	lastDown   time.Time     // when the proxy last read bytes of a server (before any delay)
 	links      map[*link]struct{}
 	done       bool
 	greet      []func([]byte) []byte // per listener: rewrites a connection's greeting; nil for none
@@ -137,6 +138,15 @@ func (p *Proxy) DelayReplies(d time.Duration) {
 	p.mode = modeForward
 	p.replyDelay = d
 	p.mu.Unlock()
+}
+
+// LastAnswered returns when the proxy last read bytes a server sent (to
+// deliver them after the delay, if any, or to drop them). It is the zero
+// time before any.
+func (p *Proxy) LastAnswered() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastDown
 }
 
 // LastHeard returns when bytes of a client last reached a server through
@@ -310,6 +320,9 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 				delay += p.replyDelay
 			}
 			drop := mode == modeBlackhole || (mode == modeDropReplies && toClient) || (mode == modeDropRequests && !toClient)
+			if toClient {
+				p.lastDown = now
+			}
 			if drop {
 				l.lost = true
 			} else if !toClient {

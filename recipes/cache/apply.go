@@ -149,8 +149,10 @@ func (w *worker) listDone(o *op, r *result) {
 		w.failed(o, r)
 		return
 	case e.hasNode && r.stat.Czxid < e.czxid,
+		r.stat.Czxid < e.list().Czxid,
 		e.list().Czxid == r.stat.Czxid && r.stat.Pzxid < e.list().Pzxid:
-		// Older than the view: list again.
+		// Older than the view, or than the last listing (a node not read
+		// yet has no Stat to compare with): list again.
 		w.markDirty(o, modeGet)
 		w.settle(o, 0)
 		return
@@ -173,6 +175,19 @@ func (w *worker) listDone(o *op, r *result) {
 // gone are deleted with their subtrees.
 func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 	ls := listOf(stat)
+	if cur := e.list(); cur.Czxid != 0 && cur.Czxid != ls.Czxid {
+		// The children are of an older node at the path (e not read
+		// yet, or read as that node): a child of the same name is
+		// another node, not to be kept, or its read of the old node
+		// would be published under the new one.
+		for _, k := range e.children() {
+			w.unpublishTree(k)
+			w.remove(k)
+		}
+		w.c.table.mu.Lock()
+		e.setChildren(nil)
+		w.c.table.mu.Unlock()
+	}
 	newer := e.hasNode && ls.Czxid == e.czxid && ls.Pzxid > e.pzxid
 	hadErr := e.listErr() != nil
 	if !hadErr && !newer {
@@ -263,6 +278,15 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 // setNode applies a data read of e, or reports false when the read must
 // wait for a listing of e's parent (awaitParent).
 func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
+	if !e.hasNode && e.list().Czxid > stat.Czxid {
+		// Older than the listing applied (its answer came after the
+		// listing's, the reads' goroutines hand them over in any order):
+		// the node was deleted and made again since. Read it again:
+		// published now, it would bring the new node's children under
+		// the old one, then Deleted with it and Created again.
+		w.markDirty(o, modeGet)
+		return false
+	}
 	if p := e.parent; p != nil && p.listErr() == nil && p.list().Pzxid < stat.Czxid &&
 		(!e.hasNode || stat.Czxid > e.czxid) {
 		w.awaitParent(o, e)

@@ -21,6 +21,12 @@ type options struct {
 	selector    Selector
 	concurrency int
 	clearOnLoss bool
+
+	// readHook, set by tests only (export_test.go), runs each read made
+	// alone: it calls read and then send (which hands the result to the
+	// worker), and may hold either back (the results of reads on their
+	// own goroutines reach the worker in any order).
+	readHook func(path string, listing bool, read, send func())
 }
 
 // Selector chooses the nodes of the subtree a cache holds, as Curator's

@@ -108,8 +108,18 @@ func (w *worker) dispatchSync() {
 // for every job in flight, so it never blocks.
 func (w *worker) read(j job) {
 	defer w.c.wg.Done()
-	ctx, cl := w.c.ctx, w.client
 	r := &result{job: j}
+	if h := w.c.opts.readHook; h != nil && j.op != nil {
+		h(j.path, j.kind == listOp, func() { w.do(r) }, func() { w.results <- r })
+		return
+	}
+	w.do(r)
+	w.results <- r
+}
+
+// do makes r's read, as its job says.
+func (w *worker) do(r *result) {
+	ctx, cl, j := w.c.ctx, w.client, r.job
 	switch {
 	case j.op == nil:
 		if r.sess, r.err = cl.WaitSession(ctx); r.err == nil {
@@ -129,7 +139,6 @@ func (w *worker) read(j job) {
 		w.c.reads.Add(1)
 		r.data, r.stat, r.err = cl.Get(ctx, j.path)
 	}
-	w.results <- r
 }
 
 // park keeps o until the retry timer fires or the connection is back.

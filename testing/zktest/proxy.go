@@ -81,6 +81,11 @@ func (p *Proxy) DelayReplies(d time.Duration) { p.p.DelayReplies(d) }
 // zero time before any.
 func (p *Proxy) LastHeard() time.Time { return p.p.LastHeard() }
 
+// LastAnswered returns when the proxy last read bytes a server sent, before
+// any delay: from then on, a reply held back by DelayReplies keeps its
+// delay whatever DelayReplies says next. It is the zero time before any.
+func (p *Proxy) LastAnswered() time.Time { return p.p.LastAnswered() }
+
 // Restore delivers traffic normally again, without delay, and closes the
 // connections that lost bytes to a blackhole or a drop.
 func (p *Proxy) Restore() { p.p.Restore() }

@@ -368,3 +368,19 @@ func TestCutQuiet(t *testing.T) {
 		})
 	}
 }
+
+// TestServerTickFromConf: the failovers' starts are spread over the tick
+// the servers tell in conf (zktest's 100 ms), and over half the session
+// timeout when no server answers.
+func TestServerTickFromConf(t *testing.T) {
+	ens := shared.Ensemble(t)
+	if ens.Backend() == "external" {
+		t.Skip("an external ensemble's tickTime is its own")
+	}
+	if got := serverTick(ens.Servers(), 2*time.Second); got != zkserver.DefaultTickTime {
+		t.Fatalf("tick %v, want %v", got, zkserver.DefaultTickTime)
+	}
+	if got := serverTick([]string{"127.0.0.1:1"}, 2*time.Second); got != time.Second {
+		t.Fatalf("tick without a server %v, want 1s", got)
+	}
+}

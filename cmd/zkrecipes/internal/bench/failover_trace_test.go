@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ type tapFrame struct {
 	xid      int32 // -1 notification, -2 ping
 	op       int32 // client to server: the opcode
 	session  int64 // connect response: the session
+	conn     int   // which connection (tapConns)
 }
 
 // tap forwards one address and records every frame with the time its
@@ -41,6 +43,9 @@ type tap struct {
 	wg     sync.WaitGroup
 	conns  []net.Conn
 }
+
+// tapConns numbers the taps' connections, all taps together.
+var tapConns atomic.Int64
 
 func newTap(t *testing.T, target string) *tap {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -63,10 +68,11 @@ func newTap(t *testing.T, target string) *tap {
 			}
 			tp.mu.Lock()
 			tp.conns = append(tp.conns, c, s)
+			n := int(tapConns.Add(1))
 			tp.mu.Unlock()
 			tp.wg.Add(2)
-			go tp.pipe(c, s, false)
-			go tp.pipe(s, c, true)
+			go tp.pipe(c, s, false, n)
+			go tp.pipe(s, c, true, n)
 		}
 	}()
 	t.Cleanup(tp.close)
@@ -85,7 +91,7 @@ func (tp *tap) close() {
 	tp.wg.Wait()
 }
 
-func (tp *tap) pipe(src, dst net.Conn, toClient bool) {
+func (tp *tap) pipe(src, dst net.Conn, toClient bool, conn int) {
 	defer tp.wg.Done()
 	defer dst.Close()
 	defer src.Close()
@@ -103,7 +109,7 @@ func (tp *tap) pipe(src, dst net.Conn, toClient bool) {
 					break
 				}
 				body := pending[4 : 4+size]
-				f := tapFrame{at: now, toClient: toClient, connect: first}
+				f := tapFrame{at: now, toClient: toClient, connect: first, conn: conn}
 				switch {
 				case first && toClient && len(body) >= 16:
 					f.session = int64(binary.BigEndian.Uint64(body[8:]))
@@ -136,7 +142,7 @@ func (tp *tap) snapshot() []tapFrame {
 }
 
 var opNames = map[int32]string{1: "create", 2: "delete", 3: "exists", 4: "getData", 5: "setData", 8: "getChildren",
-	9: "sync", 11: "ping", 12: "getChildren2", 14: "multi", 15: "create2", 101: "setWatches", -11: "closeSession"}
+	9: "sync", 11: "ping", 12: "getChildren2", 13: "check", 14: "multi", 15: "create2", 19: "createContainer", 22: "multiRead", 101: "setWatches", 105: "setWatches2", 106: "addWatch", -11: "closeSession"}
 
 func opName(op int32) string {
 	if s, ok := opNames[op]; ok {
@@ -160,13 +166,26 @@ type failoverTrace struct {
 	requestsAfterNotice []string      // what the standby sent between the notice and leading
 	sent                []string      // the leader's frames to the server: op@ms before the cut
 	termEnded           time.Duration // zkrecipes: the leader's term ended (Done), after the cut
+	expiredAt           time.Time     // when the deletion was seen on the ensemble's leader
+	sincePrevious       time.Duration // the previous failover's expiry → this leader's last bytes
 }
 
 func (f failoverTrace) String() string {
 	return fmt.Sprintf("%-15s session %#x: connected %6.1fms before cut; last heard %6.1fms before (%s), last ping %s; server's last op %s; expiry +%7.1fms (= last heard + %7.1fms), standby notice +%7.1fms, leads +%7.1fms (reaction %5.1fms, requests %v)%s",
 		f.impl, f.session, ms(f.sinceConnect), ms(f.lastHeard), f.lastOp, pingText(f.lastPing), f.consLop,
-		ms(f.expiry), ms(f.expiry+f.lastHeard), ms(f.standbyNotice), ms(f.elected), ms(f.elected-f.standbyNotice), f.requestsAfterNotice, termText(f.termEnded))
+		ms(f.expiry), ms(f.expiry+f.lastHeard), ms(f.standbyNotice), ms(f.elected), ms(f.elected-f.standbyNotice), f.requestsAfterNotice, termText(f.termEnded)) +
+		fmt.Sprintf("; expiry at %.1fms of the tick, last bytes %.1fms after the previous expiry", ms(tickPhase(f.expiredAt)), ms(f.sincePrevious))
 }
+
+// traceTick is the tickTime of the tests' ensemble: the server rounds a
+// session's expiry up to a multiple of it, on its own monotonic clock.
+const traceTick = 100 * time.Millisecond
+
+// tickPhase is where t falls in a tick of this process's wall clock: the
+// expiries of one ensemble all fall at one phase (the server's clock is a
+// fixed offset from ours), give or take the time a deletion takes to be
+// applied and heard.
+func tickPhase(t time.Time) time.Duration { return time.Duration(t.UnixNano() % int64(traceTick)) }
 
 func termText(d time.Duration) string {
 	if d == 0 {
@@ -329,8 +348,12 @@ func TestFailoverTrace(t *testing.T) {
 			case "Curator":
 				cut = traceCurator(t, ctx, lt.addr(), st.addr(), p, timeout, proxy, idle, afterCut, &f)
 			}
-			f.expiry = (<-expired).Sub(cut)
+			f.expiredAt = <-expired
+			f.expiry = f.expiredAt.Sub(cut)
 			f.analyse(cut, lt, st)
+			if len(traces) > 0 {
+				f.sincePrevious = cut.Add(-f.lastHeard).Sub(traces[len(traces)-1].expiredAt)
+			}
 			t.Log(f)
 			if idle != 0 {
 				t.Logf("   leader sent: %v", f.sent)

@@ -156,3 +156,23 @@ func TestScaleSVGHasItsPanels(t *testing.T) {
 		}
 	}
 }
+
+// TestFailoverStartsSpreadOverTheTick: one delay in each n-th of the
+// tick, none beyond it.
+func TestFailoverStartsSpreadOverTheTick(t *testing.T) {
+	tick := 100 * time.Millisecond
+	for _, n := range []int{0, 1, 5, 13} {
+		ds := failoverStarts(n, tick)
+		if len(ds) != n {
+			t.Fatalf("n=%d: %d delays", n, len(ds))
+		}
+		seen := make([]bool, n)
+		for _, d := range ds {
+			k := int(d * time.Duration(n) / tick)
+			if d < 0 || d >= tick || seen[k] {
+				t.Fatalf("n=%d: delays %v", n, ds)
+			}
+			seen[k] = true
+		}
+	}
+}
