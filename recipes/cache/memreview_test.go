@@ -1,0 +1,547 @@
+package cache_test
+
+// Attacks on the packed entries and the entries as the sink's watch table:
+// the child fields of a node's Stat kept with its listing, snapshots
+// walked by names while the tree churns, two caches of one tree on one
+// client with one closed (its watches moved to the client's table) across
+// a cut and an expiry, subtrees remade at once (entries removed while
+// their watches are pending: orphans) with the connection cut meanwhile.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// childFields compares the child fields of the view's Stats (Cversion,
+// NumChildren, Pzxid) with the server's, for every node the view holds.
+func childFields(view map[string]cache.Node, want map[string]tnode) string {
+	var out []string
+	for p, w := range want {
+		n, ok := view[p]
+		if !ok {
+			continue // diff's business
+		}
+		if n.Stat.Cversion != w.stat.Cversion || n.Stat.NumChildren != w.stat.NumChildren || n.Stat.Pzxid != w.stat.Pzxid {
+			out = append(out, fmt.Sprintf("%s: cache cversion %d numChildren %d pzxid %d, server %d %d %d",
+				p, n.Stat.Cversion, n.Stat.NumChildren, n.Stat.Pzxid, w.stat.Cversion, w.stat.NumChildren, w.stat.Pzxid))
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 20 {
+		out = append(out[:20], fmt.Sprintf("... %d more", len(out)-20))
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestMemReviewChildStatFieldsAfterChurn: the Stat's child fields follow
+// the node's listing (Node.Stat's doc): at quiescence, with every node's
+// children cached, each node's Cversion, NumChildren and Pzxid are the
+// server's. A writer creates, deletes and remakes nodes; the connection
+// is cut now and then (same session).
+func TestMemReviewChildStatFieldsAfterChurn(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wr := newWriter(t, conn, root, 400, 2*time.Millisecond)
+	wr.fill(t)
+	wr.start()
+	defer wr.finish(t)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	c := newCache(t, client, root)
+	rec := record(t, c)
+	waitInit(t, c)
+	for round := range 6 {
+		if round%2 == 1 {
+			proxy.Cut()
+			time.Sleep(80 * time.Millisecond)
+			proxy.Restore()
+		}
+		time.Sleep(300 * time.Millisecond)
+		settleAgainst(t, c, rec, wr, root, fmt.Sprintf("round %d", round))
+		func() {
+			wr.pause()
+			defer wr.resume()
+			ctx := ctxFor(t, time.Minute)
+			if err := c.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := readTree(t, conn, root, -1)
+			view := nodesOf(c.Snapshot())
+			if d := diff(view, want); d != "" {
+				t.Fatalf("round %d: the cache differs from the server:\n%s", round, d)
+			}
+			if d := childFields(view, want); d != "" {
+				t.Fatalf("round %d: the view's child fields differ from the server's:\n%s", round, d)
+			}
+		}()
+	}
+}
+
+// checkSnapshot checks a snapshot against itself: Paths, Get, Children
+// and Len agree; every node but the root has its parent; Get names the
+// node by the path asked.
+func checkSnapshot(s cache.Snapshot, root string) error {
+	paths := s.Paths()
+	if len(paths) != s.Len() {
+		return fmt.Errorf("Paths gives %d paths, Len %d", len(paths), s.Len())
+	}
+	if !sort.StringsAreSorted(paths) {
+		return errors.New("Paths not sorted")
+	}
+	kids := map[string][]string{}
+	for _, p := range paths {
+		n, ok := s.Get(p)
+		if !ok {
+			return fmt.Errorf("Paths names %s, Get does not find it", p)
+		}
+		if n.Path != p {
+			return fmt.Errorf("Get(%s) names %s", p, n.Path)
+		}
+		if p == root {
+			continue
+		}
+		parent := path.Dir(p)
+		if _, ok := s.Get(parent); !ok {
+			return fmt.Errorf("%s without its parent", p)
+		}
+		kids[parent] = append(kids[parent], path.Base(p))
+	}
+	for _, p := range paths {
+		names, ok := s.Children(p)
+		if !ok {
+			return fmt.Errorf("Children(%s) does not find it", p)
+		}
+		want := kids[p]
+		slices.Sort(want)
+		if !slices.Equal(names, want) {
+			return fmt.Errorf("Children(%s) = %v, the paths say %v", p, names, want)
+		}
+	}
+	if _, ok := s.Get(root + "/no-such-node"); ok {
+		return errors.New("Get finds a node that is not there")
+	}
+	return nil
+}
+
+// TestMemReviewSnapshotsDuringChurn: snapshots, Get and Children called
+// in a loop from several goroutines while a writer changes the tree as
+// fast as it can (run it with -race): every snapshot is whole by itself,
+// and the cache's own Get and Children agree with the node's path.
+func TestMemReviewSnapshotsDuringChurn(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wr := newWriter(t, conn, root, 600, time.Millisecond)
+	wr.fill(t)
+	client := open(t, ens.Servers())
+	c := newCache(t, client, root)
+	rec := record(t, c)
+	waitInit(t, c)
+	wr.start()
+	defer wr.finish(t)
+	var (
+		wg      sync.WaitGroup
+		stop    = make(chan struct{})
+		checked atomic.Int64
+		mu      sync.Mutex
+		bad     []string
+	)
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				s := c.Snapshot()
+				if err := checkSnapshot(s, root); err != nil {
+					mu.Lock()
+					bad = append(bad, fmt.Sprintf("reader %d: %v", g, err))
+					mu.Unlock()
+					return
+				}
+				for _, p := range s.Paths() {
+					if n, ok := c.Get(p); ok && n.Path != p {
+						mu.Lock()
+						bad = append(bad, fmt.Sprintf("reader %d: Get(%s) names %s", g, p, n.Path))
+						mu.Unlock()
+						return
+					}
+					c.Children(p)
+				}
+				checked.Add(1)
+			}
+		}()
+	}
+	time.Sleep(4 * time.Second)
+	close(stop)
+	wg.Wait()
+	if len(bad) > 0 {
+		t.Fatal(strings.Join(bad, "\n"))
+	}
+	settleAgainst(t, c, rec, wr, root, "after the readers")
+	t.Logf("%d snapshots checked", checked.Load())
+}
+
+// watchesAsServer checks what the caches, the client and the server count
+// for session id: each cache two watches per node, the client two per
+// node of the union, the server (wchc: data watches) one per node.
+func watchesAsServer(t *testing.T, ens *zktest.Ensemble, client *connection.Client, nodes int, cs ...*cache.Cache) error {
+	for i, c := range cs {
+		if s := c.Stats(); int(s.Watches) != 2*s.Nodes {
+			return fmt.Errorf("cache %d of %s: %d watches pending for %d nodes", i, c.Path(), s.Watches, s.Nodes)
+		}
+	}
+	p := client.Stats().PendingWatches
+	n := testkit.ServerWatches(t, ens, client.Session().ID())
+	if p != 2*nodes {
+		return fmt.Errorf("client: %d pending; %d nodes (server: %d data watches)", p, nodes, n)
+	}
+	if n != nodes {
+		return fmt.Errorf("server: %d data watches; %d nodes", n, nodes)
+	}
+	return nil
+}
+
+// TestMemReviewTwoCachesOfOneTreeOneClosed: two caches of the same tree on
+// one client, and another user's GetWatch and ChildrenWatch of some of
+// its nodes. One cache is closed (its pending watches move to the
+// client's table, told to no one); then the connection is cut while a
+// writer changes the tree (same session), and at last the session
+// expires. The other cache still gets every change (the watches the two
+// share are registered again once, and fire for it), equals the server's
+// tree, and it, the client and the server count the same watches; the
+// other user's watches keep firing.
+func TestMemReviewTwoCachesOfOneTreeOneClosed(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wr := newWriter(t, conn, root, 400, 2*time.Millisecond)
+	wr.fill(t)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second))
+	a := newCache(t, client, root)
+	b := newCache(t, client, root)
+	rec := record(t, b)
+	waitInit(t, a)
+	waitInit(t, b)
+	// The other user: the root and its first children, watched and
+	// watched again.
+	kids, _, err := conn.Children(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := []string{root}
+	for _, k := range kids[:min(len(kids), 10)] {
+		watched = append(watched, root+"/"+k)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	otherUser(ctx, &wg, client, watched)
+	check := func(when string) {
+		t.Helper()
+		settleAgainst(t, b, rec, wr, root, when)
+		wr.pause()
+		defer wr.resume()
+		zktest.Eventually(t, 10*time.Second, when+": watches as the server's", func() error {
+			return watchesAsServer(t, ens, client, b.Snapshot().Len(), b)
+		})
+		// The other user's watch of the root fires with the next change.
+		_, _, w, err := client.ChildrenWatch(ctxFor(t, 10*time.Second), root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := fmt.Sprintf("%s/other-%d", root, time.Now().UnixNano())
+		mustCreate(t, conn, p, nil)
+		select {
+		case <-w.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the other user's ChildrenWatch of %s did not fire", when, root)
+		}
+		if err := conn.Delete(p, -1); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Sync(ctxFor(t, time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("both caches loaded")
+	wr.start()
+	defer wr.finish(t)
+	time.Sleep(200 * time.Millisecond)
+	a.Close()
+	time.Sleep(200 * time.Millisecond)
+	check("one cache closed")
+	for round := range 3 {
+		proxy.Cut()
+		time.Sleep(300 * time.Millisecond) // the writer writes meanwhile
+		proxy.Restore()
+		time.Sleep(200 * time.Millisecond)
+		check(fmt.Sprintf("cut %d", round))
+	}
+	sess := client.Session()
+	proxy.Blackhole()
+	<-sess.Done()
+	proxy.Restore()
+	time.Sleep(300 * time.Millisecond)
+	check("after the expiry")
+	if client.Session() == sess {
+		t.Fatal("the same session after the expiry")
+	}
+}
+
+// remakeSubtree deletes dir's children and dir, and makes them again
+// with other names, in one transaction: every entry under dir is removed
+// from the view while the cache still has watches set on the old nodes'
+// paths (orphans), and nodes of the same names come back.
+func remakeSubtree(conn *zk.Conn, dir string, n, i int) error {
+	kids, _, err := conn.Children(dir)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	var ops []any
+	exists := err == nil
+	if exists {
+		for _, k := range kids {
+			ops = append(ops, &zk.DeleteRequest{Path: dir + "/" + k, Version: -1})
+		}
+		ops = append(ops, &zk.DeleteRequest{Path: dir, Version: -1})
+	}
+	ops = append(ops, &zk.CreateRequest{Path: dir, Data: []byte(fmt.Sprint(i)), Acl: zk.WorldACL(zk.PermAll)})
+	for j := range n {
+		// Half the names come back each time, half change.
+		name := fmt.Sprintf("k%d", j)
+		if j%2 == 1 {
+			name = fmt.Sprintf("k%d-%d", j, i%3)
+		}
+		ops = append(ops, &zk.CreateRequest{Path: dir + "/" + name, Data: []byte(fmt.Sprint(i)), Acl: zk.WorldACL(zk.PermAll)})
+	}
+	_, err = conn.Multi(ops...)
+	return err
+}
+
+// TestMemReviewRemadeSubtreesOrphans: directories remade with their
+// children in one transaction, over and over, the connection cut and
+// answers dropped now and then (same session), a second cache of one
+// directory on the same client closed and opened again: at each pause
+// the caches equal the server's tree, and they, the client and the server
+// count the same watches (an orphan that the client counts and the server
+// lacks is a change missed; one the server holds and no one counts, a
+// leak).
+func TestMemReviewRemadeSubtreesOrphans(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	const dirs, width = 8, 6
+	for d := range dirs {
+		if err := remakeSubtree(conn, fmt.Sprintf("%s/d%d", root, d), width, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	all := newCache(t, client, root)
+	rec := record(t, all)
+	waitInit(t, all)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var remakes atomic.Int64
+	var werr atomic.Value
+	var gate sync.Mutex // held by the test to pause the writer
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			gate.Lock()
+			err := remakeSubtree(conn, fmt.Sprintf("%s/d%d", root, i%dirs), width, i)
+			gate.Unlock()
+			if err != nil {
+				werr.Store(err)
+				return
+			}
+			remakes.Add(1)
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	var sub *cache.Cache
+	for round := range 8 {
+		if sub != nil {
+			sub.Close()
+		}
+		sub = newCache(t, client, root+"/d1")
+		switch round % 3 {
+		case 1:
+			proxy.Cut()
+			time.Sleep(80 * time.Millisecond)
+			proxy.Restore()
+		case 2:
+			proxy.DropReplies()
+			time.Sleep(80 * time.Millisecond)
+			proxy.Restore()
+		}
+		time.Sleep(300 * time.Millisecond)
+		func() {
+			gate.Lock()
+			defer gate.Unlock()
+			if err := werr.Load(); err != nil {
+				t.Fatalf("writer: %v", err)
+			}
+			ctx := ctxFor(t, time.Minute)
+			for _, c := range []*cache.Cache{all, sub} {
+				waitInit(t, c)
+				if err := c.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Trust(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, c.Path(), -1)); d != "" {
+					t.Fatalf("round %d: cache of %s differs from the server:\n%s", round, c.Path(), d)
+				}
+			}
+			zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
+				if d := diffReplay(replay(rec.all()), all.Snapshot()); d != "" {
+					return errors.New(d)
+				}
+				return nil
+			})
+			if bad := checkOrder(rec.all(), root); len(bad) > 0 {
+				t.Fatalf("round %d: order:\n%s", round, strings.Join(bad[:min(20, len(bad))], "\n"))
+			}
+			zktest.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: watches as the server's", round), func() error {
+				return watchesAsServer(t, ens, client, all.Snapshot().Len(), all, sub)
+			})
+		}()
+	}
+	t.Logf("%d subtrees remade; %d nodes", remakes.Load(), all.Snapshot().Len())
+}
+
+// TestMemReviewNamespaceCutAndExpiry: caches of a client with a namespace
+// (the table keeps the client's paths, the server's watches have the
+// server's): one of the namespace's root, one of a tree in it. The
+// connection is cut while every node is changed (same session: the
+// watches registered again must be the server's paths, or the changes go
+// unseen), then the session expires. Each time the caches equal the
+// server's tree, and the watches counted are the server's.
+func TestMemReviewNamespaceCutAndExpiry(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	ns := ens.Root(t) + "/ns"
+	conn := ens.Conn(t)
+	mustCreate(t, conn, ns, nil)
+	mustCreate(t, conn, ns+"/tree", nil)
+	var nodes []string
+	for i := range 30 {
+		p := fmt.Sprintf("%s/tree/n%d", ns, i)
+		mustCreate(t, conn, p, nil)
+		nodes = append(nodes, p)
+		for j := range 3 {
+			q := fmt.Sprintf("%s/k%d", p, j)
+			mustCreate(t, conn, q, nil)
+			nodes = append(nodes, q)
+		}
+	}
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second), connection.WithNamespace(ns))
+	top := newCache(t, client, "/")
+	tree := newCache(t, client, "/tree")
+	waitInit(t, top)
+	waitInit(t, tree)
+	// The server's tree, by the client's paths.
+	truth := func(root string) map[string]tnode {
+		out := map[string]tnode{}
+		for p, n := range readTree(t, conn, path.Join(ns, root), -1) {
+			q := strings.TrimPrefix(p, ns)
+			if q == "" {
+				q = "/"
+			}
+			out[q] = n
+		}
+		return out
+	}
+	check := func(when string) {
+		t.Helper()
+		ctx := ctxFor(t, time.Minute)
+		for _, c := range []*cache.Cache{top, tree} {
+			if err := c.Sync(ctx); err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			if _, err := c.Trust(ctx); err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			if d := diff(nodesOf(c.Snapshot()), truth(c.Path())); d != "" {
+				t.Fatalf("%s: cache of %s differs from the server:\n%s", when, c.Path(), d)
+			}
+		}
+		zktest.Eventually(t, 10*time.Second, when+": watches as the server's", func() error {
+			return watchesAsServer(t, ens, client, top.Snapshot().Len(), top, tree)
+		})
+	}
+	check("loaded")
+	for round := range 2 {
+		proxy.Cut()
+		for _, p := range nodes {
+			if _, err := conn.Set(p, []byte(fmt.Sprintf("cut %d", round)), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		proxy.Restore()
+		check(fmt.Sprintf("cut %d", round))
+	}
+	sess := client.Session()
+	proxy.Blackhole()
+	<-sess.Done()
+	for _, p := range nodes {
+		if _, err := conn.Set(p, []byte("expired"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	proxy.Restore()
+	check("after the expiry")
+	// And changes after it.
+	for _, p := range nodes {
+		if _, err := conn.Set(p, []byte("after"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("changed after the expiry")
+}
