@@ -171,3 +171,67 @@ func TestMemReviewExistsAndDataWatchOfOneNode(t *testing.T) {
 		})
 	}
 }
+
+// TestMemReviewClosedTableSinkAcrossCut: two sinks with tables watch the
+// same nodes in bulk; one is closed (its watches move to the client's
+// table, told to no one), then the connection is cut while every node's
+// data changes (same session). The open sink is told every change, the
+// closed one nothing; once they fired, PendingWatches is the child
+// watches only, as on the server. A table sink and a plain sink, closed
+// either way round, too.
+func TestMemReviewClosedTableSinkAcrossCut(t *testing.T) {
+	t.Parallel()
+	for _, pair := range [][2]int{{1, 1}, {0, 1}, {1, 0}} {
+		t.Run(fmt.Sprintf("%s-closed-%s-open", sinkKinds[pair[0]].name, sinkKinds[pair[1]].name), func(t *testing.T) {
+			t.Parallel()
+			ens := shared.Ensemble(t)
+			ens.RequireFaults(t)
+			root := ens.Root(t)
+			conn := ens.Conn(t)
+			paths := bulkTree(t, conn, root, 3, 20)
+			proxy := ens.Proxy(t)
+			c := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+			ctx := ctxFor(t, time.Minute)
+			closedLog, openLog := newSinkLog(), newSinkLog()
+			s1 := sinkKinds[pair[0]].new(c, closedLog.fired)
+			s2 := sinkKinds[pair[1]].new(c, openLog.fired)
+			defer s2.Close()
+			for _, s := range []*connection.WatchSink{s1, s2} {
+				if _, err := s.ReadWatchMany(ctx, bulkReads(paths)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if p := c.Stats().PendingWatches; p != 2*len(paths) {
+				t.Fatalf("PendingWatches %d; %d nodes", p, len(paths))
+			}
+			s1.Close()
+			if p := c.Stats().PendingWatches; p != 2*len(paths) {
+				t.Fatalf("after a sink closed: PendingWatches %d; %d nodes", p, len(paths))
+			}
+			proxy.Cut()
+			for _, p := range paths {
+				if _, err := conn.Set(p, []byte("cut"), -1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+			proxy.Restore()
+			for _, p := range paths {
+				openLog.wait(t, p, zk.EventNodeDataChanged)
+			}
+			for _, p := range paths {
+				if evs := closedLog.of(p); len(evs) > 0 {
+					t.Fatalf("the closed sink was told %v of %s", evs, p)
+				}
+			}
+			zktest.Eventually(t, 10*time.Second, "the data watches fired", func() error {
+				p := c.Stats().PendingWatches
+				n := testkit.ServerWatches(t, ens, c.Session().ID())
+				if p != len(paths) || n != 0 {
+					return fmt.Errorf("PendingWatches %d (want %d child watches), server %d data watches (want 0)", p, len(paths), n)
+				}
+				return nil
+			})
+		})
+	}
+}
