@@ -579,3 +579,125 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// TestMemReviewClosedCachesLeaveTheServersWatches: two caches of one tree
+// on one client, closed: their watches stay on the server until they
+// fire, and the client counts them there (moved to its table, told to no
+// one), once each node and kind; as they fire (every node's data set,
+// then a child added to every node), the count goes down with the
+// server's, to none. A cut (same session) in between registers them
+// again: they still fire.
+func TestMemReviewClosedCachesLeaveTheServersWatches(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	nodes := []string{root}
+	for i := range 20 {
+		p := fmt.Sprintf("%s/n%d", root, i)
+		mustCreate(t, conn, p, nil)
+		nodes = append(nodes, p)
+	}
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	a := newCache(t, client, root)
+	b := newCache(t, client, root)
+	waitInit(t, a)
+	waitInit(t, b)
+	counts := func(when string, want, wantData int) {
+		t.Helper()
+		zktest.Eventually(t, 10*time.Second, when, func() error {
+			p := client.Stats().PendingWatches
+			n := testkit.ServerWatches(t, ens, client.Session().ID())
+			if p != want || n != wantData {
+				return fmt.Errorf("PendingWatches %d (want %d), server %d data watches (want %d)", p, want, n, wantData)
+			}
+			return nil
+		})
+	}
+	counts("both caches open", 2*len(nodes), len(nodes))
+	a.Close()
+	b.Close()
+	counts("both caches closed", 2*len(nodes), len(nodes))
+	proxy.Cut()
+	time.Sleep(50 * time.Millisecond)
+	proxy.Restore()
+	if err := client.Sync(ctxFor(t, time.Minute), root); err != nil {
+		t.Fatal(err)
+	}
+	counts("after a cut", 2*len(nodes), len(nodes))
+	for _, p := range nodes {
+		if _, err := conn.Set(p, []byte("x"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	counts("every node's data set", len(nodes), 0)
+	for _, p := range nodes {
+		mustCreate(t, conn, p+"/kid", nil)
+	}
+	counts("a child added to every node", 0, 0)
+}
+
+// TestMemReviewLookupOddPaths: Get and Children of the cache and of its
+// snapshot, found by names now, with paths that are not a node's: none
+// found, nothing panics; the root, "/" included, found.
+func TestMemReviewLookupOddPaths(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	mustCreate(t, conn, root+"/a", nil)
+	mustCreate(t, conn, root+"/a/b", nil)
+	mustCreate(t, conn, root+"/ab", nil)
+	client := open(t, ens.Servers())
+	c := newCache(t, client, root)
+	waitInit(t, c)
+	top := newCache(t, client, "/", cache.WithMaxDepth(1))
+	waitInit(t, top)
+	snap := c.Snapshot()
+	odd := []string{"", "/", "a", root + "/", root + "//a", root + "/a/", root + "/a//b", root + "/a/b/", root + "/a/b/c",
+		root + "a", root + "/b", root[:len(root)-1], root + "/a\x00", root + "/./a", root + "/a/../a", "//", "/" + root}
+	for _, p := range odd {
+		if p == "/" {
+			continue
+		}
+		if n, ok := c.Get(p); ok {
+			t.Errorf("Get(%q) found %s", p, n.Path)
+		}
+		if _, ok := c.Children(p); ok {
+			t.Errorf("Children(%q) found it", p)
+		}
+		if n, ok := snap.Get(p); ok {
+			t.Errorf("the snapshot's Get(%q) found %s", p, n.Path)
+		}
+		if _, ok := snap.Children(p); ok {
+			t.Errorf("the snapshot's Children(%q) found it", p)
+		}
+	}
+	for _, p := range []string{root, root + "/a", root + "/a/b", root + "/ab"} {
+		if n, ok := snap.Get(p); !ok || n.Path != p {
+			t.Errorf("the snapshot's Get(%q) = %q, %v", p, n.Path, ok)
+		}
+	}
+	if kids, ok := snap.Children(root); !ok || !slices.Equal(kids, []string{"a", "ab"}) {
+		t.Errorf("Children(%s) = %v, %v", root, kids, ok)
+	}
+	ts := top.Snapshot()
+	if n, ok := ts.Get("/"); !ok || n.Path != "/" {
+		t.Errorf("the snapshot of / has no /: %v", ok)
+	}
+	if _, ok := ts.Get(path.Dir(root)); !ok && path.Dir(root) != "/" && strings.Count(root, "/") == 2 {
+		t.Errorf("the snapshot of / to depth 1 lacks %s", path.Dir(root))
+	}
+	for _, p := range ts.Paths() {
+		if n, ok := ts.Get(p); !ok || n.Path != p {
+			t.Errorf("the snapshot of /: Paths names %s, Get gives %q, %v", p, n.Path, ok)
+		}
+	}
+	var zero cache.Snapshot
+	if _, ok := zero.Get("/"); ok || zero.Len() != 0 || zero.Paths() != nil {
+		t.Error("the zero Snapshot holds something")
+	}
+}
