@@ -701,3 +701,75 @@ func TestMemReviewLookupOddPaths(t *testing.T) {
 		t.Error("the zero Snapshot holds something")
 	}
 }
+
+// TestMemReviewCacheClosedWhileCutOff: two caches of one tree on one
+// client; the connection is cut, every node changed and a few added and
+// deleted, and one cache is closed while the client is reconnecting (its
+// watches move to the client's table as the reconnection registers
+// them). The other cache gets every change, and the client, the cache
+// and the server count the same watches. Round after round, a new cache
+// in place of the closed one.
+func TestMemReviewCacheClosedWhileCutOff(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	var nodes []string
+	for i := range 40 {
+		p := fmt.Sprintf("%s/n%d", root, i)
+		mustCreate(t, conn, p, nil)
+		nodes = append(nodes, p)
+	}
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	sess := client.Session()
+	b := newCache(t, client, root)
+	rec := record(t, b)
+	waitInit(t, b)
+	for round := range 6 {
+		a := newCache(t, client, root)
+		waitInit(t, a)
+		proxy.Cut()
+		for i, p := range nodes {
+			if _, err := conn.Set(p, []byte(fmt.Sprint(round)), -1); err != nil {
+				t.Fatal(err)
+			}
+			if i%10 == round%10 {
+				mustCreate(t, conn, fmt.Sprintf("%s/r%d", p, round), nil)
+			}
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			time.Sleep(time.Duration(round*20) * time.Millisecond)
+			a.Close()
+		}()
+		time.Sleep(60 * time.Millisecond)
+		proxy.Restore()
+		<-done
+		ctx := ctxFor(t, time.Minute)
+		if err := b.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Trust(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := diff(nodesOf(b.Snapshot()), readTree(t, conn, root, -1)); d != "" {
+			t.Fatalf("round %d: the cache differs from the server:\n%s", round, d)
+		}
+		zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
+			if d := diffReplay(replay(rec.all()), b.Snapshot()); d != "" {
+				return errors.New(d)
+			}
+			return nil
+		})
+		zktest.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: watches as the server's", round), func() error {
+			return watchesAsServer(t, ens, client, b.Snapshot().Len(), b)
+		})
+	}
+	if client.Session() != sess {
+		t.Fatal("a new session")
+	}
+}
