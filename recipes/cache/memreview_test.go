@@ -459,8 +459,12 @@ func remadeSubtrees(t *testing.T, faults bool) {
 				if _, err := c.Trust(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, c.Path(), -1)); d != "" {
+				want, view := readTree(t, conn, c.Path(), -1), nodesOf(c.Snapshot())
+				if d := diff(view, want); d != "" {
 					t.Fatalf("round %d: cache of %s differs from the server:\n%s", round, c.Path(), d)
+				}
+				if d := childFields(view, want); d != "" {
+					t.Fatalf("round %d: cache of %s: child fields differ from the server's:\n%s", round, c.Path(), d)
 				}
 			}
 			zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
