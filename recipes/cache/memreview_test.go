@@ -777,3 +777,76 @@ func TestMemReviewCacheClosedWhileCutOff(t *testing.T) {
 		t.Fatal("a new session")
 	}
 }
+
+// TestMemReviewCachesSwappedOnSlowReconnect: answers come late (the
+// reconnection's re-registration, the caches' bulk reads), the connection
+// is cut and comes back, and meanwhile one cache of the tree is closed
+// and another made in its place (its bulk reads set the watches the
+// closed one's moved to the client's table); a writer changes the tree
+// throughout. At each pause the open caches equal the server's tree and
+// the watches counted are the server's.
+func TestMemReviewCachesSwappedOnSlowReconnect(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wr := newWriter(t, conn, root, 300, 3*time.Millisecond)
+	wr.fill(t)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	sess := client.Session()
+	b := newCache(t, client, root)
+	rec := record(t, b)
+	waitInit(t, b)
+	a := newCache(t, client, root)
+	waitInit(t, a)
+	wr.start()
+	defer wr.finish(t)
+	for round := range 5 {
+		proxy.DelayReplies(time.Duration(100+50*round) * time.Millisecond)
+		proxy.Cut()
+		time.Sleep(50 * time.Millisecond)
+		proxy.Restore()
+		proxy.DelayReplies(time.Duration(100+50*round) * time.Millisecond)
+		time.Sleep(time.Duration(20*round) * time.Millisecond)
+		a.Close()
+		a = newCache(t, client, root)
+		time.Sleep(150 * time.Millisecond)
+		proxy.DelayReplies(0)
+		waitInit(t, a)
+		time.Sleep(200 * time.Millisecond)
+		func() {
+			wr.pause()
+			defer wr.resume()
+			ctx := ctxFor(t, time.Minute)
+			for _, c := range []*cache.Cache{a, b} {
+				if err := c.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Trust(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
+					t.Fatalf("round %d: a cache differs from the server:\n%s", round, d)
+				}
+			}
+			zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
+				if d := diffReplay(replay(rec.all()), b.Snapshot()); d != "" {
+					return errors.New(d)
+				}
+				return nil
+			})
+			if bad := checkOrder(rec.all(), root); len(bad) > 0 {
+				t.Fatalf("round %d: order:\n%s", round, strings.Join(bad[:min(20, len(bad))], "\n"))
+			}
+			zktest.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: watches as the server's", round), func() error {
+				return watchesAsServer(t, ens, client, b.Snapshot().Len(), a, b)
+			})
+		}()
+	}
+	if client.Session() != sess {
+		t.Fatal("a new session")
+	}
+}
