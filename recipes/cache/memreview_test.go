@@ -850,3 +850,92 @@ func TestMemReviewCachesSwappedOnSlowReconnect(t *testing.T) {
 		t.Fatal("a new session")
 	}
 }
+
+// TestMemReviewCacheClosedAcrossExpiry: two caches of one tree on one
+// client whose session expires, round after round; one cache is closed
+// at a different moment each round (cut off, the session just lost, the
+// new session's rebuild under way) and another made. The other cache
+// rebuilds in each new session, equals the server's tree, and it, the
+// client and the server count the same watches: the closed cache's
+// watches of the old session end with it, those of the new one are
+// counted once.
+func TestMemReviewCacheClosedAcrossExpiry(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wr := newWriter(t, conn, root, 300, 3*time.Millisecond)
+	wr.fill(t)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	b := newCache(t, client, root)
+	rec := record(t, b)
+	waitInit(t, b)
+	a := newCache(t, client, root)
+	waitInit(t, a)
+	wr.start()
+	defer wr.finish(t)
+	for round := range 3 {
+		sess := client.Session()
+		proxy.Blackhole()
+		if round == 0 {
+			a.Close()
+			a = newCache(t, client, root)
+		}
+		<-sess.Done()
+		if round == 1 {
+			a.Close()
+			a = newCache(t, client, root)
+		}
+		proxy.Restore()
+		if round == 2 {
+			time.Sleep(30 * time.Millisecond)
+			a.Close()
+			a = newCache(t, client, root)
+		}
+		time.Sleep(300 * time.Millisecond)
+		func() {
+			wr.pause()
+			defer wr.resume()
+			ctx := ctxFor(t, time.Minute)
+			for _, c := range []*cache.Cache{a, b} {
+				if err := c.Sync(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Trust(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
+					t.Fatalf("round %d: a cache differs from the server:\n%s", round, d)
+				}
+			}
+			zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
+				if d := diffReplay(replay(rec.all()), b.Snapshot()); d != "" {
+					return errors.New(d)
+				}
+				return nil
+			})
+			if os.Getenv("MEMREVIEW_FIRE_ROOT") != "" {
+				// Fire the root's watches: an ExistsWatch and a data
+				// watch of it left by a check, counted twice
+				// (TestMemReviewExistsAndDataWatchOfOneNode), go.
+				if _, err := conn.Set(root, []byte(fmt.Sprint(round)), -1); err != nil {
+					t.Fatal(err)
+				}
+				for _, c := range []*cache.Cache{a, b} {
+					if err := c.Sync(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			zktest.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: watches as the server's", round), func() error {
+				return watchesAsServer(t, ens, client, b.Snapshot().Len(), a, b)
+			})
+		}()
+		if client.Session() == sess {
+			t.Fatalf("round %d: the same session after the expiry", round)
+		}
+	}
+}
