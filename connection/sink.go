@@ -482,19 +482,12 @@ func (c *Client) ownSourcesLocked(zc *zk.Conn) int {
 	return n
 }
 
-// ownCountLocked returns the number of sink watches pending, and whether
-// it is a sum over several tables that may name a node and kind twice.
-func (c *Client) ownCountLocked() (n int, several bool) {
-	n = c.ownPending
-	sources := 0
-	if n > 0 {
-		sources++
-	}
+// ownCountLocked returns the number of sink watches pending, summed over
+// the client's table and the sinks' (a node and kind may be in several).
+func (c *Client) ownCountLocked() int {
+	n := c.ownPending
 	for _, s := range c.tables {
-		if k := s.table.CountWatches(); k > 0 {
-			n += k
-			sources++
-		}
+		n += s.table.CountWatches()
 	}
-	return n, sources > 1
+	return n
 }

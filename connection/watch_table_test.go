@@ -43,14 +43,14 @@ func rearm(ctx context.Context, wg *sync.WaitGroup, c *connection.Client, paths 
 	}
 }
 
-// TestMemReviewPendingWatchesAcrossExpiry: GetWatch and ChildrenWatch set
+// TestPendingWatchesAcrossExpiry: GetWatch and ChildrenWatch set
 // again and again on a few nodes (as a user of the client beside a cache
 // does), with a sink of each kind watching the same nodes in bulk, read
 // again in each session; the session expires. Once things are still,
 // PendingWatches is two per node (a data and a child watch each, however
 // many watchers), as the server holds them (wchc: one data watch each).
 // It runs with no sink too.
-func TestMemReviewPendingWatchesAcrossExpiry(t *testing.T) {
+func TestPendingWatchesAcrossExpiry(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"none", "client", "table"} {
 		t.Run(kind, func(t *testing.T) {
@@ -129,13 +129,12 @@ func testPendingWatchesAcrossExpiry(t *testing.T, kind string) {
 	counts("after the expiry")
 }
 
-// TestMemReviewExistsAndDataWatchOfOneNode: on a node that exists, an
+// TestExistsAndDataWatchOfOneNode: on a node that exists, an
 // ExistsWatch is a data watch on the server, the one a GetWatch or a
-// sink's bulk read sets: wchc shows one. PendingWatches ("at most one per
-// watched node and kind per session") counts one as well. A cache leaves
+// sink's bulk read sets: wchc shows one, and so does PendingWatches. A cache leaves
 // such a pair after a session's loss: its root is checked with
 // ExistsWatch, then read.
-func TestMemReviewExistsAndDataWatchOfOneNode(t *testing.T) {
+func TestExistsAndDataWatchOfOneNode(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"get", "client", "table"} {
 		t.Run(kind, func(t *testing.T) {
@@ -172,14 +171,14 @@ func TestMemReviewExistsAndDataWatchOfOneNode(t *testing.T) {
 	}
 }
 
-// TestMemReviewClosedTableSinkAcrossCut: two sinks with tables watch the
+// TestClosedTableSinkAcrossCut: two sinks with tables watch the
 // same nodes in bulk; one is closed (its watches move to the client's
 // table, told to no one), then the connection is cut while every node's
 // data changes (same session). The open sink is told every change, the
 // closed one nothing; once they fired, PendingWatches is the child
 // watches only, as on the server. A table sink and a plain sink, closed
 // either way round, too.
-func TestMemReviewClosedTableSinkAcrossCut(t *testing.T) {
+func TestClosedTableSinkAcrossCut(t *testing.T) {
 	t.Parallel()
 	for _, pair := range [][2]int{{1, 1}, {0, 1}, {1, 0}} {
 		t.Run(fmt.Sprintf("%s-closed-%s-open", sinkKinds[pair[0]].name, sinkKinds[pair[1]].name), func(t *testing.T) {

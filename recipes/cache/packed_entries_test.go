@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"slices"
 	"sort"
@@ -50,12 +49,12 @@ func childFields(view map[string]cache.Node, want map[string]tnode) string {
 	return strings.Join(out, "\n")
 }
 
-// TestMemReviewChildStatFieldsAfterChurn: the Stat's child fields follow
+// TestChildStatFieldsAfterChurn: the Stat's child fields follow
 // the node's listing (Node.Stat's doc): at quiescence, with every node's
 // children cached, each node's Cversion, NumChildren and Pzxid are the
 // server's. A writer creates, deletes and remakes nodes; the connection
 // is cut now and then (same session).
-func TestMemReviewChildStatFieldsAfterChurn(t *testing.T) {
+func TestChildStatFieldsAfterChurn(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -144,11 +143,11 @@ func checkSnapshot(s cache.Snapshot, root string) error {
 	return nil
 }
 
-// TestMemReviewSnapshotsDuringChurn: snapshots, Get and Children called
+// TestSnapshotsDuringChurn: snapshots, Get and Children called
 // in a loop from several goroutines while a writer changes the tree as
 // fast as it can (run it with -race): every snapshot is whole by itself,
 // and the cache's own Get and Children agree with the node's path.
-func TestMemReviewSnapshotsDuringChurn(t *testing.T) {
+func TestSnapshotsDuringChurn(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -228,7 +227,7 @@ func watchesAsServer(t *testing.T, ens *zktest.Ensemble, client *connection.Clie
 	return nil
 }
 
-// TestMemReviewTwoCachesOfOneTreeOneClosed: two caches of the same tree on
+// TestTwoCachesOfOneTreeOneClosed: two caches of the same tree on
 // one client, and another user's GetWatch and ChildrenWatch of some of
 // its nodes. One cache is closed (its pending watches move to the
 // client's table, told to no one); then the connection is cut while a
@@ -237,7 +236,7 @@ func watchesAsServer(t *testing.T, ens *zktest.Ensemble, client *connection.Clie
 // share are registered again once, and fire for it), equals the server's
 // tree, and it, the client and the server count the same watches; the
 // other user's watches keep firing.
-func TestMemReviewTwoCachesOfOneTreeOneClosed(t *testing.T) {
+func TestTwoCachesOfOneTreeOneClosed(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -313,19 +312,6 @@ func TestMemReviewTwoCachesOfOneTreeOneClosed(t *testing.T) {
 	<-sess.Done()
 	proxy.Restore()
 	time.Sleep(300 * time.Millisecond)
-	if os.Getenv("MEMREVIEW_FIRE_ROOT") != "" {
-		// The cache checks its root with ExistsWatch in the new session,
-		// then reads it: an ExistsWatch and a data watch of one node,
-		// which PendingWatches counts twice
-		// (connection's TestMemReviewExistsAndDataWatchOfOneNode, on main
-		// as well). A change of the root's data fires both.
-		if err := b.Sync(ctxFor(t, time.Minute)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Set(root, []byte("fire"), -1); err != nil {
-			t.Fatal(err)
-		}
-	}
 	check("after the expiry")
 	if client.Session() == sess {
 		t.Fatal("the same session after the expiry")
@@ -362,7 +348,7 @@ func remakeSubtree(conn *zk.Conn, dir string, n, i int) error {
 	return err
 }
 
-// TestMemReviewRemadeSubtreesOrphans: directories remade with their
+// TestRemadeSubtreesOrphans: directories remade with their
 // children in one transaction, over and over, the connection cut and
 // answers dropped now and then (same session), a second cache of one
 // directory on the same client closed and opened again: at each pause
@@ -370,15 +356,15 @@ func remakeSubtree(conn *zk.Conn, dir string, n, i int) error {
 // count the same watches (an orphan that the client counts and the server
 // lacks is a change missed; one the server holds and no one counts, a
 // leak).
-func TestMemReviewRemadeSubtreesOrphans(t *testing.T) {
+func TestRemadeSubtreesOrphans(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	remadeSubtrees(t, true)
 }
 
-// TestMemReviewRemadeSubtreesNoFaults is TestMemReviewRemadeSubtreesOrphans
+// TestRemadeSubtreesNoFaults is TestRemadeSubtreesOrphans
 // without the faults, for the race detector.
-func TestMemReviewRemadeSubtreesNoFaults(t *testing.T) {
+func TestRemadeSubtreesNoFaults(t *testing.T) {
 	t.Parallel()
 	remadeSubtrees(t, false)
 }
@@ -484,14 +470,14 @@ func remadeSubtrees(t *testing.T, faults bool) {
 	t.Logf("%d subtrees remade; %d nodes", remakes.Load(), all.Snapshot().Len())
 }
 
-// TestMemReviewNamespaceCutAndExpiry: caches of a client with a namespace
+// TestNamespaceCutAndExpiry: caches of a client with a namespace
 // (the table keeps the client's paths, the server's watches have the
 // server's): one of the namespace's root, one of a tree in it. The
 // connection is cut while every node is changed (same session: the
 // watches registered again must be the server's paths, or the changes go
 // unseen), then the session expires. Each time the caches equal the
 // server's tree, and the watches counted are the server's.
-func TestMemReviewNamespaceCutAndExpiry(t *testing.T) {
+func TestNamespaceCutAndExpiry(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -584,14 +570,14 @@ func btoi(b bool) int {
 	return 0
 }
 
-// TestMemReviewClosedCachesLeaveTheServersWatches: two caches of one tree
+// TestClosedCachesLeaveTheServersWatches: two caches of one tree
 // on one client, closed: their watches stay on the server until they
 // fire, and the client counts them there (moved to its table, told to no
 // one), once each node and kind; as they fire (every node's data set,
 // then a child added to every node), the count goes down with the
 // server's, to none. A cut (same session) in between registers them
 // again: they still fire.
-func TestMemReviewClosedCachesLeaveTheServersWatches(t *testing.T) {
+func TestClosedCachesLeaveTheServersWatches(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -644,10 +630,10 @@ func TestMemReviewClosedCachesLeaveTheServersWatches(t *testing.T) {
 	counts("a child added to every node", 0, 0)
 }
 
-// TestMemReviewLookupOddPaths: Get and Children of the cache and of its
+// TestLookupOddPaths: Get and Children of the cache and of its
 // snapshot, found by names now, with paths that are not a node's: none
 // found, nothing panics; the root, "/" included, found.
-func TestMemReviewLookupOddPaths(t *testing.T) {
+func TestLookupOddPaths(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -706,14 +692,14 @@ func TestMemReviewLookupOddPaths(t *testing.T) {
 	}
 }
 
-// TestMemReviewCacheClosedWhileCutOff: two caches of one tree on one
+// TestCacheClosedWhileCutOff: two caches of one tree on one
 // client; the connection is cut, every node changed and a few added and
 // deleted, and one cache is closed while the client is reconnecting (its
 // watches move to the client's table as the reconnection registers
 // them). The other cache gets every change, and the client, the cache
 // and the server count the same watches. Round after round, a new cache
 // in place of the closed one.
-func TestMemReviewCacheClosedWhileCutOff(t *testing.T) {
+func TestCacheClosedWhileCutOff(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -778,14 +764,14 @@ func TestMemReviewCacheClosedWhileCutOff(t *testing.T) {
 	}
 }
 
-// TestMemReviewCachesSwappedOnSlowReconnect: answers come late (the
+// TestCachesSwappedOnSlowReconnect: answers come late (the
 // reconnection's re-registration, the caches' bulk reads), the connection
 // is cut and comes back, and meanwhile one cache of the tree is closed
 // and another made in its place (its bulk reads set the watches the
 // closed one's moved to the client's table); a writer changes the tree
 // throughout. At each pause the open caches equal the server's tree and
 // the watches counted are the server's.
-func TestMemReviewCachesSwappedOnSlowReconnect(t *testing.T) {
+func TestCachesSwappedOnSlowReconnect(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -851,7 +837,7 @@ func TestMemReviewCachesSwappedOnSlowReconnect(t *testing.T) {
 	}
 }
 
-// TestMemReviewCacheClosedAcrossExpiry: two caches of one tree on one
+// TestCacheClosedAcrossExpiry: two caches of one tree on one
 // client whose session expires, round after round; one cache is closed
 // at a different moment each round (cut off, the session just lost, the
 // new session's rebuild under way) and another made. The other cache
@@ -859,7 +845,7 @@ func TestMemReviewCachesSwappedOnSlowReconnect(t *testing.T) {
 // client and the server count the same watches: the closed cache's
 // watches of the old session end with it, those of the new one are
 // counted once.
-func TestMemReviewCacheClosedAcrossExpiry(t *testing.T) {
+func TestCacheClosedAcrossExpiry(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -917,19 +903,6 @@ func TestMemReviewCacheClosedAcrossExpiry(t *testing.T) {
 				}
 				return nil
 			})
-			if os.Getenv("MEMREVIEW_FIRE_ROOT") != "" {
-				// Fire the root's watches: an ExistsWatch and a data
-				// watch of it left by a check, counted twice
-				// (TestMemReviewExistsAndDataWatchOfOneNode), go.
-				if _, err := conn.Set(root, []byte(fmt.Sprint(round)), -1); err != nil {
-					t.Fatal(err)
-				}
-				for _, c := range []*cache.Cache{a, b} {
-					if err := c.Sync(ctx); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
 			zktest.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: watches as the server's", round), func() error {
 				return watchesAsServer(t, ens, client, b.Snapshot().Len(), a, b)
 			})
