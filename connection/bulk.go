@@ -350,7 +350,20 @@ func (c *Client) ownPaths(zc *zk.Conn) (data, child []string) {
 			}
 		}
 	}
+	// Sinks' tables may name a node and kind twice (two caches of one
+	// tree): each goes once.
+	var seen map[restoreKey]struct{}
+	if c.ownSourcesLocked(zc) > 1 {
+		seen = map[restoreKey]struct{}{}
+	}
 	c.ownPendingLocked(zc, func(spath string, kind watchKind) {
+		if seen != nil {
+			k := restoreKey{spath, kind}
+			if _, dup := seen[k]; dup {
+				return
+			}
+			seen[k] = struct{}{}
+		}
 		if kind == childWatch {
 			child = append(child, spath)
 		} else {

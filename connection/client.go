@@ -50,6 +50,7 @@ type Client struct {
 	ownArming  map[watchKey][]*arming           // setWatches in flight
 	ownPending int                              // kinds pending in own
 	sinks      map[uint32]*WatchSink
+	tables     []*WatchSink // the open sinks with a WatchTable
 	sinkSeq    uint32
 
 	// tooLarge holds the requests (tooLargeKey: kind and server path)
@@ -573,29 +574,53 @@ type Stats struct {
 	Notifications int64
 	// Replies is the number of answers to requests, pings included.
 	Replies int64
-	// PendingWatches is the number of nodes and kinds with a GetWatch,
-	// ChildrenWatch or ExistsWatch watch set (or being set) and not fired
-	// yet: at most one per watched node and kind per session.
+	// PendingWatches is the number of watches set (or being set) and not
+	// fired yet, as the server counts them: a node's GetWatch and
+	// ExistsWatch are one watch (the server keeps both in one table), its
+	// ChildrenWatch another; at most one of each per node and session.
 	PendingWatches int
 }
 
 // Stats returns the client's counters, summed over all its sessions.
 func (c *Client) Stats() Stats {
 	c.watchMu.Lock()
-	pending := len(c.watches) + c.ownPending
-	if c.ownPending > 0 && len(c.watches) > 0 {
-		// A node and kind a sink and a shared Watch both wait on is one
-		// watch on the server: count it once.
-		for zc := range c.own {
-			c.ownPendingLocked(zc, func(spath string, kind watchKind) {
-				if _, ok := c.watches[watchKey{zc, spath, kind}]; ok {
-					pending--
-				}
-			})
-		}
-	}
+	pending := c.pendingLocked()
 	c.watchMu.Unlock()
 	return Stats{Notifications: c.notifications.Load(), Replies: c.replies.Load(), PendingWatches: pending}
+}
+
+// pendingLocked counts the pending watches as the server holds them: it
+// keeps a node's data watches and exists watches in one table, one watch
+// a session and node (an ExistsWatch and a GetWatch of one node are one
+// watch in its `wchc`), and child watches in another; and a node and kind
+// that sinks and shared Watches both wait on is one watch. c.watchMu is
+// held.
+func (c *Client) pendingLocked() int {
+	seen := map[watchKey]struct{}{}
+	add := func(zc *zk.Conn, spath string, kind watchKind) {
+		if kind == existWatch {
+			kind = dataWatch
+		}
+		seen[watchKey{zc, spath, kind}] = struct{}{}
+	}
+	for key := range c.watches {
+		add(key.zc, key.spath, key.kind)
+	}
+	if c.ownCountLocked() > 0 {
+		handles := map[*zk.Conn]struct{}{}
+		for zc := range c.own {
+			handles[zc] = struct{}{}
+		}
+		for _, s := range c.tables {
+			if s.tzc != nil {
+				handles[s.tzc] = struct{}{}
+			}
+		}
+		for zc := range handles {
+			c.ownPendingLocked(zc, func(spath string, kind watchKind) { add(zc, spath, kind) })
+		}
+	}
+	return len(seen)
 }
 
 // Logger returns the client's logger (WithLogger; by default one that

@@ -26,6 +26,16 @@ import (
 // client's table says which kinds are pending once it is answered): an
 // event that comes meanwhile marks it fired, and the answer then leaves
 // the kind unset. That table lives only while watches are being set.
+//
+// A watcher that keeps an entry per node anyway (a cache) can keep the
+// kinds pending there: NewWatchSinkTable's sink has no entry in the
+// client's table, only in the watcher's WatchTable, which the client asks
+// for what it did ask its own table — which sinks an event concerns, the
+// watches to register again after a reconnect and to count, the ones to
+// end with the session. The table holds the watches of one handle: those
+// of another (a new session's, before the old handle's end) move to the
+// client's table, as do those of a closed sink (pending until they fire,
+// told to no one).
 
 // WatchSink receives the events of the watches its ReadWatchMany sets.
 // Its function is called as a Watch's hook is (AfterFire): on
@@ -39,7 +49,37 @@ type WatchSink struct {
 	c  *Client
 	id uint32
 	f  func(path string, ev zk.Event)
+
+	table WatchTable // NewWatchSinkTable's: the sink's watches, of handle tzc
+	tzc   *zk.Conn   // under the client's watchMu
 }
+
+// WatchTable keeps the pending watches of a NewWatchSinkTable sink in its
+// owner's records of the nodes, in place of the client's table. Paths are
+// the client's; kinds are WatchData and WatchChild bits. The client calls
+// these methods with its watch lock held, from go-zookeeper's receive
+// loop among others: they must be quick, must not wait for a lock held
+// while the client is called, and must never call the client.
+type WatchTable interface {
+	// MarkWatches records kinds as pending on the node at path, whether
+	// or not the table's owner still holds that node.
+	MarkWatches(path string, kinds uint8)
+	// TakeWatches clears kinds on the node at path and returns those of
+	// them that were pending.
+	TakeWatches(path string, kinds uint8) uint8
+	// RangeWatches calls f for every node with kinds pending.
+	RangeWatches(f func(path string, kinds uint8))
+	// CountWatches returns the number of nodes and kinds pending.
+	CountWatches() int
+	// ClearWatches clears every kind pending.
+	ClearWatches()
+}
+
+// The kinds of a WatchTable's watches.
+const (
+	WatchData  uint8 = ownData  // a data watch (GetWatch's kind)
+	WatchChild uint8 = ownChild // a child watch (ChildrenWatch's kind)
+)
 
 // ownWatch is the client's entry for one node with sink watches: the
 // kinds pending (set and not fired), and the sink to tell (manySinks: a
@@ -63,7 +103,10 @@ type ownKey struct {
 }
 
 // arming is a sink watch whose setWatches is in flight.
-type arming struct{ fired bool }
+type arming struct {
+	fired bool
+	sink  *WatchSink
+}
 
 // NewWatchSink returns a sink that calls f with the events of its
 // watches. Close it when done.
@@ -76,6 +119,17 @@ func (c *Client) NewWatchSink(f func(path string, ev zk.Event)) *WatchSink {
 		c.sinks = map[uint32]*WatchSink{}
 	}
 	c.sinks[s.id] = s
+	return s
+}
+
+// NewWatchSinkTable returns a sink whose pending watches t keeps (see
+// WatchTable), and that calls f with their events. Close it when done.
+func (c *Client) NewWatchSinkTable(t WatchTable, f func(path string, ev zk.Event)) *WatchSink {
+	s := c.NewWatchSink(f)
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	s.table = t
+	c.tables = append(c.tables, s)
 	return s
 }
 
@@ -105,6 +159,11 @@ func (s *WatchSink) Close() {
 		return
 	}
 	delete(c.sinks, s.id)
+	if s.table != nil {
+		c.tables = slices.DeleteFunc(c.tables, func(t *WatchSink) bool { return t == s })
+		c.untableLocked(s, 0) // pending still, told to no one
+		return
+	}
 	for zc, tbl := range c.own {
 		for spath, ent := range tbl {
 			switch ent.sink {
@@ -130,40 +189,77 @@ func (s *WatchSink) Close() {
 
 // armSink records s's watch of key, whose setWatches is about to be sent.
 func (c *Client) armSink(key watchKey, s *WatchSink) *arming {
-	a := &arming{}
+	a := &arming{sink: s}
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
-	if c.own == nil {
-		c.own = map[*zk.Conn]map[string]ownWatch{}
-	}
 	if c.ownArming == nil {
 		c.ownArming = map[watchKey][]*arming{}
 	}
-	tbl := c.own[key.zc]
+	if s.table == nil {
+		c.addOwnLocked(key.zc, key.spath, 0, s.id)
+	}
+	c.ownArming[key] = append(c.ownArming[key], a)
+	return a
+}
+
+// addOwnLocked records kinds pending on a node of handle zc in the
+// client's table, and sink id (0: none) among the sinks to tell.
+func (c *Client) addOwnLocked(zc *zk.Conn, spath string, kinds uint8, id uint32) {
+	if c.own == nil {
+		c.own = map[*zk.Conn]map[string]ownWatch{}
+	}
+	tbl := c.own[zc]
 	if tbl == nil {
 		tbl = map[string]ownWatch{}
-		c.own[key.zc] = tbl
+		c.own[zc] = tbl
 	}
-	ent := tbl[key.spath]
+	ent := tbl[spath]
 	switch ent.sink {
+	case id:
 	case 0:
-		ent.sink = s.id
-	case s.id:
+		ent.sink = id
 	case manySinks:
-		k := ownKey{key.zc, key.spath}
-		if !slices.Contains(c.ownMany[k], s.id) {
-			c.ownMany[k] = append(c.ownMany[k], s.id)
+		k := ownKey{zc, spath}
+		if id != 0 && !slices.Contains(c.ownMany[k], id) {
+			c.ownMany[k] = append(c.ownMany[k], id)
 		}
 	default:
+		if id == 0 {
+			break
+		}
 		if c.ownMany == nil {
 			c.ownMany = map[ownKey][]uint32{}
 		}
-		c.ownMany[ownKey{key.zc, key.spath}] = []uint32{ent.sink, s.id}
+		c.ownMany[ownKey{zc, spath}] = []uint32{ent.sink, id}
 		ent.sink = manySinks
 	}
-	tbl[key.spath] = ent
-	c.ownArming[key] = append(c.ownArming[key], a)
-	return a
+	for _, bit := range []uint8{ownData, ownChild} {
+		if kinds&bit != 0 && ent.kinds&bit == 0 {
+			ent.kinds |= bit
+			c.ownPending++
+		}
+	}
+	tbl[spath] = ent
+}
+
+// untableLocked moves the watches s's table keeps to the client's table,
+// to be told to sink id (0: to no one): s is closed, or its table is to
+// keep another handle's.
+func (c *Client) untableLocked(s *WatchSink, id uint32) {
+	if s.tzc == nil {
+		return
+	}
+	type moved struct {
+		path  string
+		kinds uint8
+	}
+	var ms []moved
+	s.table.RangeWatches(func(path string, kinds uint8) { ms = append(ms, moved{path, kinds}) })
+	s.table.ClearWatches()
+	for _, m := range ms {
+		c.addOwnLocked(s.tzc, c.server(m.path), m.kinds, id)
+	}
+	s.tzc = nil
 }
 
 // armedSink settles a once its setWatches was answered: set (ok), and not
@@ -179,6 +275,20 @@ func (c *Client) armedSink(key watchKey, a *arming, ok bool) {
 		} else {
 			c.ownArming[key] = list
 		}
+	}
+	if s := a.sink; s.table != nil {
+		switch {
+		case !ok || a.fired: // not set, or fired already (the handle's end fires its armings)
+		case c.sinks[s.id] != s:
+			c.addOwnLocked(key.zc, key.spath, ownKind(key.kind), 0) // closed meanwhile
+		default:
+			if s.tzc != key.zc {
+				c.untableLocked(s, s.id)
+				s.tzc = key.zc
+			}
+			s.table.MarkWatches(c.client(key.spath), ownKind(key.kind))
+		}
+		return
 	}
 	tbl := c.own[key.zc]
 	ent, found := tbl[key.spath]
@@ -229,44 +339,67 @@ func (c *Client) dropOwnLocked(zc *zk.Conn, tbl map[string]ownWatch, spath strin
 }
 
 // fireOwnLocked fires the sink watches of kinds (ownData, ownChild) of
-// a node of handle zc, and tells its sinks.
+// a node of handle zc, and tells their sinks.
 func (c *Client) fireOwnLocked(zc *zk.Conn, spath string, kinds uint8, ev zk.Event) {
-	tbl := c.own[zc]
-	ent, found := tbl[spath]
-	if !found {
-		return
+	var tell []*WatchSink
+	told := func(s *WatchSink) {
+		if !slices.Contains(tell, s) {
+			tell = append(tell, s)
+		}
 	}
-	fired := false
+	fired := false // a watch of the client's table, or an arming of one
 	for _, k := range []watchKind{dataWatch, childWatch} {
-		bit := ownKind(k)
-		if kinds&bit == 0 {
+		if kinds&ownKind(k) == 0 {
 			continue
 		}
 		key := watchKey{zc, spath, k}
 		for _, a := range c.ownArming[key] {
-			a.fired, fired = true, true
+			a.fired = true
+			if a.sink.table != nil {
+				told(a.sink)
+			} else {
+				fired = true
+			}
 		}
 		c.unarmLocked(key)
-		if ent.kinds&bit != 0 {
-			ent.kinds &^= bit
-			c.ownPending--
-			fired = true
+	}
+	var path string // the client's, made when needed
+	if len(c.tables) > 0 {
+		path = c.client(spath)
+	}
+	for _, s := range c.tables {
+		if s.tzc == zc && s.table.TakeWatches(path, kinds) != 0 {
+			told(s)
 		}
 	}
-	if !fired {
-		return
-	}
-	tbl[spath] = ent
-	sinks := []uint32{ent.sink}
-	if ent.sink == manySinks {
-		sinks = c.ownMany[ownKey{zc, spath}]
-	}
-	c.dropOwnLocked(zc, tbl, spath, ent)
-	path := c.client(spath)
-	for _, id := range sinks {
-		if s := c.sinks[id]; s != nil {
-			s.f(path, ev)
+	tbl := c.own[zc]
+	if ent, found := tbl[spath]; found {
+		for _, bit := range []uint8{ownData, ownChild} {
+			if kinds&bit != 0 && ent.kinds&bit != 0 {
+				ent.kinds &^= bit
+				c.ownPending--
+				fired = true
+			}
 		}
+		if fired {
+			tbl[spath] = ent
+			ids := []uint32{ent.sink}
+			if ent.sink == manySinks {
+				ids = c.ownMany[ownKey{zc, spath}]
+			}
+			c.dropOwnLocked(zc, tbl, spath, ent)
+			for _, id := range ids {
+				if s := c.sinks[id]; s != nil {
+					told(s)
+				}
+			}
+		}
+	}
+	if len(tell) > 0 && path == "" {
+		path = c.client(spath)
+	}
+	for _, s := range tell {
+		s.f(path, ev)
 	}
 }
 
@@ -289,20 +422,72 @@ func (c *Client) ownEventLocked(zc *zk.Conn, ev zk.Event) {
 // endOwnLocked fires every sink watch of handle zc, now closed, with
 // EventNotWatching and err.
 func (c *Client) endOwnLocked(zc *zk.Conn, err error) {
-	for spath := range c.own[zc] {
+	end := func(spath string) {
 		c.fireOwnLocked(zc, spath, ownData|ownChild, zk.Event{Type: zk.EventNotWatching, State: zk.StateDisconnected, Path: spath, Err: err})
 	}
+	for spath := range c.own[zc] {
+		end(spath)
+	}
 	delete(c.own, zc)
+	// The tables' watches, and the armings of their sinks.
+	var spaths []string
+	for key := range c.ownArming {
+		if key.zc == zc {
+			spaths = append(spaths, key.spath)
+		}
+	}
+	for _, s := range c.tables {
+		if s.tzc == zc {
+			s.table.RangeWatches(func(path string, _ uint8) { spaths = append(spaths, c.server(path)) })
+		}
+	}
+	for _, spath := range spaths {
+		end(spath)
+	}
 }
 
 // ownPendingLocked calls f for each pending sink watch of handle zc.
+// A node and kind pending in more than one table is told once per table.
 func (c *Client) ownPendingLocked(zc *zk.Conn, f func(spath string, kind watchKind)) {
-	for spath, ent := range c.own[zc] {
-		if ent.kinds&ownData != 0 {
+	each := func(spath string, kinds uint8) {
+		if kinds&ownData != 0 {
 			f(spath, dataWatch)
 		}
-		if ent.kinds&ownChild != 0 {
+		if kinds&ownChild != 0 {
 			f(spath, childWatch)
 		}
 	}
+	for spath, ent := range c.own[zc] {
+		each(spath, ent.kinds)
+	}
+	for _, s := range c.tables {
+		if s.tzc == zc {
+			s.table.RangeWatches(func(path string, kinds uint8) { each(c.server(path), kinds) })
+		}
+	}
+}
+
+// ownSourcesLocked returns how many tables hold sink watches of handle
+// zc: the client's and the sinks'.
+func (c *Client) ownSourcesLocked(zc *zk.Conn) int {
+	n := 0
+	if len(c.own[zc]) > 0 {
+		n++
+	}
+	for _, s := range c.tables {
+		if s.tzc == zc && s.table.CountWatches() > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// ownCountLocked returns the number of sink watches pending, summed over
+// the client's table and the sinks' (a node and kind may be in several).
+func (c *Client) ownCountLocked() int {
+	n := c.ownPending
+	for _, s := range c.tables {
+		n += s.table.CountWatches()
+	}
+	return n
 }

@@ -18,13 +18,20 @@ import (
 // len(c.watches) (the Watches) and c.ownPending (the sink entries' kinds)
 // without looking for a key in both. Only the figure was wrong: the
 // watches fire and are told.
+//
+// It runs with a sink of each kind (the client's table, a WatchTable), and
+// then with one of each on the node.
 func TestPendingWatchesCountsANodeOnce(t *testing.T) {
 	t.Parallel()
+	forEachSinkKind(t, testPendingWatchesCountsANodeOnce)
+}
+
+func testPendingWatchesCountsANodeOnce(t *testing.T, kind int) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	c := open(t, ens.Servers())
 	ctx := ctxFor(t, time.Minute)
-	s := c.NewWatchSink(func(string, zk.Event) {})
+	s := sinkKinds[kind].new(c, func(string, zk.Event) {})
 	defer s.Close()
 	if _, err := s.ReadWatchMany(ctx, []connection.BulkRead{{Path: root, Children: true}}); err != nil {
 		t.Fatal(err)
@@ -40,5 +47,17 @@ func TestPendingWatchesCountsANodeOnce(t *testing.T) {
 	}
 	if n := c.Stats().PendingWatches; n != 2 {
 		t.Fatalf("after a GetWatch and a ChildrenWatch of the same node: PendingWatches = %d, want 2", n)
+	}
+	s2 := sinkKinds[1-kind].new(c, func(string, zk.Event) {})
+	defer s2.Close()
+	if _, err := s2.ReadWatchMany(ctx, []connection.BulkRead{{Path: root, Children: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Stats().PendingWatches; n != 2 {
+		t.Fatalf("after a sink of the other kind read it too: PendingWatches = %d, want 2", n)
+	}
+	s.Close()
+	if n := c.Stats().PendingWatches; n != 2 {
+		t.Fatalf("after the first sink closed: PendingWatches = %d, want 2", n)
 	}
 }

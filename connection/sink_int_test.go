@@ -2,6 +2,7 @@ package connection_test
 
 import (
 	"fmt"
+	"math/bits"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,80 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 )
+
+// mapTable is a WatchTable kept in a map, as a watcher with records of
+// its own keeps it in them.
+type mapTable struct {
+	mu sync.Mutex
+	m  map[string]uint8
+}
+
+func (t *mapTable) MarkWatches(p string, kinds uint8) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]uint8{}
+	}
+	t.m[p] |= kinds
+}
+
+func (t *mapTable) TakeWatches(p string, kinds uint8) uint8 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	got := t.m[p] & kinds
+	if rest := t.m[p] &^ kinds; rest != 0 {
+		t.m[p] = rest
+	} else {
+		delete(t.m, p)
+	}
+	return got
+}
+
+func (t *mapTable) RangeWatches(f func(string, uint8)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for p, k := range t.m {
+		f(p, k)
+	}
+}
+
+func (t *mapTable) CountWatches() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, k := range t.m {
+		n += bits.OnesCount8(k)
+	}
+	return n
+}
+
+func (t *mapTable) ClearWatches() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.m = nil
+}
+
+// sinkKinds makes a sink of each kind: the client's table, a WatchTable.
+var sinkKinds = []struct {
+	name string
+	new  func(c *connection.Client, f func(string, zk.Event)) *connection.WatchSink
+}{
+	{"client", func(c *connection.Client, f func(string, zk.Event)) *connection.WatchSink { return c.NewWatchSink(f) }},
+	{"table", func(c *connection.Client, f func(string, zk.Event)) *connection.WatchSink {
+		return c.NewWatchSinkTable(&mapTable{}, f)
+	}},
+}
+
+// forEachSinkKind runs test with each kind of sink (its index in
+// sinkKinds), in parallel.
+func forEachSinkKind(t *testing.T, test func(t *testing.T, kind int)) {
+	for i, k := range sinkKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, i)
+		})
+	}
+}
 
 // sinkLog records what a WatchSink is told.
 type sinkLog struct {
@@ -63,9 +138,14 @@ func (l *sinkLog) wait(t *testing.T, path string, typ zk.EventType) {
 // registered them again), a second sink on the same nodes told too, a
 // closed sink told nothing more, and the end of the session's watches
 // told as EventNotWatching; a GetWatch of a node a sink watches fired by
-// the same change.
+// the same change. It runs with a sink of each kind (the client's table,
+// a WatchTable), the second sink of the other kind.
 func TestWatchSink(t *testing.T) {
 	t.Parallel()
+	forEachSinkKind(t, testWatchSink)
+}
+
+func testWatchSink(t *testing.T, kind int) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
@@ -75,7 +155,7 @@ func TestWatchSink(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	paths := bulkTree(t, conn, root, 3, 400)
 	log1, log2 := newSinkLog(), newSinkLog()
-	s1 := c.NewWatchSink(log1.fired)
+	s1 := sinkKinds[kind].new(c, log1.fired)
 	defer s1.Close()
 	reads := append(bulkReads(paths), connection.BulkRead{Path: root + "/missing", Children: true})
 	res, err := s1.ReadWatchMany(ctx, reads)
@@ -130,7 +210,7 @@ func TestWatchSink(t *testing.T) {
 	}
 	// A second sink on some of the nodes: both are told; a closed one is
 	// not.
-	s2 := c.NewWatchSink(log2.fired)
+	s2 := sinkKinds[1-kind].new(c, log2.fired)
 	defer s2.Close()
 	if _, err := s2.ReadWatchMany(ctx, bulkReads(paths[100:110])); err != nil {
 		t.Fatal(err)
@@ -180,6 +260,10 @@ func TestWatchSink(t *testing.T) {
 // node was told, and nothing is pending.
 func TestWatchSinkArming(t *testing.T) {
 	t.Parallel()
+	forEachSinkKind(t, testWatchSinkArming)
+}
+
+func testWatchSinkArming(t *testing.T, kind int) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
@@ -187,7 +271,7 @@ func TestWatchSinkArming(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	paths := bulkTree(t, conn, root, 2, 300)
 	log := newSinkLog()
-	s := c.NewWatchSink(log.fired)
+	s := sinkKinds[kind].new(c, log.fired)
 	defer s.Close()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

@@ -60,7 +60,7 @@ func (w *worker) result(r *result) {
 // is in flight): it is marked now, or it would never be read.
 func (w *worker) stale(o *op) {
 	e := o.e
-	if o.kind() == listOp && !o.dirty && !e.removed && e.listable && (e.node != nil || e.list.Czxid != 0) {
+	if o.kind() == listOp && !o.dirty && !e.removed && e.listable && (e.hasNode || e.list().Czxid != 0) {
 		w.markDirty(o, modeGet)
 		if e.data.tracked || o.tracked {
 			w.track(o)
@@ -91,7 +91,7 @@ func (w *worker) dataDone(o *op, r *result) {
 			seq = 0 // the root's creation watch is still to set
 		}
 	case unreadable(r.err):
-		e.setRare(func(x *entryRare) { x.dataErr = r.err })
+		e.setDataErr(r.err)
 		if checked := e.checked(); r.mode == modeFetch && checked != nil {
 			if !w.setNode(o, e, nil, checked) {
 				seq = 0
@@ -104,16 +104,17 @@ func (w *worker) dataDone(o *op, r *result) {
 		w.failed(o, r)
 		return
 	case r.mode == modeCheck:
-		if n := e.node; n != nil && n.Stat.Czxid == r.stat.Czxid && n.Stat.Mzxid == r.stat.Mzxid {
+		if e.hasNode && e.czxid == r.stat.Czxid && e.mzxid == r.stat.Mzxid {
 			w.touch(e, r.stat)
 			break
 		}
 		// Moved (or never read): fetch the data; the check's watch stands.
-		e.setRare(func(x *entryRare) { x.checked = r.stat })
+		e.setChecked(r.stat)
 		w.start(o, modeFetch)
 		return
 	default:
-		e.setRare(func(x *entryRare) { x.dataErr, x.checked = nil, nil })
+		e.setDataErr(nil)
+		e.setChecked(nil)
 		if !w.setNode(o, e, r.data, r.stat) {
 			seq = 0
 		}
@@ -135,27 +136,27 @@ func (w *worker) listDone(o *op, r *result) {
 		// answers come in order, the reads' goroutines hand them over in
 		// any), and setNode did not list it, this listing being in
 		// flight: list it now, or its children are never read.
-		if e.node != nil {
+		if e.hasNode {
 			w.markDirty(o, modeGet)
 			w.settle(o, 0)
 			return
 		}
 	case unreadable(r.err):
-		e.setRare(func(x *entryRare) { x.listErr = r.err })
+		e.setListErr(r.err)
 		w.openKids(e)
-		w.refresh(e)
+		w.refresh(e, e.list())
 	case r.err != nil:
 		w.failed(o, r)
 		return
-	case e.node != nil && r.stat.Czxid < e.node.Stat.Czxid,
-		r.stat.Czxid < e.list.Czxid,
-		e.list.Czxid == r.stat.Czxid && r.stat.Pzxid < e.list.Pzxid:
+	case e.hasNode && r.stat.Czxid < e.czxid,
+		r.stat.Czxid < e.list().Czxid,
+		e.list().Czxid == r.stat.Czxid && r.stat.Pzxid < e.list().Pzxid:
 		// Older than the view, or than the last listing (a node not read
 		// yet has no Stat to compare with): list again.
 		w.markDirty(o, modeGet)
 		w.settle(o, 0)
 		return
-	case e.node != nil && r.stat.Czxid > e.node.Stat.Czxid:
+	case e.hasNode && r.stat.Czxid > e.czxid:
 		// A newer node at the path. Its data read drops the old node's
 		// children and lists the new one's (setNode).
 		w.markDirty(&e.data, modeGet)
@@ -173,7 +174,8 @@ func (w *worker) listDone(o *op, r *result) {
 // (their reads tracked with the listing's, so a load includes them), names
 // gone are deleted with their subtrees.
 func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
-	if e.list.Czxid != 0 && e.list.Czxid != stat.Czxid {
+	ls := listOf(stat)
+	if cur := e.list(); cur.Czxid != 0 && cur.Czxid != ls.Czxid {
 		// The children are of an older node at the path (e not read
 		// yet, or read as that node): a child of the same name is
 		// another node, not to be kept, or its read of the old node
@@ -182,13 +184,22 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 			w.unpublishTree(k)
 			w.remove(k)
 		}
+		w.c.table.mu.Lock()
 		e.setChildren(nil)
+		w.c.table.mu.Unlock()
 	}
-	e.list = listOf(stat)
+	newer := e.hasNode && ls.Czxid == e.czxid && ls.Pzxid > e.pzxid
 	hadErr := e.listErr() != nil
-	e.setRare(func(x *entryRare) { x.listErr = nil })
-	accept := w.c.opts.selector.Accept
+	if !hadErr && !newer {
+		e.setList(ls)
+	}
+	e.setListErr(nil)
+	accept, descend := w.c.opts.selector.Accept, w.c.opts.selector.Descend
 	depth := e.depth() + 1
+	dir := "" // e's path, when the selector needs its children's
+	if accept != nil || descend != nil {
+		dir = e.path()
+	}
 	// The listing and the children, both sorted, side by side.
 	slices.Sort(names) // the listing's order means nothing
 	kids := e.children()
@@ -199,10 +210,10 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 		if j > 0 && name == names[j-1] {
 			continue
 		}
-		for i < len(kids) && kids[i].name() < name {
+		for i < len(kids) && kids[i].name < name {
 			i++
 		}
-		if i < len(kids) && kids[i].name() == name {
+		if i < len(kids) && kids[i].name == name {
 			k := kids[i]
 			matched[i] = true
 			i++
@@ -219,11 +230,14 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 			}
 			continue
 		}
-		p := join(e.path, name)
+		p := ""
+		if dir != "" {
+			p = join(dir, name)
+		}
 		if accept != nil && !accept(p) {
 			continue
 		}
-		k := w.newEntry(e, p, depth)
+		k := w.newEntry(e, name, p, depth)
 		added = append(added, k)
 		for _, ko := range k.ops() {
 			if ko.dirty {
@@ -242,27 +256,29 @@ func (w *worker) applyListing(o *op, e *entry, names []string, stat *zk.Stat) {
 			gone = true
 		}
 	}
-	if gone {
-		kids = slices.DeleteFunc(kids, func(k *entry) bool { return k.removed })
-	}
-	if len(added) > 0 {
-		kids = append(kids, added...)
-		slices.SortFunc(kids, byName)
-	}
 	if gone || len(added) > 0 {
+		t := &w.c.table
+		t.mu.Lock() // the slice is changed in place
+		if gone {
+			kids = slices.DeleteFunc(kids, func(k *entry) bool { return k.removed })
+		}
+		if len(added) > 0 {
+			kids = append(kids, added...)
+			slices.SortFunc(kids, byName)
+		}
 		e.setChildren(kids)
+		t.mu.Unlock()
 	}
-	if hadErr || e.node != nil && stat.Czxid == e.node.Stat.Czxid && stat.Pzxid > e.node.Stat.Pzxid {
-		w.refresh(e)
+	if hadErr || newer {
+		w.refresh(e, ls) // the node's child fields the listing's, and its Err
+		e.setList(ls)
 	}
 }
 
 // setNode applies a data read of e, or reports false when the read must
 // wait for a listing of e's parent (awaitParent).
 func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
-	n := &Node{Path: e.path, Data: data, Stat: *stat}
-	old := e.node
-	if old == nil && e.list.Czxid > stat.Czxid {
+	if !e.hasNode && e.list().Czxid > stat.Czxid {
 		// Older than the listing applied (its answer came after the
 		// listing's, the reads' goroutines hand them over in any order):
 		// the node was deleted and made again since. Read it again:
@@ -271,46 +287,46 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 		w.markDirty(o, modeGet)
 		return false
 	}
-	if p := e.parent; p != nil && p.listErr() == nil && p.list.Pzxid < stat.Czxid &&
-		(old == nil || stat.Czxid > old.Stat.Czxid) {
+	if p := e.parent; p != nil && p.listErr() == nil && p.list().Pzxid < stat.Czxid &&
+		(!e.hasNode || stat.Czxid > e.czxid) {
 		w.awaitParent(o, e)
 		return false
 	}
 	switch {
-	case old == nil:
-		if e.list.Czxid != 0 && e.list.Czxid < stat.Czxid {
+	case !e.hasNode:
+		if ls := e.list(); ls.Czxid != 0 && ls.Czxid < stat.Czxid {
 			// Children listed from an older node at the path: never
 			// published (their parent was not), so gone without events.
 			w.dropKids(e)
 		}
-		n.Err = e.err()
-		w.mergeList(e, n)
-		e.node = n
+		w.putNode(e, data, stat)
 		w.publish(e)
-	case stat.Czxid < old.Stat.Czxid, stat.Czxid == old.Stat.Czxid && stat.Mzxid < old.Stat.Mzxid:
+	case stat.Czxid < e.czxid, stat.Czxid == e.czxid && stat.Mzxid < e.mzxid:
 		return true // older than the view
-	case stat.Czxid > old.Stat.Czxid:
+	case stat.Czxid > e.czxid:
 		// Deleted and created again since the last read: the old node
 		// and everything under it are gone.
 		w.unpublishTree(e)
 		w.dropKids(e)
 		w.unhook(&e.listing) // it watched the old node
-		e.list = listStat{}
-		e.setRare(func(x *entryRare) { x.listErr = nil })
-		n.Err = e.err()
-		e.node = n
+		e.setList(listStat{})
+		e.setListErr(nil)
+		w.putNode(e, data, stat)
 		w.publish(e)
 	default:
-		n.Err = e.err()
-		w.mergeList(e, n)
-		e.node = n
-		if e.published {
-			if stat.Mzxid != old.Stat.Mzxid || errText(n.Err) != errText(old.Err) {
-				w.emit(Event{Type: Changed, Path: e.path, Node: *n, Old: *old})
-			}
+		changed := e.published && (stat.Mzxid != e.mzxid || errText(e.err()) != errText(e.nodeErr()))
+		var path string
+		var old Node
+		if changed && w.listening() {
+			path = e.path()
+			old = e.node(path)
+		}
+		w.putNode(e, data, stat)
+		if path != "" {
+			w.emit(Event{Type: Changed, Path: path, Node: e.node(path), Old: old})
 		}
 	}
-	if e.listable && e.list.Czxid != stat.Czxid && !e.listing.inflight {
+	if e.listable && e.list().Czxid != stat.Czxid && !e.listing.inflight {
 		// Never listed, or listed as another node: list this one.
 		w.markDirty(&e.listing, modeGet)
 		if o.tracked {
@@ -319,6 +335,13 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 		w.schedule(&e.listing)
 	}
 	return true
+}
+
+// putNode makes data and stat e's node, with the Err e's reads found.
+func (w *worker) putNode(e *entry, data []byte, stat *zk.Stat) {
+	e.bytes = data
+	e.putStat(stat)
+	e.setNodeErr(e.err())
 }
 
 // awaitParent holds back a node made after its parent's last listing: a
@@ -343,38 +366,28 @@ func (w *worker) awaitParent(o *op, e *entry) {
 // touch applies a check that found e unchanged: only the child fields of
 // its Stat may have moved, silently.
 func (w *worker) touch(e *entry, stat *zk.Stat) {
-	n := *e.node
-	n.Stat = *stat
-	w.mergeList(e, &n)
-	if n.Stat != e.node.Stat {
-		e.node = &n // the view's, if published
-	}
+	e.putStat(stat)
 }
 
-// refresh applies a change of e's listing to its node: its Err (an event
-// if it changed) and its child fields (silently).
-func (w *worker) refresh(e *entry) {
-	old := e.node
-	if old == nil {
+// refresh applies listing ls of e to its node: its Err (an event if it
+// changed) and its child fields (silently, when ls is of the same node and
+// newer).
+func (w *worker) refresh(e *entry, ls listStat) {
+	if !e.hasNode {
 		return
 	}
-	n := *old
-	n.Err = e.err()
-	w.mergeList(e, &n)
-	e.node = &n
-	if !e.published {
-		return
+	err := e.err()
+	changed := e.published && errText(err) != errText(e.nodeErr())
+	var path string
+	var old Node
+	if changed && w.listening() {
+		path = e.path()
+		old = e.node(path)
 	}
-	if errText(n.Err) != errText(old.Err) {
-		w.emit(Event{Type: Changed, Path: e.path, Node: n, Old: *old})
-	}
-}
-
-// mergeList gives n the child fields of e's last listing when it is of the
-// same node and newer.
-func (w *worker) mergeList(e *entry, n *Node) {
-	if e.list.Czxid == n.Stat.Czxid && e.list.Pzxid > n.Stat.Pzxid {
-		n.Stat.Cversion, n.Stat.NumChildren, n.Stat.Pzxid = e.list.Cversion, e.list.NumChildren, e.list.Pzxid
+	e.mergeList(ls)
+	e.setNodeErr(err)
+	if path != "" {
+		w.emit(Event{Type: Changed, Path: path, Node: e.node(path), Old: old})
 	}
 }
 
@@ -404,7 +417,7 @@ func (w *worker) gone(e *entry, checked bool) {
 	// The root empties; an exists waits for it to come back.
 	w.unpublishTree(e)
 	w.dropKids(e)
-	e.node, e.list, e.rare = nil, listStat{}, nil
+	e.dropNode()
 	w.clearOp(&e.listing)
 	if !checked {
 		w.markDirty(&e.data, modeCheck)
@@ -418,8 +431,10 @@ func (w *worker) vanish(e *entry) {
 	w.remove(e)
 	if p := e.parent; p != nil {
 		kids := p.children()
-		if i, ok := slices.BinarySearchFunc(kids, e.name(), cmpName); ok && kids[i] == e {
+		if i, ok := slices.BinarySearchFunc(kids, e.name, cmpName); ok && kids[i] == e {
+			w.c.table.mu.Lock()
 			p.setChildren(slices.Delete(kids, i, i+1))
+			w.c.table.mu.Unlock()
 		}
 	}
 }
@@ -429,7 +444,9 @@ func (w *worker) dropKids(e *entry) {
 	for _, k := range e.children() {
 		w.remove(k)
 	}
+	w.c.table.mu.Lock()
 	e.setChildren(nil)
+	w.c.table.mu.Unlock()
 }
 
 // remove forgets e and its subtree: no more reads, no more watches. Its
@@ -437,7 +454,11 @@ func (w *worker) dropKids(e *entry) {
 // all of them (dropKids, applyListing).
 func (w *worker) remove(e *entry) {
 	w.dropKids(e)
+	t := &w.c.table
+	t.mu.Lock()
 	e.removed = true
+	t.orphan(e)
+	t.mu.Unlock()
 	for _, o := range e.ops() {
 		w.clearOp(o)
 	}
@@ -456,12 +477,15 @@ func (w *worker) clearOp(o *op) {
 // publish puts e's node in the view (Created) if its parent is there, and
 // then its children that were waiting for it.
 func (w *worker) publish(e *entry) {
-	if e.published || e.node == nil || e.removed || e.parent != nil && !e.parent.published {
+	if e.published || !e.hasNode || e.removed || e.parent != nil && !e.parent.published {
 		return
 	}
 	e.published = true
 	w.c.published++
-	w.emit(Event{Type: Created, Path: e.path, Node: *e.node})
+	if w.listening() {
+		path := e.path()
+		w.emit(Event{Type: Created, Path: path, Node: e.node(path)})
+	}
 	for _, k := range e.children() {
 		w.publish(k)
 	}
@@ -478,7 +502,10 @@ func (w *worker) unpublishTree(e *entry) {
 	}
 	e.published = false
 	w.c.published--
-	w.emit(Event{Type: Deleted, Path: e.path, Node: *e.node})
+	if w.listening() {
+		path := e.path()
+		w.emit(Event{Type: Deleted, Path: path, Node: e.node(path)})
+	}
 }
 
 // openKids lets e's children be read in this session without a listing
@@ -514,7 +541,7 @@ func (w *worker) failed(o *op, r *result) {
 		mode = modeCheck // the check's watch may be gone with the failure
 	}
 	w.markDirty(o, mode)
-	w.client.Logger().Debug("cache: read failed, will retry", "path", o.e.path, "error", r.err)
+	w.client.Logger().Debug("cache: read failed, will retry", "path", o.e.path(), "error", r.err)
 	w.park(o)
 }
 
@@ -572,10 +599,4 @@ func (w *worker) syncDone(r *result) {
 	w.syncedGen = r.gen
 	w.roundWaiters = append(w.roundWaiters, w.syncRiding...)
 	w.syncRiding = nil
-}
-
-// name returns the last component of e's path.
-func (e *entry) name() string {
-	_, name := split(e.path)
-	return name
 }

@@ -83,13 +83,13 @@ func (w *worker) startBulk(ops []*op) {
 		o.queued, o.dirty, o.inflight = false, false, true
 		w.seq++
 		w.sent(o, w.seq)
-		jobs[i] = job{op: o, kind: o.kind(), mode: modeGet, path: o.e.path, epoch: w.epoch, seq: w.seq, sub: true}
 		k, ok := at[o.e]
 		if !ok {
 			k = len(reads)
 			at[o.e] = k
-			reads = append(reads, connection.BulkRead{Path: o.e.path, ListOnly: true})
+			reads = append(reads, connection.BulkRead{Path: o.e.path(), ListOnly: true})
 		}
+		jobs[i] = job{op: o, kind: o.kind(), mode: modeGet, path: reads[k].Path, epoch: w.epoch, seq: w.seq, sub: true}
 		if o.kind() == dataOp {
 			reads[k].ListOnly = false
 		} else {

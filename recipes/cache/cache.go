@@ -37,7 +37,7 @@ type Cache struct {
 
 	// mu guards the view and the trust state: the worker writes them,
 	// readers and listeners read them. The view is the worker's entries
-	// that are published (entry.node): the worker changes those fields,
+	// that are published (entry.published): the worker changes those fields,
 	// and the entries' children, only while it holds mu.
 	mu          sync.RWMutex
 	published   int // entries published: the view's nodes
@@ -55,6 +55,7 @@ type Cache struct {
 
 	inbox inbox                 // fired watches, from the connection's hooks to the worker
 	sink  *connection.WatchSink // the watches of bulk reads (watches.go)
+	table watchTable            // the sink's watches, in the entries (table.go)
 	w     *worker
 
 	reads, syncReads, watches atomic.Int64
@@ -90,9 +91,12 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 		syncs:     make(chan chan error),
 	}
 	c.inbox.wake = make(chan struct{}, 1)
-	c.sink = client.NewWatchSink(func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
+	c.sink = client.NewWatchSinkTable(&c.table, func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.w = newWorker(c)
+	c.table.mu.Lock()
+	c.table.root = c.w.root
+	c.table.mu.Unlock()
 	inboxes.Store(c.w.root, &c.inbox)
 	c.wg.Add(1)
 	go c.w.run()
@@ -112,7 +116,7 @@ func (c *Cache) Get(path string) (Node, bool) {
 	if e == nil {
 		return Node{}, false
 	}
-	return *e.node, true
+	return e.node(path), true // path is e's: lookup found it by its names
 }
 
 // find returns the published entry of the node at path, or nil; c.mu is
@@ -136,14 +140,14 @@ func (c *Cache) Children(path string) (names []string, ok bool) {
 	}
 	for _, k := range e.children() {
 		if k.published {
-			names = append(names, k.name()) // sorted
+			names = append(names, k.name) // sorted
 		}
 	}
 	return names, true
 }
 
 // Snapshot returns the whole view as an immutable value. It copies the
-// view's index (not the data): O(nodes).
+// view's tree, each node's name and Stat (not its data): O(nodes).
 func (c *Cache) Snapshot() Snapshot {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -151,19 +155,31 @@ func (c *Cache) Snapshot() Snapshot {
 }
 
 func (c *Cache) snapshotLocked() Snapshot {
-	nodes := make(map[string]*Node, c.published)
-	var walk func(e *entry)
-	walk = func(e *entry) {
-		if !e.published {
-			return // nor are its children
-		}
-		nodes[e.path] = e.node
-		for _, k := range e.children() {
-			walk(k)
-		}
+	s := &snapshot{root: c.root, initialized: c.initialized, trusted: c.trusted}
+	root := c.w.root
+	if !root.published {
+		return Snapshot{s}
 	}
-	walk(c.w.root)
-	return Snapshot{&snapshot{nodes: nodes, initialized: c.initialized, trusted: c.trusted}}
+	// Breadth first: an entry's published children after the nodes
+	// already copied, consecutive. Only a published entry's children can
+	// be published.
+	s.nodes = make([]snapNode, 0, c.published)
+	ents := make([]*entry, 0, c.published)
+	add := func(e *entry) {
+		s.nodes = append(s.nodes, snapNode{name: e.name, data: e.bytes, stat: e.stat(), err: e.nodeErr()})
+		ents = append(ents, e)
+	}
+	add(root)
+	for i := 0; i < len(ents); i++ {
+		start := len(s.nodes)
+		for _, k := range ents[i].children() {
+			if k.published {
+				add(k)
+			}
+		}
+		s.nodes[i].kids, s.nodes[i].end = int32(start), int32(len(s.nodes))
+	}
+	return Snapshot{s}
 }
 
 // Initialized returns a channel closed once the first full load is in:

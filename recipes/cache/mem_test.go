@@ -8,6 +8,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,6 +65,7 @@ func TestViewMemory(t *testing.T) {
 			})
 			client := open(t, ens.Servers())
 			before := settledHeap()
+			cpu0 := cpuTime()
 			start := time.Now()
 			c, err := cache.New(client, root)
 			if err != nil {
@@ -72,13 +74,27 @@ func TestViewMemory(t *testing.T) {
 			defer c.Close()
 			<-c.Initialized()
 			load := time.Since(start)
+			cpu := cpuTime() - cpu0
 			if got := c.Snapshot().Len(); got != nodes {
 				t.Fatalf("%d nodes in the view, want %d", got, nodes)
 			}
 			after := settledHeap()
 			per := float64(after-before) / float64(nodes)
-			t.Logf("%d nodes: first view in %v, heap %d B more, %.0f B/node, %d watches", nodes,
-				load.Round(time.Millisecond), after-before, per, c.Stats().Watches)
+			snapStart := time.Now()
+			snap := c.Snapshot()
+			snapTime := time.Since(snapStart)
+			getStart := time.Now()
+			for _, p := range levels[2] {
+				if _, ok := snap.Get(p); !ok {
+					t.Fatalf("%s not in the snapshot", p)
+				}
+				if _, ok := c.Get(p); !ok {
+					t.Fatalf("%s not in the view", p)
+				}
+			}
+			getTime := time.Since(getStart) / time.Duration(max(1, len(levels[2])))
+			t.Logf("%d nodes: first view in %v (this process's CPU %v), heap %d B more, %.0f B/node, %d watches; a snapshot in %v, a Get of the view and of the snapshot %v",
+				nodes, load.Round(time.Millisecond), cpu.Round(time.Millisecond), after-before, per, c.Stats().Watches, snapTime.Round(100*time.Microsecond), getTime)
 			if prof != "" {
 				fh, err := os.Create(prof + strconv.Itoa(size))
 				if err != nil {
@@ -136,4 +152,15 @@ func settledHeap() int64 {
 		}
 	}
 	return h
+}
+
+// cpuTime is the CPU time the process used so far, user and system: what
+// the view cost this side, apart from the servers' time and the machine's
+// load.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,7 +3,6 @@ package cache
 import (
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -36,13 +35,39 @@ type Snapshot struct {
 	s *snapshot
 }
 
+// A snapshot is the published tree, copied breadth first: a node's
+// children are consecutive, sorted by name, so Get walks the path's names
+// as the cache's lookup does, and no path is built but for Paths.
 type snapshot struct {
-	nodes       map[string]*Node
+	root        string // the root's path
+	nodes       []snapNode
 	initialized bool
 	trusted     bool
+}
 
-	once sync.Once
-	kids map[string][]string // sorted child names by parent, built on first use
+type snapNode struct {
+	name      string // the last component of its path
+	data      []byte
+	stat      zk.Stat
+	err       error
+	kids, end int32 // its children: nodes[kids:end]
+}
+
+// find returns the index of the node at path p, or -1.
+func (s *snapshot) find(p string) int {
+	if len(s.nodes) == 0 {
+		return -1
+	}
+	i, ok := resolve(s.root, p, 0, func(i int, name string) (int, bool) {
+		n := &s.nodes[i]
+		kids := s.nodes[n.kids:n.end]
+		j, ok := slices.BinarySearchFunc(kids, name, func(k snapNode, name string) int { return strings.Compare(k.name, name) })
+		return int(n.kids) + j, ok
+	})
+	if !ok {
+		return -1
+	}
+	return i
 }
 
 // Get returns the node at path, if the snapshot holds it.
@@ -50,11 +75,12 @@ func (s Snapshot) Get(path string) (Node, bool) {
 	if s.s == nil {
 		return Node{}, false
 	}
-	n, ok := s.s.nodes[path]
-	if !ok {
+	i := s.s.find(path)
+	if i < 0 {
 		return Node{}, false
 	}
-	return *n, true
+	n := &s.s.nodes[i]
+	return Node{Path: path, Data: n.data, Stat: n.stat, Err: n.err}, true // path is the node's: find walked its names
 }
 
 // Children returns the sorted names of the cached children of the node at
@@ -63,33 +89,28 @@ func (s Snapshot) Children(path string) (names []string, ok bool) {
 	if s.s == nil {
 		return nil, false
 	}
-	if _, ok := s.s.nodes[path]; !ok {
+	i := s.s.find(path)
+	if i < 0 {
 		return nil, false
 	}
-	s.s.once.Do(func() {
-		s.s.kids = map[string][]string{}
-		for p := range s.s.nodes {
-			if p == "/" {
-				continue
-			}
-			parent, name := split(p)
-			s.s.kids[parent] = append(s.s.kids[parent], name)
-		}
-		for _, k := range s.s.kids {
-			slices.Sort(k)
-		}
-	})
-	return slices.Clone(s.s.kids[path]), true
+	n := &s.s.nodes[i]
+	for _, k := range s.s.nodes[n.kids:n.end] {
+		names = append(names, k.name)
+	}
+	return names, true
 }
 
 // Paths returns the paths of every node in the snapshot, sorted.
 func (s Snapshot) Paths() []string {
-	if s.s == nil {
+	if s.s == nil || len(s.s.nodes) == 0 {
 		return nil
 	}
-	paths := make([]string, 0, len(s.s.nodes))
-	for p := range s.s.nodes {
-		paths = append(paths, p)
+	paths := make([]string, len(s.s.nodes))
+	paths[0] = s.s.root
+	for i, n := range s.s.nodes {
+		for j := n.kids; j < n.end; j++ {
+			paths[j] = join(paths[i], s.s.nodes[j].name)
+		}
 	}
 	slices.Sort(paths)
 	return paths
@@ -110,6 +131,39 @@ func (s Snapshot) Initialized() bool { return s.s != nil && s.s.initialized }
 // Trusted reports whether the cache's view was trusted when the snapshot
 // was taken.
 func (s Snapshot) Trusted() bool { return s.s != nil && s.s.trusted }
+
+// resolve walks path p from the node at root (start), one name at a time
+// (kid finds a node's child by name), and returns the node at p; ok is
+// false if p is not root or a path under it, or a name is not found.
+func resolve[T any](root, p string, start T, kid func(T, string) (T, bool)) (T, bool) {
+	var none T
+	rest, ok := strings.CutPrefix(p, root)
+	switch {
+	case !ok:
+		return none, false
+	case rest == "":
+		return start, true
+	case root != "/":
+		if rest[0] != '/' {
+			return none, false
+		}
+		rest = rest[1:]
+	}
+	cur := start
+	for {
+		name := rest
+		i := strings.IndexByte(rest, '/')
+		if i >= 0 {
+			name, rest = rest[:i], rest[i+1:]
+		}
+		if cur, ok = kid(cur, name); !ok {
+			return none, false
+		}
+		if i < 0 {
+			return cur, true
+		}
+	}
+}
 
 // split returns the parent path and the name of a valid path other than
 // the root.

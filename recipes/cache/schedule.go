@@ -90,7 +90,7 @@ func (w *worker) start(o *op, mode readMode) {
 	w.sent(o, w.seq)
 	w.inflight++
 	w.c.wg.Add(1)
-	go w.read(job{op: o, kind: o.kind(), mode: mode, path: o.e.path, epoch: w.epoch, seq: w.seq})
+	go w.read(job{op: o, kind: o.kind(), mode: mode, path: o.e.path(), epoch: w.epoch, seq: w.seq})
 }
 
 func (w *worker) dispatchSync() {

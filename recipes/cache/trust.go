@@ -75,7 +75,7 @@ func (w *worker) lost(err error) {
 		}
 		w.markDirty(&e.data, modeCheck)
 		w.track(&e.data)
-		if e.listable && (e.node != nil || e.list.Czxid != 0) {
+		if e.listable && (e.hasNode || e.list().Czxid != 0) {
 			w.markDirty(&e.listing, modeGet)
 			w.track(&e.listing)
 		}
@@ -97,7 +97,7 @@ func (w *worker) clear() {
 	for _, o := range e.ops() {
 		w.unhook(o)
 	}
-	e.node, e.list, e.rare = nil, listStat{}, nil
+	e.dropNode()
 	w.markDirty(&e.data, modeGet)
 	w.track(&e.data)
 	if e.listable {
@@ -151,6 +151,10 @@ func (w *worker) untrust(err error) {
 	c.lastErr = err
 	w.emit(Event{Type: Untrusted, Err: err})
 }
+
+// listening reports whether the cache has listeners: events of nodes
+// are built only then (a path and a Node each). c.mu is held.
+func (w *worker) listening() bool { return len(w.c.listeners) > 0 }
 
 // emit hands ev to every listener; c.mu is held.
 func (w *worker) emit(ev Event) {

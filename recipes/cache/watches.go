@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"strings"
 	"sync"
 
 	"github.com/go-zookeeper/zk"
@@ -187,30 +186,4 @@ func (w *worker) fire(o *op, ev zk.Event) {
 }
 
 // lookup returns the entry of the node at path p, or nil.
-func (w *worker) lookup(p string) *entry {
-	e := w.root
-	rest, ok := strings.CutPrefix(p, e.path)
-	switch {
-	case !ok:
-		return nil
-	case rest == "":
-		return e
-	case e.path != "/":
-		if rest[0] != '/' {
-			return nil
-		}
-		rest = rest[1:]
-	}
-	for e != nil {
-		name := rest
-		i := strings.IndexByte(rest, '/')
-		if i >= 0 {
-			name, rest = rest[:i], rest[i+1:]
-		}
-		e = e.kid(name)
-		if i < 0 {
-			return e
-		}
-	}
-	return nil
-}
+func (w *worker) lookup(p string) *entry { return lookupIn(w.root, p) }
