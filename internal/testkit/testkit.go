@@ -29,13 +29,20 @@ func Open(t testing.TB, servers []string, opts ...connection.Option) *connection
 		if ctx.Err() != nil {
 			// A client that gets no session for 15 s on a live ensemble
 			// is stuck somewhere: show where.
-			buf := make([]byte, 4<<20)
-			t.Logf("goroutines when the open gave up:\n%s", buf[:runtime.Stack(buf, true)])
+			LogGoroutines(t, "the open gave up")
 		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// LogGoroutines logs the stacks of all goroutines, saying when they were
+// taken: what a test that timed out waiting shows of where the wait hung.
+func LogGoroutines(t testing.TB, when string) {
+	t.Helper()
+	buf := make([]byte, 4<<20)
+	t.Logf("goroutines when %s:\n%s", when, buf[:runtime.Stack(buf, true)])
 }
 
 // Ctx returns a context that ends after d or with the test.

@@ -28,7 +28,8 @@ const (
 	// the connection is suspended, the session lost, the client closed).
 	// It keeps the members last known.
 	Untrusted
-	// Trusted: the view follows the server again, or for the first time.
+	// Trusted: the view follows the server again, or for the first time
+	// (a Resync's Trusted says whether it was trusted then).
 	Trusted
 	// Resync: Members is the membership now; the events that follow apply
 	// to it. Every listener's first event is one, and one follows a
@@ -67,6 +68,10 @@ type Event struct {
 	Old Member
 	// Members is the membership the following events apply to (Resync).
 	Members []Member
+	// Trusted says whether the view was trusted at the Resync: a listener
+	// that starts (or resyncs) while the view is trusted hears of that
+	// trust here only, for its Trusted event came before.
+	Trusted bool
 	// Missed is how many events were dropped, at least, before a Resync
 	// (0 for a listener's first).
 	Missed int
@@ -133,6 +138,7 @@ func (g *Group) translate(ctx context.Context, in <-chan cache.Event, out chan<-
 			continue
 		case cache.Resync:
 			e.Type, e.Members, e.Missed = Resync, members(ev.Snapshot, g.dir, g.layout), missed
+			e.Trusted = ev.Snapshot.Trusted()
 			missed = 0
 		default:
 			continue

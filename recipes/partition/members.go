@@ -38,6 +38,10 @@ func (p *Partitioner) follow(events <-chan group.Event) {
 			}
 			membership = !maps.Equal(nodes, p.party.nodes)
 			p.party.nodes = nodes
+			// A view trusted before the listener began (the worker
+			// descheduled between joining and listening) sends no
+			// Trusted event to it: the Resync is all it hears of it.
+			p.party.trusted = ev.Trusted
 		case group.Joined:
 			p.party.nodes[ev.Member.Name] = ev.Member.ID
 			membership = true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/partition"
 )
 
@@ -147,6 +148,10 @@ func TestClientClosed(t *testing.T) {
 	defer p.Close(ctxFor(t, 10*time.Second))
 	s, err := p.Acquire(ctxFor(t, 20*time.Second))
 	if err != nil {
+		// Seen once under a loaded -race run: show where the worker was.
+		st, _ := p.State()
+		t.Logf("state %v, session %v", st, c.Session())
+		testkit.LogGoroutines(t, "Acquire gave up")
 		t.Fatal(err)
 	}
 	c.Close()

@@ -17,6 +17,10 @@ import (
 // "<hex>__lock__<seq>".
 const lockName = "__lock__"
 
+// joinedHook, when set (by tests), runs between joining the party and
+// listening to it.
+var joinedHook func(*group.Group)
+
 // run is the Partitioner's worker: it joins the party, then allocates,
 // holds and gives back shares until Close.
 func (p *Partitioner) run() {
@@ -25,6 +29,9 @@ func (p *Partitioner) run() {
 	if err != nil {
 		p.fail(err)
 		return
+	}
+	if joinedHook != nil {
+		joinedHook(g)
 	}
 	events, err := g.Listen(p.ctx)
 	if err != nil {
