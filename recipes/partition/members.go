@@ -59,16 +59,7 @@ func (p *Partitioner) follow(events <-chan group.Event) {
 			p.mu.Unlock()
 			continue
 		}
-		// Any change starts the time boundary again and stops an
-		// allocation: it was decided on a view that is no longer the
-		// party's, or no longer followed.
-		p.party.gen++
-		p.party.since = time.Now()
-		close(p.party.changed)
-		p.party.changed = make(chan struct{})
-		if p.party.abort != nil {
-			p.party.abort()
-		}
+		p.party.changeLocked()
 		share := p.share
 		p.mu.Unlock()
 		// Only a change of the members ends a share: an untrusted view
@@ -77,6 +68,38 @@ func (p *Partitioner) follow(events <-chan group.Event) {
 		if membership && share != nil {
 			share.give.Stop(ErrRebalance)
 		}
+	}
+}
+
+// changeLocked records a change of the party (p.mu held). Any change
+// starts the time boundary again and stops an allocation: it was decided
+// on a view that is no longer the party's, or no longer followed.
+func (pt *party) changeLocked() {
+	pt.gen++
+	pt.since = time.Now()
+	close(pt.changed)
+	pt.changed = make(chan struct{})
+	if pt.abort != nil {
+		pt.abort()
+	}
+}
+
+// watchClient reads the client's states until the client is closed or
+// ctx ends; a closed client is fatal to the party. The view's Untrusted
+// event says so too, but only to a view that was trusted once: a client
+// closed before the view's first trust, or before the worker listened,
+// left the worker waiting for a trusted view for ever.
+func (p *Partitioner) watchClient(ctx context.Context, states <-chan connection.State) {
+	for range states {
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.party.fatal == nil {
+		p.party.fatal = connection.ErrClosed
+		p.party.changeLocked()
 	}
 }
 

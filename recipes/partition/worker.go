@@ -44,7 +44,18 @@ func (p *Partitioner) run() {
 		defer close(following)
 		p.follow(events)
 	}()
+	// The view tells of the client's closing only if it was trusted once
+	// (an Untrusted event): a client closed before that is seen here.
+	wctx, wcancel := context.WithCancel(p.ctx)
+	watching := make(chan struct{})
+	states := p.client.Listen(wctx)
+	go func() {
+		defer close(watching)
+		p.watchClient(wctx, states)
+	}()
 	defer func() {
+		wcancel()
+		<-watching
 		p.leave(g) // closes events: follow returns
 		<-following
 	}()
