@@ -83,6 +83,10 @@ type Event struct {
 	Missed int
 	// Instances is the view, sorted by ID (Resync).
 	Instances []Instance
+	// Trusted says whether the view was trusted at the Resync: a listener
+	// that starts (or resyncs) while the view is trusted hears of that
+	// trust here only, for its Trusted event came before.
+	Trusted bool
 }
 
 // Listen returns a channel of the cache's events, from a Resync of the
@@ -148,7 +152,7 @@ func (s *ServiceCache) events(ev cache.Event) []Event {
 	case cache.Overflow:
 		return []Event{{Type: Overflow, Missed: ev.Missed}}
 	case cache.Resync:
-		return []Event{{Type: Resync, Instances: s.instancesOf(ev.Snapshot)}}
+		return []Event{{Type: Resync, Instances: s.instancesOf(ev.Snapshot), Trusted: ev.Snapshot.Trusted()}}
 	}
 	dir, name := path.Split(ev.Path)
 	if path.Clean(dir) != s.dir || name == "" {
