@@ -56,6 +56,20 @@ const (
 // errMoved says that nodes went while a path was read: read it again.
 var errMoved = errors.New("nodes went while they were read")
 
+// readListed reads a node that a listing just named. If it went since,
+// the error is errMoved, or with tolerate (the third reading on) there is
+// none and no Stat: its caller leaves it out.
+func readListed(ctx context.Context, r *reader, p string, tolerate bool) ([]byte, *zk.Stat, error) {
+	data, st, err := r.get(ctx, p, false)
+	if errors.Is(err, zk.ErrNoNode) && tolerate {
+		return nil, nil, nil
+	}
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil, nil, errMoved
+	}
+	return data, st, err
+}
+
 // lookOptions says how much look reads.
 type lookOptions struct {
 	brief     bool   // only what a directory listing's line needs

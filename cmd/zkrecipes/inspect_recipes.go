@@ -69,15 +69,12 @@ func lookSemaphore(ctx context.Context, r *reader, v *view, o lookOptions, toler
 			acq = append(acq, participant{Position: i, Role: role, Recipe: recipeName(famSemaphore, c.Kind), Kind: c.Kind.String(), Node: p, fam: famSemaphore})
 			continue
 		}
-		data, st, err := r.get(ctx, p, false)
-		if errors.Is(err, zk.ErrNoNode) {
-			if !tolerate {
-				return errMoved
-			}
-			continue
-		}
+		data, st, err := readListed(ctx, r, p, tolerate)
 		if err != nil {
 			return err
+		}
+		if st == nil {
+			continue // gone since the listing
 		}
 		acq = append(acq, newParticipant(p, famSemaphore, c.Kind, i, role, data, st, v.at))
 	}
@@ -89,15 +86,12 @@ func lookSemaphore(ctx context.Context, r *reader, v *view, o lookOptions, toler
 			held = append(held, participant{Position: i, Role: "holder", Recipe: recipeName(famSemaphore, c.Kind), Kind: c.Kind.String(), Node: p, fam: famSemaphore})
 			continue
 		}
-		data, st, err := r.get(ctx, p, false)
-		if errors.Is(err, zk.ErrNoNode) {
-			if !tolerate {
-				return errMoved
-			}
-			continue
-		}
+		data, st, err := readListed(ctx, r, p, tolerate)
 		if err != nil {
 			return err
+		}
+		if st == nil {
+			continue // gone since the listing
 		}
 		lp := newParticipant(p, famSemaphore, c.Kind, i, "holder", data, st, v.at)
 		if newest && len(acq) > 0 && acq[0].Role == "acquiring" && acq[0].fetched &&

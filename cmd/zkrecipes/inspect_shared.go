@@ -113,15 +113,12 @@ func lookCounter(ctx context.Context, r *reader, v *view, kids []string, brief, 
 			v.Participants = append(v.Participants, participant{Position: i, Role: "participant", Recipe: "counter marker", Kind: "counter-marker", Node: p, fam: famCounter})
 			continue
 		}
-		data, st, err := r.get(ctx, p, false)
-		if errors.Is(err, zk.ErrNoNode) {
-			if !tolerate {
-				return errMoved
-			}
-			continue // its Counter closed, or its session ended
-		}
+		data, st, err := readListed(ctx, r, p, tolerate)
 		if err != nil {
 			return err
+		}
+		if st == nil {
+			continue // its Counter closed, or its session ended
 		}
 		pt := newParticipant(p, famCounter, lockcore.Unknown, i, "participant", data, st, v.at)
 		pt.Recipe, pt.Kind = "counter marker", "counter-marker"
@@ -169,15 +166,12 @@ func lookDouble(ctx context.Context, r *reader, v *view, kids []string, sure, br
 			ps = append(ps, participant{Position: i, Role: "member", Recipe: "double barrier member", Kind: "barrier-member", Node: p, fam: famDouble})
 			continue
 		}
-		data, st, err := r.get(ctx, p, false)
-		if errors.Is(err, zk.ErrNoNode) {
-			if !tolerate {
-				return false, errMoved
-			}
-			continue // it left
-		}
+		data, st, err := readListed(ctx, r, p, tolerate)
 		if err != nil {
 			return false, err
+		}
+		if st == nil {
+			continue // it left
 		}
 		if !sure && st.EphemeralOwner == 0 {
 			return false, nil // persistent nodes named by UUIDs: no members
