@@ -446,9 +446,12 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
   is on the leader. The rest of each figure is CPU, of the clients, the
   servers and the proxies on one small machine.
 - **Wake-ups.** Each mutex waiter watches its predecessor and the
-  predecessor's predecessor: a release wakes at most two clients (the
-  counters' window edges can add a hundredth). zk.Lock, Curator and Kazoo
-  wake one. The naive lock wakes every waiter, and its throughput falls as
+  predecessor's predecessor, and every waiter and holder its own node: a
+  release sends three notifications — to the releaser itself (its own
+  node's deletion, which wakes nobody), the next in line and the one
+  after it — and wakes at most two clients (the counters' window edges
+  can add a hundredth). zk.Lock, Curator and Kazoo send one and wake
+  one. The naive lock wakes every waiter, and its throughput falls as
   the queue grows.
 - **Failover** is almost all session timeout: the standby can lead only
   once the server has expired the cut-off leader's session, which it does
