@@ -43,7 +43,8 @@ printed):
   OVERFLOW missed N events the output fell behind; a RESYNC follows
 INSTANCE is "ID ADDRESS:PORT [ssl:N] TYPE [disabled] [uri=URI] [payload=JSON]".
 With --json, one object a line: time, type, node, instance (and old for
-UPDATED), error, missed, instances (RESYNC).`
+UPDATED), error, missed, instances and trusted (RESYNC: the view's trust
+then).`
 
 func runDiscover(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("discover", "[SERVICE]", out, discoverAbout)
@@ -262,6 +263,7 @@ func writeDiscoveryJSON(out io.Writer, at time.Time, ev discovery.Event) error {
 		Error     string               `json:"error,omitempty"`
 		Missed    int                  `json:"missed,omitempty"`
 		Instances []discovery.Instance `json:"instances,omitempty"`
+		Trusted   *bool                `json:"trusted,omitempty"` // RESYNC: the view's trust then
 	}{Time: at, Type: ev.Type.String(), Node: ev.Node, Missed: ev.Missed, Instances: ev.Instances}
 	switch ev.Type {
 	case discovery.Added, discovery.Updated, discovery.Removed:
@@ -273,8 +275,11 @@ func writeDiscoveryJSON(out io.Writer, at time.Time, ev discovery.Event) error {
 	if ev.Err != nil {
 		line.Error = ev.Err.Error()
 	}
-	if ev.Type == discovery.Resync && line.Instances == nil {
-		line.Instances = []discovery.Instance{}
+	if ev.Type == discovery.Resync {
+		if line.Instances == nil {
+			line.Instances = []discovery.Instance{}
+		}
+		line.Trusted = &ev.Trusted
 	}
 	return json.NewEncoder(out).Encode(line)
 }

@@ -327,6 +327,21 @@ func TestDiscover(t *testing.T) {
 	if code := stop(); code != 0 {
 		t.Fatalf("--watch: exit %d", code)
 	}
+
+	// --watch --json: the first line is the view, not trusted yet.
+	jout, _, stop, _ := runBackground(t, append(append([]string{"discover"}, common...), "--watch", "--json", "web")...)
+	seen(t, jout, `"type":"TRUSTED"`)
+	if code := stop(); code != 0 {
+		t.Fatalf("--watch --json: exit %d", code)
+	}
+	first := strings.SplitN(jout.String(), "\n", 2)[0]
+	var resync struct {
+		Type    string `json:"type"`
+		Trusted *bool  `json:"trusted"`
+	}
+	if err := json.Unmarshal([]byte(first), &resync); err != nil || resync.Type != "RESYNC" || resync.Trusted == nil || *resync.Trusted {
+		t.Fatalf("--watch --json's first line %q (%v): want a RESYNC with trusted false", first, err)
+	}
 }
 
 // TestDiscoveryUsage: bad flags and arguments of register and discover

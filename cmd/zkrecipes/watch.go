@@ -37,7 +37,8 @@ error="...". Events of one path come in its version order.
 JSON (--json), one object a line: time, type, and for nodes path and node
 {path, version, czxid, mzxid, cversion, num_children, ephemeral_owner,
 data (UTF-8 text) or data_base64, error}; error (UNTRUSTED), missed
-(OVERFLOW), nodes (RESYNC: the view, absent when empty).`
+(OVERFLOW), nodes and trusted (RESYNC: the view, absent when empty, and
+whether it was trusted then).`
 
 func runWatch(ctx context.Context, args []string, out, _ io.Writer) error {
 	fs := newFlags("watch", "PATH", out, watchAbout)
@@ -152,13 +153,14 @@ func jsonNodeOf(n cache.Node) jsonNode {
 // writeEventJSON prints ev as one JSON object.
 func writeEventJSON(out io.Writer, at time.Time, ev cache.Event) error {
 	line := struct {
-		Time   time.Time  `json:"time"`
-		Type   string     `json:"type"`
-		Path   string     `json:"path,omitempty"`
-		Node   *jsonNode  `json:"node,omitempty"`
-		Error  string     `json:"error,omitempty"`
-		Missed int        `json:"missed,omitempty"`
-		Nodes  []jsonNode `json:"nodes,omitempty"`
+		Time    time.Time  `json:"time"`
+		Type    string     `json:"type"`
+		Path    string     `json:"path,omitempty"`
+		Node    *jsonNode  `json:"node,omitempty"`
+		Error   string     `json:"error,omitempty"`
+		Missed  int        `json:"missed,omitempty"`
+		Nodes   []jsonNode `json:"nodes,omitempty"`
+		Trusted *bool      `json:"trusted,omitempty"` // RESYNC: the view's trust then
 	}{Time: at, Type: ev.Type.String(), Path: ev.Path, Missed: ev.Missed}
 	switch ev.Type {
 	case cache.Created, cache.Changed, cache.Deleted:
@@ -169,6 +171,8 @@ func writeEventJSON(out io.Writer, at time.Time, ev cache.Event) error {
 			line.Error = ev.Err.Error()
 		}
 	case cache.Resync:
+		trusted := ev.Snapshot.Trusted()
+		line.Trusted = &trusted
 		for _, p := range ev.Snapshot.Paths() {
 			n, _ := ev.Snapshot.Get(p)
 			line.Nodes = append(line.Nodes, jsonNodeOf(n))

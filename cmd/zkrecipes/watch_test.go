@@ -89,9 +89,10 @@ func TestWatchJSON(t *testing.T) {
 	seen(t, out, `"data":"text"`)
 	stop()
 	type line struct {
-		Time time.Time `json:"time"`
-		Type string    `json:"type"`
-		Path string    `json:"path"`
+		Time    time.Time `json:"time"`
+		Type    string    `json:"type"`
+		Path    string    `json:"path"`
+		Trusted *bool     `json:"trusted"`
 		Node *struct {
 			Path       string `json:"path"`
 			Version    int32  `json:"version"`
@@ -105,6 +106,12 @@ func TestWatchJSON(t *testing.T) {
 		var l line
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Time.IsZero() || l.Type == "" {
 			t.Fatalf("line %q: %v", sc.Text(), err)
+		}
+		if (l.Type == "RESYNC") != (l.Trusted != nil) {
+			t.Fatalf("line %q: trusted is given with RESYNC alone", sc.Text())
+		}
+		if l.Type == "RESYNC" && *l.Trusted {
+			t.Fatalf("line %q: the first view, before the first load, is not trusted", sc.Text())
 		}
 		if l.Node != nil && l.Node.Path == root+"/bin" {
 			sawBinary = sawBinary || l.Type == "CREATED" && l.Node.DataBase64 == "/wA="

@@ -48,6 +48,8 @@ type Cache struct {
 	began       chan struct{} // closed when a trust period begins
 	lastErr     error         // why the last trust period ended
 	closed      bool
+	gone        chan struct{} // closed when the client is closed: no trust will come
+	clientErr   error         // then, the client's error
 
 	initDone chan struct{} // closed at Initialized
 
@@ -87,6 +89,7 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 		listeners: map[*listener]struct{}{},
 		done:      closedChan,
 		began:     make(chan struct{}),
+		gone:      make(chan struct{}),
 		initDone:  make(chan struct{}),
 		syncs:     make(chan chan error),
 	}
@@ -197,7 +200,8 @@ func (c *Cache) Done() <-chan struct{} {
 	return c.done
 }
 
-// Err returns why the last trust period ended, or nil if none has.
+// Err returns why the last trust period ended — or, when the client was
+// closed before the view was ever trusted, the client's error — or nil.
 func (c *Cache) Err() error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -206,20 +210,24 @@ func (c *Cache) Err() error {
 
 // Trust waits until the view is trusted — initialized, and following the
 // server — and returns that trust period's Done channel. It fails with
-// ctx's error, or ErrClosed.
+// ctx's error, ErrClosed, or an error wrapping connection.ErrClosed when
+// the client is closed (before the view was ever trusted too).
 func (c *Cache) Trust(ctx context.Context) (<-chan struct{}, error) {
 	for {
 		c.mu.RLock()
-		closed, trusted, done, began := c.closed, c.trusted, c.done, c.began
+		closed, trusted, done, began, clientErr := c.closed, c.trusted, c.done, c.began, c.clientErr
 		c.mu.RUnlock()
 		switch {
 		case closed:
 			return nil, errtext.Errorf("cache: trust %s: %w", c.root, ErrClosed)
 		case trusted:
 			return done, nil
+		case clientErr != nil:
+			return nil, errtext.Errorf("cache: trust %s: %w", c.root, clientErr)
 		}
 		select {
 		case <-began:
+		case <-c.gone:
 		case <-ctx.Done():
 			return nil, errtext.Errorf("cache: trust %s: %w", c.root, ctx.Err())
 		case <-c.ctx.Done():

@@ -29,7 +29,11 @@ const (
 	// The view keeps its data. Done is closed before it is sent.
 	Untrusted
 	// Trusted: the view follows the server again, or for the first time
-	// (right after Initialized). Trusted and Untrusted alternate.
+	// (right after Initialized). Trusted and Untrusted alternate, with
+	// one exception: when the client is closed while the view is not
+	// trusted (before its first Trusted, or after an Untrusted), an
+	// Untrusted whose Err wraps connection.ErrClosed says so, as the
+	// last of them.
 	Trusted
 	// Overflow: the listener fell WithBuffer events behind, and at least
 	// Missed events were dropped. A Resync follows.

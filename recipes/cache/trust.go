@@ -109,13 +109,25 @@ func (w *worker) clear() {
 	}
 }
 
-// clientGone stops the cache's work: the client was closed.
+// clientGone stops the cache's work: the client was closed. A trust
+// period ends with it (down); a view that was not trusted — never yet,
+// or no longer — is told too, with an Untrusted of its own: no trust
+// will come, and a listener waiting for it (a group's, a discovery
+// cache's) hears that from nothing else. c.mu is held.
 func (w *worker) clientGone(err error) {
 	if w.clientErr != nil {
 		return
 	}
 	w.clientErr = err
+	c := w.c
+	wasTrusted := c.trusted
 	w.down(err)
+	if !wasTrusted {
+		c.lastErr = err
+		w.emit(Event{Type: Untrusted, Err: err})
+	}
+	c.clientErr = err
+	close(c.gone)
 	for _, chs := range [][]chan error{w.syncWaiting, w.syncRiding, w.roundWaiters} {
 		for _, ch := range chs {
 			ch <- err

@@ -144,7 +144,8 @@ func (s *ServiceCache) Done() <-chan struct{} { return s.c.Done() }
 func (s *ServiceCache) Err() error { return s.c.Err() }
 
 // Trust waits until the view is trusted and returns that period's Done.
-// It fails with ctx's error or ErrClosed.
+// It fails with ctx's error, ErrClosed, or an error wrapping
+// connection.ErrClosed when the client is closed.
 func (s *ServiceCache) Trust(ctx context.Context) (<-chan struct{}, error) {
 	done, err := s.c.Trust(ctx)
 	return done, s.wrap("trust", err)
