@@ -1,0 +1,430 @@
+package cache_test
+
+// Attacks on the promise of a closed client: every listener hears exactly
+// one Untrusted whose Err wraps connection.ErrClosed, as its last event;
+// Trust fails at once with that error (cache.ErrClosed once the cache is
+// closed too); Close stays prompt and idempotent.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
+)
+
+// collectUntilQuiet reads ch until it has been quiet for quiet after an
+// Untrusted with connection.ErrClosed (or for limit in all), and returns
+// what it read.
+func collectUntilQuiet(ch <-chan cache.Event, quiet, limit time.Duration) []cache.Event {
+	var evs []cache.Event
+	end := time.After(limit)
+	var hush <-chan time.Time
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return evs
+			}
+			evs = append(evs, ev)
+			if ev.Type == cache.Untrusted && errors.Is(ev.Err, connection.ErrClosed) {
+				hush = time.After(quiet)
+			}
+		case <-hush:
+			return evs
+		case <-end:
+			return evs
+		}
+	}
+}
+
+// closedTail checks evs for exactly one Untrusted wrapping
+// connection.ErrClosed, and nothing after it; it returns what is wrong.
+func closedTail(evs []cache.Event) string {
+	last, n := -1, 0
+	for i, ev := range evs {
+		if ev.Type == cache.Untrusted && errors.Is(ev.Err, connection.ErrClosed) {
+			last, n = i, n+1
+		}
+	}
+	switch {
+	case n == 0:
+		return fmt.Sprintf("no Untrusted with connection.ErrClosed in %d events (%s)", len(evs), tail(evs, 0))
+	case n > 1:
+		return fmt.Sprintf("%d Untrusted with connection.ErrClosed (%s)", n, tail(evs, 0))
+	case last != len(evs)-1:
+		kinds := map[cache.EventType]int{}
+		for _, ev := range evs[last+1:] {
+			kinds[ev.Type]++
+		}
+		return fmt.Sprintf("%d events after the Untrusted with connection.ErrClosed (%v): %s", len(evs)-1-last, kinds, tail(evs, last))
+	}
+	return ""
+}
+
+func tail(evs []cache.Event, from int) string {
+	var b strings.Builder
+	for i := from; i < len(evs) && i < from+12; i++ {
+		ev := evs[i]
+		fmt.Fprintf(&b, "%v %s %v; ", ev.Type, ev.Path, ev.Err)
+	}
+	return b.String()
+}
+
+func manyNodes(t *testing.T, conn *zk.Conn, root string, n int) {
+	t.Helper()
+	var reqs []any
+	for i := range n {
+		reqs = append(reqs, &zk.CreateRequest{Path: fmt.Sprintf("%s/n%d", root, i), Data: []byte("d"), Acl: zk.WorldACL(zk.PermAll)})
+		if len(reqs) == 200 || i == n-1 {
+			if _, err := conn.Multi(reqs...); err != nil {
+				t.Fatal(err)
+			}
+			reqs = reqs[:0]
+		}
+	}
+}
+
+// trustErrWithin calls Trust and fails the test unless it returns an error
+// matching want within d.
+func trustErrWithin(t *testing.T, c *cache.Cache, want error, d time.Duration) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Trust(context.Background())
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, want) {
+			t.Errorf("Trust: %v, want %v", err, want)
+		}
+	case <-time.After(d):
+		t.Fatalf("Trust still waiting %v after the client closed", d)
+	}
+}
+
+// TestAttackClientClosedDuringFirstLoad: the client is closed while the
+// first load of many nodes is under way (reads in flight, answers queued):
+// no Created nor Initialized may follow the Untrusted that says so.
+func TestAttackClientClosedDuringFirstLoad(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	manyNodes(t, ens.Conn(t), root, 3000)
+	const rounds = 5
+	fails := 0
+	defer func() {
+		if fails > 0 {
+			t.Errorf("events after the last Untrusted in %d of %d rounds", fails, rounds)
+		}
+	}()
+	for round := range rounds {
+		client := open(t, ens.Servers())
+		c := newCache(t, client, root)
+		ch, err := c.Listen(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Close once the load has begun to show nodes.
+		var evs []cache.Event
+		for len(evs) < 50 {
+			ev := <-ch
+			evs = append(evs, ev)
+		}
+		client.Close()
+		evs = append(evs, collectUntilQuiet(ch, time.Second, 15*time.Second)...)
+		if msg := closedTail(evs); msg != "" {
+			fails++
+			t.Logf("round %d: %s", round, msg)
+		}
+		trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
+		if !errors.Is(c.Err(), connection.ErrClosed) {
+			t.Errorf("round %d: Err %v, want connection.ErrClosed", round, c.Err())
+		}
+		c.Close()
+		trustErrWithin(t, c, cache.ErrClosed, 5*time.Second)
+	}
+}
+
+// TestAttackClientClosedBeforeFirstRead: a cache made on a client closed
+// at once; then one made on a client already closed.
+func TestAttackClientClosedBeforeFirstRead(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	mustCreate(t, ens.Conn(t), root+"/a", []byte("a"))
+	for round := range 10 {
+		client := open(t, ens.Servers())
+		c := newCache(t, client, root)
+		ch, err := c.Listen(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		client.Close()
+		evs := collectUntilQuiet(ch, time.Second, 10*time.Second)
+		if msg := closedTail(evs); msg != "" {
+			t.Errorf("round %d: %s", round, msg)
+		}
+		trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
+	}
+	client := open(t, ens.Servers())
+	client.Close()
+	c, err := cache.New(client, root)
+	if err != nil {
+		if !errors.Is(err, connection.ErrClosed) {
+			t.Fatalf("New on a closed client: %v", err)
+		}
+		return
+	}
+	defer c.Close()
+	trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
+}
+
+// TestAttackClientClosedWhileTrustedOnce: closed while trusted, with
+// several listeners: each hears exactly one Untrusted, the last.
+func TestAttackClientClosedWhileTrustedOnce(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	manyNodes(t, ens.Conn(t), root, 50)
+	for round := range 5 {
+		client := open(t, ens.Servers())
+		c := newCache(t, client, root)
+		if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		var chs []<-chan cache.Event
+		for range 3 {
+			ch, err := c.Listen(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			chs = append(chs, ch)
+		}
+		client.Close()
+		for i, ch := range chs {
+			evs := collectUntilQuiet(ch, time.Second, 10*time.Second)
+			if msg := closedTail(evs); msg != "" {
+				t.Errorf("round %d listener %d: %s", round, i, msg)
+			}
+		}
+		trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
+	}
+}
+
+// TestAttackClientClosedWhileBlackholed: suspended by a blackhole (no
+// reset: the client finds out by its own timeout), then closed.
+func TestAttackClientClosedWhileBlackholed(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	manyNodes(t, ens.Conn(t), root, 20)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
+	c := newCache(t, client, root)
+	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := c.Listen(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy.Blackhole()
+	untrustedOf(t, ch)
+	waiters := make(chan error, 4)
+	for range 4 {
+		go func() { _, err := c.Trust(context.Background()); waiters <- err }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	client.Close()
+	evs := collectUntilQuiet(ch, time.Second, 10*time.Second)
+	if msg := closedTail(evs); msg != "" {
+		t.Error(msg)
+	}
+	for range 4 {
+		select {
+		case err := <-waiters:
+			if !errors.Is(err, connection.ErrClosed) {
+				t.Errorf("a waiting Trust: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiting Trust not released 5 s after the client closed")
+		}
+	}
+	proxy.Restore()
+}
+
+// TestAttackClientClosedAfterExpiry: the session expires (blackhole past
+// its timeout), the client begins a new one, and is closed meanwhile;
+// with and without WithClearOnSessionLoss.
+func TestAttackClientClosedAfterExpiry(t *testing.T) {
+	for _, clear := range []bool{false, true} {
+		t.Run(fmt.Sprintf("clear=%v", clear), func(t *testing.T) {
+			t.Parallel()
+			ens := shared.Ensemble(t)
+			ens.RequireFaults(t)
+			root := ens.Root(t)
+			manyNodes(t, ens.Conn(t), root, 200)
+			proxy := ens.Proxy(t)
+			client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+			var opts []cache.Option
+			if clear {
+				opts = append(opts, cache.WithClearOnSessionLoss())
+			}
+			c := newCache(t, client, root, opts...)
+			if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			ch, err := c.Listen(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy.Blackhole()
+			time.Sleep(5 * time.Second) // past the session's timeout
+			proxy.Restore()
+			// The new session's reads are under way; close amid them.
+			var evs []cache.Event
+			deadline := time.After(15 * time.Second)
+		wait:
+			for {
+				select {
+				case ev := <-ch:
+					evs = append(evs, ev)
+					if (clear && ev.Type == cache.Created) || (!clear && ev.Type == cache.Untrusted && !errors.Is(ev.Err, cache.ErrSuspended)) {
+						break wait
+					}
+				case <-deadline:
+					break wait
+				}
+			}
+			client.Close()
+			evs = append(evs, collectUntilQuiet(ch, time.Second, 10*time.Second)...)
+			if msg := closedTail(evs); msg != "" {
+				t.Error(msg)
+			}
+			trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
+		})
+	}
+}
+
+// TestAttackLateListenerAfterClientClosed: a listener that starts after
+// the client was closed (view untrusted) hears a Resync that says
+// untrusted; does it ever hear why (an Untrusted with ErrClosed)? A
+// group's or a discovery cache's listener waits for trust otherwise.
+func TestAttackLateListenerAfterClientClosed(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	mustCreate(t, ens.Conn(t), root+"/a", []byte("a"))
+	client := open(t, ens.Servers())
+	c := newCache(t, client, root)
+	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
+	ch, err := c.Listen(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := <-ch
+	if ev.Type != cache.Resync || ev.Snapshot.Trusted() {
+		t.Fatalf("first event %v trusted %v, want an untrusted Resync", ev.Type, ev.Snapshot.Trusted())
+	}
+	evs := collectUntilQuiet(ch, time.Second, 5*time.Second)
+	if msg := closedTail(evs); msg != "" {
+		t.Errorf("a listener that started after the client closed: %s", msg)
+	}
+}
+
+// TestAttackOverflowingListenerClientClosed: a listener that fell behind
+// (WithBuffer 1) when the client closes before trust: after Overflow and
+// Resync, does it hear the Untrusted with ErrClosed?
+func TestAttackOverflowingListenerClientClosed(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	manyNodes(t, ens.Conn(t), root, 500)
+	client := open(t, ens.Servers())
+	c := newCache(t, client, root)
+	ch, err := c.Listen(context.Background(), cache.WithBuffer(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Millisecond) // events pile up unread
+	client.Close()
+	trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	evs := collectUntilQuiet(ch, time.Second, 5*time.Second)
+	if msg := closedTail(evs); msg != "" {
+		t.Errorf("an overflowing listener: %s", msg)
+	}
+}
+
+// TestAttackCloseRacesClientClose: cache.Close and the client's Close at
+// once, both orders, many rounds (run with -race): no panic, no deadlock,
+// listeners' channels close, Trust says cache.ErrClosed after.
+func TestAttackCloseRacesClientClose(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	manyNodes(t, ens.Conn(t), root, 200)
+	for round := range 30 {
+		client := open(t, ens.Servers())
+		c, err := cache.New(client, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch, err := c.Listen(context.Background(), cache.WithBuffer(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round%3 == 2 {
+			if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			time.Sleep(time.Duration(round%5) * 3 * time.Millisecond)
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		start := make(chan struct{})
+		go func() { defer wg.Done(); <-start; c.Close() }()
+		go func() { defer wg.Done(); <-start; client.Close() }()
+		go func() {
+			for range 3 {
+				c.Trust(context.Background())
+			}
+		}()
+		close(start)
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Close and client Close not done in 10 s", round)
+		}
+		drained := make(chan struct{})
+		go func() {
+			for range ch {
+			}
+			close(drained)
+		}()
+		select {
+		case <-drained:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: listener's channel open 5 s after Close", round)
+		}
+		trustErrWithin(t, c, cache.ErrClosed, 5*time.Second)
+		c.Close()
+	}
+}
