@@ -215,6 +215,15 @@ func TestAttackClientClosedWhileTrustedOnce(t *testing.T) {
 			if msg := closedTail(evs); msg != "" {
 				t.Errorf("round %d listener %d: %s", round, i, msg)
 			}
+			n := 0
+			for _, ev := range evs {
+				if ev.Type == cache.Untrusted {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("round %d listener %d: %d Untrusted for one closure: %s", round, i, n, tail(evs, 0))
+			}
 		}
 		trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
 	}
@@ -426,5 +435,59 @@ func TestAttackCloseRacesClientClose(t *testing.T) {
 		}
 		trustErrWithin(t, c, cache.ErrClosed, 5*time.Second)
 		c.Close()
+	}
+}
+
+// TestAttackClientClosedWhileTrustedUnderChurn: closed while trusted, as
+// nodes change (reads of them in flight): nothing after the Untrusted.
+func TestAttackClientClosedWhileTrustedUnderChurn(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	const nodes = 300
+	manyNodes(t, ens.Conn(t), root, nodes)
+	writer := ens.Conn(t)
+	const rounds = 5
+	fails := 0
+	for round := range rounds {
+		client := open(t, ens.Servers())
+		c := newCache(t, client, root)
+		if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := c.Listen(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				writer.Set(fmt.Sprintf("%s/n%d", root, i%nodes), []byte(fmt.Sprint(i)), -1)
+			}
+		}()
+		var evs []cache.Event
+		for len(evs) < 100 {
+			evs = append(evs, <-ch)
+		}
+		client.Close()
+		evs = append(evs, collectUntilQuiet(ch, time.Second, 10*time.Second)...)
+		close(stop)
+		wg.Wait()
+		if msg := closedTail(evs); msg != "" {
+			fails++
+			t.Logf("round %d: %s", round, msg)
+		}
+		c.Close()
+	}
+	if fails > 0 {
+		t.Errorf("events after the last Untrusted in %d of %d rounds", fails, rounds)
 	}
 }
