@@ -93,7 +93,7 @@ func TestWatchJSON(t *testing.T) {
 		Type    string    `json:"type"`
 		Path    string    `json:"path"`
 		Trusted *bool     `json:"trusted"`
-		Node *struct {
+		Node    *struct {
 			Path       string `json:"path"`
 			Version    int32  `json:"version"`
 			Data       string `json:"data"`
