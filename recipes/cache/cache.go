@@ -200,8 +200,9 @@ func (c *Cache) Done() <-chan struct{} {
 	return c.done
 }
 
-// Err returns why the last trust period ended — or, when the client was
-// closed before the view was ever trusted, the client's error — or nil.
+// Err returns why the last trust period ended, or nil if none has; once
+// the client is closed, the client's error (also when the view was not
+// trusted then: before its first trust period, or while suspended).
 func (c *Cache) Err() error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

@@ -33,7 +33,9 @@ const (
 	// one exception: when the client is closed while the view is not
 	// trusted (before its first Trusted, or after an Untrusted), an
 	// Untrusted whose Err wraps connection.ErrClosed says so, as the
-	// last of them.
+	// last of them. A listener that starts after the client was closed,
+	// or whose Resync follows an Overflow after it, gets that Untrusted
+	// right after its Resync: every listener hears of the closure.
 	Trusted
 	// Overflow: the listener fell WithBuffer events behind, and at least
 	// Missed events were dropped. A Resync follows.
@@ -129,6 +131,10 @@ func (c *Cache) Listen(ctx context.Context, opts ...ListenOption) (<-chan Event,
 		return nil, errtext.Errorf("cache: listen %s: %w", c.root, ErrClosed)
 	}
 	l.queue = append(l.queue, Event{Type: Resync, Snapshot: c.snapshotLocked()})
+	if c.clientErr != nil {
+		// The client is closed: the listener hears it as the others did.
+		l.queue = append(l.queue, Event{Type: Untrusted, Err: c.clientErr})
+	}
 	c.listeners[l] = struct{}{}
 	c.wg.Add(1)
 	c.mu.Unlock()
@@ -227,6 +233,10 @@ func (c *Cache) deliver(ctx context.Context, l *listener) {
 			snap := c.snapshotLocked()
 			clear(l.queue)
 			l.queue, l.overflow, l.missed = l.queue[:0], false, 0
+			if c.clientErr != nil {
+				// The closure's Untrusted may be among the events missed.
+				l.queue = append(l.queue, Event{Type: Untrusted, Err: c.clientErr})
+			}
 			l.mu.Unlock()
 			c.mu.RUnlock()
 			if !send(Event{Type: Resync, Snapshot: snap}) {
