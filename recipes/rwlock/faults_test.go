@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testkit"
@@ -95,6 +98,8 @@ func TestReadersAndWritersUnderFaultsAndWrites(t *testing.T) {
 	var (
 		stop, clean atomic.Bool
 		after       [readersN + writersN]atomic.Int32
+		lastErr     [readersN + writersN]atomic.Value // of Lock, as a string
+		phase       [readersN + writersN]atomic.Value // what it is doing, since when
 		writesN     atomic.Int32
 		wg          sync.WaitGroup
 		errMu       sync.Mutex
@@ -120,9 +125,13 @@ func TestReadersAndWritersUnderFaultsAndWrites(t *testing.T) {
 			}
 			for !stop.Load() {
 				lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				at := func(what string) { phase[i].Store(what + " since " + time.Now().Format("15:04:05.000")) }
+				at("Lock")
 				err := side.Lock(lctx)
+				at("after Lock")
 				cancel()
 				if err != nil {
+					lastErr[i].Store(fmt.Sprintf("%v at %s", err, time.Now().Format("15:04:05.000")))
 					if clean.Load() {
 						fail(fmt.Errorf("%s: Lock after the faults: %w", who, err))
 						return
@@ -137,12 +146,14 @@ func TestReadersAndWritersUnderFaultsAndWrites(t *testing.T) {
 				if writer && prng.IntN(4) == 0 {
 					// Downgrade: a read node at the writer's place, then
 					// the write hold goes.
+					at("downgrade's read Lock")
 					if err := rw.ReadLock().Lock(ctx); err == nil {
 						holds.mu.Lock()
 						holds.downgrades++
 						holds.mu.Unlock()
 						holds.leave(side)
 						holds.enter(rw.ReadLock(), false, who+" (downgraded)")
+						at("write Unlock after the downgrade")
 						if err := side.Unlock(ctx); err != nil && !errors.Is(err, rwlock.ErrLockLost) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 							fail(fmt.Errorf("%s: write Unlock after the downgrade: %w", who, err))
 							return
@@ -152,6 +163,7 @@ func TestReadersAndWritersUnderFaultsAndWrites(t *testing.T) {
 					}
 				}
 				holds.leave(side)
+				at("Unlock")
 				if err := side.Unlock(ctx); err != nil && !errors.Is(err, rwlock.ErrLockLost) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 					fail(fmt.Errorf("%s: Unlock: %w", who, err))
 					return
@@ -159,9 +171,11 @@ func TestReadersAndWritersUnderFaultsAndWrites(t *testing.T) {
 				if writer {
 					side = rw.WriteLock()
 					if rw.ReadLock().Held() {
+						at("read Unlock")
 						_ = rw.ReadLock().Unlock(ctx)
 					}
 				}
+				at("loop")
 			}
 		}()
 	}
@@ -195,14 +209,30 @@ func TestReadersAndWritersUnderFaultsAndWrites(t *testing.T) {
 		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
 	}
 	clean.Store(true)
-	zktest.Eventually(t, 60*time.Second, "every participant takes its side after the faults", func() error {
+	t.Logf("faults over at %s", time.Now().Format("15:04:05.000"))
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var slow []string
 		for i := range after {
 			if after[i].Load() < 3 {
-				return fmt.Errorf("participant %d took its side %d times since", i, after[i].Load())
+				slow = append(slow, fmt.Sprintf("participant %d took its side %d times since", i, after[i].Load()))
 			}
 		}
-		return nil
-	})
+		if len(slow) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			// Where each one is: its last Lock error, how long its Lock
+			// has waited, and every goroutine's stack.
+			for i := range after {
+				t.Logf("participant %d: %d holds since the faults, %v, last Lock error: %v", i, after[i].Load(), phase[i].Load(), lastErr[i].Load())
+			}
+			t.Logf("server's view of %s: %v", lock, childrenOf(obs, lock))
+			testkit.LogGoroutines(t, "a participant stopped taking its side")
+			t.Fatalf("every participant takes its side after the faults: not within 60s: %v", slow)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	stop.Store(true)
 	wg.Wait()
 	for _, err := range errs {
@@ -214,4 +244,23 @@ func TestReadersAndWritersUnderFaultsAndWrites(t *testing.T) {
 	if len(holds.violations) > 0 {
 		t.Errorf("%d violations, e.g. %v", len(holds.violations), holds.violations[:min(3, len(holds.violations))])
 	}
+}
+
+// childrenOf lists dir's children with their owners, for a failure's log.
+func childrenOf(conn *zk.Conn, dir string) []string {
+	kids, _, err := conn.Children(dir)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	slices.Sort(kids)
+	var out []string
+	for _, k := range kids {
+		_, st, err := conn.Get(path.Join(dir, k))
+		if err != nil {
+			out = append(out, k+" ("+err.Error()+")")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s (owner %#x)", k, st.EphemeralOwner))
+	}
+	return out
 }
