@@ -34,7 +34,7 @@ func (w *worker) result(r *result) {
 	o.inflight = false
 	w.checkSession() // a read that ran in a later session must not count
 	switch {
-	case w.clientErr != nil:
+	case w.c.clientErr != nil:
 		// The client was closed (clientGone): its Untrusted was the last
 		// event, and the view stays as it was, so an answer that came
 		// before the closure is not applied.

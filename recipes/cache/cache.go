@@ -49,7 +49,7 @@ type Cache struct {
 	lastErr     error         // why the last trust period ended
 	closed      bool
 	gone        chan struct{} // closed when the client is closed: no trust will come
-	clientErr   error         // then, the client's error
+	clientErr   error         // then, the client's error; the worker writes it, under mu
 
 	initDone chan struct{} // closed at Initialized
 

@@ -130,16 +130,22 @@ func (c *Cache) Listen(ctx context.Context, opts ...ListenOption) (<-chan Event,
 		c.mu.Unlock()
 		return nil, errtext.Errorf("cache: listen %s: %w", c.root, ErrClosed)
 	}
-	l.queue = append(l.queue, Event{Type: Resync, Snapshot: c.snapshotLocked()})
-	if c.clientErr != nil {
-		// The client is closed: the listener hears it as the others did.
-		l.queue = append(l.queue, Event{Type: Untrusted, Err: c.clientErr})
-	}
+	l.queue = c.afterResync(append(l.queue, Event{Type: Resync, Snapshot: c.snapshotLocked()}))
 	c.listeners[l] = struct{}{}
 	c.wg.Add(1)
 	c.mu.Unlock()
 	go c.deliver(ctx, l)
 	return l.ch, nil
+}
+
+// afterResync queues what a listener hears right after a Resync: once the
+// client is closed, the closure's Untrusted — which a listener that starts
+// later, or that missed events, would not hear otherwise. c.mu is held.
+func (c *Cache) afterResync(queue []Event) []Event {
+	if c.clientErr != nil {
+		queue = append(queue, Event{Type: Untrusted, Err: c.clientErr})
+	}
+	return queue
 }
 
 // listener queues one Listen channel's events. push never blocks.
@@ -232,11 +238,7 @@ func (c *Cache) deliver(ctx context.Context, l *listener) {
 			l.mu.Lock()
 			snap := c.snapshotLocked()
 			clear(l.queue)
-			l.queue, l.overflow, l.missed = l.queue[:0], false, 0
-			if c.clientErr != nil {
-				// The closure's Untrusted may be among the events missed.
-				l.queue = append(l.queue, Event{Type: Untrusted, Err: c.clientErr})
-			}
+			l.queue, l.overflow, l.missed = c.afterResync(l.queue[:0]), false, 0
 			l.mu.Unlock()
 			c.mu.RUnlock()
 			if !send(Event{Type: Resync, Snapshot: snap}) {

@@ -55,7 +55,7 @@ func (w *worker) open(e *entry) bool { return e.parent == nil || e.seen == w.epo
 
 // dispatch sends reads while there are slots.
 func (w *worker) dispatch() {
-	if w.clientErr != nil || w.c.ctx.Err() != nil {
+	if w.c.clientErr != nil || w.c.ctx.Err() != nil {
 		return
 	}
 	w.dispatchSync()

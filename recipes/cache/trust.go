@@ -115,18 +115,17 @@ func (w *worker) clear() {
 // will come, and a listener waiting for it (a group's, a discovery
 // cache's) hears that from nothing else. c.mu is held.
 func (w *worker) clientGone(err error) {
-	if w.clientErr != nil {
+	c := w.c
+	if c.clientErr != nil {
 		return
 	}
-	w.clientErr = err
-	c := w.c
+	c.clientErr = err
 	wasTrusted := c.trusted
 	w.down(err)
 	if !wasTrusted {
 		c.lastErr = err
 		w.emit(Event{Type: Untrusted, Err: err})
 	}
-	c.clientErr = err
 	close(c.gone)
 	for _, chs := range [][]chan error{w.syncWaiting, w.syncRiding, w.roundWaiters} {
 		for _, ch := range chs {
@@ -139,7 +138,7 @@ func (w *worker) clientGone(err error) {
 func (w *worker) maybeTrust() {
 	c := w.c
 	if c.trusted || !c.initialized || !w.connUp || w.needSync || w.syncedGen != w.connGen ||
-		w.round > 0 || w.clientErr != nil || w.sess == nil || w.sess.Err() != nil {
+		w.round > 0 || c.clientErr != nil || w.sess == nil || w.sess.Err() != nil {
 		return
 	}
 	c.trusted = true

@@ -58,8 +58,6 @@ type worker struct {
 	roundWaiters []chan error
 	initPending  bool
 
-	clientErr error // the client was closed
-
 	retryC     <-chan time.Time
 	retryTimer *time.Timer
 	retryDelay time.Duration
@@ -505,8 +503,8 @@ func (w *worker) run() {
 			mu.Unlock()
 		case ch := <-w.c.syncs:
 			mu.Lock()
-			if w.clientErr != nil {
-				ch <- w.clientErr
+			if w.c.clientErr != nil {
+				ch <- w.c.clientErr
 			} else {
 				w.syncWaiting = append(w.syncWaiting, ch)
 				w.wantSync = true
