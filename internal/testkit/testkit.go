@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -114,4 +115,44 @@ func SkipHeavy(t testing.TB) {
 	if os.Getenv("ZKRECIPES_SKIP_HEAVY") != "" {
 		t.Skip("a long fault test: it ran in the -race pass (ZKRECIPES_SKIP_HEAVY is set)")
 	}
+}
+
+// ServerSessions returns the sessions connected to the servers of ens, from
+// the cons four-letter word: what the servers hold, not what a client
+// believes.
+func ServerSessions(t testing.TB, ens *zktest.Ensemble) map[int64]bool {
+	t.Helper()
+	out := map[int64]bool{}
+	for _, addr := range ens.Servers() {
+		cons, err := zktest.FourLetter(addr, "cons", 5*time.Second)
+		if err != nil {
+			continue // a server down is holding no session
+		}
+		for _, line := range strings.Split(cons, "\n") {
+			i := strings.Index(line, "sid=0x")
+			if i < 0 {
+				continue
+			}
+			hex := line[i+len("sid=0x"):]
+			if j := strings.IndexAny(hex, ",)"); j >= 0 {
+				hex = hex[:j]
+			}
+			var id int64
+			if _, err := fmt.Sscanf(hex, "%x", &id); err == nil {
+				out[id] = true
+			}
+		}
+	}
+	return out
+}
+
+// CPUTime is the CPU time the process used so far, user and system: what
+// the code under test cost this side, apart from the servers' time and the
+// machine's load.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -304,8 +304,9 @@ func registeredAll() []BackendFactory {
 // Ensemble is a running ZooKeeper ensemble. Its methods are safe for
 // concurrent use.
 type Ensemble struct {
-	b    Backend
-	logf func(string, ...any)
+	b       Backend
+	logf    func(string, ...any)
+	backups backups
 
 	closeOnce sync.Once
 	closeErr  error
@@ -435,6 +436,7 @@ func (e *Ensemble) LogTail(i int) string {
 func (e *Ensemble) Close() error {
 	e.closeOnce.Do(func() {
 		e.closeErr = e.b.Close()
+		e.backups.remove()
 	})
 	return e.closeErr
 }

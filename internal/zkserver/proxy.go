@@ -41,6 +41,8 @@ type Proxy struct {
 	done       bool
 	greet      []func([]byte) []byte // per listener: rewrites a connection's greeting; nil for none
 
+	session    proxiedSession        // the last session granted through the proxy (ExpireSession)
+
 	wire *wireStats // NewCountingProxy: the ZooKeeper client protocol's frames, counted
 	late lateness   // how late delayed chunks were written
 
@@ -54,6 +56,7 @@ type link struct {
 	greet          func([]byte) []byte
 	target         int       // the listener's index
 	wire           *linkWire // nil unless counting
+	handshake      handshakeSniffer
 }
 
 // NewProxy starts a proxy in front of targets (host:port). The caller
@@ -322,6 +325,9 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 			drop := mode == modeBlackhole || (mode == modeDropReplies && toClient) || (mode == modeDropRequests && !toClient)
 			if toClient {
 				p.lastDown = now
+				if id, pw, ok := l.handshake.feed(buf[:n]); ok {
+					p.session = proxiedSession{id: id, passwd: pw, target: l.target}
+				}
 			}
 			if drop {
 				l.lost = true

@@ -8,12 +8,12 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 )
 
@@ -65,7 +65,7 @@ func TestViewMemory(t *testing.T) {
 			})
 			client := open(t, ens.Servers())
 			before := settledHeap()
-			cpu0 := cpuTime()
+			cpu0 := testkit.CPUTime()
 			start := time.Now()
 			c, err := cache.New(client, root)
 			if err != nil {
@@ -74,7 +74,7 @@ func TestViewMemory(t *testing.T) {
 			defer c.Close()
 			<-c.Initialized()
 			load := time.Since(start)
-			cpu := cpuTime() - cpu0
+			cpu := testkit.CPUTime() - cpu0
 			if got := c.Snapshot().Len(); got != nodes {
 				t.Fatalf("%d nodes in the view, want %d", got, nodes)
 			}
@@ -154,13 +154,3 @@ func settledHeap() int64 {
 	return h
 }
 
-// cpuTime is the CPU time the process used so far, user and system: what
-// the view cost this side, apart from the servers' time and the machine's
-// load.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}

@@ -54,6 +54,15 @@
 // other while clients still reach them; WithSyncLimit sets how long a
 // follower serves without its leader: the window in which the leader can
 // expire the session of a client that still hears answers.
+// Proxy.ExpireSession ends the session of the client behind the proxy on
+// the server at once (curator-test's KillSession).
+//
+// The database itself can be replaced under running clients: Backup
+// copies it while the ensemble serves, RestoreBackup puts that copy back
+// and WipeDatabase empties it, each stopping every server and starting it
+// again at the same address — a restore from an older backup, a lost
+// volume. Zxids then go back, and servers refuse a session that has seen
+// a newer one.
 //
 // # Sharing one ensemble per package
 //

@@ -31,6 +31,9 @@ var (
 	// ErrNoTLS means TLS was asked of an ensemble started without WithTLS,
 	// or not by the local backend.
 	ErrNoTLS = zkserver.ErrNoTLS
+	// ErrNoSession means Proxy.ExpireSession found no session the proxy
+	// relayed.
+	ErrNoSession = zkserver.ErrNoSession
 )
 
 // Defaults used when no option says otherwise.

@@ -86,6 +86,15 @@ func (p *Proxy) LastHeard() time.Time { return p.p.LastHeard() }
 // delay whatever DelayReplies says next. It is the zero time before any.
 func (p *Proxy) LastAnswered() time.Time { return p.p.LastAnswered() }
 
+// ExpireSession ends the last session a server granted to a client
+// through the proxy, on the server, at once — as curator-test's
+// KillSession does: the proxy attaches to the session with the ID and
+// password it relayed and closes it. Its ephemeral nodes and watches go;
+// the client hears that the session expired on its next contact with a
+// server. It returns the session's ID, or an error matching ErrNoSession
+// when no session went through the proxy.
+func (p *Proxy) ExpireSession() (int64, error) { return p.p.ExpireSession() }
+
 // Restore delivers traffic normally again, without delay, and closes the
 // connections that lost bytes to a blackhole or a drop.
 func (p *Proxy) Restore() { p.p.Restore() }

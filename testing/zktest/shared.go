@@ -92,6 +92,13 @@ func (e *Ensemble) Root(t testing.TB) string {
 		t.Fatalf("zktest: create test root %s: %v", root, err)
 	}
 	t.Cleanup(func() {
+		// The ensemble's session of the moment: a replaced database
+		// (RestoreBackup, WipeDatabase) ends the one that made the root.
+		conn, err := e.admin.get(e.Servers())
+		if err != nil {
+			t.Logf("zktest: connect to delete test root %s: %v", root, err)
+			return
+		}
 		if err := deleteAll(conn, root); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			t.Logf("zktest: delete test root %s: %v", root, err)
 		}
