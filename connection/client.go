@@ -39,6 +39,11 @@ type Client struct {
 	closed    bool
 	zkUp      bool // go-zookeeper's connection of zc has the session now
 
+	// The database's history (history.go).
+	histZxid int64 // the newest zxid heard by the handles retired in this history
+	history  int   // the History of the next session
+	checking int64 // the session whose history check is in flight; 0 for none
+
 	nsReady atomic.Bool // the namespace node exists
 	bulkOff atomic.Bool // the server refused a multiRead (bulk.go)
 
@@ -85,6 +90,9 @@ type connEvent struct {
 	authFailed bool // synthetic: sending them failed; the next session tries again
 	watchdog   bool // synthetic: time for the watchdog to look at the silence
 	restored   bool // synthetic: the connection's watches are registered again (restore.go)
+	history    bool // synthetic: the answer to a history check (history.go): zxid, or err
+	zxid       int64
+	err        error
 }
 
 // Open connects to servers and returns once the first session exists. If
@@ -247,6 +255,8 @@ func (c *Client) handle(ev connEvent) {
 		c.sessionUpLocked(c.tr.sessionID.Load(), c.tr.timeout())
 	case ev.authFailed:
 		c.authing = false
+	case ev.history:
+		c.historyAnsweredLocked(ev)
 	case ev.restored:
 		if c.zkUp && c.session != nil && c.tr.silence() < c.suspendAfter() {
 			c.resumeLocked()
@@ -302,10 +312,20 @@ func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 		c.replaceHandleLocked()
 		return
 	}
+	if c.histZxid > 0 {
+		c.checkHistoryLocked(id, timeout) // reported once answered
+		return
+	}
+	c.newSessionLocked(id, timeout)
+}
+
+// newSessionLocked reports session id, the next epoch, in the history
+// c.history.
+func (c *Client) newSessionLocked(id int64, timeout time.Duration) {
 	if timeout <= 0 {
 		timeout = c.opts.sessionTimeout
 	}
-	c.session = newSession(id, timeout)
+	c.session = newSession(id, timeout, c.history)
 	if c.opts.serverLag > 0 && timeout-c.opts.serverLag < timeout/2 {
 		c.opts.logger.Warn("zookeeper session timeout hardly above the server lag: holds end early, and a longer lag is unsafe",
 			"timeout", timeout, "server lag", c.opts.serverLag)
@@ -339,6 +359,7 @@ func (c *Client) sessionLostLocked(why error) {
 // the old session ever runs in a new one.
 func (c *Client) replaceHandleLocked() {
 	c.tr.retire()
+	c.retireHistoryLocked(c.tr)
 	old := c.zc
 	c.wg.Add(1)
 	go func() {
@@ -418,7 +439,11 @@ func (c *Client) watchdogWaitLocked() time.Duration {
 
 // watchdogLocked compares the server's silence with the thresholds.
 func (c *Client) watchdogLocked() {
-	if c.session == nil || c.opts.noLocalExpiry {
+	if c.session == nil {
+		c.retryHistoryLocked()
+		return
+	}
+	if c.opts.noLocalExpiry {
 		return
 	}
 	silence := c.tr.silence()

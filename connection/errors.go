@@ -43,6 +43,14 @@ var (
 	ErrDataTooLarge = errors.New("connection: request larger than the server accepts")
 	// ErrClosed means the client was closed.
 	ErrClosed = errors.New("connection: client closed")
+	// ErrNewHistory means the servers' database was replaced under the
+	// client — restored from an older backup, or emptied — so that what
+	// was read in earlier sessions (a view's nodes, their czxid and mzxid,
+	// a version, a fencing token) says nothing of what the servers hold
+	// now. The client finds it when a new session's servers are behind
+	// the newest zxid it heard before (Session.History), a view when the
+	// servers' data are older than its own (recipes/cache).
+	ErrNewHistory = errors.New("connection: new history: the servers' database was replaced")
 	// ErrSessionLost means the session an operation or a hold depended on
 	// is gone: the server expired it, the client stayed cut off for longer
 	// than the session timeout, or the client was closed. It is never

@@ -69,7 +69,7 @@ func TestTrackerResolvesGuardsOfLiveHolds(t *testing.T) {
 	c.conn = tr.restore.conn
 	tr.mu.Unlock()
 	tr.expectWatches(nil)
-	sess, other := newSession(0x42, 0), newSession(0x43, 0)
+	sess, other := newSession(0x42, 0, 0), newSession(0x43, 0, 0)
 	var over error
 	live := NewGuard("/l/n", sess, func() error { return over })
 	gone := NewGuard("/l/m", sess, func() error { return errors.New("released") })
@@ -160,7 +160,7 @@ func equal(a, b []int32) bool {
 }
 
 func TestGuardedResponsesInCallersOrder(t *testing.T) {
-	g := NewGuard("/g", newSession(1, 0), func() error { return nil })
+	g := NewGuard("/g", newSession(1, 0, 0), func() error { return nil })
 	ops := []any{&zk.SetDataRequest{Path: "/a"}, g, &zk.DeleteRequest{Path: "/b"}, g}
 	gs, rest := splitGuards(ops)
 	if len(gs.guards) != 2 || len(rest) != 2 || gs.at[0] != 1 || gs.at[1] != 3 {
@@ -182,7 +182,7 @@ func TestGuardedResponsesInCallersOrder(t *testing.T) {
 func TestGuardFailureNamesTheHold(t *testing.T) {
 	lost := errors.New("mutex: lock lost")
 	var over error
-	g := NewGuard("/locks/x/n", newSession(1, 0), func() error { return over })
+	g := NewGuard("/locks/x/n", newSession(1, 0, 0), func() error { return over })
 	gs, _ := splitGuards([]any{g})
 	if err := gs.failure([]zk.MultiResponse{{Error: nil}, {Error: zk.ErrNoNode}}); err != nil {
 		t.Fatalf("another op's failure taken for the guard's: %v", err)

@@ -13,6 +13,7 @@ import (
 type Session struct {
 	id      int64
 	timeout time.Duration
+	history int
 
 	done chan struct{} // closed when the session is lost
 
@@ -23,8 +24,8 @@ type Session struct {
 	err       error              // why it ended
 }
 
-func newSession(id int64, timeout time.Duration) *Session {
-	s := &Session{id: id, timeout: timeout, resumed: closedChan, done: make(chan struct{})}
+func newSession(id int64, timeout time.Duration, history int) *Session {
+	s := &Session{id: id, timeout: timeout, history: history, resumed: closedChan, done: make(chan struct{})}
 	s.period, s.endPeriod = context.WithCancel(context.Background())
 	return s
 }
@@ -72,6 +73,15 @@ func (s *Session) Trusted(ctx context.Context) (context.Context, error) {
 // ID returns the session ID the server assigned; it is the
 // ephemeralOwner of every ephemeral node the session creates.
 func (s *Session) ID() int64 { return s.id }
+
+// History numbers the databases the client's sessions were opened on: 0
+// for the first session's, one more each time a new session finds the
+// servers' database replaced — restored from an older backup, or emptied
+// (ErrNewHistory). Two sessions of one history see one sequence of
+// changes; across histories nothing read earlier can be compared with
+// what the servers hold now. It is known before the session is reported:
+// Session, WaitSession and the state Reconnected come after it.
+func (s *Session) History() int { return s.history }
 
 // Timeout returns the session timeout the server granted.
 func (s *Session) Timeout() time.Duration { return s.timeout }

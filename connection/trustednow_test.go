@@ -20,10 +20,10 @@ func TestTrustedNowMeasuresSilence(t *testing.T) {
 		tr := newTracker()
 		tr.mono = func() time.Duration { return clock }
 		tr.lastHeard.Store(int64(clock) + 1) // answered now
-		s := newSession(0x1234, 3*time.Second)
+		s := newSession(0x1234, 3*time.Second, 0)
 		c := &Client{tr: tr, session: s, state: Connected, opts: &options{errorPolicy: tc.policy}}
 
-		if c.TrustedNow(nil) || c.TrustedNow(newSession(0x5678, 3*time.Second)) {
+		if c.TrustedNow(nil) || c.TrustedNow(newSession(0x5678, 3*time.Second, 0)) {
 			t.Fatalf("%v: another session trusted", tc.policy)
 		}
 		if !c.TrustedNow(s) {

@@ -1,0 +1,111 @@
+package connection
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
+)
+
+// A replaced database is a new history.
+//
+// An ensemble restored from an older backup, or replaced by an empty one
+// at the same addresses, hands out zxids that go back. The servers refuse
+// a connection that resumes a session having seen a newer zxid than
+// theirs, so the old session is never resumed: the client reports Lost
+// once it has heard nothing for the session timeout, and a new handle,
+// which has seen no zxid, opens a new session there. Nothing in that
+// session says that its servers' history is not the one the client read
+// before.
+//
+// So a new session is checked before it is reported. The client keeps the
+// newest zxid heard in the current history (histZxid, from every handle
+// retired in it) and sends a sync on the new session before anything
+// else. A sync's answer carries the zxid the server has applied, and a
+// sync makes the server catch up with the leader first: in the same
+// history that zxid is at least every zxid any server answered before,
+// since a server answers only with what is committed. An answer older
+// than histZxid therefore proves a new history; the session is reported
+// with the next History, and the old history is forgotten.
+//
+// A restore whose servers elected a leader in a later epoch than the
+// client's newest zxid (a backup taken in the current epoch) hands out
+// zxids that go forward: the check passes, and only the data can tell —
+// a node whose czxid or mzxid is older than one read before (recipes/cache
+// does that). A restore that still holds the client's session, done
+// within the session timeout, is resumed as the same session, and no
+// client can tell (docs/connection.md).
+
+// opSync is ZooKeeper's sync request.
+const opSync = 9
+
+// encodeSync returns a sync request of path, its xid to be filled.
+func encodeSync(path string) []byte {
+	b := make([]byte, 12, 16+len(path))
+	binary.BigEndian.PutUint32(b[8:12], opSync)
+	b = appendString(b, path)
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	return b
+}
+
+// checkHistoryLocked sends the sync that tells whether session id, just
+// established on the current handle, is in the client's history; its
+// answer comes back as a history event, and the session is reported then
+// (historyAnsweredLocked). c.mu is held.
+func (c *Client) checkHistoryLocked(id int64, timeout time.Duration) {
+	if c.checking == id {
+		return
+	}
+	c.checking = id
+	gen := c.gen
+	r := &injected{done: func(zxid int64, code int32, _ []byte, err error) {
+		if err == nil && code != 0 {
+			err = codeErr(code)
+		}
+		c.events.push(connEvent{gen: gen, history: true, sessionID: id, timeout: timeout, zxid: zxid, err: err})
+	}}
+	if err := c.tr.inject(id, encodeSync("/"), r); err != nil {
+		c.checking = 0 // the watchdog tries again (retryHistoryLocked)
+		c.opts.logger.Debug("zookeeper history check not sent", "session", fmt.Sprintf("%#x", id), "error", err)
+	}
+}
+
+// historyAnsweredLocked handles the answer to a history check: the
+// session is reported, in the client's history or in the next one.
+func (c *Client) historyAnsweredLocked(ev connEvent) {
+	c.checking = 0
+	switch {
+	case c.session != nil || !c.zkUp || c.tr.sessionID.Load() != ev.sessionID:
+		return // not the session of the handle's connection any more
+	case ev.err != nil:
+		// The connection failed under it: the next connection of the
+		// session, or the watchdog, checks again.
+		c.opts.logger.Debug("zookeeper history check failed", "session", fmt.Sprintf("%#x", ev.sessionID), "error", ev.err)
+		return
+	}
+	if ev.zxid < c.histZxid {
+		c.history++
+		c.opts.logger.Warn("zookeeper database replaced: a new history",
+			"error", errtext.Errorf("%w: the servers have applied zxid %#x, older than %#x heard before", ErrNewHistory, ev.zxid, c.histZxid),
+			"history", c.history)
+		c.histZxid = 0
+	}
+	c.newSessionLocked(ev.sessionID, ev.timeout)
+}
+
+// retryHistoryLocked checks the current handle's session again when its
+// check could not be sent or failed while the connection stayed up.
+func (c *Client) retryHistoryLocked() {
+	if c.session == nil && c.checking == 0 && c.histZxid > 0 && c.zkUp && c.authed {
+		if id := c.tr.sessionID.Load(); id != 0 {
+			c.checkHistoryLocked(id, c.tr.timeout())
+		}
+	}
+}
+
+// retireHistoryLocked records the zxids a retired handle heard: they are
+// of the current history. c.mu is held.
+func (c *Client) retireHistoryLocked(t *tracker) {
+	c.histZxid = max(c.histZxid, t.seenZxid.Load())
+}
