@@ -14,7 +14,7 @@ import (
 //
 //   - A read never takes the view back in time: data older than the node
 //     held (by czxid, then mzxid) and listings older than the last one (by
-//     czxid, then pzxid) are dropped.
+//     czxid, then pzxid) are read again (older, history.go).
 //   - A node is published (Created) only once its parent is, and a
 //     parent unpublished (Deleted) only after its children: a listener
 //     building a tree from the events never sees an orphan.
@@ -50,6 +50,11 @@ func (w *worker) result(r *result) {
 	}
 	if r.err == nil {
 		w.retryDelay = minRetryDelay
+		if (o.kind() == listOp || r.mode != modeCheck || r.exists) && w.belowFloor(o, r.stat) {
+			w.readBelowFloor(o, r.stat)
+			w.stale(o)
+			return
+		}
 	}
 	if o.kind() == dataOp {
 		w.dataDone(o, r)
@@ -143,6 +148,11 @@ func (w *worker) listDone(o *op, r *result) {
 		// flight: list it now, or its children are never read.
 		if e.hasNode {
 			w.markDirty(o, modeGet)
+			if e.data.parked {
+				// Its read failed and waits for the retry timer:
+				// so does this one, rather than read in a loop.
+				w.park(o)
+			}
 			w.settle(o, 0)
 			return
 		}
@@ -157,8 +167,9 @@ func (w *worker) listDone(o *op, r *result) {
 		r.stat.Czxid < e.list().Czxid,
 		e.list().Czxid == r.stat.Czxid && r.stat.Pzxid < e.list().Pzxid:
 		// Older than the view, or than the last listing (a node not read
-		// yet has no Stat to compare with): list again.
-		w.markDirty(o, modeGet)
+		// yet has no Stat to compare with): list again; a listing that
+		// is older still proves a new history (history.go).
+		w.older(o)
 		w.settle(o, 0)
 		return
 	case e.hasNode && r.stat.Czxid > e.czxid:
@@ -289,7 +300,7 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 		// the node was deleted and made again since. Read it again:
 		// published now, it would bring the new node's children under
 		// the old one, then Deleted with it and Created again.
-		w.markDirty(o, modeGet)
+		w.older(o)
 		return false
 	}
 	if p := e.parent; p != nil && p.listErr() == nil && p.list().Pzxid < stat.Czxid &&
@@ -307,7 +318,10 @@ func (w *worker) setNode(o *op, e *entry, data []byte, stat *zk.Stat) bool {
 		w.putNode(e, data, stat)
 		w.publish(e)
 	case stat.Czxid < e.czxid, stat.Czxid == e.czxid && stat.Mzxid < e.mzxid:
-		return true // older than the view
+		// Older than the view: read again; older still proves a new
+		// history (history.go).
+		w.older(o)
+		return false
 	case stat.Czxid > e.czxid:
 		// Deleted and created again since the last read: the old node
 		// and everything under it are gone.
@@ -471,6 +485,7 @@ func (w *worker) remove(e *entry) {
 
 // clearOp forgets o's watch and any read it needs.
 func (w *worker) clearOp(o *op) {
+	delete(w.floors, o)
 	w.unhook(o)
 	w.untrack(o)
 	o.dirty = false
@@ -509,7 +524,7 @@ func (w *worker) unpublishTree(e *entry) {
 	w.c.published--
 	if w.listening() {
 		path := e.path()
-		w.emit(Event{Type: Deleted, Path: path, Node: e.node(path)})
+		w.emit(Event{Type: Deleted, Path: path, Node: e.node(path), Err: w.clearing})
 	}
 }
 
@@ -580,6 +595,7 @@ func (w *worker) syncDone(r *result) {
 		return
 	case w.sess == nil:
 		w.sess = s // the view's session from now on
+		w.sessionHistory(s)
 	case w.sess != s:
 		again()
 		return

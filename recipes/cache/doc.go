@@ -52,8 +52,8 @@
 // load is pipelined. A read decides every event: a node whose czxid
 // changed was deleted and created again (Deleted, then Created); one whose
 // version changed, Changed; one that is gone, Deleted with its subtree.
-// Results older than the view (by czxid, mzxid, pzxid) are dropped, so the
-// view never goes back in time.
+// Results older than the view (by czxid, mzxid, pzxid) are read again, so
+// the view never goes back in time.
 //
 // Faults:
 //
@@ -71,6 +71,13 @@
 //     listing. The events are the difference between the old view and the
 //     new one, not a delete-all and create-all (which WithClearOnSessionLoss
 //     asks for).
+//   - A replaced database (restored from an older backup, or emptied):
+//     a new history, found by the client (Session.History, before the new
+//     session is reported) or by the view (a node read older than what it
+//     held when it asked, which never happens in one history). The view
+//     starts over as WithClearOnSessionLoss empties it: Deleted for every
+//     node with Err wrapping connection.ErrNewHistory, a full load,
+//     Trusted.
 //   - A node the client may not read (NoAuth) is cached with its Stat (exists
 //     needs no permission) and Node.Err set. ZooKeeper notifies no change of
 //     such a node, so its Stat is the one it had when found; its deletion

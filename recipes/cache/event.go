@@ -20,7 +20,8 @@ const (
 	Changed
 	// Deleted: a node left the view (Node, as last known). Its children's
 	// Deleted came before it. A node deleted and created again between two
-	// reads gives Deleted, then Created.
+	// reads gives Deleted, then Created. Err is set when the server did
+	// not delete it: the view was emptied or started over.
 	Deleted
 	// Initialized: the first full load is in. It comes once per cache.
 	Initialized
@@ -79,7 +80,12 @@ type Event struct {
 	Node Node
 	// Old is the node before the change (Changed).
 	Old Node
-	// Err says why the view is no longer trusted (Untrusted).
+	// Err says why the view is no longer trusted (Untrusted), or why a
+	// node left the view without the server saying it was deleted
+	// (Deleted): the view was emptied on a lost session
+	// (WithClearOnSessionLoss: the session's error), or started over on a
+	// replaced database (an error wrapping connection.ErrNewHistory). It
+	// is nil for a node deleted on the server.
 	Err error
 	// Missed is how many events were dropped, at least (Overflow).
 	Missed int

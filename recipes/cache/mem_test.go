@@ -153,4 +153,3 @@ func settledHeap() int64 {
 	}
 	return h
 }
-

@@ -31,6 +31,9 @@ func (w *worker) untrack(o *op) {
 
 // settle records that o's read numbered seq is done.
 func (w *worker) settle(o *op, seq uint64) {
+	if seq > 0 {
+		delete(w.floors, o) // read and applied
+	}
 	if o.tracked && seq > w.pending[o].need {
 		w.untrack(o)
 	}

@@ -66,7 +66,9 @@ func (w *worker) lost(err error) {
 	}
 	w.parked = nil
 	if w.c.opts.clearOnLoss {
+		w.clearing = err
 		w.clear()
+		w.clearing = nil
 		return
 	}
 	w.walk(w.root, func(e *entry) {

@@ -39,8 +39,11 @@ type worker struct {
 	inflight int    // reads in flight, a bulk read counting one (not the sync)
 	noBulk   bool   // the server takes no reads in bulk: one read per op
 	seq      uint64 // numbers the reads
-	epoch    int32  // sessions the view went through; results of another epoch are dropped
+	epoch    int32  // sessions the view went through, and start-overs; results of another epoch are dropped
 	sess     *connection.Session
+	history  int           // the History of the sessions the view was read in (history.go)
+	floors   map[*op]floor // ops read again after a read older than the view (history.go)
+	clearing error         // while the view is emptied: what its Deleted events carry
 
 	connUp    bool // the connection is up (Connected, Reconnected)
 	connGen   int  // connection losses seen (Suspended, Lost)
@@ -431,6 +434,9 @@ func newWorker(c *Cache) *worker {
 	// (one seen twice is harmless).
 	w.states = c.client.Listen(c.ctx)
 	w.sess = c.client.Session()
+	if w.sess != nil {
+		w.history = w.sess.History()
+	}
 	w.connUp = c.client.State().IsConnected()
 	if !w.connUp {
 		w.connGen++

@@ -1,0 +1,264 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
+)
+
+// The servers' database replaced under a running view — emptied, or
+// restored from an older backup: the view ends trusted and equal to what
+// the servers hold, in bounded time and work, and says that it started
+// over.
+
+// Bounds on what a view may cost from the replacement until it is trusted
+// and equal to the server again: a view of a few dozen nodes that reads
+// them once or twice stays far below; one that reads again in a loop
+// (tens of thousands of reads, seconds of CPU) does not.
+const (
+	recoveryReads = 2000
+	recoveryCPU   = 2 * time.Second
+)
+
+// connectNew opens a plain session for the test: after a replaced
+// database, a session opened before never gets one again.
+func connectNew(t *testing.T, ens *zktest.Ensemble) *zk.Conn {
+	t.Helper()
+	conn, err := zktest.Connect(ens.Servers(), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+// recovered waits until c is trusted and, after a Sync, holds exactly
+// the tree at root on the server (to maxDepth), and checks what that cost
+// since the replacement began (cpu0: the process's CPU time then; reads0:
+// the cache's reads then).
+func recovered(t *testing.T, c *cache.Cache, conn *zk.Conn, root string, maxDepth int, began time.Time, cpu0 time.Duration, reads0 int64) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	var last string
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := c.Trust(tctx)
+		if err == nil {
+			err = c.Sync(tctx)
+		}
+		cancel()
+		if err == nil {
+			if last = diff(nodesOf(c.Snapshot()), readTree(t, conn, root, maxDepth)); last == "" && c.Snapshot().Trusted() {
+				break
+			}
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the view is not trusted and equal to the server 45 s after the replacement:\n%s", last)
+		}
+	}
+	wall, cpu, reads := time.Since(began), testkit.CPUTime()-cpu0, c.Stats().Reads-reads0
+	t.Logf("recovered in %v: %d reads, %v of CPU", wall.Round(time.Millisecond), reads, cpu.Round(time.Millisecond))
+	if reads > recoveryReads || cpu > recoveryCPU {
+		t.Fatalf("recovery cost %d reads and %v of CPU; a view of this size needs far less (bounds %d, %v): a read loop",
+			reads, cpu, recoveryReads, recoveryCPU)
+	}
+}
+
+// startedOver checks that the view said it started over: a Deleted
+// whose Err wraps connection.ErrNewHistory.
+func startedOver(t *testing.T, rec *recorder) {
+	t.Helper()
+	for _, ev := range rec.all() {
+		if ev.Type == cache.Deleted && errors.Is(ev.Err, connection.ErrNewHistory) {
+			return
+		}
+	}
+	t.Fatalf("no Deleted event wraps connection.ErrNewHistory; events:\n%s", detail(rec.all(), ""))
+}
+
+// tree makes the nodes of paths with data, parents first.
+func tree(t *testing.T, conn *zk.Conn, data string, paths ...string) {
+	t.Helper()
+	for _, p := range paths {
+		mustCreate(t, conn, p, []byte(data))
+	}
+}
+
+// bump moves the servers' zxid on by n changes, so that a history made
+// after the replacement stays behind it.
+func bump(t *testing.T, conn *zk.Conn, n int) {
+	t.Helper()
+	for i := range n {
+		p := fmt.Sprintf("/bump%d", i)
+		mustCreate(t, conn, p, nil)
+		if err := conn.Delete(p, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestNodeViewStartsOverAfterWipe(t *testing.T) {
+	ens := zktest.Start(t)
+	ens.RequireFaults(t)
+	conn := connectNew(t, ens)
+	bump(t, conn, 30)
+	tree(t, conn, "pre-wipe", "/cfg")
+	client := open(t, ens.Servers(), connection.WithSessionTimeout(2*time.Second))
+	c := newCache(t, client, "/cfg", cache.WithMaxDepth(0))
+	rec := record(t, c)
+	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
+	if err := ens.WipeDatabase(); err != nil {
+		t.Fatal(err)
+	}
+	conn = connectNew(t, ens)
+	tree(t, conn, "post-wipe", "/cfg")
+	recovered(t, c, conn, "/cfg", 0, began, cpu0, reads0)
+	if n, _ := c.Get("/cfg"); string(n.Data) != "post-wipe" {
+		t.Fatalf("view after the wipe: %q", n.Data)
+	}
+	startedOver(t, rec)
+	if client.Session().History() != 1 {
+		t.Fatalf("the client's history after the wipe: %d, want 1", client.Session().History())
+	}
+}
+
+func TestTreeViewStartsOverAfterWipe(t *testing.T) {
+	ens := zktest.Start(t)
+	ens.RequireFaults(t)
+	conn := connectNew(t, ens)
+	bump(t, conn, 30)
+	tree(t, conn, "old", "/app", "/app/a", "/app/a/x", "/app/a/y", "/app/b", "/app/b/z", "/app/gone", "/app/gone/k")
+	client := open(t, ens.Servers(), connection.WithSessionTimeout(2*time.Second))
+	c := newCache(t, client, "/app")
+	rec := record(t, c)
+	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
+	if err := ens.WipeDatabase(); err != nil {
+		t.Fatal(err)
+	}
+	conn = connectNew(t, ens)
+	// Some paths again, with other data; some new; some not.
+	tree(t, conn, "new", "/app", "/app/a", "/app/a/x", "/app/b", "/app/b/z", "/app/c")
+	recovered(t, c, conn, "/app", -1, began, cpu0, reads0)
+	startedOver(t, rec)
+}
+
+func TestTreeViewFollowsRestoredBackup(t *testing.T) {
+	ens := zktest.Start(t)
+	ens.RequireFaults(t)
+	conn := connectNew(t, ens)
+	tree(t, conn, "v1", "/app", "/app/a", "/app/b", "/app/b/x")
+	if _, err := conn.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	backup, err := ens.Backup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := open(t, ens.Servers(), connection.WithSessionTimeout(2*time.Second))
+	c := newCache(t, client, "/app")
+	rec := record(t, c)
+	// After the backup: changes the restore takes back.
+	if _, err := conn.Set("/app/a", []byte("v2"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Delete("/app/b/x", -1); err != nil {
+		t.Fatal(err)
+	}
+	tree(t, conn, "v2", "/app/c")
+	bump(t, conn, 20)
+	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
+	if err := ens.RestoreBackup(backup); err != nil {
+		t.Fatal(err)
+	}
+	conn = connectNew(t, ens)
+	recovered(t, c, conn, "/app", -1, began, cpu0, reads0)
+	if n, _ := c.Get("/app/a"); string(n.Data) != "v1" {
+		t.Fatalf("/app/a after the restore: %q, want the backup's v1", n.Data)
+	}
+	startedOver(t, rec)
+}
+
+// TestTreeViewStartsOverWhenDataGoBack: servers restored from a backup
+// of their current epoch elect a leader in the next one, so their zxids
+// go on from above every zxid the client heard, and the client sees no
+// new history; only the data go back: a node's czxid the same, its mzxid
+// older than the view's.
+func TestTreeViewStartsOverWhenDataGoBack(t *testing.T) {
+	testkit.SkipHeavy(t)
+	ens := zktest.Start(t, zktest.WithServers(3))
+	ens.RequireFaults(t)
+	conn := connectNew(t, ens)
+	tree(t, conn, "v1", "/app", "/app/a", "/app/b", "/app/b/x")
+	if _, err := conn.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	backup, err := ens.Backup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A session the backup does not hold: the restored servers say it
+	// expired.
+	client := open(t, ens.Servers(), connection.WithSessionTimeout(4*time.Second))
+	c := newCache(t, client, "/app")
+	rec := record(t, c)
+	if _, err := conn.Set("/app/a", []byte("v2"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Set("/app/b/x", []byte("v2"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Get("/app/a"); string(n.Data) != "v2" {
+		t.Fatalf("/app/a before the restore: %q", n.Data)
+	}
+	conn.Close()
+
+	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
+	if err := ens.RestoreBackup(backup); err != nil {
+		t.Fatal(err)
+	}
+	conn = connectNew(t, ens)
+	recovered(t, c, conn, "/app", -1, began, cpu0, reads0)
+	if n, _ := c.Get("/app/a"); string(n.Data) != "v1" {
+		t.Fatalf("/app/a after the restore: %q, want the backup's v1", n.Data)
+	}
+	if h := client.Session().History(); h != 0 {
+		t.Fatalf("the client's history: %d; this test wants the zxids to go forward (0)", h)
+	}
+	startedOver(t, rec)
+}
