@@ -82,7 +82,7 @@ func (w *worker) startBulk(ops []*op) {
 	for i, o := range ops {
 		o.queued, o.dirty, o.inflight = false, false, true
 		w.seq++
-		w.sent(o, w.seq)
+		w.sent(o, w.seq, true)
 		k, ok := at[o.e]
 		if !ok {
 			k = len(reads)

@@ -21,11 +21,11 @@ func (w *worker) pend(o *op) {
 	}
 }
 
-// sent records o's read numbered seq, now in flight.
-func (w *worker) sent(o *op, seq uint64) {
+// sent records o's read numbered seq, now in flight, in bulk or not.
+func (w *worker) sent(o *op, seq uint64, bulk bool) {
 	w.pend(o)
 	st := w.pending[o]
-	st.seq = seq
+	st.seq, st.bulk = seq, bulk
 	w.pending[o] = st
 }
 
@@ -87,7 +87,7 @@ func (w *worker) dispatch() {
 func (w *worker) start(o *op, mode readMode) {
 	o.dirty, o.inflight = false, true
 	w.seq++
-	w.sent(o, w.seq)
+	w.sent(o, w.seq, false)
 	w.inflight++
 	w.c.wg.Add(1)
 	go w.read(job{op: o, kind: o.kind(), mode: mode, path: o.e.path(), epoch: w.epoch, seq: w.seq})

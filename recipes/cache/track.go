@@ -10,8 +10,10 @@ func (w *worker) track(o *op) {
 	w.pend(o) // it is already: tracked ops are dirty or in flight
 	st := w.pending[o]
 	need := w.seq // the next read sent
+	st.bulkWait = false
 	if !o.dirty && o.inflight {
 		need = st.seq - 1 // the read in flight
+		st.bulkWait = st.bulk
 	}
 	if !o.tracked {
 		o.tracked, st.need = true, need
@@ -34,8 +36,17 @@ func (w *worker) settle(o *op, seq uint64) {
 	if seq > 0 {
 		delete(w.floors, o) // read and applied
 	}
-	if o.tracked && seq > w.pending[o].need {
-		w.untrack(o)
+	if st := w.pending[o]; o.tracked && seq > st.need {
+		if st.bulkWait && o.dirty {
+			// The read was in bulk, and its watch fired before it
+			// completed: for a change its data may miss, made before
+			// the moment the tracking began. The next read, sent after
+			// this one's watch was set, sees it.
+			st.need, st.bulkWait = w.seq, false
+			w.pending[o] = st
+		} else {
+			w.untrack(o)
+		}
 	}
 	if !o.dirty && !o.inflight {
 		w.unpend(o)

@@ -112,6 +112,11 @@ type op struct {
 type readState struct {
 	need uint64 // a read numbered above it ends the tracking
 	seq  uint64 // number of the read in flight
+	bulk bool   // that read is a bulk read: its watch is set after its data is read
+	// The tracking rests on a bulk read in flight: a watch it sets fires
+	// for a change made between its data's read and its watch's setting,
+	// before it completes, and then the next read ends the tracking.
+	bulkWait bool
 }
 
 type entry struct {
