@@ -578,6 +578,8 @@ func codeErr(code int32) error {
 		return zk.ErrConnectionClosed
 	case -112:
 		return zk.ErrSessionExpired
+	case -118:
+		return zk.ErrSessionMoved
 	case -8:
 		return zk.ErrBadArguments
 	case zUnimpl:

@@ -2,8 +2,11 @@ package connection
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
@@ -78,13 +81,17 @@ func (c *Client) historyAnsweredLocked(ev connEvent) {
 	switch {
 	case c.session != nil || !c.zkUp || c.tr.sessionID.Load() != ev.sessionID:
 		return // not the session of the handle's connection any more
-	case ev.err != nil:
+	case errors.Is(ev.err, zk.ErrConnectionClosed), errors.Is(ev.err, zk.ErrSessionExpired), errors.Is(ev.err, zk.ErrSessionMoved):
 		// The connection failed under it: the next connection of the
-		// session, or the watchdog, checks again.
+		// session, or the watchdog, checks again (an expiry replaces
+		// the handle).
 		c.opts.logger.Debug("zookeeper history check failed", "session", fmt.Sprintf("%#x", ev.sessionID), "error", ev.err)
 		return
-	}
-	if ev.zxid < c.histZxid {
+	case ev.err != nil:
+		// The server refused the sync (no server does today): the
+		// session is reported without the check rather than never.
+		c.opts.logger.Warn("zookeeper history check refused; the session is taken to be in the same history", "session", fmt.Sprintf("%#x", ev.sessionID), "error", ev.err)
+	case ev.zxid < c.histZxid:
 		c.history++
 		c.opts.logger.Warn("zookeeper database replaced: a new history",
 			"error", errtext.Errorf("%w: the servers have applied zxid %#x, older than %#x heard before", ErrNewHistory, ev.zxid, c.histZxid),
@@ -108,4 +115,5 @@ func (c *Client) retryHistoryLocked() {
 // of the current history. c.mu is held.
 func (c *Client) retireHistoryLocked(t *tracker) {
 	c.histZxid = max(c.histZxid, t.seenZxid.Load())
+	c.checking = 0 // a check of its session is of no use now
 }
