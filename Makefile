@@ -53,7 +53,8 @@ test: deps
 	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 15m $(TESTFLAGS) ./...
 
 ## chaos: participants of every recipe held exclusively (the work queue's one item too), 2–4 to a process sharing its client, under a nemesis on a local 3-node ensemble
-## (answers lost while requests apply, releases with deadlines shorter than the answer, and the network, server and pause faults)
+## (answers lost while requests apply, releases with deadlines shorter than the answer, the network, server and pause faults,
+## and the ensemble restored from an older backup)
 ## for CHAOS_DURATION (default 1m; try 5m, 15m), printing the tables and writing docs/chaos.svg
 CHAOS_DURATION ?= 1m
 CHAOS_FLAGS ?=

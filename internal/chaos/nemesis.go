@@ -269,6 +269,8 @@ func (r *runner) inject(ctx context.Context, kind string, hold time.Duration, rn
 		return r.pauseClient(ctx, rng)
 	case FaultDeleteNode:
 		return r.deleteNode(ctx, rng, sleep)
+	case FaultRestoreBackup:
+		return r.restoreBackup()
 	}
 	return "", fmt.Errorf("unknown fault kind %q", kind)
 }
@@ -404,4 +406,33 @@ func (r *runner) restartDown(i int, why error) (string, error) {
 		return "", fmt.Errorf("server %d was down and does not start again: %w", i, err)
 	}
 	return "", nil // did not land
+}
+
+// restoreBackup stops every server, keeps them down for longer than a
+// session timeout — every client counts its session lost before they come
+// back, as after any restore that takes an operator minutes — and starts
+// them on the backup taken at the previous injection (or before the first
+// fault): the data go back by everything since, and the zxids too when
+// the ensemble elected a leader meanwhile (the restored servers elect one
+// in the epoch after the backup's). Sessions the backup holds come back
+// with it, and their ephemeral nodes until they expire: nobody holds
+// them. A backup for the next injection is taken once the servers serve.
+func (r *runner) restoreBackup() (string, error) {
+	for i := range r.ens.Servers() {
+		if err := r.ens.Kill(i); err != nil && !errors.Is(err, zkserver.ErrServerState) {
+			return "", err
+		}
+	}
+	down := r.cfg.SessionTimeout * 3 / 2
+	time.Sleep(down) // the servers come back whatever the run's context says
+	age := time.Since(r.backupAt)
+	if err := r.ens.RestoreBackup(r.backup); err != nil {
+		return "", err
+	}
+	b, err := r.ens.Backup()
+	if err != nil {
+		return "", err
+	}
+	r.backup, r.backupAt = b, time.Now()
+	return fmt.Sprintf("every server down %v, restored to a backup of %v before", down.Round(time.Millisecond), age.Round(time.Millisecond)), nil
 }

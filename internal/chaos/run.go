@@ -36,6 +36,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -52,6 +53,8 @@ type Ensemble interface {
 	Servers() []string
 	Start(i int) error
 	Kill(i int) error
+	Backup() (*zkserver.Backup, error)
+	RestoreBackup(b *zkserver.Backup) error
 	Pause(i int) error
 	Resume(i int) error
 	Leader() (int, error)
@@ -98,13 +101,14 @@ const (
 	FaultIsolateLeader    = "isolate leader"    // the leader alone in a minority
 	FaultPauseClient      = "pause client"      // SIGSTOP a holder's process after its last look at Done, longer than its session
 	FaultDeleteNode       = "delete node"       // an operator deletes a holder's node
+	FaultRestoreBackup    = "restore backup"    // every server down for longer than a session, its database replaced by an older backup
 	calm                  = "none (before the first fault)"
 	participantStartLimit = 60 * time.Second
 )
 
 // FaultKinds lists every kind, in the order of the reports.
 var FaultKinds = []string{FaultDropReplies, FaultSlowReplies, FaultBlackhole, FaultDelayReplies, FaultDropRequests,
-	FaultPauseServer, FaultKillLeader, FaultIsolateFollower, FaultIsolateLeader, FaultPauseClient, FaultDeleteNode}
+	FaultPauseServer, FaultKillLeader, FaultIsolateFollower, FaultIsolateLeader, FaultPauseClient, FaultDeleteNode, FaultRestoreBackup}
 
 // leadingKinds open every round of the nemesis (see nemesis), so that a
 // short run always has answers lost while releases are in flight.
@@ -125,6 +129,9 @@ type runner struct {
 	faults  []faultSpan
 	pauses  map[int][]span // participant → when its process was stopped
 	deletes []deletion     // an operator's deletes of holders' nodes
+
+	backup   *zkserver.Backup // what the next restore puts back (restoreBackup)
+	backupAt time.Time
 }
 
 // deletion is an operator's delete of a holder's node.
@@ -213,6 +220,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	cfg.Logf("%d participants running in %d processes", len(r.members), len(r.procs))
 
+	if slices.Contains(cfg.Faults, FaultRestoreBackup) {
+		if r.backup, err = r.ens.Backup(); err != nil {
+			return nil, fmt.Errorf("the first backup: %w", err)
+		}
+		r.backupAt = time.Now()
+	}
 	r.started = now()
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	err = r.nemesis(runCtx)

@@ -12,6 +12,7 @@ var faultColor = map[string]string{
 	FaultBlackhole: "#1f77b4", FaultDelayReplies: "#17becf", FaultDropRequests: "#9edae5",
 	FaultPauseServer: "#ff7f0e", FaultKillLeader: "#d62728", FaultIsolateFollower: "#bcbd22",
 	FaultIsolateLeader: "#8c564b", FaultPauseClient: "#9467bd", FaultDeleteNode: "#000000",
+	FaultRestoreBackup: "#bcbd22",
 }
 
 // WriteSVG plots the run: a line per fault kind with its faults, then per
