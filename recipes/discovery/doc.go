@@ -19,7 +19,10 @@
 // Update writes new fields, which every re-create uses. Static and
 // Permanent instances are persistent nodes, as Curator makes them;
 // DynamicSequential instances are ephemeral-sequential nodes with a
-// protected name.
+// protected name. A registration keeps, and Close deletes, only the node
+// it made: a node already at the instance's path (a previous run's
+// Permanent instance, say) is left as it is, unless Register is given
+// WithAdoptExisting.
 //
 // # Finding
 //
