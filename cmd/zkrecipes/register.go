@@ -40,7 +40,10 @@ A dynamic instance (the default) is an ephemeral node: it goes when
 zkrecipes goes. A static or permanent one is a persistent node, deleted
 when zkrecipes unregisters and left in place if zkrecipes is killed.
 An instance ID that another session still holds (a previous run whose
-session has not expired yet) is waited for, up to --timeout.`
+session has not expired yet) is waited for, up to --timeout; so is a
+static or permanent ID whose node is already there (a previous run's,
+left when it was killed): zkrecipes never takes over or deletes a node it
+did not make, and that one stays until someone deletes it.`
 
 func runRegister(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("register", "SERVICE [-- CMD [ARGS...]]", out, registerAbout)

@@ -88,8 +88,10 @@ func (d *Discovery) Names(ctx context.Context) ([]string, error) {
 // Instances returns the instances of a service, sorted by ID (then by
 // node name): Curator's queryForInstances. It lists the service's
 // directory and reads each node; a node gone since the listing is left
-// out, as Curator leaves it out. A node whose data is not an instance is
-// left out too and does not fail the query: it is reported in the
+// out, as Curator leaves it out. A node that is not an instance — its
+// data fail Validate, or this client may not read them (no permission,
+// or more than the client's buffer) — is left out too and does not fail
+// the query, as the ServiceCache leaves it out: it is reported in the
 // client's log, and Instance reads it with its error. None when the
 // service has no directory. The reads are plain reads, safe in any
 // session.
@@ -112,6 +114,9 @@ func (d *Discovery) Instances(ctx context.Context, service string) ([]Instance, 
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			continue
+		case unreadable(err):
+			d.client.Logger().Warn("zookeeper node is not a readable service instance", "path", p, "error", err)
+			continue
 		case err != nil:
 			return nil, errtext.Errorf("discovery: instances of %s: %w", dir, err)
 		}
@@ -129,7 +134,9 @@ func (d *Discovery) Instances(ctx context.Context, service string) ([]Instance, 
 // <base>/<service>/<id>: Curator's queryForInstance. It fails with
 // ErrNoInstance when there is no such node (a DynamicSequential
 // instance's node has a name of its own: Instances finds it), and with
-// ErrInvalidInstance when its data is not an instance.
+// ErrInvalidInstance when its data is not an instance (Validate) or this
+// client may not read them (the error wraps the server's refusal too,
+// zk.ErrNoAuth, or connection.ErrResponseTooLarge).
 func (d *Discovery) Instance(ctx context.Context, service, id string) (Instance, error) {
 	if err := checkName("service name", service); err != nil {
 		return Instance{}, errtext.Errorf("discovery: instance %q of %q: %w", id, service, err)
@@ -142,6 +149,8 @@ func (d *Discovery) Instance(ctx context.Context, service, id string) (Instance,
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return Instance{}, errtext.Errorf("discovery: %s: %w", p, ErrNoInstance)
+	case unreadable(err):
+		return Instance{}, errtext.Errorf("discovery: %s: %w: %w", p, ErrInvalidInstance, err)
 	case err != nil:
 		return Instance{}, errtext.Errorf("discovery: %s: %w", p, err)
 	}
@@ -150,6 +159,15 @@ func (d *Discovery) Instance(ctx context.Context, service, id string) (Instance,
 		return Instance{}, errtext.Errorf("discovery: %s: %w", p, err)
 	}
 	return i, nil
+}
+
+// unreadable reports whether a read's error means that this client cannot
+// read the node at all: no permission (another team's node with an ACL of
+// its own), or more data than the client's buffer takes. Such a node is
+// not an instance to this client, as a ServiceCache sees it too
+// (cache.Node.Err).
+func unreadable(err error) bool {
+	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, connection.ErrResponseTooLarge)
 }
 
 // instanceAt is an instance and the name of its node.

@@ -19,7 +19,10 @@
 // Update writes new fields, which every re-create uses. Static and
 // Permanent instances are persistent nodes, as Curator makes them;
 // DynamicSequential instances are ephemeral-sequential nodes with a
-// protected name.
+// protected name. A registration keeps, and Close deletes, only the node
+// it made: a node already at the instance's path (a previous run's
+// Permanent instance, say) is left as it is, unless Register is given
+// WithAdoptExisting.
 //
 // # Finding
 //
@@ -37,8 +40,10 @@
 // stays raw JSON for the caller to decode. Curator's Jackson writes an
 // object payload with an "@class" member naming its Java class, and reads
 // one without it as a map; it cannot read a top-level array. URISpec is
-// Curator's template syntax, "{scheme}://{address}:{port}". Data that is
-// not an instance is left out of queries and caches and reported, never
+// Curator's template syntax, "{scheme}://{address}:{port}". Validate is
+// the one rule of what an instance is, for what is written and what is
+// read: data that is not an instance, and a node this client may not
+// read, are left out of queries, caches and providers and reported, never
 // fatal.
 //
 // See docs/discovery.md for the layout, the differences from Curator,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
@@ -71,20 +70,29 @@ type Instance struct {
 	Disabled bool
 }
 
-// ErrInvalidInstance is returned for an instance that cannot be registered
-// or read: no name or ID, a name or ID that is not a node name, an unknown
-// service type, a payload that is not JSON, data that is not an instance.
+// ErrInvalidInstance is returned for what is not an instance (Validate),
+// whether given to Register or Update or read from a node: no name or ID,
+// a name or ID that is not a node name, an unknown service type, a port
+// out of range, a payload that is not JSON; and for node data that is not
+// an instance's JSON (null, not an object, no data) or that this client
+// may not read.
 var ErrInvalidInstance = errors.New("discovery: invalid instance")
 
-// Validate checks that i can be registered.
+// Validate checks that i is an instance: the one rule of what Register and
+// Update accept and of what every read takes for an instance (Decode, and
+// through it Instance, Instances, the ServiceCache and the Provider, which
+// leave out the nodes that fail it). An instance has a name and an ID that
+// are node names — Curator's ServiceInstance refuses a null name or ID,
+// and its registration makes the node <base>/<name>/<id> — one of
+// Curator's service types (or none: Dynamic), ports from 0 (none) to
+// 65535, and a payload that is JSON, if any. An error wraps
+// ErrInvalidInstance.
 func (i *Instance) Validate() error {
-	for _, f := range []struct{ what, v string }{{"name", i.Name}, {"id", i.ID}} {
-		switch {
-		case f.v == "":
-			return errtext.Errorf("%w: no %s", ErrInvalidInstance, f.what)
-		case f.v == "." || f.v == ".." || strings.ContainsAny(f.v, "/\x00"):
-			return errtext.Errorf("%w: %s %q is not a node name", ErrInvalidInstance, f.what, f.v)
-		}
+	if err := checkName("name", i.Name); err != nil {
+		return err
+	}
+	if err := checkName("id", i.ID); err != nil {
+		return err
 	}
 	if !i.ServiceType.valid() {
 		return errtext.Errorf("%w: service type %q", ErrInvalidInstance, i.ServiceType)
@@ -149,13 +157,17 @@ func (i Instance) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads an instance written by Curator (either serializer),
 // Kazoo or this package. Unknown fields are ignored, as Curator's reader
-// does.
+// does. What is not an instance (Validate), JSON null among it, is an
+// error wrapping ErrInvalidInstance, and leaves i unchanged.
 func (i *Instance) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return errtext.Errorf("%w: null", ErrInvalidInstance)
+	}
 	var w wireInstance
 	if err := json.Unmarshal(b, &w); err != nil {
 		return errtext.Errorf("%w: %v", ErrInvalidInstance, err)
 	}
-	*i = Instance{
+	got := Instance{
 		Name:        w.Name,
 		ID:          w.ID,
 		ServiceType: w.ServiceType,
@@ -163,34 +175,40 @@ func (i *Instance) UnmarshalJSON(b []byte) error {
 		Disabled:    w.Enabled != nil && !*w.Enabled,
 	}
 	if w.Address != nil {
-		i.Address = *w.Address
+		got.Address = *w.Address
 	}
 	if w.Port != nil {
-		i.Port = *w.Port
+		got.Port = *w.Port
 	}
 	if w.SSLPort != nil {
-		i.SSLPort = *w.SSLPort
+		got.SSLPort = *w.SSLPort
 	}
 	if p := bytes.TrimSpace(w.Payload); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
-		i.Payload = append(json.RawMessage(nil), p...)
+		got.Payload = append(json.RawMessage(nil), p...)
 	}
 	if w.RegistrationTimeUTC != 0 {
-		i.Registration = time.UnixMilli(w.RegistrationTimeUTC).UTC()
+		got.Registration = time.UnixMilli(w.RegistrationTimeUTC).UTC()
 	}
+	if err := got.Validate(); err != nil {
+		return err
+	}
+	*i = got
 	return nil
 }
 
-// Decode reads an instance from a node's data.
+// Decode reads an instance from a node's data. Data that is not an
+// instance's JSON, or whose instance fails Validate, is an error wrapping
+// ErrInvalidInstance.
 func Decode(data []byte) (Instance, error) {
-	var i Instance
 	if len(bytes.TrimSpace(data)) == 0 {
-		return i, errtext.Errorf("%w: no data", ErrInvalidInstance)
+		return Instance{}, errtext.Errorf("%w: no data", ErrInvalidInstance)
 	}
+	var i Instance
 	if err := json.Unmarshal(data, &i); err != nil {
 		if errors.Is(err, ErrInvalidInstance) {
-			return i, err
+			return Instance{}, err
 		}
-		return i, errtext.Errorf("%w: %v", ErrInvalidInstance, err)
+		return Instance{}, errtext.Errorf("%w: %v", ErrInvalidInstance, err)
 	}
 	return i, nil
 }

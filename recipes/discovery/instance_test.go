@@ -104,3 +104,53 @@ func TestServiceTypeEphemeral(t *testing.T) {
 		}
 	}
 }
+
+// Decode holds read data to the rule Register holds an instance to
+// (Validate): what is JSON but not an instance is ErrInvalidInstance,
+// and Curator's JSON of a real instance is read.
+func TestDecodeRefusesWhatIsNotAnInstance(t *testing.T) {
+	for _, tc := range []struct{ name, data string }{
+		{"null", `null`},
+		{"null with spaces", " null\n"},
+		{"empty object", `{}`},
+		{"no id", `{"name":"web","address":"h","port":1}`},
+		{"null id", `{"name":"web","id":null}`},
+		{"no name", `{"id":"a1"}`},
+		{"id with a slash", `{"name":"web","id":"a/b"}`},
+		{"id ..", `{"name":"web","id":".."}`},
+		{"id with NUL", `{"name":"web","id":"a\u0000b"}`},
+		{"name with a slash", `{"name":"a/b","id":"a1"}`},
+		{"port above 65535", `{"name":"web","id":"a1","port":99999}`},
+		{"negative port", `{"name":"web","id":"a1","port":-1}`},
+		{"ssl port above 65535", `{"name":"web","id":"a1","sslPort":65536}`},
+		{"unknown service type", `{"name":"web","id":"a1","serviceType":"EPHEMERAL"}`},
+		{"service type in lower case", `{"name":"web","id":"a1","serviceType":"dynamic"}`},
+		{"a string", `"web"`},
+		{"an array", `[{"name":"web","id":"a1"}]`},
+		{"a port that is not a number", `{"name":"web","id":"a1","port":"80"}`},
+	} {
+		i, err := Decode([]byte(tc.data))
+		if !errors.Is(err, ErrInvalidInstance) {
+			t.Errorf("%s: Decode(%s) = %+v, %v; want ErrInvalidInstance", tc.name, tc.data, i, err)
+		}
+		if !reflect.DeepEqual(i, Instance{}) {
+			t.Errorf("%s: Decode returned %+v with its error", tc.name, i)
+		}
+		// json.Unmarshal says the same, and leaves the instance as it was.
+		got := Instance{Name: "kept", ID: "kept"}
+		if err := json.Unmarshal([]byte(tc.data), &got); err == nil || got.Name != "kept" {
+			t.Errorf("%s: json.Unmarshal = %v, instance %+v", tc.name, err, got)
+		}
+	}
+	for _, golden := range []string{curatorCompatible, curatorFull, curatorString, curatorNulls} {
+		if _, err := Decode([]byte(golden)); err != nil {
+			t.Errorf("Curator's %s: %v", golden, err)
+		}
+	}
+	for _, typ := range []ServiceType{Dynamic, DynamicSequential, Static, Permanent} {
+		data := `{"name":"web","id":"a1","port":65535,"sslPort":1,"serviceType":"` + string(typ) + `"}`
+		if _, err := Decode([]byte(data)); err != nil {
+			t.Errorf("%s: %v", data, err)
+		}
+	}
+}

@@ -375,3 +375,45 @@ func TestReconnectSameSession(t *testing.T) {
 		t.Fatalf("czxid go %d (was %d), java %d (was %d)", czxid("go"), goBefore, czxid("java"), javaBefore)
 	}
 }
+
+// TestCuratorNonInstances: what Curator 5.4's query does with data that
+// are not instances, beside Instances, which leaves them all out. Jackson
+// reads {}, an instance without an ID, one whose ID is "a/b" and one on
+// port 99999, and Curator returns them as instances; null and an unknown
+// service type fail its whole query.
+func TestCuratorNonInstances(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	base := root + "/services"
+	ctx := ctxFor(t, 2*time.Minute)
+	d := newDiscovery(t, open(t, ens.Servers()), base)
+	java := peertest.CuratorDiscovery(t, ens.ConnectString(), base, true)
+	conn := ens.Conn(t)
+	for k, tc := range []struct {
+		data   string
+		answer string // Curator's answer's first word
+	}{
+		{`{}`, "INSTANCES"},
+		{`{"name":"s"}`, "INSTANCES"},
+		{`{"name":"s","id":"a/b"}`, "INSTANCES"},
+		{`{"name":"s","id":"x","port":99999}`, "INSTANCES"},
+		{`null`, "ERROR"},
+		{`{"name":"s","id":"x","serviceType":"EPHEMERAL"}`, "ERROR"},
+	} {
+		service := fmt.Sprintf("s%d", k)
+		register(t, d, discovery.Instance{Name: service, ID: "good"})
+		if _, err := conn.Create(d.InstancePath(service, "n"), []byte(tc.data), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		got := java.Do(tc.answer, "query %s", service)
+		if tc.answer == "INSTANCES" {
+			var raw []json.RawMessage
+			if err := json.Unmarshal([]byte(got), &raw); err != nil || len(raw) != 2 {
+				t.Errorf("Curator's query with %s: %s, %v", tc.data, got, err)
+			}
+		}
+		if is, err := d.Instances(ctx, service); err != nil || !slices.Equal(ids(is), []string{"good"}) {
+			t.Errorf("Go's query with %s: %v, %v", tc.data, ids(is), err)
+		}
+	}
+}

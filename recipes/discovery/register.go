@@ -39,15 +39,22 @@ type Registration struct {
 // random UUID, a zero Registration the current time (in milliseconds, as
 // Curator keeps it); Instance returns what was registered.
 //
-// Register returns once the node is made, or fails with ctx's error: it
-// waits while the path holds another session's node (the error then also
-// matches node.ErrOccupied) — a previous run of this instance whose session
-// the server has not expired yet. It fails at once with the server's
-// refusal (no permission), with ErrInvalidInstance for an instance that
-// cannot be registered, and with node.ErrInUse when a Registration of the
-// same client already holds that service and ID (update it instead). On
-// failure nothing is left registered.
-func (d *Discovery) Register(ctx context.Context, i Instance) (*Registration, error) {
+// A Registration keeps only the node it made (node.Node's rule): a node
+// already at the instance's path is not taken over. Register returns once
+// the node is made, or fails with ctx's error: it waits while the path
+// holds a node that is not its own (the error then also matches
+// node.ErrOccupied) — another session's, such as a previous run of this
+// instance whose session the server has not expired yet, which goes by
+// itself; or, for a Static or Permanent instance, a persistent node
+// someone made before (a previous run's registration of the ID), which
+// stays until someone deletes it, unless WithAdoptExisting takes it. It
+// fails at once with the server's refusal (no permission), with
+// ErrInvalidInstance for an instance that cannot be registered, with
+// connection.ErrInvalidOption for a bad option, and with node.ErrInUse
+// when a Registration of the same client already holds that service and
+// ID (update it instead). On failure nothing is left registered, and a
+// node that was there is left as it was.
+func (d *Discovery) Register(ctx context.Context, i Instance, opts ...RegisterOption) (*Registration, error) {
 	if i.ID == "" {
 		i.ID = connection.NewUUID()
 	}
@@ -60,12 +67,25 @@ func (d *Discovery) Register(ctx context.Context, i Instance) (*Registration, er
 	if err := i.Validate(); err != nil {
 		return nil, errtext.Errorf("discovery: register %s/%s: %w", i.Name, i.ID, err)
 	}
+	var o registerOptions
+	for _, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	nopts := []node.Option{node.WithMode(modeOf(i.ServiceType))}
+	if o.adopt {
+		if i.ServiceType.Ephemeral() {
+			return nil, errtext.Errorf("discovery: register %s/%s: %w: WithAdoptExisting is for Static and Permanent instances, not %s", i.Name, i.ID, connection.ErrInvalidOption, i.ServiceType)
+		}
+		nopts = append(nopts, node.WithAdoptExisting())
+	}
 	data, err := json.Marshal(i)
 	if err != nil {
 		return nil, errtext.Errorf("discovery: register %s/%s: %w", i.Name, i.ID, err)
 	}
 	p := d.InstancePath(i.Name, i.ID)
-	n, err := node.New(d.client, p, data, node.WithMode(modeOf(i.ServiceType)))
+	n, err := node.New(d.client, p, data, nopts...)
 	if err != nil {
 		return nil, errtext.Errorf("discovery: register %s: %w", p, err)
 	}
@@ -82,6 +102,29 @@ func (d *Discovery) Register(ctx context.Context, i Instance) (*Registration, er
 		return nil, errtext.Errorf("discovery: register %s: %w", p, err)
 	}
 	return &Registration{d: d, node: n, path: p, inst: i}, nil
+}
+
+// RegisterOption configures a Register.
+type RegisterOption func(*registerOptions) error
+
+type registerOptions struct {
+	adopt bool
+}
+
+// WithAdoptExisting makes Register take the node of a Static or Permanent
+// instance that is already at its path — a previous run's registration of
+// the same ID, or anyone's — for its own (node.WithAdoptExisting): the
+// node gets the instance, and Close deletes it, as Curator's
+// registerService takes it (it deletes that node and makes its own). A
+// node someone makes at the path after deleting the registration's is
+// taken too. Without it such a node is left as it is. For Dynamic and
+// DynamicSequential instances, whose nodes belong to their sessions,
+// Register fails with connection.ErrInvalidOption.
+func WithAdoptExisting() RegisterOption {
+	return func(o *registerOptions) error {
+		o.adopt = true
+		return nil
+	}
 }
 
 // closeNode closes a node that failed to register, within the session
@@ -209,10 +252,11 @@ func (r *Registration) isClosed() bool {
 
 // Close unregisters the instance (Curator's unregisterService): the
 // presence ends first, then the node this Registration made is deleted —
-// that node only, for Static and Permanent instances too, as Curator
-// deletes them. If ctx ends first, Close returns its error and the node is
-// deleted in the background (or goes with its session). Close is
-// idempotent.
+// that node only (node.Node.Close), for Static and Permanent instances
+// too, as Curator deletes them: a node at the path that someone else made
+// is left, unless Register took it with WithAdoptExisting. If ctx ends
+// first, Close returns its error and the node is deleted in the background
+// (or goes with its session). Close is idempotent.
 func (r *Registration) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true

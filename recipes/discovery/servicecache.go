@@ -15,9 +15,10 @@ import (
 // ServiceCache, on a cache (recipes/cache) of <base>/<service> and its
 // children. Its methods are safe for concurrent use.
 //
-// A node whose data is not an instance is left out of the view and
-// reported (an Invalid event), never fatal: another service's writer, an
-// operator, a Java serializer this package cannot read.
+// A node that is not an instance (Instance.Validate) is left out of the
+// view and reported (an Invalid event), never fatal: another service's
+// writer, an operator, a Java serializer this package cannot read, a node
+// this client may not read.
 type ServiceCache struct {
 	name string
 	dir  string

@@ -44,13 +44,23 @@
 //     answer the worker looks for that id (after a sync) before creating
 //     again; a copy an earlier session left is deleted first. The node
 //     keeps its name when it is made again, as Curator's does.
-//   - Persistent kinds (persistent, container, TTL) have no owner: the node
-//     at the path is the one kept, whoever made it, and gets the Node's data.
+//   - Persistent kinds (persistent, container, TTL) at a fixed path have no
+//     owner, so the Node keeps only the node it made: the one its create
+//     made, known by its czxid (learned by the read that follows the
+//     create's answer) in any session. A node that was there before Start,
+//     or that someone made at the path after deleting the Node's, is not
+//     the Node's: it is left as it is (ErrOccupied until it goes), never
+//     written and never deleted. After a create whose answer was lost the
+//     node found is the Node's only if it holds the data that create sent,
+//     unwritten since (version 0); when in doubt it is left.
+//     WithAdoptExisting takes whatever node is at the path instead, as
+//     Curator's PersistentNode does.
 //
-// Close ends the presence first, then deletes the node the Node made: it
-// reads the node (after a sync) and deletes it only if its czxid is the one
-// made, at the version read — never a delete sent blind, which could remove
-// a node someone else made at the path since.
+// Close ends the presence first, then deletes the node the Node made (or
+// adopted) — that node only: it reads the node (after a sync) and deletes
+// it only if its czxid is the one made, at the version read — never a
+// delete sent blind, which could remove a node someone else made at the
+// path since.
 //
 // # TTL nodes
 //

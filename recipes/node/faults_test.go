@@ -480,3 +480,117 @@ func TestCloseWhileCreateUnanswered(t *testing.T) {
 		return nil
 	})
 }
+
+// TestLostCreateAnswerPersistent: a persistent node's create reaches the
+// server and its answer is lost, within the session and beyond it. The
+// node it made is the Node's: present, with the Node's data, one copy,
+// and deleted by Close — never left behind as someone else's.
+func TestLostCreateAnswerPersistent(t *testing.T) {
+	skipUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration // the client's session timeout
+		lost    bool          // the client's session ends meanwhile
+	}{
+		{"within the session", 8 * time.Second, false},
+		{"beyond the session", 3 * time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := ens.Root(t)
+			obs := ens.Conn(t)
+			proxy := ens.Proxy(t)
+			c := open(t, proxy.Servers(), connection.WithSessionTimeout(tc.timeout))
+			ctx := ctxFor(t, time.Minute)
+			first := c.Session().ID()
+			if _, err := obs.Create(root+"/dir", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+			p := root + "/dir/a"
+			proxy.DropReplies()
+			n := newNode(t, c, p, []byte("v"), node.WithMode(connection.Persistent))
+			zktest.Eventually(t, 10*time.Second, "the create applied", func() error {
+				if _, st := get(t, obs, p); st == nil {
+					return errors.New("no node")
+				}
+				return nil
+			})
+			_, made := get(t, obs, p)
+			if tc.lost {
+				zktest.Eventually(t, 20*time.Second, "the client's session lost", func() error {
+					if s := c.Session(); s != nil && s.ID() == first {
+						return errors.New("still the first session")
+					}
+					return nil
+				})
+			} else {
+				time.Sleep(500 * time.Millisecond)
+			}
+			proxy.Restore()
+			created(t, n)
+			if sid := c.Session().ID(); (sid != first) != tc.lost {
+				t.Fatalf("session %#x after %#x", sid, first)
+			}
+			if _, err := n.Trust(ctx); err != nil {
+				t.Fatalf("the Node does not take the node it made: %v", err)
+			}
+			if _, st := get(t, obs, p); st == nil || st.Czxid != made.Czxid {
+				t.Fatalf("the node %+v, made %+v", st, made)
+			}
+			if err := n.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, st := get(t, obs, p); st != nil {
+				t.Fatalf("Close left the node it made: %+v", st)
+			}
+		})
+	}
+}
+
+// TestCloseDeletesNodeMadeAgainInNewSession: a persistent node deleted
+// while its client is cut off until its session expires is made again by
+// the Node in the new session: it is the Node's, and Close deletes it.
+func TestCloseDeletesNodeMadeAgainInNewSession(t *testing.T) {
+	skipUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	proxy := ens.Proxy(t)
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	obs := ens.Conn(t)
+	ctx := ctxFor(t, time.Minute)
+	p := root + "/x"
+	n := newNode(t, c, p, []byte("v"), node.WithMode(connection.Persistent))
+	created(t, n)
+	first := c.Session().ID()
+	_, old := get(t, obs, p)
+	proxy.Blackhole()
+	if err := obs.Delete(p, -1); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 30*time.Second, "the client's session lost", func() error {
+		if s := c.Session(); s != nil && s.ID() == first {
+			return errors.New("still the first session")
+		}
+		return nil
+	})
+	proxy.Restore()
+	zktest.Eventually(t, 30*time.Second, "the node made again", func() error {
+		if _, st := get(t, obs, p); st == nil || st.Czxid == old.Czxid {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if _, err := n.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, st := get(t, obs, p); st != nil {
+		t.Fatalf("Close left the node the Node made again: %+v", st)
+	}
+}

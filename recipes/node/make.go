@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,9 +30,13 @@ import (
 //     server expires it — is in the way: the worker waits for it to go.
 //     It never deletes it: once it is gone another client may make its
 //     own there, and a delete sent then would remove that one.
-//   - A persistent kind (persistent, container, TTL) has no owner: the
-//     node at the path is the one kept, whoever made it, as in Curator's
-//     PersistentNode; if it was not this Node's, it gets this Node's data.
+//   - A persistent kind (persistent, container, TTL) has no owner, so the
+//     worker keeps only the node it made (ownsFound): the one its create
+//     made, known by its czxid from the look that follows the create's
+//     answer. Any other node at the path — there before Start, or made by
+//     someone else after deleting ours — is in the way, left as it is,
+//     never written nor deleted. WithAdoptExisting takes it instead, as
+//     Curator's PersistentNode does.
 //   - A sequential node's name carries the Node's own protected id, for
 //     the Node's whole life (as Curator keeps one for a PersistentNode):
 //     no other participant ever makes that name. So a node found by the id
@@ -85,10 +90,40 @@ func (w *worker) look(sess *connection.Session, p string) (found, []byte, *zk.St
 		return stale, data, stat, watch, nil
 	case !n.mode.Ephemeral() && owner == 0:
 		// The server shows no owner for persistent, container and TTL
-		// nodes alike.
-		return ours, data, stat, watch, nil
+		// nodes alike: a sequential one is ours by its protected name,
+		// one at a fixed path if the worker made it.
+		if n.mode.Sequential() || n.ownsFound(w.own, sess, data, stat) {
+			return ours, data, stat, watch, nil
+		}
 	}
 	return occupied, data, stat, watch, nil
+}
+
+// ownsFound reports whether the persistent node read at the fixed path
+// (data and stat, in sess) is the one h says the Node made:
+//
+//   - Its czxid is the one learned when the Node made it, in any session.
+//   - The Node's create was answered in sess, and this is the look that
+//     follows it (sent after the create in the same session).
+//   - The create's answer was lost (or came in a session that ended before
+//     the look): it is the Node's only if it is exactly what that create
+//     would have made and nobody wrote since — its data are the data sent,
+//     at version 0. A node that fails this is left, even if the create
+//     did make it: when in doubt, a node is not taken.
+//
+// With WithAdoptExisting any node at the path is the Node's.
+func (n *Node) ownsFound(h held, sess *connection.Session, data []byte, stat *zk.Stat) bool {
+	switch {
+	case n.adopt:
+		return true
+	case h.czxid != 0:
+		return stat.Czxid == h.czxid
+	case h.made && sess != nil && h.sess == sess:
+		return true
+	case h.made || h.maybe:
+		return stat.Version == 0 && bytes.Equal(data, h.sent)
+	}
+	return false
 }
 
 // check looks at the node and makes it if it is gone. It returns the
@@ -111,7 +146,7 @@ func (w *worker) check(sess *connection.Session) (*connection.Watch, error) {
 	}
 	switch what {
 	case ours:
-		w.adopt(sess, data, stat, watch)
+		w.keepFound(sess, data, stat, watch)
 		return nil, nil
 	case stale:
 		// Ours from an earlier session: it would go when the server
@@ -124,8 +159,8 @@ func (w *worker) check(sess *connection.Session) (*connection.Watch, error) {
 		return nil, nil
 	case occupied:
 		// Whatever we had there is gone: nothing of ours to delete.
-		w.own.czxid, w.own.maybe = 0, false
-		n.setAbsent(errtext.Errorf("node: %s: %w (%s)", w.own.path, ErrOccupied, describe(stat, sess)))
+		w.own.czxid, w.own.maybe, w.own.made = 0, false, false
+		n.setAbsent(errtext.Errorf("node: %s: %w (%s)", w.own.path, ErrOccupied, n.describe(stat, sess)))
 		return watch, nil
 	}
 	if w.own.czxid != 0 {
@@ -137,10 +172,12 @@ func (w *worker) check(sess *connection.Session) (*connection.Watch, error) {
 }
 
 // describe says whose a node in the way is.
-func describe(stat *zk.Stat, sess *connection.Session) string {
+func (n *Node) describe(stat *zk.Stat, sess *connection.Session) string {
 	switch owner := stat.EphemeralOwner; {
-	case owner == 0:
+	case owner == 0 && n.mode.Ephemeral():
 		return "a persistent node; this one is ephemeral"
+	case owner == 0:
+		return "a node this Node did not make; WithAdoptExisting would take it"
 	case owner == sess.ID():
 		return "an ephemeral node of this session"
 	default:
@@ -148,15 +185,15 @@ func describe(stat *zk.Stat, sess *connection.Session) string {
 	}
 }
 
-// adopt takes the node a look found as the one kept. A node new to the
-// worker (made just now, or found) that does not hold the newest data is
-// written; one that was kept all along and now holds other data was
+// keepFound takes the node a look found as the one kept. A node new to
+// the worker (made just now, or found) that does not hold the newest data
+// is written; one that was kept all along and now holds other data was
 // changed by someone else, and is left as it is (Curator does the same:
 // two Nodes on one persistent path never overwrite each other in a loop).
-func (w *worker) adopt(sess *connection.Session, data []byte, stat *zk.Stat, watch *connection.Watch) {
+func (w *worker) keepFound(sess *connection.Session, data []byte, stat *zk.Stat, watch *connection.Watch) {
 	n := w.n
 	fresh := stat.Czxid != w.own.czxid
-	w.own.czxid, w.own.version, w.own.sess, w.own.maybe = stat.Czxid, stat.Version, sess, false
+	w.own.czxid, w.own.version, w.own.sess, w.own.maybe, w.own.made = stat.Czxid, stat.Version, sess, false, false
 	w.watch, w.valid = watch, true
 	if !n.holdsData(data) && fresh {
 		n.holds(0)
@@ -170,18 +207,23 @@ func (w *worker) make(sess *connection.Session) error {
 	n := w.n
 	mode := fixed(n.mode)
 	data, _ := n.snapshot()
-	w.own.czxid, w.own.sess, w.own.maybe = 0, sess, true
+	w.own.czxid, w.own.sess, w.own.maybe, w.own.made, w.own.sent = 0, sess, true, false, data
 	_, err := w.create(sess, w.own.path, data, mode)
 	switch {
 	case err == nil, errors.Is(err, connection.ErrOutcomeUnknown):
 		// Made, or maybe made: the next look tells.
+		w.own.made, w.own.maybe = err == nil, err != nil
 		if sess.Err() != nil {
 			return connection.ErrSessionLost
 		}
 		return nil
 	case errors.Is(err, zk.ErrNodeExists):
+		// Answered: a node was at the path before our create, and the
+		// look tells whose; a persistent one is not ours (a create of
+		// ours whose first answer was lost, retried, comes back as
+		// ErrOutcomeUnknown, above).
 		w.own.maybe = false
-		return nil // someone was quicker: look at it
+		return nil
 	case errors.Is(err, zk.ErrNoNode):
 		w.own.maybe = false
 		return w.parents(sess, w.own.path)

@@ -34,6 +34,9 @@ func TestNewRefusesBadInput(t *testing.T) {
 		{[]node.Option{node.WithTTL(time.Second)}, connection.ErrInvalidOption},
 		{[]node.Option{node.WithMode(connection.PersistentTTL), node.WithTTL(0)}, connection.ErrInvalidOption},
 		{[]node.Option{node.WithMode(connection.PersistentTTL), node.WithTTL(connection.MaxTTL + time.Millisecond)}, connection.ErrInvalidOption},
+		{[]node.Option{node.WithAdoptExisting()}, connection.ErrInvalidOption}, // ephemeral, the default
+		{[]node.Option{node.WithMode(connection.EphemeralSequential), node.WithAdoptExisting()}, connection.ErrInvalidOption},
+		{[]node.Option{node.WithMode(connection.PersistentSequential), node.WithAdoptExisting()}, connection.ErrInvalidOption},
 	} {
 		if _, err := node.New(c, "/a", nil, tc.opts...); !errors.Is(err, tc.want) {
 			t.Errorf("%d options: %v, want %v", len(tc.opts), err, tc.want)

@@ -34,9 +34,12 @@ var (
 	ErrDeleted = errors.New("node: deleted by someone else")
 	// ErrOccupied is why the node is absent while the path holds a node
 	// that is not this Node's: another session's ephemeral node (which
-	// goes with its session), or a persistent node where an ephemeral one
-	// is wanted (which stays until someone deletes it). The Node waits for
-	// it to go and then makes its own.
+	// goes with its session), a persistent node where an ephemeral one is
+	// wanted, or, for a persistent kind, a node this Node did not make
+	// (there before Start, or made by someone else after ours was
+	// deleted; WithAdoptExisting takes it instead) — the last two stay
+	// until someone deletes them. The Node waits for it to go, never
+	// writes or deletes it, and then makes its own.
 	ErrOccupied = errors.New("node: the path holds a node that is not this one's")
 )
 
@@ -49,6 +52,7 @@ type Node struct {
 	mode   connection.Mode
 	ttl    time.Duration
 	keep   bool   // Close leaves the node (TTLNode's, which its TTL ends)
+	adopt  bool   // a persistent node found at the path is kept, whoever made it (WithAdoptExisting)
 	guid   string // sequential modes: the protected id, for the Node's whole life
 
 	ctx    context.Context // ends at Close: stops the worker's waits and reads
@@ -111,6 +115,7 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 		base:    path,
 		mode:    o.mode,
 		ttl:     o.ttl,
+		adopt:   o.adopt,
 		data:    slices.Clone(data),
 		gen:     1,
 		wake:    make(chan struct{}, 1),
@@ -236,7 +241,8 @@ func (n *Node) Trust(ctx context.Context) (<-chan struct{}, error) {
 }
 
 // WaitForInitialCreate waits until the node was present once since Start
-// (made, or found already there), as Curator's waitForInitialCreate does,
+// (made, or found already there and the Node's: see the package
+// documentation), as Curator's waitForInitialCreate does,
 // and returns nil then, even if it has gone again since. It returns early
 // with the server's refusal when the server refuses to make the node (no
 // permission, TTL nodes not enabled, an ephemeral parent...): the Node

@@ -16,8 +16,9 @@ const DefaultMode = connection.Ephemeral
 type Option func(*options) error
 
 type options struct {
-	mode connection.Mode
-	ttl  time.Duration
+	mode  connection.Mode
+	ttl   time.Duration
+	adopt bool
 }
 
 // WithMode sets the kind of node kept (DefaultMode unless set): any
@@ -50,13 +51,33 @@ func WithTTL(ttl time.Duration) Option {
 	}
 }
 
-// check refuses a TTL mode without a TTL, and a TTL without a TTL mode.
+// WithAdoptExisting makes the Node take a node it finds at its path for
+// its own, whoever made it, as Curator's PersistentNode does: the node
+// gets the Node's data, and Close deletes it. Without it a Node keeps only
+// a node it made itself, and leaves any other where it is (ErrOccupied):
+// one that was there before Start, or one someone else made at the path
+// after deleting the Node's. It is for the persistent kinds at a fixed
+// path (connection.Persistent, connection.Container,
+// connection.PersistentTTL); an ephemeral node belongs to its session, and
+// a sequential one carries the Node's own protected name, so with other
+// modes it is an invalid option.
+func WithAdoptExisting() Option {
+	return func(o *options) error {
+		o.adopt = true
+		return nil
+	}
+}
+
+// check refuses a TTL mode without a TTL, a TTL without a TTL mode, and
+// WithAdoptExisting for a mode it does not apply to.
 func (o *options) check() error {
 	switch {
 	case o.mode.TTL() && o.ttl == 0:
 		return errtext.Errorf("node: %w: mode %s needs WithTTL", connection.ErrInvalidOption, o.mode)
 	case !o.mode.TTL() && o.ttl != 0:
 		return errtext.Errorf("node: %w: WithTTL needs a TTL mode, not %s", connection.ErrInvalidOption, o.mode)
+	case o.adopt && (o.mode.Ephemeral() || o.mode.Sequential()):
+		return errtext.Errorf("node: %w: WithAdoptExisting needs a persistent mode at a fixed path, not %s", connection.ErrInvalidOption, o.mode)
 	}
 	return nil
 }

@@ -87,9 +87,10 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// A persistent node already at the path is kept as it is found, with the
-// Node's data (as Curator's PersistentNode does); Close deletes it.
-func TestPersistentAdopts(t *testing.T) {
+// With WithAdoptExisting a persistent node already at the path is kept as
+// it is found, with the Node's data (as Curator's PersistentNode does);
+// Close deletes it.
+func TestAdoptExistingTakesNode(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -102,7 +103,7 @@ func TestPersistentAdopts(t *testing.T) {
 	}
 	_, before := get(t, obs, p)
 
-	n := newNode(t, c, p, []byte("new"), node.WithMode(connection.Persistent))
+	n := newNode(t, c, p, []byte("new"), node.WithMode(connection.Persistent), node.WithAdoptExisting())
 	created(t, n)
 	after := waitFor(t, obs, p, "new", 0, 10*time.Second)
 	if after.Czxid != before.Czxid {
@@ -178,5 +179,85 @@ func TestCloseLeavesAnotherNode(t *testing.T) {
 	}
 	if _, st := get(t, obs, p); st == nil || st.Czxid != theirs.Czxid {
 		t.Fatalf("a's Close deleted b's node (now %+v)", st)
+	}
+}
+
+// A persistent node someone else made at the path before the Node started
+// is not the Node's: the Node leaves it as it is (ErrOccupied, its data
+// unchanged), and Close leaves it in place.
+func TestCloseLeavesForeignNode(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens.Servers())
+	obs := ens.Conn(t)
+	ctx := ctxFor(t, 30*time.Second)
+	for mode, opts := range map[string][]node.Option{
+		"persistent": {node.WithMode(connection.Persistent)},
+		"container":  {node.WithMode(connection.Container)},
+		"ttl":        {node.WithMode(connection.PersistentTTL), node.WithTTL(time.Minute)},
+	} {
+		p := root + "/" + mode
+		if _, err := obs.Create(p, []byte("theirs"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		_, before := get(t, obs, p)
+		n := newNode(t, c, p, []byte("ours"), opts...)
+		zktest.Eventually(t, 10*time.Second, mode+": occupied", func() error {
+			if !errors.Is(n.Err(), node.ErrOccupied) {
+				return errors.New(errString(n.Err()))
+			}
+			return nil
+		})
+		t.Logf("%s: Err: %v", mode, n.Err())
+		if err := n.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		data, after := get(t, obs, p)
+		if after == nil || after.Czxid != before.Czxid || string(data) != "theirs" {
+			t.Fatalf("%s: after Close: %q %+v, want the other's node as it was", mode, data, after)
+		}
+	}
+}
+
+// A persistent node someone deleted and made again (an operator's
+// re-create, while the Node could not make its own first) is not the
+// Node's: it is left as it is, and Close leaves it in place.
+func TestCloseLeavesNodeMadeAgainBySomeoneElse(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	proxy := ens.Proxy(t)
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second))
+	obs := ens.Conn(t)
+	ctx := ctxFor(t, 30*time.Second)
+	p := root + "/x"
+
+	n := newNode(t, c, p, []byte("ours"), node.WithMode(connection.Persistent))
+	created(t, n)
+	proxy.Blackhole() // the Node cannot make its node again first
+	if err := obs.Delete(p, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obs.Create(p, []byte("theirs"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, theirs := get(t, obs, p)
+	proxy.Restore()
+	zktest.Eventually(t, 20*time.Second, "the Node sees the path occupied", func() error {
+		if !errors.Is(n.Err(), node.ErrOccupied) {
+			return errors.New(errString(n.Err()))
+		}
+		return nil
+	})
+	if data, st := get(t, obs, p); string(data) != "theirs" || st.Czxid != theirs.Czxid {
+		t.Fatalf("the other's node was written: %q %+v", data, st)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if data, st := get(t, obs, p); st == nil || st.Czxid != theirs.Czxid || string(data) != "theirs" {
+		t.Fatalf("after Close: %q %+v, want the other's node as it was", data, st)
 	}
 }

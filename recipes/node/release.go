@@ -15,11 +15,14 @@ import (
 // Close ends the node's presence (Done closes first), stops the Node's
 // goroutine and deletes the node it made — that node only: it reads the
 // node (after a sync) and deletes it if its czxid is the one made, at the
-// version read, in its session for an ephemeral node; so a node someone
-// else made at the path since is never deleted. A create whose answer was
-// lost is looked for first (by the path, or by the protected id of a
-// sequential node). If the delete fails while the session lives, the
-// client keeps trying in the background (connection.GuaranteedDelete). A
+// version read, in its session for an ephemeral node; so a node that was
+// at the path before Start, or that someone else made there since, is
+// never deleted (unless WithAdoptExisting took it). A create whose answer
+// was lost is looked for first (by the path, or by the protected id of a
+// sequential node); at a fixed path a persistent node found then is taken
+// for the one it made only if it holds the data that create sent,
+// unwritten since. If the delete fails while the session lives, the client
+// keeps trying in the background (connection.GuaranteedDelete). A
 // TTLNode's node is left to its TTL. Close is idempotent.
 //
 // A create in flight is never abandoned (its answer says whether there is
@@ -83,8 +86,8 @@ func (n *Node) releaseLater(h held) {
 
 // release deletes the node h describes, if it is there and ours.
 func (n *Node) release(ctx context.Context, h held) error {
-	if n.keep || h.sess == nil || h.czxid == 0 && !h.maybe {
-		return nil // a TTLNode's node, or nothing was ever sent
+	if n.keep || h.sess == nil || h.czxid == 0 && !h.maybe && !h.made {
+		return nil // a TTLNode's node, or nothing of ours is there
 	}
 	eph := n.mode.Ephemeral()
 	if eph && !n.client.Live(h.sess) {
@@ -92,14 +95,15 @@ func (n *Node) release(ctx context.Context, h held) error {
 	}
 	p, czxid := h.path, h.czxid
 	if czxid == 0 {
-		// A create whose answer was lost: find what it made.
+		// A create whose answer was lost, or not yet looked at: find what
+		// it made.
 		if p == "" {
 			var err error
 			if p, err = n.findOwn(ctx, path.Dir(n.base)); err != nil || p == "" {
 				return err
 			}
 		}
-		_, stat, err := n.client.Get(ctx, p)
+		data, stat, err := n.client.Get(ctx, p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -108,6 +112,9 @@ func (n *Node) release(ctx context.Context, h held) error {
 		}
 		if eph && stat.EphemeralOwner != h.sess.ID() || !eph && stat.EphemeralOwner != 0 {
 			return nil // not ours: the create did not apply
+		}
+		if !eph && !n.mode.Sequential() && !n.ownsFound(h, nil, data, stat) {
+			return nil // not the one the create made: someone else's
 		}
 		czxid = stat.Czxid
 	}

@@ -32,9 +32,11 @@ const DefaultTouchName = "touch"
 //
 // Close stops touching and leaves both nodes to their TTL, as Curator
 // does: other TTLNodes (in other processes) may keep the same path, and
-// share the node and its child. The servers must be started with
-// -Dzookeeper.extendedTypesEnabled=true; without it WaitForInitialCreate
-// returns an error matching connection.ErrTTLUnsupported.
+// share the node and its child. So a TTLNode keeps the node at its path
+// whoever made it (WithAdoptExisting), and never deletes it. The servers
+// must be started with -Dzookeeper.extendedTypesEnabled=true; without it
+// WaitForInitialCreate returns an error matching
+// connection.ErrTTLUnsupported.
 type TTLNode struct {
 	node     *Node
 	touch    string // the child's path
@@ -89,7 +91,8 @@ func WithTouchInterval(d time.Duration) TTLOption {
 // until Start. Errors are those of New, and connection.ErrInvalidOption
 // for a touch interval not below the TTL.
 func NewTTL(client *connection.Client, path string, data []byte, ttl time.Duration, opts ...TTLOption) (*TTLNode, error) {
-	n, err := New(client, path, data, WithMode(connection.PersistentTTL), WithTTL(ttl))
+	// TTLNodes of one path share the node: each keeps whichever is there.
+	n, err := New(client, path, data, WithMode(connection.PersistentTTL), WithTTL(ttl), WithAdoptExisting())
 	if err != nil {
 		return nil, err
 	}

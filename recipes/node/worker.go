@@ -41,6 +41,10 @@ type held struct {
 	// known (its answer was lost); czxid is 0, and a sequential path may
 	// be "" too.
 	maybe bool
+	// made: the last create was answered, in sess: the node it made is at
+	// the path, and the look that follows learns its czxid.
+	made bool
+	sent []byte // the data of the last create at a fixed path
 }
 
 // Pauses between attempts the server refused, or that failed beyond the
@@ -79,6 +83,12 @@ func (w *worker) session(sess *connection.Session) {
 	n := w.n
 	if w.own.sess != sess {
 		w.valid = false
+		if w.own.made {
+			// Answered in a session that ended before the look: the node
+			// at the path may have been replaced since, so it is judged
+			// as after a lost answer (ownsFound).
+			w.own.made, w.own.maybe = false, true
+		}
 		if n.mode.Ephemeral() {
 			// It went with its session, or goes soon: make it at once, and
 			// a copy still there says so (NodeExists).
