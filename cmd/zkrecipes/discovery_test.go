@@ -155,6 +155,49 @@ func TestRegisterWithoutCommand(t *testing.T) {
 	}
 }
 
+// TestRegisterAdoptTakesOverLeftNode: a permanent instance's node left by
+// a killed run blocks a plain register (exit 124 at its timeout); one
+// with --adopt takes it over, and deletes it when it unregisters.
+func TestRegisterAdoptTakesOverLeftNode(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	base := root + "/services"
+	conn := ens.Conn(t)
+	node := base + "/api/left"
+	for _, p := range []string{base, base + "/api"} {
+		if _, err := conn.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Create(node, []byte(`{"name":"api","id":"left","address":"10.0.0.1","serviceType":"PERMANENT"}`), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"register", "--servers", ens.ConnectString(), "--base", base, "--type", "permanent", "--id", "left", "--address", "10.0.0.2"}
+	_, _, _, wait := runBackground(t, append(append([]string(nil), args...), "--timeout", "1s", "api")...)
+	if code := wait(20 * time.Second); code != exitTimeout {
+		t.Fatalf("register of an id whose node is there: exit %d, want %d", code, exitTimeout)
+	}
+	if i, _ := instanceAt(t, conn, node); i == nil || i.Address != "10.0.0.1" {
+		t.Fatalf("the left node after a plain register: %+v; want it untouched", i)
+	}
+	out, _, stop, _ := runBackground(t, append(append([]string(nil), args...), "--adopt", "api")...)
+	zktest.Eventually(t, 20*time.Second, "registered with --adopt", func() error {
+		if !strings.HasPrefix(out.String(), "registered api/left") {
+			return fmt.Errorf("output %q", out.String())
+		}
+		if i, _ := instanceAt(t, conn, node); i == nil || i.Address != "10.0.0.2" {
+			return fmt.Errorf("node holds %+v", i)
+		}
+		return nil
+	})
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d after the interrupt", code)
+	}
+	if i, _ := instanceAt(t, conn, node); i != nil {
+		t.Fatalf("still registered after unregister: %+v", i)
+	}
+}
+
 // TestRegisterSurvivesExpiry: the session of register expires while CMD
 // runs; CMD goes on, register says the instance is gone and registered
 // again, and it is, in the new session.

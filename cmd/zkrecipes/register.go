@@ -43,7 +43,8 @@ An instance ID that another session still holds (a previous run whose
 session has not expired yet) is waited for, up to --timeout; so is a
 static or permanent ID whose node is already there (a previous run's,
 left when it was killed): zkrecipes never takes over or deletes a node it
-did not make, and that one stays until someone deletes it.`
+did not make, and that one stays until someone deletes it — or until a
+run with --adopt takes it over.`
 
 func runRegister(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := newFlags("register", "SERVICE [-- CMD [ARGS...]]", out, registerAbout)
@@ -58,6 +59,7 @@ func runRegister(ctx context.Context, args []string, out, errOut io.Writer) erro
 	typ := fs.String("type", "dynamic", "the service type: dynamic, dynamic-sequential, static or permanent")
 	disabled := fs.Bool("disabled", false, "register the instance disabled (Curator's enabled=false): listed, never offered by providers")
 	timeout := fs.Duration("timeout", 0, "give up (exit 124) if the instance is not registered within this time (0: wait as long as it takes)")
+	adopt := fs.Bool("adopt", false, "a static or permanent instance: take over the node already at its path (a previous run's, left when it was killed), write this instance into it and delete it on unregister")
 	service, cmdArgs, err := parsePath(fs, args)
 	if err != nil {
 		return err
@@ -80,7 +82,11 @@ func runRegister(ctx context.Context, args []string, out, errOut io.Writer) erro
 	}
 	regCtx, cancel := upTo(ctx, *timeout)
 	defer cancel()
-	reg, err := d.Register(regCtx, inst)
+	var ropts []discovery.RegisterOption
+	if *adopt {
+		ropts = append(ropts, discovery.WithAdoptExisting())
+	}
+	reg, err := d.Register(regCtx, inst, ropts...)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return &exitError{exitTimeout, fmt.Sprintf("%s not registered within %v: %v", inst.Name, *timeout, err)}
