@@ -26,18 +26,20 @@ type Client struct {
 	defaultData []byte
 
 	mu        sync.Mutex
-	zc        *zk.Conn // newest go-zookeeper handle
-	gen       int      // its generation; events of older handles are ignored
-	tr        *tracker // its tracker
-	authed    bool     // zc has sent the client's credentials
-	authing   bool     // a goroutine is sending them
+	zc        *zk.Conn        // newest go-zookeeper handle
+	zcEvents  <-chan zk.Event // its event channel: closed as its loop ends
+	gen       int             // its generation; events of older handles are ignored
+	tr        *tracker        // its tracker
+	authed    bool            // zc has sent the client's credentials
+	authing   bool            // a goroutine is sending them
 	state     State
 	session   *Session      // current epoch; nil before the first and between Lost and the next
 	ready     chan struct{} // closed while session != nil
 	connected bool          // Connected was reported once
 	listeners map[*listener]struct{}
 	closed    bool
-	zkUp      bool // go-zookeeper's connection of zc has the session now
+	closeDone chan struct{} // closed when Close has ended everything
+	zkUp      bool          // go-zookeeper's connection of zc has the session now
 
 	nsReady atomic.Bool // the namespace node exists
 	bulkOff atomic.Bool // the server refused a multiRead (bulk.go)
@@ -110,6 +112,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 		ready:       make(chan struct{}),
 		listeners:   map[*listener]struct{}{},
 		stop:        make(chan struct{}),
+		closeDone:   make(chan struct{}),
 		dialFailed:  make(chan error, 1),
 	}
 	if c.defaultData == nil {
@@ -198,13 +201,44 @@ func (c *Client) dialLocked() error {
 	if c.opts.maxBufferSize > 0 {
 		zopts = append(zopts, zk.WithMaxBufferSize(c.opts.maxBufferSize))
 	}
-	zc, _, err := zk.Connect(c.servers, c.opts.sessionTimeout, asOptions(zk.WithLogInfo(false), zopts)...)
+	zc, events, err := zk.Connect(c.servers, c.opts.sessionTimeout, asOptions(zk.WithLogInfo(false), zopts)...)
 	if err != nil {
 		return err
 	}
 	self.Store(zc)
-	c.zc, c.tr, c.authed, c.authing = zc, tr, len(c.opts.auth) == 0, false
+	c.zc, c.zcEvents, c.tr = zc, events, tr
+	c.authed, c.authing = len(c.opts.auth) == 0, false
 	return nil
+}
+
+// endHandleBound bounds the wait for go-zookeeper's loop once its handle
+// is closed and its connections are: with nothing to read or write it
+// ends at once, but it is not the client's code.
+const endHandleBound = 5 * time.Second
+
+// endHandle ends go-zookeeper handle zc and all it runs: zc.Close sends
+// the close of its session (the server deletes the session's ephemeral
+// nodes at once) and waits for the answer, at most a second (and two
+// more to queue it); then the tracker closes the handle's connections —
+// a write blocked on a server that stopped reading fails at once — and
+// waits for its writers; then go-zookeeper's loop, whose event channel
+// closes as it ends, is waited for, up to endHandleBound.
+func (c *Client) endHandle(zc *zk.Conn, tr *tracker, events <-chan zk.Event) {
+	zc.Close()
+	tr.close()
+	t := time.NewTimer(endHandleBound)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		case <-t.C:
+			c.opts.logger.Error("zookeeper: go-zookeeper's loop still runs after its handle and connections were closed", "after", endHandleBound)
+			return
+		}
+	}
 }
 
 // asOptions converts plain functions to go-zookeeper's unexported option
@@ -339,11 +373,11 @@ func (c *Client) sessionLostLocked(why error) {
 // the old session ever runs in a new one.
 func (c *Client) replaceHandleLocked() {
 	c.tr.retire()
-	old := c.zc
+	old, oldTr, oldEvents := c.zc, c.tr, c.zcEvents
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		old.Close() // bounded: go-zookeeper waits at most a second
+		c.endHandle(old, oldTr, oldEvents)
 		c.endWatches(old, zk.ErrClosing)
 	}()
 	c.zkUp = false
@@ -682,12 +716,18 @@ func (c *Client) current(ctx context.Context) (*zk.Conn, *Session, error) {
 
 // Close closes the session (the server deletes its ephemeral nodes at
 // once), ends every listener and waits for every goroutine the client
-// started. The current Session's Done is closed, with an error that wraps
-// ErrClosed. Close is idempotent.
+// started, go-zookeeper's included. It ends the client's connections
+// itself once go-zookeeper has sent the close, or has waited a second for
+// its answer: a write blocked on a server that stopped reading fails then,
+// and a server that does not answer the close expires the session after
+// its timeout. The current Session's Done is closed, with an error that
+// wraps ErrClosed. Close is idempotent: a call after the first returns
+// once the first has ended everything.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.closeDone
 		return nil
 	}
 	c.closed = true
@@ -695,13 +735,14 @@ func (c *Client) Close() error {
 		c.session.end(errtext.Errorf("%w: %w", ErrSessionLost, ErrClosed))
 		c.session = nil
 	}
-	zc := c.zc
+	zc, tr, events := c.zc, c.tr, c.zcEvents
 	c.mu.Unlock()
 	close(c.stop)
 	c.cancel()
-	zc.Close()
+	c.endHandle(zc, tr, events)
 	c.endWatches(zc, zk.ErrClosing)
 	c.wg.Wait()
+	close(c.closeDone)
 	return nil
 }
 
