@@ -3,6 +3,7 @@ package connection
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -32,6 +33,10 @@ type Client struct {
 	tr        *tracker        // its tracker
 	authed    bool            // zc has sent the client's credentials
 	authing   bool            // a goroutine is sending them
+	authAgain bool            // zc has a session again since they were sent: send them again if they failed
+	// authErr is the last refusal of the credentials (ErrAuthFailed),
+	// while there is no session since.
+	authErr   error
 	state     State
 	session   *Session      // current epoch; nil before the first and between Lost and the next
 	ready     chan struct{} // closed while session != nil
@@ -68,9 +73,10 @@ type Client struct {
 	events eventQueue    // go-zookeeper callbacks to the supervisor
 	stop   chan struct{} // closed by Close
 
-	// dialFailed receives a dial error that retrying cannot cure (a
-	// certificate the client does not trust), for Open to report.
-	dialFailed chan error
+	// openFailed receives an error that retrying cannot cure (a
+	// certificate the client does not trust, credentials the server
+	// refuses), for Open to report.
+	openFailed chan error
 	base       context.Context
 	cancel     context.CancelFunc // cancels base, for background cleanups, at Close
 	wg         sync.WaitGroup
@@ -83,15 +89,19 @@ type connEvent struct {
 	state      zk.State
 	sessionID  int64
 	timeout    time.Duration
-	authed     bool // synthetic: the credentials of gen were sent
-	authFailed bool // synthetic: sending them failed; the next session tries again
-	watchdog   bool // synthetic: time for the watchdog to look at the silence
-	restored   bool // synthetic: the connection's watches are registered again (restore.go)
+	authed     bool  // synthetic: the credentials of gen were sent
+	authFailed bool  // synthetic: sending them failed; the next session tries again
+	refused    error // with authFailed: the server refused them (ErrAuthFailed)
+	watchdog   bool  // synthetic: time for the watchdog to look at the silence
+	restored   bool  // synthetic: the connection's watches are registered again (restore.go)
 }
 
 // Open connects to servers and returns once the first session exists. If
 // ctx ends first, it returns an error that wraps ctx.Err(). Bad arguments
-// are refused before any network call.
+// are refused before any network call. Credentials the server refuses
+// (WithAuth, WithDigestAuth) fail it at once with an error that wraps
+// ErrAuthFailed, as a certificate the client does not trust (WithTLS)
+// does with ErrTLS; nothing it started is left running then.
 func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
 	if len(servers) == 0 {
 		return nil, ErrNoServers
@@ -113,7 +123,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 		listeners:   map[*listener]struct{}{},
 		stop:        make(chan struct{}),
 		closeDone:   make(chan struct{}),
-		dialFailed:  make(chan error, 1),
+		openFailed:  make(chan error, 1),
 	}
 	if c.defaultData == nil {
 		c.defaultData = []byte(hostAddress())
@@ -137,7 +147,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 	select {
 	case <-ready:
 		return c, nil
-	case err := <-c.dialFailed:
+	case err := <-c.openFailed:
 		c.Close()
 		return nil, errtext.Errorf("connection: open %v: %w", servers, err)
 	case <-ctx.Done():
@@ -164,7 +174,7 @@ func (c *Client) dialLocked() error {
 			refused := func(err error) {
 				c.opts.logger.Error("zookeeper TLS handshake refused", "server", addr, "error", err)
 				select {
-				case c.dialFailed <- errtext.Errorf("%w: %s: %w", ErrTLS, addr, err):
+				case c.openFailed <- errtext.Errorf("%w: %s: %w", ErrTLS, addr, err):
 				default:
 				}
 			}
@@ -207,7 +217,7 @@ func (c *Client) dialLocked() error {
 	}
 	self.Store(zc)
 	c.zc, c.zcEvents, c.tr = zc, events, tr
-	c.authed, c.authing = len(c.opts.auth) == 0, false
+	c.authed, c.authing, c.authAgain = len(c.opts.auth) == 0, false, false
 	return nil
 }
 
@@ -281,12 +291,24 @@ func (c *Client) handle(ev connEvent) {
 		c.sessionUpLocked(c.tr.sessionID.Load(), c.tr.timeout())
 	case ev.authFailed:
 		c.authing = false
+		if ev.refused != nil {
+			c.authRefusedLocked(ev.refused)
+		}
+		if c.authAgain {
+			// The handle had a session again while they were sent: it
+			// will not say so once more.
+			c.authenticateLocked(ev.gen)
+		}
 	case ev.restored:
 		if c.zkUp && c.session != nil && c.tr.silence() < c.suspendAfter() {
 			c.resumeLocked()
 		}
 	case ev.state == zk.StateHasSession:
 		if !c.authed {
+			if c.authing {
+				c.authAgain = true
+				return
+			}
 			c.authenticateLocked(ev.gen)
 			return
 		}
@@ -304,6 +326,31 @@ func (c *Client) handle(ev connEvent) {
 	case ev.state == zk.StateAuthFailed:
 		c.opts.logger.Warn("zookeeper authentication failed", "gen", ev.gen)
 	}
+}
+
+// authRefusedLocked handles the server's refusal of the credentials
+// (err wraps ErrAuthFailed). Before the first session, Open fails with
+// it. After a lost session the client stays without one, and Lost: the
+// next connection of the handle (go-zookeeper makes one, as the server
+// drops the connection that sent refused credentials) sends them again,
+// for another server may accept them, or this one once it is set up to.
+// The first refusal of a run is logged as an error, the others at debug
+// level; operations waiting for a session meanwhile fail with err as
+// well as their context's error when it ends (current).
+func (c *Client) authRefusedLocked(err error) {
+	if !c.connected {
+		select {
+		case c.openFailed <- err:
+		default:
+		}
+		return
+	}
+	if c.authErr == nil {
+		c.opts.logger.Error("zookeeper credentials refused; no session until they are accepted, tried again on every new connection", "error", err)
+	} else {
+		c.opts.logger.Debug("zookeeper credentials refused again", "error", err)
+	}
+	c.authErr = err
 }
 
 // suspendLocked reports Suspended: the connection is lost, or the server
@@ -339,6 +386,7 @@ func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 	if timeout <= 0 {
 		timeout = c.opts.sessionTimeout
 	}
+	c.authErr = nil
 	c.session = newSession(id, timeout)
 	if c.opts.serverLag > 0 && timeout-c.opts.serverLag < timeout/2 {
 		c.opts.logger.Warn("zookeeper session timeout hardly above the server lag: holds end early, and a longer lag is unsafe",
@@ -506,7 +554,7 @@ func (c *Client) authenticateLocked(gen int) {
 	if c.authing {
 		return // one at a time; a failure clears the way for the next session
 	}
-	c.authing = true
+	c.authing, c.authAgain = true, false
 	zc := c.zc
 	auth := c.opts.auth
 	c.wg.Add(1)
@@ -515,8 +563,13 @@ func (c *Client) authenticateLocked(gen int) {
 		for _, a := range auth {
 			if err := zc.AddAuth(a.scheme, a.auth); err != nil {
 				// The next StateHasSession of this handle tries again.
-				c.opts.logger.Warn("zookeeper add auth failed", "scheme", a.scheme, "error", err)
-				c.events.push(connEvent{gen: gen, authFailed: true})
+				ev := connEvent{gen: gen, authFailed: true}
+				if errors.Is(err, zk.ErrAuthFailed) {
+					ev.refused = errtext.Errorf("%w: scheme %q, server %s: %w", ErrAuthFailed, a.scheme, zc.Server(), err)
+				} else {
+					c.opts.logger.Warn("zookeeper add auth failed", "scheme", a.scheme, "error", err)
+				}
+				c.events.push(ev)
 				return
 			}
 		}
@@ -595,7 +648,9 @@ func (c *Client) TrustedNow(s *Session) bool {
 }
 
 // WaitSession returns the current session, waiting for the next one when
-// there is none, until ctx is done or the client is closed.
+// there is none, until ctx is done or the client is closed. While the
+// server refuses the client's credentials for the next session, the
+// error when ctx ends wraps ErrAuthFailed as well as ctx.Err().
 func (c *Client) WaitSession(ctx context.Context) (*Session, error) {
 	_, s, err := c.current(ctx)
 	return s, err
@@ -707,6 +762,12 @@ func (c *Client) current(ctx context.Context) (*zk.Conn, *Session, error) {
 		case <-pinDone:
 			return nil, nil, c.sessionErr(pin, nil)
 		case <-ctx.Done():
+			c.mu.Lock()
+			refused := c.authErr
+			c.mu.Unlock()
+			if refused != nil {
+				return nil, nil, errtext.Errorf("connection: waiting for a session: %w: %w", refused, ctx.Err())
+			}
 			return nil, nil, errtext.Errorf("connection: waiting for a session: %w", ctx.Err())
 		case <-c.stop:
 			return nil, nil, ErrClosed
