@@ -378,12 +378,12 @@ func (c *Client) ownPaths(zc *zk.Conn) (data, child []string) {
 // zxid written is the tracker's goodZxid (noteSetWatches), and the
 // connection is restored once they are answered too (restore.go). It is
 // called from the handshake's callback, before go-zookeeper's loops run:
-// it only queues the frames (inject.go), which are written once
-// go-zookeeper's credentials are answered on the connection.
+// it only queues the frames (inject.go), which the connection's writer
+// writes once go-zookeeper's credentials are answered on it.
 func (t *tracker) reRegister(data, child []string) {
 	send := func(d, ch []string) {
 		b := encodeSetWatches(math.MaxInt64, d, nil, ch)
-		_ = t.injectLater(t.first.Load(), b, &injected{done: func(int64, int32, []byte, error) {}})
+		_ = t.inject(t.first.Load(), b, &injected{done: func(int64, int32, []byte, error) {}})
 	}
 	var d, ch []string
 	size := 0

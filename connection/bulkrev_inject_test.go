@@ -29,6 +29,7 @@ func TestInjectedAnsweredOutOfOrder(t *testing.T) {
 	if err := tr.inject(0x61, frame(make([]byte, 8)), r); err != nil {
 		t.Fatal(err)
 	}
+	tr.writers.Wait()
 	c.Write(reply(1)) // go-zookeeper's request 1: its credentials
 	out := sc.out.Bytes()
 	var xids []int32

@@ -3,6 +3,7 @@ package connection
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -26,18 +27,24 @@ type Client struct {
 	defaultData []byte
 
 	mu        sync.Mutex
-	zc        *zk.Conn // newest go-zookeeper handle
-	gen       int      // its generation; events of older handles are ignored
-	tr        *tracker // its tracker
-	authed    bool     // zc has sent the client's credentials
-	authing   bool     // a goroutine is sending them
+	zc        *zk.Conn        // newest go-zookeeper handle
+	zcEvents  <-chan zk.Event // its event channel: closed as its loop ends
+	gen       int             // its generation; events of older handles are ignored
+	tr        *tracker        // its tracker
+	authed    bool            // zc has sent the client's credentials
+	authing   bool            // a goroutine is sending them
+	authAgain bool            // zc has a session again since they were sent: send them again if they failed
+	// authErr is the last refusal of the credentials (ErrAuthFailed),
+	// while there is no session since.
+	authErr   error
 	state     State
 	session   *Session      // current epoch; nil before the first and between Lost and the next
 	ready     chan struct{} // closed while session != nil
 	connected bool          // Connected was reported once
 	listeners map[*listener]struct{}
 	closed    bool
-	zkUp      bool // go-zookeeper's connection of zc has the session now
+	closeDone chan struct{} // closed when Close has ended everything
+	zkUp      bool          // go-zookeeper's connection of zc has the session now
 
 	// The database's history (history.go).
 	histZxid int64 // the newest zxid heard by the handles retired in this history
@@ -71,9 +78,10 @@ type Client struct {
 	events eventQueue    // go-zookeeper callbacks to the supervisor
 	stop   chan struct{} // closed by Close
 
-	// dialFailed receives a dial error that retrying cannot cure (a
-	// certificate the client does not trust), for Open to report.
-	dialFailed chan error
+	// openFailed receives an error that retrying cannot cure (a
+	// certificate the client does not trust, credentials the server
+	// refuses), for Open to report.
+	openFailed chan error
 	base       context.Context
 	cancel     context.CancelFunc // cancels base, for background cleanups, at Close
 	wg         sync.WaitGroup
@@ -86,18 +94,22 @@ type connEvent struct {
 	state      zk.State
 	sessionID  int64
 	timeout    time.Duration
-	authed     bool // synthetic: the credentials of gen were sent
-	authFailed bool // synthetic: sending them failed; the next session tries again
-	watchdog   bool // synthetic: time for the watchdog to look at the silence
-	restored   bool // synthetic: the connection's watches are registered again (restore.go)
-	history    bool // synthetic: the answer to a history check (history.go): zxid, or err
+	authed     bool  // synthetic: the credentials of gen were sent
+	authFailed bool  // synthetic: sending them failed; the next session tries again
+	refused    error // with authFailed: the server refused them (ErrAuthFailed)
+	watchdog   bool  // synthetic: time for the watchdog to look at the silence
+	restored   bool  // synthetic: the connection's watches are registered again (restore.go)
+	history    bool  // synthetic: the answer to a history check (history.go): zxid, or err
 	zxid       int64
 	err        error
 }
 
 // Open connects to servers and returns once the first session exists. If
 // ctx ends first, it returns an error that wraps ctx.Err(). Bad arguments
-// are refused before any network call.
+// are refused before any network call. Credentials the server refuses
+// (WithAuth, WithDigestAuth) fail it at once with an error that wraps
+// ErrAuthFailed, as a certificate the client does not trust (WithTLS)
+// does with ErrTLS; nothing it started is left running then.
 func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error) {
 	if len(servers) == 0 {
 		return nil, ErrNoServers
@@ -118,7 +130,8 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 		ready:       make(chan struct{}),
 		listeners:   map[*listener]struct{}{},
 		stop:        make(chan struct{}),
-		dialFailed:  make(chan error, 1),
+		closeDone:   make(chan struct{}),
+		openFailed:  make(chan error, 1),
 	}
 	if c.defaultData == nil {
 		c.defaultData = []byte(hostAddress())
@@ -142,7 +155,7 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 	select {
 	case <-ready:
 		return c, nil
-	case err := <-c.dialFailed:
+	case err := <-c.openFailed:
 		c.Close()
 		return nil, errtext.Errorf("connection: open %v: %w", servers, err)
 	case <-ctx.Done():
@@ -169,7 +182,7 @@ func (c *Client) dialLocked() error {
 			refused := func(err error) {
 				c.opts.logger.Error("zookeeper TLS handshake refused", "server", addr, "error", err)
 				select {
-				case c.dialFailed <- errtext.Errorf("%w: %s: %w", ErrTLS, addr, err):
+				case c.openFailed <- errtext.Errorf("%w: %s: %w", ErrTLS, addr, err):
 				default:
 				}
 			}
@@ -206,13 +219,44 @@ func (c *Client) dialLocked() error {
 	if c.opts.maxBufferSize > 0 {
 		zopts = append(zopts, zk.WithMaxBufferSize(c.opts.maxBufferSize))
 	}
-	zc, _, err := zk.Connect(c.servers, c.opts.sessionTimeout, asOptions(zk.WithLogInfo(false), zopts)...)
+	zc, events, err := zk.Connect(c.servers, c.opts.sessionTimeout, asOptions(zk.WithLogInfo(false), zopts)...)
 	if err != nil {
 		return err
 	}
 	self.Store(zc)
-	c.zc, c.tr, c.authed, c.authing = zc, tr, len(c.opts.auth) == 0, false
+	c.zc, c.zcEvents, c.tr = zc, events, tr
+	c.authed, c.authing, c.authAgain = len(c.opts.auth) == 0, false, false
 	return nil
+}
+
+// endHandleBound bounds the wait for go-zookeeper's loop once its handle
+// is closed and its connections are: with nothing to read or write it
+// ends at once, but it is not the client's code.
+const endHandleBound = 5 * time.Second
+
+// endHandle ends go-zookeeper handle zc and all it runs: zc.Close sends
+// the close of its session (the server deletes the session's ephemeral
+// nodes at once) and waits for the answer, at most a second (and two
+// more to queue it); then the tracker closes the handle's connections —
+// a write blocked on a server that stopped reading fails at once — and
+// waits for its writers; then go-zookeeper's loop, whose event channel
+// closes as it ends, is waited for, up to endHandleBound.
+func (c *Client) endHandle(zc *zk.Conn, tr *tracker, events <-chan zk.Event) {
+	zc.Close()
+	tr.close()
+	t := time.NewTimer(endHandleBound)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		case <-t.C:
+			c.opts.logger.Error("zookeeper: go-zookeeper's loop still runs after its handle and connections were closed", "after", endHandleBound)
+			return
+		}
+	}
 }
 
 // asOptions converts plain functions to go-zookeeper's unexported option
@@ -255,6 +299,14 @@ func (c *Client) handle(ev connEvent) {
 		c.sessionUpLocked(c.tr.sessionID.Load(), c.tr.timeout())
 	case ev.authFailed:
 		c.authing = false
+		if ev.refused != nil {
+			c.authRefusedLocked(ev.refused)
+		}
+		if c.authAgain {
+			// The handle had a session again while they were sent: it
+			// will not say so once more.
+			c.authenticateLocked(ev.gen)
+		}
 	case ev.history:
 		c.historyAnsweredLocked(ev)
 	case ev.restored:
@@ -263,6 +315,10 @@ func (c *Client) handle(ev connEvent) {
 		}
 	case ev.state == zk.StateHasSession:
 		if !c.authed {
+			if c.authing {
+				c.authAgain = true
+				return
+			}
 			c.authenticateLocked(ev.gen)
 			return
 		}
@@ -280,6 +336,31 @@ func (c *Client) handle(ev connEvent) {
 	case ev.state == zk.StateAuthFailed:
 		c.opts.logger.Warn("zookeeper authentication failed", "gen", ev.gen)
 	}
+}
+
+// authRefusedLocked handles the server's refusal of the credentials
+// (err wraps ErrAuthFailed). Before the first session, Open fails with
+// it. After a lost session the client stays without one, and Lost: the
+// next connection of the handle (go-zookeeper makes one, as the server
+// drops the connection that sent refused credentials) sends them again,
+// for another server may accept them, or this one once it is set up to.
+// The first refusal of a run is logged as an error, the others at debug
+// level; operations waiting for a session meanwhile fail with err as
+// well as their context's error when it ends (current).
+func (c *Client) authRefusedLocked(err error) {
+	if !c.connected {
+		select {
+		case c.openFailed <- err:
+		default:
+		}
+		return
+	}
+	if c.authErr == nil {
+		c.opts.logger.Error("zookeeper credentials refused; no session until they are accepted, tried again on every new connection", "error", err)
+	} else {
+		c.opts.logger.Debug("zookeeper credentials refused again", "error", err)
+	}
+	c.authErr = err
 }
 
 // suspendLocked reports Suspended: the connection is lost, or the server
@@ -325,6 +406,7 @@ func (c *Client) newSessionLocked(id int64, timeout time.Duration) {
 	if timeout <= 0 {
 		timeout = c.opts.sessionTimeout
 	}
+	c.authErr = nil
 	c.session = newSession(id, timeout, c.history)
 	if c.opts.serverLag > 0 && timeout-c.opts.serverLag < timeout/2 {
 		c.opts.logger.Warn("zookeeper session timeout hardly above the server lag: holds end early, and a longer lag is unsafe",
@@ -360,11 +442,11 @@ func (c *Client) sessionLostLocked(why error) {
 func (c *Client) replaceHandleLocked() {
 	c.tr.retire()
 	c.retireHistoryLocked(c.tr)
-	old := c.zc
+	old, oldTr, oldEvents := c.zc, c.tr, c.zcEvents
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		old.Close() // bounded: go-zookeeper waits at most a second
+		c.endHandle(old, oldTr, oldEvents)
 		c.endWatches(old, zk.ErrClosing)
 	}()
 	c.zkUp = false
@@ -497,7 +579,7 @@ func (c *Client) authenticateLocked(gen int) {
 	if c.authing {
 		return // one at a time; a failure clears the way for the next session
 	}
-	c.authing = true
+	c.authing, c.authAgain = true, false
 	zc := c.zc
 	auth := c.opts.auth
 	c.wg.Add(1)
@@ -506,8 +588,13 @@ func (c *Client) authenticateLocked(gen int) {
 		for _, a := range auth {
 			if err := zc.AddAuth(a.scheme, a.auth); err != nil {
 				// The next StateHasSession of this handle tries again.
-				c.opts.logger.Warn("zookeeper add auth failed", "scheme", a.scheme, "error", err)
-				c.events.push(connEvent{gen: gen, authFailed: true})
+				ev := connEvent{gen: gen, authFailed: true}
+				if errors.Is(err, zk.ErrAuthFailed) {
+					ev.refused = errtext.Errorf("%w: scheme %q, server %s: %w", ErrAuthFailed, a.scheme, zc.Server(), err)
+				} else {
+					c.opts.logger.Warn("zookeeper add auth failed", "scheme", a.scheme, "error", err)
+				}
+				c.events.push(ev)
 				return
 			}
 		}
@@ -586,7 +673,9 @@ func (c *Client) TrustedNow(s *Session) bool {
 }
 
 // WaitSession returns the current session, waiting for the next one when
-// there is none, until ctx is done or the client is closed.
+// there is none, until ctx is done or the client is closed. While the
+// server refuses the client's credentials for the next session, the
+// error when ctx ends wraps ErrAuthFailed as well as ctx.Err().
 func (c *Client) WaitSession(ctx context.Context) (*Session, error) {
 	_, s, err := c.current(ctx)
 	return s, err
@@ -698,6 +787,12 @@ func (c *Client) current(ctx context.Context) (*zk.Conn, *Session, error) {
 		case <-pinDone:
 			return nil, nil, c.sessionErr(pin, nil)
 		case <-ctx.Done():
+			c.mu.Lock()
+			refused := c.authErr
+			c.mu.Unlock()
+			if refused != nil {
+				return nil, nil, errtext.Errorf("connection: waiting for a session: %w: %w", refused, ctx.Err())
+			}
 			return nil, nil, errtext.Errorf("connection: waiting for a session: %w", ctx.Err())
 		case <-c.stop:
 			return nil, nil, ErrClosed
@@ -707,12 +802,18 @@ func (c *Client) current(ctx context.Context) (*zk.Conn, *Session, error) {
 
 // Close closes the session (the server deletes its ephemeral nodes at
 // once), ends every listener and waits for every goroutine the client
-// started. The current Session's Done is closed, with an error that wraps
-// ErrClosed. Close is idempotent.
+// started, go-zookeeper's included. It ends the client's connections
+// itself once go-zookeeper has sent the close, or has waited a second for
+// its answer: a write blocked on a server that stopped reading fails then,
+// and a server that does not answer the close expires the session after
+// its timeout. The current Session's Done is closed, with an error that
+// wraps ErrClosed. Close is idempotent: a call after the first returns
+// once the first has ended everything.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.closeDone
 		return nil
 	}
 	c.closed = true
@@ -720,13 +821,14 @@ func (c *Client) Close() error {
 		c.session.end(errtext.Errorf("%w: %w", ErrSessionLost, ErrClosed))
 		c.session = nil
 	}
-	zc := c.zc
+	zc, tr, events := c.zc, c.tr, c.zcEvents
 	c.mu.Unlock()
 	close(c.stop)
 	c.cancel()
-	zc.Close()
+	c.endHandle(zc, tr, events)
 	c.endWatches(zc, zk.ErrClosing)
 	c.wg.Wait()
+	close(c.closeDone)
 	return nil
 }
 

@@ -20,6 +20,16 @@ var (
 	// where it requires one, or one it does not trust). Open fails with it
 	// at once, wrapping the crypto/x509 or crypto/tls error.
 	ErrTLS = errors.New("connection: TLS: certificate refused")
+	// ErrAuthFailed means the server refused the client's credentials
+	// (WithAuth, WithDigestAuth): it has no provider for their scheme, or
+	// its provider rejects them. It wraps go-zookeeper's zk.ErrAuthFailed.
+	// Open fails with it at once when the first session's credentials are
+	// refused. Refused for a later session (after Lost), they leave the
+	// client without a session, trying again on every new connection: an
+	// operation waiting for a session meanwhile fails, when its context
+	// ends, with an error that wraps ErrAuthFailed as well as the
+	// context's error.
+	ErrAuthFailed = errors.New("connection: authentication failed: credentials refused")
 	// ErrResponseTooLarge means the server's answer was longer than the
 	// client accepts (WithMaxBufferSize): a directory with too many
 	// children to list, a node with too much data. It is not retried. The

@@ -40,14 +40,21 @@ import (
 //     on one connection) and writes no injected request on a connection
 //     until that many were answered OK on it, or go-zookeeper wrote a
 //     request of another kind there (its send loop runs only once its
-//     credentials are answered). Until then injected requests wait, in
-//     order, and a goroutine of the connection writes them.
+//     credentials are answered).
+//   - The caller never writes. Each request waits, in order, in its
+//     connection's queue, and the connection's writer writes them: a
+//     goroutine started when the queue has requests that may be written,
+//     ended when it is empty. A caller waits for its answer and for its
+//     context, never for a socket: a server that stops reading holds the
+//     writer, never a cache's read that gave up, nor go-zookeeper's
+//     handshake callback (which registers the client's own watches again).
+//     The tracker counts its writers: the client's Close closes the
+//     handle's connections, which fails a write in progress at once, and
+//     waits for them (tracker.close).
 //   - Every write of the tracker's own has a deadline (two thirds of the
 //     session timeout, go-zookeeper's own bound): a stuck socket fails the
-//     connection rather than block the caller, or go-zookeeper's loops
-//     waiting for the write lock. The client's own watches are registered
-//     again from go-zookeeper's handshake callback: they always wait in
-//     the queue, and that callback never writes.
+//     connection rather than block go-zookeeper's loops waiting for the
+//     write lock for longer.
 //   - Read buffers what the server sends and parses its frames: a reply
 //     to an injected request is handed to its caller, never to
 //     go-zookeeper; the rest passes unchanged. (go-zookeeper reads a frame
@@ -85,22 +92,13 @@ var errInjectLost = errtext.Errorf("connection: connection lost before the answe
 // connection with its session.
 var errNotConnected = errtext.Errorf("connection: not connected: %w", zk.ErrConnectionClosed)
 
-// inject writes request b (a whole frame, its xid field to be filled) on
+// inject queues request b (a whole frame, its xid field to be filled) on
 // the handle's current connection, provided the handle's session is
-// session. r.done is called exactly once, unless inject returns an error
-// (then never). Before go-zookeeper's credentials are answered on the
-// connection, b waits in the connection's queue.
+// session; the connection's writer writes it, once go-zookeeper's
+// credentials are answered there. r.done is called exactly once, unless
+// inject returns an error (then never). inject never blocks on the
+// socket.
 func (t *tracker) inject(session int64, b []byte, r *injected) error {
-	return t.injectOn(session, b, r, false)
-}
-
-// injectLater is inject, but b always waits in the queue: the caller
-// never writes.
-func (t *tracker) injectLater(session int64, b []byte, r *injected) error {
-	return t.injectOn(session, b, r, true)
-}
-
-func (t *tracker) injectOn(session int64, b []byte, r *injected, async bool) error {
 	if t.spent.Load() || session == 0 || t.first.Load() != session {
 		return errNotConnected
 	}
@@ -110,7 +108,7 @@ func (t *tracker) injectOn(session int64, b []byte, r *injected, async bool) err
 	if c == nil {
 		return errNotConnected
 	}
-	return c.inject(b, r, async)
+	return c.inject(b, r)
 }
 
 func (t *tracker) nextInjXid() int32 {
@@ -127,36 +125,20 @@ type queued struct {
 	r   *injected
 }
 
-func (c *trackedConn) inject(b []byte, r *injected, async bool) error {
+func (c *trackedConn) inject(b []byte, r *injected) error {
 	if len(b) < 12 || int(binary.BigEndian.Uint32(b[0:4])) != len(b)-4 {
 		return errtext.Errorf("%w: malformed injected request", ErrInvalidOption)
 	}
-	if !async {
-		c.wmu.Lock()
-		defer c.wmu.Unlock()
-	}
 	c.mu.Lock()
-	if c.dead || c.out.frames == 0 || !async && !c.out.atBoundary() {
-		c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.dead || c.out.frames == 0 {
 		return errNotConnected
 	}
 	xid := c.t.nextInjXid()
 	binary.BigEndian.PutUint32(b[4:8], uint32(xid))
 	c.noteSetWatches(b)
-	if async || !c.open || len(c.queue) > 0 {
-		c.queue = append(c.queue, queued{b, xid, r})
-		c.kickLocked()
-		c.mu.Unlock()
-		return nil
-	}
-	now := int64(c.t.mono()) + 1
-	c.out.feed(b, func([]byte) { c.sent = append(c.sent, sentReq{at: now, inj: r, xid: xid}) })
-	c.mu.Unlock()
-	if err := c.writeOwn(b); err != nil {
-		// The request is in sent: it fails with the connection.
-		c.Conn.Close()
-		c.failInjected()
-	}
+	c.queue = append(c.queue, queued{b, xid, r})
+	c.kickLocked()
 	return nil
 }
 
@@ -167,17 +149,27 @@ func (c *trackedConn) openLocked() {
 	c.kickLocked()
 }
 
-// kickLocked starts the writing of the injected requests waiting on c, if
-// they may be written; c.mu is held.
+// kickLocked starts the writer of the injected requests waiting on c, if
+// they may be written; c.mu is held. No writer starts once the tracker is
+// closed: its connections are closed too, which fails what waits.
 func (c *trackedConn) kickLocked() {
-	if c.open && len(c.queue) > 0 && !c.flushing && !c.dead {
-		c.flushing = true
-		go c.flush()
+	if !c.open || len(c.queue) == 0 || c.flushing || c.dead {
+		return
 	}
+	c.t.mu.Lock()
+	defer c.t.mu.Unlock()
+	if c.t.closed {
+		return
+	}
+	c.flushing = true
+	c.t.writers.Add(1)
+	go c.flush()
 }
 
-// flush writes the injected requests waiting on c.
+// flush is c's writer: it writes the injected requests waiting on c until
+// none is left, or c fails.
 func (c *trackedConn) flush() {
+	defer c.t.writers.Done()
 	for {
 		c.wmu.Lock()
 		c.mu.Lock()
@@ -250,7 +242,29 @@ func (c *trackedConn) SetWriteDeadline(t time.Time) error {
 func (c *trackedConn) Close() error {
 	err := c.Conn.Close()
 	c.failInjected()
+	c.t.mu.Lock()
+	delete(c.t.conns, c)
+	c.t.mu.Unlock()
 	return err
+}
+
+// close ends the handle for good: no connection is made on it any more,
+// every connection it has is closed (a write in progress on one fails at
+// once, whatever its deadline), and close returns once every writer of
+// the tracker's own requests has returned. It is idempotent.
+func (t *tracker) close() {
+	t.spent.Store(true)
+	t.mu.Lock()
+	t.closed = true
+	conns := make([]*trackedConn, 0, len(t.conns))
+	for c := range t.conns {
+		conns = append(conns, c)
+	}
+	t.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+	t.writers.Wait()
 }
 
 // failInjected marks c failed and fails every injected request awaiting

@@ -66,8 +66,7 @@ func waitXids(t *testing.T, sc *scriptConn, n int) []int32 {
 // auth request is answered (a read before it would run without the
 // credentials), whether the answer comes or go-zookeeper's send loop
 // writes another request first; the auth reply, which ZooKeeper sends
-// ahead of requests written before it, is matched by its xid. The
-// re-registration's frames (injectLater) are only ever queued.
+// ahead of requests written before it, is matched by its xid.
 func TestInjectedWaitForCredentials(t *testing.T) {
 	tr := newTracker()
 	handshake := func(session int64) (*trackedConn, *scriptConn) {
@@ -100,7 +99,7 @@ func TestInjectedWaitForCredentials(t *testing.T) {
 	}
 	// A reconnect: the auth reply lets the requests go.
 	c, sc = handshake(0x59)
-	if err := tr.injectLater(0x59, frame(make([]byte, 8)), done("re-registration")); err != nil {
+	if err := tr.inject(0x59, frame(make([]byte, 8)), done("re-registration")); err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.inject(0x59, frame(make([]byte, 8)), done("read")); err != nil {
@@ -146,6 +145,7 @@ func TestInjectedWaitForCredentials(t *testing.T) {
 		t.Fatalf("wire %v", xids)
 	}
 	// The connection ends: the injected request is answered, once.
+	tr.writers.Wait()
 	c.Close()
 	c.Close()
 	if len(answers) != 1 || answers[0] != "read lost" {
@@ -156,7 +156,7 @@ func TestInjectedWaitForCredentials(t *testing.T) {
 	// are answered is answered too.
 	answers = nil
 	c, _ = handshake(0x59)
-	if err := tr.injectLater(0x59, frame(make([]byte, 8)), done("re-registration")); err != nil {
+	if err := tr.inject(0x59, frame(make([]byte, 8)), done("re-registration")); err != nil {
 		t.Fatal(err)
 	}
 	c.Close()
@@ -168,10 +168,9 @@ func TestInjectedWaitForCredentials(t *testing.T) {
 // TestInjectedWriteHasDeadline: a socket that takes no bytes (the server
 // stopped reading) fails an injected request once the tracker's write
 // deadline passes, with the connection, even when go-zookeeper clears its
-// own deadline meanwhile; and a request queued from go-zookeeper's
-// handshake callback (injectLater) never blocks its caller.
+// own deadline meanwhile; and inject never blocks its caller.
 func TestInjectedWriteHasDeadline(t *testing.T) {
-	for _, later := range []bool{false, true} {
+	for _, clear := range []bool{false, true} {
 		tr := newTracker()
 		a, b := net.Pipe()
 		c := &trackedConn{Conn: a, t: tr}
@@ -186,28 +185,25 @@ func TestInjectedWriteHasDeadline(t *testing.T) {
 		readFrames(t, c, 1)
 		errs := make(chan error, 1)
 		r := &injected{done: func(_ int64, _ int32, _ []byte, err error) { errs <- err }}
-		start := time.Now()
-		var err error
-		if later {
-			err = tr.injectLater(0x5a, frame(make([]byte, 8)), r)
-			if d := time.Since(start); d > 5*time.Second {
-				t.Fatalf("injectLater blocked %v", d)
-			}
-		} else {
+		if clear {
 			go c.SetWriteDeadline(time.Time{}) // go-zookeeper clears its deadline
-			err = tr.inject(0x5a, frame(make([]byte, 8)), r)
 		}
-		if err != nil {
+		start := time.Now()
+		if err := tr.inject(0x5a, frame(make([]byte, 8)), r); err != nil {
 			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("inject blocked %v", d)
 		}
 		select {
 		case err := <-errs:
 			if !errors.Is(err, zk.ErrConnectionClosed) {
-				t.Fatalf("later %v: %v", later, err)
+				t.Fatalf("clear %v: %v", clear, err)
 			}
 		case <-time.After(30 * time.Second):
-			t.Fatalf("later %v: the write is still blocked", later)
+			t.Fatalf("clear %v: the write is still blocked", clear)
 		}
+		tr.writers.Wait()
 		b.Close()
 		c.Close()
 	}

@@ -100,14 +100,17 @@ func TestInjectedRepliesTakenOutOfTheStream(t *testing.T) {
 		req := func() []byte { return frame(make([]byte, 8)) }
 		clock = 101 * time.Second
 		c.Write(reply(1)) // go-zookeeper's request 1
+		// The connection's writer writes each before the test goes on.
 		clock = 102 * time.Second
 		if err := tr.inject(0x55, req(), done("a")); err != nil {
 			t.Fatal(err)
 		}
+		tr.writers.Wait()
 		clock = 103 * time.Second
 		if err := tr.inject(0x55, req(), done("b")); err != nil {
 			t.Fatal(err)
 		}
+		tr.writers.Wait()
 		clock = 104 * time.Second
 		c.Write(reply(2))
 		var xids []int32
@@ -174,6 +177,7 @@ func TestInjectedFailWithTheConnection(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	tr.writers.Wait()
 	sc.in = reply(-1)
 	if n := len(readFrames(t, c, 2)); n != 1 { // then EOF
 		t.Fatalf("frames %d", n)
@@ -203,6 +207,7 @@ func TestInjectedReplyTooLong(t *testing.T) {
 	var errs []error
 	r := &injected{done: func(_ int64, _ int32, _ []byte, err error) { errs = append(errs, err) }}
 	tr.inject(0x58, frame(make([]byte, 8)), r)
+	tr.writers.Wait()
 	c.Write(reply(3))
 	xid := int32(injXidBase - 1)
 	sc.in = append(replyBody(xid, 5, make([]byte, 5000)), reply(3)...)

@@ -166,7 +166,9 @@ func WithDigestAuth(user, password string) Option {
 }
 
 // WithAuth authenticates every session with scheme and auth, as
-// ZooKeeper's addAuthInfo.
+// ZooKeeper's addAuthInfo. Credentials the server refuses fail Open with
+// ErrAuthFailed; refused for a later session, they leave the client
+// without a session while it tries again (ErrAuthFailed).
 func WithAuth(scheme string, auth []byte) Option {
 	return func(o *options) error {
 		if scheme == "" {

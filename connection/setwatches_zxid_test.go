@@ -143,6 +143,7 @@ func TestHiddenZxidsOfEveryKindOfReply(t *testing.T) {
 		if err := tr.inject(0x55, frame(make([]byte, 8)), inj); err != nil {
 			t.Fatal(err)
 		}
+		tr.writers.Wait()
 		c.Write(getDataFrame(2, "/b"))
 		c.Write(getDataFrame(3, "/c"))
 		c.Write(pingFrame())

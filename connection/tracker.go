@@ -106,10 +106,13 @@ type tracker struct {
 	onRestored func()
 
 	// The tracker's own requests (inject.go), under mu but for the atomics.
-	cur       *trackedConn // the connection whose handshake was answered last, until it fails
-	injXid    uint32       // numbers the injected requests
-	seenZxid  atomic.Int64 // the newest zxid of a reply: the next handshake's lastZxidSeen (raiseLastZxid)
-	lastReply atomic.Int64 // the zxid of the last reply read (not the newest: a server behind may answer after one ahead), as go-zookeeper kept it
+	cur       *trackedConn              // the connection whose handshake was answered last, until it fails
+	conns     map[*trackedConn]struct{} // the connections dialed and not closed
+	closed    bool                      // close was called: no connection, no writer any more
+	writers   sync.WaitGroup            // the connections' writers (flush)
+	injXid    uint32                    // numbers the injected requests
+	seenZxid  atomic.Int64              // the newest zxid of a reply: the next handshake's lastZxidSeen (raiseLastZxid)
+	lastReply atomic.Int64              // the zxid of the last reply read (not the newest: a server behind may answer after one ahead), as go-zookeeper kept it
 	// creds is the most auth requests answered OK on one connection: the
 	// credentials go-zookeeper holds and sends again on a new connection
 	// before anything else (inject.go).
@@ -250,7 +253,18 @@ func (t *tracker) dialer(dial func(network, addr string, timeout time.Duration) 
 		if err != nil {
 			return nil, err
 		}
-		return &trackedConn{Conn: c, t: t}, nil
+		tc := &trackedConn{Conn: c, t: t}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.closed {
+			c.Close()
+			return nil, ErrClosed
+		}
+		if t.conns == nil {
+			t.conns = map[*trackedConn]struct{}{}
+		}
+		t.conns[tc] = struct{}{}
+		return tc, nil
 	}
 }
 
