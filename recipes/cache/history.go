@@ -114,17 +114,7 @@ func (w *worker) startOver(err error) {
 	w.client.Logger().Warn("cache: the servers' database was replaced; the view starts over", "path", w.c.root, "error", err)
 	w.untrust(err)
 	w.c.lastErr = err
-	w.epoch++
 	w.floors = nil
-	for _, o := range w.queue {
-		o.queued = false
-	}
-	w.queue = nil
-	for _, o := range w.parked {
-		o.parked = false
-	}
-	w.parked = nil
-	w.clearing = err
-	w.clear()
-	w.clearing = nil
+	w.newEpoch()
+	w.clear(err)
 }

@@ -41,6 +41,44 @@ func connectNew(t *testing.T, ens *zktest.Ensemble) *zk.Conn {
 	return conn
 }
 
+// backupNow takes a backup of ens once conn's changes are on its leader.
+func backupNow(t *testing.T, ens *zktest.Ensemble, conn *zk.Conn) *zktest.Backup {
+	t.Helper()
+	if _, err := conn.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := ens.Backup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// replaceAndRecover waits until c is trusted and holds every change made
+// before, closes conn, replaces the database (replace), runs then with a
+// session opened after it (the changes of the new history), and checks
+// that the view recovers (recovered). It returns that session.
+func replaceAndRecover(t *testing.T, ens *zktest.Ensemble, c *cache.Cache, conn *zk.Conn, replace func() error, then func(*zk.Conn), root string, maxDepth int) *zk.Conn {
+	t.Helper()
+	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
+	if err := replace(); err != nil {
+		t.Fatal(err)
+	}
+	conn = connectNew(t, ens)
+	if then != nil {
+		then(conn)
+	}
+	recovered(t, c, conn, root, maxDepth, began, cpu0, reads0)
+	return conn
+}
+
 // recovered waits until c is trusted and, after a Sync, holds exactly
 // the tree at root on the server (to maxDepth), and checks what that cost
 // since the replacement began (cpu0: the process's CPU time then; reads0:
@@ -118,18 +156,7 @@ func TestNodeViewStartsOverAfterWipe(t *testing.T) {
 	client := open(t, ens.Servers(), connection.WithSessionTimeout(2*time.Second))
 	c := newCache(t, client, "/cfg", cache.WithMaxDepth(0))
 	rec := record(t, c)
-	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-
-	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
-	if err := ens.WipeDatabase(); err != nil {
-		t.Fatal(err)
-	}
-	conn = connectNew(t, ens)
-	tree(t, conn, "post-wipe", "/cfg")
-	recovered(t, c, conn, "/cfg", 0, began, cpu0, reads0)
+	replaceAndRecover(t, ens, c, conn, ens.WipeDatabase, func(conn *zk.Conn) { tree(t, conn, "post-wipe", "/cfg") }, "/cfg", 0)
 	if n, _ := c.Get("/cfg"); string(n.Data) != "post-wipe" {
 		t.Fatalf("view after the wipe: %q", n.Data)
 	}
@@ -148,19 +175,10 @@ func TestTreeViewStartsOverAfterWipe(t *testing.T) {
 	client := open(t, ens.Servers(), connection.WithSessionTimeout(2*time.Second))
 	c := newCache(t, client, "/app")
 	rec := record(t, c)
-	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-
-	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
-	if err := ens.WipeDatabase(); err != nil {
-		t.Fatal(err)
-	}
-	conn = connectNew(t, ens)
-	// Some paths again, with other data; some new; some not.
-	tree(t, conn, "new", "/app", "/app/a", "/app/a/x", "/app/b", "/app/b/z", "/app/c")
-	recovered(t, c, conn, "/app", -1, began, cpu0, reads0)
+	replaceAndRecover(t, ens, c, conn, ens.WipeDatabase, func(conn *zk.Conn) {
+		// Some paths again, with other data; some new; some not.
+		tree(t, conn, "new", "/app", "/app/a", "/app/a/x", "/app/b", "/app/b/z", "/app/c")
+	}, "/app", -1)
 	startedOver(t, rec)
 }
 
@@ -169,13 +187,7 @@ func TestTreeViewFollowsRestoredBackup(t *testing.T) {
 	ens.RequireFaults(t)
 	conn := connectNew(t, ens)
 	tree(t, conn, "v1", "/app", "/app/a", "/app/b", "/app/b/x")
-	if _, err := conn.Sync("/"); err != nil {
-		t.Fatal(err)
-	}
-	backup, err := ens.Backup()
-	if err != nil {
-		t.Fatal(err)
-	}
+	backup := backupNow(t, ens, conn)
 	client := open(t, ens.Servers(), connection.WithSessionTimeout(2*time.Second))
 	c := newCache(t, client, "/app")
 	rec := record(t, c)
@@ -188,20 +200,7 @@ func TestTreeViewFollowsRestoredBackup(t *testing.T) {
 	}
 	tree(t, conn, "v2", "/app/c")
 	bump(t, conn, 20)
-	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Sync(ctxFor(t, 30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-
-	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
-	if err := ens.RestoreBackup(backup); err != nil {
-		t.Fatal(err)
-	}
-	conn = connectNew(t, ens)
-	recovered(t, c, conn, "/app", -1, began, cpu0, reads0)
+	replaceAndRecover(t, ens, c, conn, func() error { return ens.RestoreBackup(backup) }, nil, "/app", -1)
 	if n, _ := c.Get("/app/a"); string(n.Data) != "v1" {
 		t.Fatalf("/app/a after the restore: %q, want the backup's v1", n.Data)
 	}
@@ -219,13 +218,7 @@ func TestTreeViewStartsOverWhenDataGoBack(t *testing.T) {
 	ens.RequireFaults(t)
 	conn := connectNew(t, ens)
 	tree(t, conn, "v1", "/app", "/app/a", "/app/b", "/app/b/x")
-	if _, err := conn.Sync("/"); err != nil {
-		t.Fatal(err)
-	}
-	backup, err := ens.Backup()
-	if err != nil {
-		t.Fatal(err)
-	}
+	backup := backupNow(t, ens, conn)
 	// A session the backup does not hold: the restored servers say it
 	// expired.
 	client := open(t, ens.Servers(), connection.WithSessionTimeout(4*time.Second))
@@ -237,23 +230,12 @@ func TestTreeViewStartsOverWhenDataGoBack(t *testing.T) {
 	if _, err := conn.Set("/app/b/x", []byte("v2"), -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Sync(ctxFor(t, 30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := c.Get("/app/a"); string(n.Data) != "v2" {
-		t.Fatalf("/app/a before the restore: %q", n.Data)
-	}
-	conn.Close()
-
-	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
-	if err := ens.RestoreBackup(backup); err != nil {
-		t.Fatal(err)
-	}
-	conn = connectNew(t, ens)
-	recovered(t, c, conn, "/app", -1, began, cpu0, reads0)
+	replaceAndRecover(t, ens, c, conn, func() error {
+		if n, _ := c.Get("/app/a"); string(n.Data) != "v2" {
+			t.Fatalf("/app/a before the restore: %q", n.Data)
+		}
+		return ens.RestoreBackup(backup)
+	}, nil, "/app", -1)
 	if n, _ := c.Get("/app/a"); string(n.Data) != "v1" {
 		t.Fatalf("/app/a after the restore: %q, want the backup's v1", n.Data)
 	}

@@ -53,22 +53,12 @@ func (w *worker) checkSession() {
 // the root down (see open). The view keeps its data until the reads say
 // what changed, unless WithClearOnSessionLoss says to empty it.
 func (w *worker) lost(err error) {
-	w.epoch++
 	w.sess = nil
 	w.needSync, w.wantSync = true, true
 	w.down(err)
-	for _, o := range w.queue {
-		o.queued = false
-	}
-	w.queue = nil
-	for _, o := range w.parked {
-		o.parked = false
-	}
-	w.parked = nil
+	w.newEpoch()
 	if w.c.opts.clearOnLoss {
-		w.clearing = err
-		w.clear()
-		w.clearing = nil
+		w.clear(err)
 		return
 	}
 	w.walk(w.root, func(e *entry) {
@@ -87,12 +77,28 @@ func (w *worker) lost(err error) {
 	}
 }
 
-// clear empties the view after a lost session (WithClearOnSessionLoss):
-// Deleted for every node, children first, after the Untrusted that down
-// sent. Every entry but the root's is forgotten (a read of one still in
-// flight is dropped when it comes); the root is read in the next session
-// as on the first load, and so is everything found under it.
-func (w *worker) clear() {
+// newEpoch starts an epoch of the view: the answers of reads sent before
+// are dropped when they come, and nothing waits to be read.
+func (w *worker) newEpoch() {
+	w.epoch++
+	for _, o := range w.queue {
+		o.queued = false
+	}
+	w.queue = nil
+	for _, o := range w.parked {
+		o.parked = false
+	}
+	w.parked = nil
+}
+
+// clear empties the view after a lost session (WithClearOnSessionLoss),
+// or to start over (history.go): Deleted for every node, children first,
+// each with why as its Err. Every entry but the root's is forgotten (a
+// read of one still in flight is dropped when it comes); the root is read
+// again as on the first load, and so is everything found under it.
+func (w *worker) clear(why error) {
+	w.clearing = why
+	defer func() { w.clearing = nil }()
 	e := w.root
 	w.unpublishTree(e)
 	w.dropKids(e)
