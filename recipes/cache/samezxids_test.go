@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -160,4 +161,80 @@ func nodeDiff(heard, view map[string]cache.Node) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, "\n")
+}
+
+// TestViewFollowsWipedDatabaseWhoseZxidsCaughtUp: a wiped database given
+// the same paths again, the children in the other order, so that some
+// come back with a higher czxid than the view's and some with a lower
+// one (none equal), the root at its old czxid; then more changes than the
+// old database had, so the new session's check passes. The data alone
+// tell: the view ends equal to the server, in bounded reads and CPU.
+func TestViewFollowsWipedDatabaseWhoseZxidsCaughtUp(t *testing.T) {
+	ens := zktest.Start(t)
+	ens.RequireFaults(t)
+	kids := func(reverse bool) []string {
+		var out []string
+		for i := range 20 {
+			k := i
+			if reverse {
+				k = 19 - i
+			}
+			out = append(out, fmt.Sprintf("/app/c%02d", k))
+		}
+		return out
+	}
+	conn := connectNew(t, ens)
+	tree(t, conn, "root", "/app")
+	tree(t, conn, "old", kids(false)...)
+	before := readTree(t, conn, "/app", -1)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	c := newCache(t, client, "/app")
+	rec := record(t, c)
+	ctx := ctxFor(t, time.Minute)
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bump(t, conn, 5)
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+
+	proxy.Cut()
+	if err := ens.WipeDatabase(); err != nil {
+		t.Fatal(err)
+	}
+	conn = connectNew(t, ens)
+	tree(t, conn, "root", "/app")
+	bump(t, conn, 1)
+	tree(t, conn, "new", kids(true)...)
+	after := readTree(t, conn, "/app", -1)
+	higher, lower := 0, 0
+	for p, n := range after {
+		o := before[p]
+		switch {
+		case p == "/app":
+			if o.stat.Czxid != n.stat.Czxid {
+				t.Fatalf("/app: czxid %#x, before %#x; the test wants it equal", n.stat.Czxid, o.stat.Czxid)
+			}
+		case n.stat.Czxid > o.stat.Czxid:
+			higher++
+		case n.stat.Czxid < o.stat.Czxid:
+			lower++
+		default:
+			t.Fatalf("%s: czxid %#x in both databases; the test wants none equal", p, n.stat.Czxid)
+		}
+	}
+	t.Logf("children back with a higher czxid: %d, a lower one: %d", higher, lower)
+	bump(t, conn, 30)
+	began, cpu0, reads0 := time.Now(), testkit.CPUTime(), c.Stats().Reads
+	proxy.Restore()
+	recovered(t, c, conn, "/app", -1, began, cpu0, reads0)
+	if s := client.Session(); s.History() != 0 {
+		t.Logf("the client's history: %d (the check found it)", s.History())
+	}
+	if d := nodeDiff(replay(rec.all()), nodesOf(c.Snapshot())); d != "" {
+		t.Fatalf("the events replayed differ from the view:\n%s", d)
+	}
 }
