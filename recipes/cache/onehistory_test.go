@@ -297,3 +297,72 @@ func TestNoStartOverInOneHistory(t *testing.T) {
 	check("the views settled")
 	t.Logf("%d changes; %v of CPU", r.ops.Load(), (testkit.CPUTime() - cpu0).Round(time.Millisecond))
 }
+
+// TestNoStartOverAcrossPartitions: the same in one history, with the
+// servers cut off from one another: a follower isolated (it serves its
+// clients what it has until it notices), the leader isolated (an election
+// without it; its clients move), each while the tree churns.
+func TestNoStartOverAcrossPartitions(t *testing.T) {
+	testkit.SkipHeavy(t)
+	ens := zktest.Start(t, zktest.WithServers(3), zktest.WithServerPartitions())
+	ens.RequireFaults(t)
+	conn := connectNew(t, ens)
+	r := &remaker{conn: conn, root: "/app", parents: 8, kids: 6, stop: make(chan struct{}), done: make(chan struct{}),
+		rnd: rand.New(rand.NewSource(time.Now().UnixNano()))}
+	r.fill(t)
+	logs := &historyLog{}
+	var clients []*connection.Client
+	var views []*cache.Cache
+	var recs []*recorder
+	// One client pinned to each server, so that each partition cuts one
+	// off with its server.
+	for _, addr := range ens.Servers() {
+		cl := open(t, []string{addr}, connection.WithSessionTimeout(3*time.Second), connection.WithLogger(slog.New(logs)))
+		c := newCache(t, cl, "/app")
+		clients = append(clients, cl)
+		views = append(views, c)
+		recs = append(recs, record(t, c))
+	}
+	ctx := ctxFor(t, 3*time.Minute)
+	for _, c := range views {
+		if _, err := c.Trust(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.start(5 * time.Millisecond)
+	defer r.finish()
+	isolate := func(i int) {
+		t.Helper()
+		if err := ens.Isolate(i); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		if err := ens.Heal(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	l := ens.MustLeader(t)
+	isolate((l + 1) % 3)
+	isolate(ens.MustLeader(t))
+	r.finish()
+	var bad []string
+	for i, c := range views {
+		if so := startOvers(recs[i]); len(so) > 0 {
+			bad = append(bad, fmt.Sprintf("the view of server %d started over: %d Deleted with ErrNewHistory, the first %s", i, len(so), so[0]))
+		}
+		if s := clients[i].Session(); s != nil && s.History() != 0 {
+			bad = append(bad, fmt.Sprintf("the client of server %d: History %d", i, s.History()))
+		}
+		if d := settledEqual(t, c, conn, "/app", -1, 30*time.Second); d != "" {
+			bad = append(bad, fmt.Sprintf("the view of server %d: not equal to the server:\n%s", i, d))
+		}
+	}
+	if l := logs.all(); len(l) > 0 {
+		bad = append(bad, "logged: "+strings.Join(l, "\n  "))
+	}
+	t.Logf("%d changes", r.ops.Load())
+	if len(bad) > 0 {
+		t.Fatal(strings.Join(bad, "\n"))
+	}
+}
