@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +235,79 @@ func TestViewStartsOverWhenOnlyAListingGoesBack(t *testing.T) {
 	// old history.
 	if n, _ := c.Get("/app/b"); n.Stat.Pzxid != st.Pzxid {
 		t.Fatalf("/app/b's pzxid in the view: %#x, the server's %#x", n.Stat.Pzxid, st.Pzxid)
+	}
+}
+
+// TestViewMadeBetweenSessionsOfALaterHistory: a client that went through a
+// wiped database long ago (its sessions are of history 1) is cut off
+// until its session is lost, in the same database; a view made then has
+// held nothing and lived through no replacement. Once trusted, it must not
+// say that its trust ended, nor that the database was replaced under it:
+// Err is nil ("or nil if none has"), and no Deleted wraps ErrNewHistory.
+func TestViewMadeBetweenSessionsOfALaterHistory(t *testing.T) {
+	ens := zktest.Start(t)
+	ens.RequireFaults(t)
+	conn := connectNew(t, ens)
+	tree(t, conn, "v1", "/app", "/app/a")
+	bump(t, conn, 10)
+	conn.Close()
+	proxy := ens.Proxy(t)
+	logs := &historyLog{}
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second), connection.WithLogger(slog.New(logs)))
+	ctx := ctxFor(t, time.Minute)
+	if _, _, err := client.Exists(ctx, "/app"); err != nil {
+		t.Fatal(err)
+	}
+	states := client.Listen(ctx)
+	if err := ens.WipeDatabase(); err != nil {
+		t.Fatal(err)
+	}
+	conn = connectNew(t, ens)
+	tree(t, conn, "v2", "/app", "/app/b")
+	waitState(t, states, connection.Reconnected)
+	if h := client.Session().History(); h != 1 {
+		t.Fatalf("history after the wipe: %d, want 1", h)
+	}
+	replaced := len(logs.all())
+
+	// Later, in the same database: the session lost to a cut.
+	proxy.Cut()
+	waitState(t, states, connection.Lost)
+	c := newCache(t, client, "/app")
+	rec := record(t, c)
+	proxy.Restore()
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := client.Session().History(); h != 1 {
+		t.Fatalf("history after the cut: %d, want 1 (no replacement since)", h)
+	}
+	var bad []string
+	if err := c.Err(); err != nil {
+		bad = append(bad, fmt.Sprintf("Err() = %v; want nil: no trust period of the view has ended", err))
+	}
+	if so := startOvers(rec); len(so) > 0 {
+		bad = append(bad, "a Deleted wraps ErrNewHistory: "+so[0])
+	}
+	if l := logs.all()[replaced:]; len(l) > 0 {
+		bad = append(bad, "logged after the cut: "+strings.Join(l, "\n  "))
+	}
+	if len(bad) > 0 {
+		t.Fatal(strings.Join(bad, "\n"))
+	}
+}
+
+func waitState(t *testing.T, states <-chan connection.State, want connection.State) {
+	t.Helper()
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case s := <-states:
+			if s == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %v within 20 s", want)
+		}
 	}
 }
