@@ -47,9 +47,12 @@ type Client struct {
 	zkUp      bool          // go-zookeeper's connection of zc has the session now
 
 	// The database's history (history.go).
-	histZxid int64 // the newest zxid heard by the handles retired in this history
-	history  int   // the History of the next session
-	checking int64 // the session whose history check is in flight; 0 for none
+	histZxid   int64     // the newest zxid heard by the handles retired in this history
+	history    int       // the History of the next session
+	checking   int64     // the session whose history check is in flight; 0 for none
+	checkOf    int64     // the session checkFirst is of
+	checkSent  time.Time // when the check in flight was sent
+	checkFirst time.Time // when the first check of session checkOf was sent
 
 	nsReady atomic.Bool // the namespace node exists
 	bulkOff atomic.Bool // the server refused a multiRead (bulk.go)

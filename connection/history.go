@@ -60,7 +60,11 @@ func (c *Client) checkHistoryLocked(id int64, timeout time.Duration) {
 	if c.checking == id {
 		return
 	}
-	c.checking = id
+	now := time.Now()
+	if c.checkOf != id {
+		c.checkOf, c.checkFirst = id, now
+	}
+	c.checking, c.checkSent = id, now
 	gen := c.gen
 	r := &injected{done: func(zxid int64, code int32, _ []byte, err error) {
 		if err == nil && code != 0 {
@@ -102,13 +106,33 @@ func (c *Client) historyAnsweredLocked(ev connEvent) {
 }
 
 // retryHistoryLocked checks the current handle's session again when its
-// check could not be sent or failed while the connection stayed up.
+// check could not be sent, failed, or went unanswered for as long as a
+// healthy connection takes to answer (a server that answers pings and not
+// the sync). A session whose checks have gone unanswered for a session
+// timeout is reported without one, taken to be in the same history: a
+// client that never reports its session is worse than one that cannot
+// tell (a view still finds a new history by its data).
 func (c *Client) retryHistoryLocked() {
-	if c.session == nil && c.checking == 0 && c.histZxid > 0 && c.zkUp && c.authed {
-		if id := c.tr.sessionID.Load(); id != 0 {
-			c.checkHistoryLocked(id, c.tr.timeout())
-		}
+	if c.session != nil || c.histZxid == 0 || !c.zkUp || !c.authed {
+		return
 	}
+	id := c.tr.sessionID.Load()
+	if id == 0 {
+		return
+	}
+	if c.checking != 0 {
+		if time.Since(c.checkSent) < c.suspendAfter() {
+			return
+		}
+		c.checking = 0
+	}
+	if c.checkOf == id && time.Since(c.checkFirst) >= c.opts.sessionTimeout {
+		c.opts.logger.Warn("zookeeper history check unanswered for the session timeout; the session is taken to be in the same history",
+			"session", fmt.Sprintf("%#x", id))
+		c.newSessionLocked(id, c.tr.timeout())
+		return
+	}
+	c.checkHistoryLocked(id, c.tr.timeout())
 }
 
 // retireHistoryLocked records the zxids a retired handle heard: they are

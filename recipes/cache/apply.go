@@ -50,10 +50,17 @@ func (w *worker) result(r *result) {
 	}
 	if r.err == nil {
 		w.retryDelay = minRetryDelay
-		if (o.kind() == listOp || r.mode != modeCheck || r.exists) && w.belowFloor(o, r.stat) {
-			w.readBelowFloor(o, r.stat)
-			w.stale(o)
-			return
+		if o.kind() == listOp || r.mode != modeCheck || r.exists {
+			switch {
+			case w.belowFloor(o, r.stat):
+				w.readBelowFloor(o, r.stat)
+				w.stale(o)
+				return
+			case w.otherHistory(o, r.stat):
+				w.readOtherHistory(o, r.stat)
+				w.stale(o)
+				return
+			}
 		}
 	}
 	if o.kind() == dataOp {

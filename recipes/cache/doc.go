@@ -74,7 +74,8 @@
 //   - A replaced database (restored from an older backup, or emptied):
 //     a new history, found by the client (Session.History, before the new
 //     session is reported) or by the view (a node read older than what it
-//     held when it asked, which never happens in one history). The view
+//     held when it asked, or a zxid it holds read with other contents,
+//     neither of which happens in one history). The view
 //     starts over as WithClearOnSessionLoss empties it: Deleted for every
 //     node with Err wrapping connection.ErrNewHistory, a full load,
 //     Trusted.

@@ -14,7 +14,7 @@ import (
 // servers' database restored from an older backup, or emptied, hands out
 // nodes older than the view's, and a view that took them for late answers
 // would keep, trusted, data that no longer exist — or read a listing again
-// for ever. Two things tell the view that the history changed:
+// for ever. Three things tell the view that the history changed:
 //
 //   - The client: a new session whose servers are behind the newest zxid
 //     the client heard has the next Session.History. The view learns it
@@ -31,12 +31,52 @@ import (
 //     than it has seen; a new session's reads wait for a sync): a node's
 //     czxid or mzxid, a listing's pzxid, never go back. An answer below
 //     the floor proves a new history.
+//   - The view itself, when the zxids meet the old ones (a database
+//     rebuilt with as many writes, servers restored across an election):
+//     a zxid the view holds read with other contents (otherHistory).
 //
 // Starting over is WithClearOnSessionLoss's emptying: Deleted for every
 // node (their Err wraps connection.ErrNewHistory), then a full load
 // (Created for every node) and Trusted. The view is never
 // trusted meanwhile: a new history comes with a new session, whose loss
 // already ended the trust period; one found while trusted ends it first.
+
+// otherHistory reports whether stat, read by o, names a state the view
+// holds — the node's czxid, its mzxid, its listing's pzxid — with other
+// contents. In one history a zxid names one change, made at one moment
+// (the transaction's time, the same on every server): a node created at
+// a czxid has one ctime and owner, a version written at an mzxid one
+// mtime, version and length, a listing at a pzxid one cversion and count.
+// A database rebuilt with the same writes, or restored across an election
+// (the restored servers elect a leader in an epoch the old history used),
+// hands out the zxids the view holds for other changes.
+func (w *worker) otherHistory(o *op, stat *zk.Stat) bool {
+	e := o.e
+	if stat == nil {
+		return false
+	}
+	if e.hasNode && stat.Czxid == e.czxid {
+		if stat.Ctime != e.ctime || stat.EphemeralOwner != e.owner {
+			return true
+		}
+		if stat.Mzxid == e.mzxid && (stat.Mtime != e.mtime || stat.Version != e.version || stat.DataLength != e.dataLength) {
+			return true
+		}
+	}
+	if o.kind() == listOp {
+		ls := e.list()
+		return ls.Czxid != 0 && ls.Czxid == stat.Czxid && ls.Pzxid == stat.Pzxid &&
+			(ls.Cversion != stat.Cversion || ls.NumChildren != stat.NumChildren)
+	}
+	return false
+}
+
+// readOtherHistory starts the view over after o read stat, a state the
+// view holds with other contents.
+func (w *worker) readOtherHistory(o *op, stat *zk.Stat) {
+	w.startOver(errtext.Errorf("cache: %s: %w: %s read at zxids the view holds with other contents (czxid %#x, mzxid %#x, pzxid %#x; ctime %d, mtime %d, the view's %d, %d)",
+		w.c.root, connection.ErrNewHistory, o.e.path(), stat.Czxid, stat.Mzxid, stat.Pzxid, stat.Ctime, stat.Mtime, o.e.ctime, o.e.mtime))
+}
 
 // floor is what a read of an op sent from now on cannot be older than in
 // the view's history: the view's node (czxid, and its mzxid for a data
@@ -102,6 +142,9 @@ func (w *worker) sessionHistory(s *connection.Session) {
 	}
 	old := w.history
 	w.history = h
+	if old < 0 {
+		return // the view's first session: it has read nothing yet
+	}
 	w.startOver(errtext.Errorf("cache: %s: %w (history %d, then %d)", w.c.root, connection.ErrNewHistory, old, h))
 }
 
@@ -111,9 +154,13 @@ func (w *worker) sessionHistory(s *connection.Session) {
 // of its own: it is read in the session that found the new history, after
 // that session's first sync.)
 func (w *worker) startOver(err error) {
-	w.client.Logger().Warn("cache: the servers' database was replaced; the view starts over", "path", w.c.root, "error", err)
+	if w.c.published > 0 {
+		// A view that shows nothing yet (its first load not in) starts
+		// over silently: nothing it said is taken back.
+		w.client.Logger().Warn("cache: the servers' database was replaced; the view starts over", "path", w.c.root, "error", err)
+		w.c.lastErr = err
+	}
 	w.untrust(err)
-	w.c.lastErr = err
 	w.floors = nil
 	w.newEpoch()
 	w.clear(err)

@@ -439,6 +439,7 @@ func newWorker(c *Cache) *worker {
 	// (one seen twice is harmless).
 	w.states = c.client.Listen(c.ctx)
 	w.sess = c.client.Session()
+	w.history = -1 // known at the first sync
 	if w.sess != nil {
 		w.history = w.sess.History()
 	}
