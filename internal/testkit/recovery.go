@@ -39,21 +39,29 @@ func StartRecovery(requests func() int64) *Recovery {
 }
 
 // Wait calls f until it returns nil, and fails the test with f's last
-// error if that takes longer than timeout from the start of the recovery.
+// errors if that takes longer than timeout from the start of the recovery.
 // f may block (a Trust, a Sync) on the context it is given, which ends
-// with the time left; between calls that failed at once Wait pauses 20 ms.
+// after 5 s or with the time left; between calls that failed at once Wait
+// pauses 20 ms.
 func (r *Recovery) Wait(t testing.TB, timeout time.Duration, what string, f func(ctx context.Context) error) {
 	t.Helper()
 	deadline := r.began.Add(timeout)
+	var telling error // the last error that was not a context's end
 	for {
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx, cancel := context.WithDeadline(context.Background(), earliest(deadline, time.Now().Add(5*time.Second)))
 		called := time.Now()
 		err := f(ctx)
 		cancel()
 		if err == nil {
 			return
 		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			telling = err
+		}
 		if time.Now().After(deadline) {
+			if telling != nil && telling != err {
+				t.Fatalf("%s: not within %v of the fault: %v (before: %v)", what, timeout, err, telling)
+			}
 			t.Fatalf("%s: not within %v of the fault: %v", what, timeout, err)
 		}
 		if time.Since(called) < 20*time.Millisecond {
@@ -90,4 +98,11 @@ func Bump(t testing.TB, conn *zk.Conn, n int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
