@@ -237,3 +237,61 @@ func TestProviderFollowsRestoredBackup(t *testing.T) {
 		t.Fatalf("the provider's client's history after the restore: %d, want 1", cp.Session().History())
 	}
 }
+
+// TestInstanceMadeAgainAtSameZxidsAfterWipe: after a wipe the same writes
+// make an instance again at the very zxids it had before, with other
+// fields. The cache starts over (the client sees a new history) and
+// reads it; the cache and the provider give its new fields, not the
+// decoding of the old node.
+func TestInstanceMadeAgainAtSameZxidsAfterWipe(t *testing.T) {
+	ens := zktest.Start(t)
+	ens.RequireFaults(t)
+	// The same writes from a new server on give the same zxids: this
+	// session's creation, then the nodes.
+	conn := ens.Conn(t)
+	old := discovery.Instance{Name: "web", ID: "i1", Address: "10.0.0.1", Port: 80, ServiceType: discovery.Static}
+	instanceNode(t, conn, old)
+	_, before, err := conn.Get(path.Join(serviceDir, "i1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The provider's client reaches the servers through a proxy, so that
+	// its next session comes after those writes.
+	proxy := ens.Proxy(t)
+	cp := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	p := newProvider(t, cp)
+	testkit.Bump(t, conn, 30)
+	waitFor(t, 20*time.Second, "the provider offers i1", func() error {
+		return offered(ctxFor(t, 10*time.Second), conn, p, "i1")
+	})
+	if i, err := p.Instance(); err != nil || i.Address != "10.0.0.1" {
+		t.Fatalf("offered %v, %v", i, err)
+	}
+	conn.Close()
+
+	rec := testkit.StartRecovery(func() int64 { return cp.Stats().Replies })
+	proxy.Cut()
+	if err := ens.WipeDatabase(); err != nil {
+		t.Fatal(err)
+	}
+	conn = ens.Conn(t)
+	instanceNode(t, conn, discovery.Instance{Name: "web", ID: "i1", Address: "10.0.0.9", Port: 8080, ServiceType: discovery.Static})
+	_, after, err := conn.Get(path.Join(serviceDir, "i1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Czxid != before.Czxid || after.Mzxid != before.Mzxid {
+		t.Fatalf("the instance made again at czxid %#x mzxid %#x, before %#x %#x: this test needs the same", after.Czxid, after.Mzxid, before.Czxid, before.Mzxid)
+	}
+	proxy.Restore()
+	rec.Wait(t, 45*time.Second, "the provider trusted and equal to the server", func(ctx context.Context) error {
+		return offered(ctx, conn, p, "i1")
+	})
+	rec.Check(t, "a provider")
+	if i, err := p.Instance(); err != nil || i.Address != "10.0.0.9" || i.Port != 8080 {
+		t.Fatalf("the provider offers %v, %v; the server holds i1 at 10.0.0.9:8080", i, err)
+	}
+	if cp.Session().History() != 1 {
+		t.Fatalf("the provider's client's history after the wipe: %d, want 1", cp.Session().History())
+	}
+}
