@@ -220,6 +220,9 @@ func TestWatchedValueFollowsRestoredBackup(t *testing.T) {
 		return current(t, ctx, wg, 0, false)
 	})
 	rec.Check(t, "two watched counts")
+	if client.Session().History() != 1 {
+		t.Fatalf("the client's history after the restore: %d, want 1", client.Session().History())
+	}
 	hk.last(t, 5, true)
 	hg.last(t, 0, false)
 
