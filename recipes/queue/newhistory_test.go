@@ -28,12 +28,10 @@ const queuePath = "/jobs"
 // until the test lets it consume it: a round of n items put while n
 // workers are idle is taken by n different workers.
 type worker struct {
-	id    string
-	c     *connection.Client
-	took  chan<- taking
-	done  chan struct{}
-	errs  []error // taken failures other than the context's end; read after done
-	close context.CancelFunc
+	id   string
+	c    *connection.Client
+	done chan struct{}
+	errs []error // failures other than the context's end; read after done
 }
 
 // taking is an item a worker took, and the channel that lets it consume
@@ -48,7 +46,7 @@ func startWorker(t *testing.T, c *connection.Client, id string, took chan<- taki
 	t.Helper()
 	q := newQueue(t, c, queuePath, queue.WithData([]byte(id)))
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{id: id, c: c, took: took, done: make(chan struct{}), close: cancel}
+	w := &worker{id: id, c: c, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		for {
