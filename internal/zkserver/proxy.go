@@ -41,7 +41,7 @@ type Proxy struct {
 	done       bool
 	greet      []func([]byte) []byte // per listener: rewrites a connection's greeting; nil for none
 
-	session    proxiedSession        // the last session granted through the proxy (ExpireSession)
+	session proxiedSession // the last session granted through the proxy (ExpireSession)
 
 	wire *wireStats // NewCountingProxy: the ZooKeeper client protocol's frames, counted
 	late lateness   // how late delayed chunks were written

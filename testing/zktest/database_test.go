@@ -92,7 +92,6 @@ func TestRestoreBackupPutsTheCopyBack(t *testing.T) {
 	}
 }
 
-
 func TestExpireSessionEndsItOnTheServer(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
