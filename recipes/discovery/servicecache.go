@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path"
@@ -33,11 +34,16 @@ type ServiceCache struct {
 	closed bool
 }
 
-// decoded is a node's data decoded, for the node's czxid and mzxid.
+// decoded is a node's data decoded, for those data.
+//
+// The memo is keyed by the data, not by the node's czxid and mzxid:
+// after the servers' database was replaced, the view starts over and a
+// node of the new history may have the very zxids of the old one with
+// other data.
 type decoded struct {
-	czxid, mzxid int64
-	inst         Instance
-	err          error
+	data []byte // shared with the view
+	inst Instance
+	err  error
 }
 
 // CacheOption configures a ServiceCache.
@@ -97,7 +103,7 @@ func (s *ServiceCache) Instances() []Instance {
 }
 
 // instancesOf decodes the service's instances in snap, through the memo
-// (only nodes that changed since the last call are decoded again).
+// (only nodes whose data changed since the last call are decoded again).
 func (s *ServiceCache) instancesOf(snap cache.Snapshot) []Instance {
 	kids, _ := snap.Children(s.dir)
 	out := make([]instanceAt, 0, len(kids))
@@ -110,7 +116,7 @@ func (s *ServiceCache) instancesOf(snap cache.Snapshot) []Instance {
 			continue
 		}
 		dec, ok := s.memo[n.Path]
-		if !ok || dec.czxid != n.Stat.Czxid || dec.mzxid != n.Stat.Mzxid {
+		if !ok || n.Err != nil && n.Data == nil || !bytes.Equal(dec.data, n.Data) {
 			dec = decodeNode(n)
 		}
 		memo[n.Path] = dec
@@ -124,7 +130,7 @@ func (s *ServiceCache) instancesOf(snap cache.Snapshot) []Instance {
 
 // decodeNode decodes a cached node's data.
 func decodeNode(n cache.Node) decoded {
-	d := decoded{czxid: n.Stat.Czxid, mzxid: n.Stat.Mzxid}
+	d := decoded{data: n.Data}
 	if n.Err != nil && n.Data == nil {
 		d.err = errtext.Errorf("%w: %w", ErrInvalidInstance, n.Err)
 		return d

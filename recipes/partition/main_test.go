@@ -189,39 +189,45 @@ func check(obs *zk.Conn, dir string, items []string, members []*member) ([]strin
 func settled(t testing.TB, obs *zk.Conn, dir string, items []string, members []*member, timeout time.Duration) {
 	t.Helper()
 	zktest.Eventually(t, timeout, "every item held by one member", func() error {
-		var ids []string
-		for _, m := range members {
-			ids = append(ids, m.id)
-		}
-		sort.Strings(ids)
-		nodes := map[string]string{}
-		for _, m := range members {
-			s := m.current()
-			if s == nil {
-				return fmt.Errorf("%s has no share", m.id)
-			}
-			want := partition.KazooSplit(m.id, ids, items)
-			if got := s.Names(); !slices.Equal(got, want) {
-				return fmt.Errorf("%s holds %v, want %v", m.id, got, want)
-			}
-			for _, it := range s.Items() {
-				if closed(it.Done()) {
-					return fmt.Errorf("%s: %s lost: %v", m.id, it.Name, it.Err())
-				}
-				nodes[it.Name] = path.Base(it.Node)
-			}
-		}
-		first, err := holders(obs, dir, items)
-		if err != nil {
-			return err
-		}
-		for _, item := range items {
-			if nodes[item] == "" || first[item] != nodes[item] {
-				return fmt.Errorf("%s: held by node %q, the server's first contender is %q", item, nodes[item], first[item])
-			}
-		}
-		return nil
+		return split(obs, dir, items, members)
 	})
+}
+
+// split says why the members do not hold their split of items as the
+// server shows it (settled), or nil when they do.
+func split(obs *zk.Conn, dir string, items []string, members []*member) error {
+	var ids []string
+	for _, m := range members {
+		ids = append(ids, m.id)
+	}
+	sort.Strings(ids)
+	nodes := map[string]string{}
+	for _, m := range members {
+		s := m.current()
+		if s == nil {
+			return fmt.Errorf("%s has no share", m.id)
+		}
+		want := partition.KazooSplit(m.id, ids, items)
+		if got := s.Names(); !slices.Equal(got, want) {
+			return fmt.Errorf("%s holds %v, want %v", m.id, got, want)
+		}
+		for _, it := range s.Items() {
+			if closed(it.Done()) {
+				return fmt.Errorf("%s: %s lost: %v", m.id, it.Name, it.Err())
+			}
+			nodes[it.Name] = path.Base(it.Node)
+		}
+	}
+	first, err := holders(obs, dir, items)
+	if err != nil {
+		return err
+	}
+	for _, item := range items {
+		if nodes[item] == "" || first[item] != nodes[item] {
+			return fmt.Errorf("%s: held by node %q, the server's first contender is %q", item, nodes[item], first[item])
+		}
+	}
+	return nil
 }
 
 func itemsN(n int) []string {

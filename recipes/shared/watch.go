@@ -1,6 +1,7 @@
 package shared
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -48,7 +49,8 @@ func (v *Value[T]) Watch(ctx context.Context) (*Watcher[T], error) {
 // the seed at version -1 while the node does not exist, an error matching
 // ErrCorrupt when its data do not decode. While the connection is
 // suspended (Done is closed) it is the last value known, which may be
-// behind the server's.
+// behind the server's; after the servers' database was replaced, it is
+// the seed until the view has read the node again.
 func (w *Watcher[T]) Current() (Versioned[T], error) {
 	n, ok := w.cache.Get(w.v.path)
 	if !ok {
@@ -66,7 +68,10 @@ func (w *Watcher[T]) Current() (Versioned[T], error) {
 // receives the newest value when it reads, not every value in between
 // (Curator's SharedValueListener is no different: each notification reads
 // the node anew). A value whose data do not decode is not sent; Current
-// returns its error. A node deleted gives the seed at version -1.
+// returns its error. A node deleted gives the seed at version -1. After
+// the servers' database was replaced, the listener is given the node's
+// value in the new history once the watch has read it again (the seed if
+// the node is not there), and nothing in between.
 func (w *Watcher[T]) Listen(ctx context.Context) (<-chan Versioned[T], error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -89,12 +94,24 @@ func (w *Watcher[T]) Listen(ctx context.Context) (<-chan Versioned[T], error) {
 
 // forward turns the cache's events into values on out, keeping only the
 // newest one not yet taken. It returns when events closes.
+//
+// A Deleted with Err is the view letting go of the node without the
+// server saying it was deleted: the view starts over after the servers'
+// database was replaced (connection.ErrNewHistory). It is no value: the
+// node may be there in the new history, with a value of its own, and the
+// seed would tell the listener of a deletion that never happened. The
+// reload says what the node is: its Created, or, when the view is trusted
+// again without the node, the seed.
 func (w *Watcher[T]) forward(events <-chan cache.Event, out chan<- Versioned[T]) {
 	var (
-		pending  Versioned[T]
-		has      bool
-		sent     bool
-		lastSent Versioned[T]
+		pending     Versioned[T]
+		pendingData []byte
+		has         bool
+		sent        bool
+		lastSent    Versioned[T]
+		lastData    []byte
+		present     bool // the node is in the view, as the events tell it
+		reloading   bool // let go of without a deletion, and not trusted since
 	)
 	offer := func(n cache.Node, ok bool) {
 		var v Versioned[T]
@@ -109,10 +126,13 @@ func (w *Watcher[T]) forward(events <-chan cache.Event, out chan<- Versioned[T])
 				return
 			}
 		}
-		if sent && !has && v.Version == lastSent.Version && v.Czxid == lastSent.Czxid {
-			return // a Resync of what the listener has
+		// The listener has it: a Resync of the same node, or the same
+		// node met again in a reload. The data too, for a history that
+		// started over can give another node the same czxid and version.
+		if sent && !has && v.Version == lastSent.Version && v.Czxid == lastSent.Czxid && bytes.Equal(n.Data, lastData) {
+			return
 		}
-		pending, has = v, true
+		pending, pendingData, has = v, n.Data, true
 	}
 	for {
 		var send chan<- Versioned[T]
@@ -127,14 +147,31 @@ func (w *Watcher[T]) forward(events <-chan cache.Event, out chan<- Versioned[T])
 			switch ev.Type {
 			case cache.Resync:
 				n, ok := ev.Snapshot.Get(w.v.path)
-				offer(n, ok)
+				present = ok
+				if ev.Snapshot.Trusted() {
+					reloading = false // its Trusted may be among the events missed
+				}
+				if ok || !reloading {
+					offer(n, ok)
+				}
 			case cache.Created, cache.Changed:
+				present = true
 				offer(ev.Node, true)
 			case cache.Deleted:
+				present = false
+				if ev.Err != nil {
+					reloading = true
+					break
+				}
 				offer(cache.Node{}, false)
+			case cache.Trusted:
+				if reloading && !present {
+					offer(cache.Node{}, false)
+				}
+				reloading = false
 			}
 		case send <- pending:
-			lastSent, sent, has = pending, true, false
+			lastSent, lastData, sent, has = pending, pendingData, true, false
 		}
 	}
 }
