@@ -321,6 +321,24 @@ func (c *trackedConn) hideZxid(zxid []byte) {
 	clear(zxid)
 }
 
+// pingXid is the xid of go-zookeeper's pings and of their answers.
+const pingXid = -2
+
+// pingZxid records the zxid of a ping's answer (zxid, its 8 bytes): the
+// zxid the server has applied. It is heard as any reply's (seenZxid): the
+// next handshake carries it, so that a restored database, which has not
+// applied it, refuses to resume the session, and a new session's history
+// check compares with it — a client that only pings would otherwise offer
+// the zxid of its last request, from before any backup. It is left to
+// go-zookeeper, which does not read it, and out of lastReply, which a
+// setWatches carries (restore.go: a watch set on a server behind must not
+// be taken as registered up to a ping's zxid).
+func (c *trackedConn) pingZxid(zxid []byte) {
+	if z := int64(binary.BigEndian.Uint64(zxid)); z > 0 {
+		c.t.sawZxid(z)
+	}
+}
+
 // sawZxid raises seenZxid to zxid.
 func (t *tracker) sawZxid(zxid int64) {
 	for {
@@ -398,14 +416,17 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 			}
 			xid := int32(binary.BigEndian.Uint32(rd.buf[rd.r+4:]))
 			if !isInjectedXid(xid) {
-				if xid >= 0 && l >= 12 && avail < 16 {
-					break // the zxid is still to come (hideZxid)
+				if (xid >= 0 || xid == pingXid) && l >= 12 && avail < 16 {
+					break // the zxid is still to come
 				}
 				rd.frames++
 				rd.pass = 4 + l
 				c.frameZxid = 0
-				if xid >= 0 && l >= 12 {
+				switch {
+				case xid >= 0 && l >= 12:
 					c.hideZxid(rd.buf[rd.r+8 : rd.r+16])
+				case xid == pingXid && l >= 12:
+					c.pingZxid(rd.buf[rd.r+8 : rd.r+16])
 				}
 				continue
 			}

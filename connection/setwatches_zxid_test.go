@@ -22,38 +22,23 @@ func getDataFrame(xid int32, path string) []byte {
 	return frame(body)
 }
 
-// TestSetWatchesZxidNotPastAWatchSetOnALaggingServer shows a watch that
-// that never fired after a reconnect: a defect of 4fbff60 (failed every
-// run, 7 of 7; the sequence is deterministic), fixed in 633a039 (go-
-// zookeeper's setWatches carries the zxid of the last reply read, as
-// go-zookeeper kept it, no newer than goodZxid).
+// TestSetWatchesZxidNotPastAWatchSetOnALaggingServer: a setWatches
+// carries the zxid of the last reply read, never a newer one heard, so
+// that a watch set on a server behind still fires for a change between.
 //
-// ZooKeeper answers a ping with the server's last applied zxid
-// (FinalRequestProcessor: new ReplyHeader(-2, lastZxid, 0), checked in
-// the 3.8.0 jar), and the tracker counts it in goodZxid (answeredHead is
-// called for every reply but notifications), but not in seenZxid (only
-// replies with xid >= 0 and injected ones: hideZxid, injectedReply).
-// Since 4fbff60, go-zookeeper's setWatches carries goodZxid itself
-// (its own relative zxid is always 0); before, it carried
-// min(go-zookeeper's last reply zxid, goodZxid).
-//
-// The sequence, on a 3-server ensemble:
-//  1. the client, on server A, reads at zxid 0x100 (seenZxid 0x100);
-//     another client changes /x at 0x200; A answers a ping at 0x300
-//     (goodZxid 0x300);
-//  2. the link to A drops; the client resumes on follower B, which has
-//     applied 0x150 only (a follower a few milliseconds behind: the
-//     handshake's lastZxidSeen is 0x100, so B accepts), and reads /x with
-//     a watch: the old data, zxid 0x150;
+// ZooKeeper answers a ping with the server's last applied zxid. The
+// tracker counts it in goodZxid and seenZxid (the handshake's
+// lastZxidSeen), not in lastReply. The sequence, on a 3-server ensemble:
+//  1. the client, on server A, reads at zxid 0x100; another client
+//     changes /x at 0x200; A answers a ping at 0x300;
+//  2. the link to A drops; the client's handshake names 0x300, so a
+//     follower B that has applied 0x150 only refuses it — the script goes
+//     on as if B had taken it, to hold the setWatches rule on its own —
+//     and the client reads /x there with a watch: the old data, at 0x150;
 //  3. the link to B drops before B applies 0x200; the client resumes on
-//     A, and go-zookeeper re-sends the watch on /x with relative zxid
-//     0x300. A finds /x's mzxid 0x200 <= 0x300: no event, the watch is
-//     registered, and the client keeps /x's old data with no change to
-//     come. go-zookeeper's own zxid (0x150) would have fired it.
-//
-// The fix taken: the zxid of the last reply read (lastReply), as
-// go-zookeeper's own was, not the newest heard; another would have been
-// to count in goodZxid only replies with xid >= 0 and injected ones.
+//     A, and go-zookeeper sends the watch on /x again. Carrying 0x300, it
+//     would be registered with no event (/x's mzxid 0x200 <= 0x300), and
+//     the client would keep /x's old data with no change to come.
 func TestSetWatchesZxidNotPastAWatchSetOnALaggingServer(t *testing.T) {
 	for _, chunk := range []int{1, 5, 4096} {
 		tr := newTracker()
@@ -72,13 +57,13 @@ func TestSetWatchesZxidNotPastAWatchSetOnALaggingServer(t *testing.T) {
 		}
 
 		// Connection 2, to follower B, behind A (at 0x150): the
-		// handshake's lastZxidSeen lets it resume there.
+		// handshake names the ping's zxid, which B has not applied.
 		sc = &scriptConn{chunk: chunk}
 		c = &trackedConn{Conn: sc, t: tr}
 		hs := connectRequest(0x55)
 		c.Write(hs)
-		if z := int64(binary.BigEndian.Uint64(sc.out.Bytes()[8:16])); z != 0x100 {
-			t.Fatalf("chunk %d: lastZxidSeen %#x, want 0x100", chunk, z)
+		if z := int64(binary.BigEndian.Uint64(sc.out.Bytes()[8:16])); z != 0x300 {
+			t.Fatalf("chunk %d: lastZxidSeen %#x, want the ping's 0x300", chunk, z)
 		}
 		sc.in = connectResponse(4000, 0x55)
 		readFrames(t, c, 1)
@@ -120,9 +105,9 @@ func replyErr(xid int32, zxid int64, code int32) []byte {
 // reply with zxid -1 as it is (go-zookeeper stores none <= 0), pings',
 // auth, setWatches replies and notifications as they are; injected
 // replies reach their callers with their zxid, never go-zookeeper;
-// seenZxid is the newest of the replies to requests (not pings, nor
-// notifications); goodZxid, on a restored connection, at least that.
-// Held: 8 of 8 runs at 4fbff60.
+// seenZxid is the newest of the replies to requests and pings (not
+// notifications); goodZxid, on a restored connection, at least the newest
+// reply to a request.
 func TestHiddenZxidsOfEveryKindOfReply(t *testing.T) {
 	for chunk := 1; chunk <= 40; chunk++ {
 		tr := newTracker()
@@ -189,8 +174,8 @@ func TestHiddenZxidsOfEveryKindOfReply(t *testing.T) {
 		if len(injZxids) != 1 || injZxids[0] != 0x12 {
 			t.Fatalf("chunk %d: injected reply zxids %v", chunk, injZxids)
 		}
-		if z := tr.seenZxid.Load(); z != 0x14 {
-			t.Fatalf("chunk %d: seenZxid %#x, want 0x14", chunk, z)
+		if z := tr.seenZxid.Load(); z != 0x20 {
+			t.Fatalf("chunk %d: seenZxid %#x, want the ping's 0x20", chunk, z)
 		}
 		tr.mu.Lock()
 		good := tr.goodZxid

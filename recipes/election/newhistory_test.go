@@ -338,9 +338,6 @@ func TestElectionFollowsRestoredBackup(t *testing.T) {
 // resume that session: the node goes when they expire it, and the
 // candidate that campaigns again leads.
 func TestResignedLeaderStaysGoneAfterRestoredBackup(t *testing.T) {
-	t.Skip("connection: a ping's answer carries the server's last zxid, and the client does not count it as heard; " +
-		"an idle client whose last request came before the backup resumes its session in the restored database " +
-		"once the servers pass that request's zxid, keeping the resigned leader's node first in line for its life")
 	ens := zktest.Start(t)
 	ens.RequireFaults(t)
 	conn := ens.Conn(t)

@@ -205,9 +205,6 @@ func hearNewest(t *testing.T, clients ...*connection.Client) {
 // resume that session: its node goes when they expire it, and the client
 // goes on in a session of a new history.
 func TestLeftMemberStaysGoneAfterRestoredBackup(t *testing.T) {
-	t.Skip("connection: a ping's answer carries the server's last zxid, and the client does not count it as heard; " +
-		"an idle client whose last request came before the backup resumes its session in the restored database " +
-		"once the servers pass that request's zxid, keeping the left member's node for its life")
 	ens := zktest.Start(t)
 	ens.RequireFaults(t)
 	conn := ens.Conn(t)

@@ -257,9 +257,6 @@ func TestWatchedValueMadeAgainAtSameZxidsAfterWipe(t *testing.T) {
 // are zxids it heard all the same: its next session must be of a new
 // history, and the watch must give the new value.
 func TestIdleWatchedValueMadeAgainAtSameZxidsAfterWipe(t *testing.T) {
-	t.Skip("connection: a ping's answer carries the server's last zxid, and the client does not count it as heard; " +
-		"the new session's check compares the servers' zxid with the last reply to a request only, and sees no new history: " +
-		"the watch keeps the old node's value, trusted, after a Sync")
 	madeAgainAtSameZxids(t, false)
 }
 
