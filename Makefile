@@ -10,6 +10,10 @@ FUZZTIME  ?= 5s
 FUZZ_TARGETS = connection:FuzzValidatePath internal/lockcore:FuzzParse \
 	internal/lockcore:FuzzContenderOrder recipes/queue:FuzzParseEntry
 TESTFLAGS ?=
+# The packages whose integration tests run with the oldest Go too (see test): the session
+# owner's supervisor and watchdog, the recipes whose workers wait on timers, and the command
+# line's processes, signals and terminal.
+OLDEST_INTEGRATION ?= ./connection ./recipes/node ./recipes/partition ./cmd/zkrecipes
 
 .PHONY: demo test bench chaos lint deps
 
@@ -19,9 +23,12 @@ demo: deps
 
 ## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
 ## (the Docker backend's module too: its tests skip, saying why, without a Docker engine), and
-## once more with the oldest supported Go ($(GO_OLDEST), without -race; with ZKRECIPES_SKIP_HEAVY
-## set, the cache's scale tests, the bench scenarios' smoke runs and the longest fault tests
-## (testkit.SkipHeavy) skip there, having run once);
+## then, with the oldest supported Go ($(GO_OLDEST), without -race), what can differ between Go
+## versions: the build and vet of every package, every unit test (-short: the tests against real
+## servers skip), and the integration tests of the packages whose code leans on what Go versions
+## changed — timers (Go 1.23 made their channels unbuffered and Stop/Reset synchronous), child
+## processes and signals: $(OLDEST_INTEGRATION) (with ZKRECIPES_SKIP_HEAVY set, their longest
+## fault tests skip there, having run once);
 ## the short fault run (internal/chaos) runs without it: go-zookeeper v1.0.4 reads its last zxid
 ## unsynchronised while it re-registers watches on a reconnect, a race inside the dependency
 ## that the fault run's many reconnects make the detector report (go-zookeeper/zk#35, open);
@@ -49,8 +56,10 @@ test: deps
 			echo "(the fuzzing engine timed out; running $${t#*:} again)"; \
 			$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
 		elif [ $$rc -ne 0 ]; then echo "$$out"; exit 1; fi; done
-	@echo "== the same tests with the oldest supported Go, $(GO_OLDEST)"
-	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 15m $(TESTFLAGS) ./...
+	@echo "== the oldest supported Go, $(GO_OLDEST): the build, vet and unit tests of every package, the integration tests of $(OLDEST_INTEGRATION)"
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) vet ./...
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -short -count=1 -timeout 10m $(TESTFLAGS) ./...
+	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 15m $(TESTFLAGS) $(OLDEST_INTEGRATION)
 
 ## chaos: participants of every recipe held exclusively (the work queue's one item too), 2–4 to a process sharing its client, under a nemesis on a local 3-node ensemble
 ## (answers lost while requests apply, releases with deadlines shorter than the answer, the network, server and pause faults,
