@@ -1,9 +1,9 @@
 package election_test
 
-// Tests of issue 19 ("Ownership and release" in DESIGN.md) for the
-// election: a term ends before its resignation is sent, an unanswered
-// resignation is never taken as not done, candidates sharing a client
-// lead one at a time, and a term whose node is gone has ended.
+// Tests of ownership and release (docs/locks.md, "Ownership and release")
+// for the election: a term ends before its resignation is sent, an
+// unanswered resignation is never taken as not done, candidates sharing a
+// client lead one at a time, and a term whose node is gone has ended.
 
 import (
 	"context"

@@ -1,9 +1,9 @@
 package naive_test
 
-// Tests of issue 19 ("Ownership and release" in DESIGN.md) for the naive
-// lock, whose node sits at a fixed path: a hold ends before its release
-// is sent, an unanswered release or create is never taken as not done,
-// and participants (not sessions) own the node.
+// Tests of ownership and release (docs/locks.md, "Ownership and release")
+// for the naive lock, whose node sits at a fixed path: a hold ends before
+// its release is sent, an unanswered release or create is never taken as
+// not done, and participants (not sessions) own the node.
 
 import (
 	"context"

@@ -1,10 +1,10 @@
 package queue_test
 
-// Tests of issue 19 ("Ownership and release" in DESIGN.md) for the work
-// queue, whose taken nodes sit at fixed paths: a take ends before its
-// release is sent, an unanswered release is never taken as not done,
-// workers (not sessions) own taken nodes, and a delete of a taken node is
-// never re-sent blind after a lost answer.
+// Tests of ownership and release (docs/locks.md, "Ownership and release")
+// for the work queue, whose taken nodes sit at fixed paths: a take ends
+// before its release is sent, an unanswered release is never taken as not
+// done, workers (not sessions) own taken nodes, and a delete of a taken
+// node is never re-sent blind after a lost answer.
 
 import (
 	"context"

@@ -1,9 +1,9 @@
 package rwlock_test
 
-// Tests of issue 19 ("Ownership and release" in DESIGN.md) for the
-// read/write lock: a hold ends before its release is sent, an unanswered
-// release is never taken as not done, and every path that made a node
-// deletes it when it fails.
+// Tests of ownership and release (docs/locks.md, "Ownership and release")
+// for the read/write lock: a hold ends before its release is sent, an
+// unanswered release is never taken as not done, and every path that made
+// a node deletes it when it fails.
 
 import (
 	"context"
