@@ -193,11 +193,9 @@ func TestCachesSharingAClient(t *testing.T) {
 // watches) on one client whose session expires, once during the first
 // load and once in the middle of a reconnect's re-registration (cut off
 // again right after the link is restored): every cache rebuilds in the
-// new session and equals the server's tree.
-//
-// Fails 6 runs in 16 after the second expiry: the cache of the whole tree
-// reads about every node again in the 300 ms after it settled, the tree
-// still (see TestTrustedAfterExpiryDuringReRegistration for the cause).
+// new session and equals the server's tree, and once settled reads
+// nothing more, the tree still (the risk of a second expiry is explained
+// at TestTrustedAfterExpiryDuringReRegistration).
 func TestCachesSharingAClientExpiry(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
@@ -419,25 +417,22 @@ func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
 // being registered again. Meanwhile nodes are set, children made under
 // existing nodes and leaves deleted. When each cache reports Trusted in
 // the new session, its events so far replay to the server's tree (which
-// nothing changed since), and it reads nothing more.
+// nothing changed since), and it reads nothing more: no second read of
+// every node after Trusted, which would leave the view right but double
+// the cost of the rebuild (TestCachesSharingAClientExpiry is the same
+// case).
 //
-// Failed 9 runs in 11 before the fix (and TestCachesSharingAClientExpiry,
-// the same case, 6 in 16 at its "no read loop" check): the cache of the whole tree,
-// Trusted and equal to the server's tree, then reads every node again
-// (2 reads a node: 2,984 for 1,492 nodes), with nothing changed. The view
-// stays right; the cost of the rebuild doubles, after Trusted.
-//
-// Cause: the old go-zookeeper handle is closed in the background
+// The old go-zookeeper handle is closed in the background
 // (Client.replaceHandleLocked: old.Close(), up to a second, then
 // endWatches), so its sink watches end (EventNotWatching) after the new
 // session's bulk reads have set the cache's sink watches again. The sink
-// tells the cache the path only, not which handle's watch ended, and
-// sinkFired takes it for the op's pending sink watch (o.own, set in the
-// new session): every node is marked for a check. Fixed: sinkFired takes
-// an EventNotWatching for news of a session's end only (checkSession;
-// lost marks every op if it is the view's session), never for the op's
-// pending watch. The plain expiry (TestTrustedAfterExpiry) holds: there the old
-// handle's watches end before the new session's reads.
+// tells the cache the path only, not which handle's watch ended; so
+// sinkFired takes an EventNotWatching for news of a session's end only
+// (checkSession; lost marks every op if it is the view's session), never
+// for the op's pending sink watch (o.own, set in the new session), which
+// would mark every node for a check. In the plain expiry
+// (TestTrustedAfterExpiry) the old handle's watches end before the new
+// session's reads.
 func TestTrustedAfterExpiryDuringReRegistration(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()

@@ -23,7 +23,6 @@ import (
 // waiting for ever. A's hold then rests on its own node's watch from that
 // setWatches: cut again, an operator deletes A's node, and once back A's
 // Done closes and B holds. The server's first contender agrees each time.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

@@ -50,7 +50,6 @@ func firstContender(conn *zk.Conn, dir string) (string, error) {
 // watches at once with NodeDataChanged. W2 must not hold while H's node is
 // first (the server's view), must not fall into a loop of requests, and
 // must hold in its turn, after H and W1 have unlocked, with its first node.
-// Held: 6 of 6 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -190,7 +189,6 @@ func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 // every lock the server's first contender must be the new holder's node
 // and no other participant's Done open; after the writes and faults end,
 // every participant must go on taking the lock.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestOperatorWritesUnderContention(t *testing.T) {
 	testkit.SkipHeavy(t)
 	t.Parallel()

@@ -311,9 +311,9 @@ func TestNodeDeletedByAnotherClientEndsTheHold(t *testing.T) {
 
 // TestCancelledContextNeverEntersTheGate: Lock with an already-cancelled
 // context returns the context's error every time, even when nothing else
-// holds the Mutex's gate (a free gate used to win the select half of the
-// time): a reentrant Lock does not count one more hold. Unlock with one
-// lets go all the same, every time, and says so.
+// holds the Mutex's gate (a select between a free gate and a done context
+// picks either at random): a reentrant Lock does not count one more hold.
+// Unlock with one lets go all the same, every time, and says so.
 func TestCancelledContextNeverEntersTheGate(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

@@ -22,7 +22,6 @@ import (
 // once with NodeDeleted. G must not take it for its turn while H holds
 // (the server's view), must not be left waiting, and holds, without a
 // new node, when H releases.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestKazooPredecessorLeavesBeforeWatches(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

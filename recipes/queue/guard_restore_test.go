@@ -11,20 +11,19 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 )
 
-// TestTakeOutlivesItsTakenNodeReplacedDuringCut: worker A (session
+// TestTakeEndsWhenItsTakenNodeIsReplacedDuringCut: worker A (session
 // policy) has taken the queue's one item and is cut off for a moment.
 // Meanwhile someone deletes A's taken node (an operator) and worker B, on
 // another client, takes the item: B's taken node is at A's path. When A
 // reconnects, the server answers the watch A sets again with
 // NodeDataChanged (a node is at the path, modified since A last heard),
-// not NodeDeleted; the take reads it for a change of its own node and goes
-// on. A's Done never closes, A's guarded result commits while B works on
-// the item, and A's Consume removes the item from under B (its
-// transaction deletes B's taken node).
-//
-// Fixed with TestHoldOutlivesItsNodeReplacedDuringCut (naive): the hold
-// ends when a read after the change finds another czxid at its path.
-func TestTakeOutlivesItsTakenNodeReplacedDuringCut(t *testing.T) {
+// not NodeDeleted. Taken for a change of its own node, it would let A's
+// take go on: Done never closing, A's guarded result committing while B
+// works on the item, and A's Consume removing the item from under B (its
+// transaction deleting B's taken node). So the take, like the naive lock's
+// hold (TestHoldEndsWhenItsNodeIsReplacedDuringCut), ends when a read
+// after the change finds another czxid at its path.
+func TestTakeEndsWhenItsTakenNodeIsReplacedDuringCut(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
