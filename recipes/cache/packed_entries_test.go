@@ -266,7 +266,7 @@ func TestTwoCachesOfOneTreeOneClosed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, watched)
+	testkit.RearmWatches(ctx, &wg, client, watched)
 	check := func(when string) {
 		t.Helper()
 		settleAgainst(t, b, rec, wr, root, when)

@@ -23,36 +23,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// otherUser re-arms a GetWatch and a ChildrenWatch on each path, on the
-// client the caches use, until ctx ends: watches of the same nodes and
-// kinds as the caches' sink watches, fired and set again all the time.
-func otherUser(ctx context.Context, wg *sync.WaitGroup, client *connection.Client, paths []string) {
-	for _, p := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				_, _, dw, err1 := client.GetWatch(ctx, p)
-				_, _, cw, err2 := client.ChildrenWatch(ctx, p)
-				if err1 != nil || err2 != nil {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(20 * time.Millisecond):
-					}
-					continue
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-dw.Done():
-				case <-cw.Done():
-				}
-			}
-		}()
-	}
-}
-
 // twoWriters fills root/a (n nodes) and root/b (n/2) with a writer each,
 // on one session: a cache of root and one of root/b overlap where the
 // second writer writes.
@@ -161,7 +131,7 @@ func TestCachesSharingAClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, watched)
+	testkit.RearmWatches(ctx, &wg, client, watched)
 	all := newCache(t, client, root)
 	br := newCache(t, client, branch)
 	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
@@ -211,7 +181,7 @@ func TestCachesSharingAClientExpiry(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, []string{root, branch})
+	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
 	sess := client.Session()
 	all := newCache(t, client, root)
 	br := newCache(t, client, branch)
@@ -263,7 +233,7 @@ func TestCachesSharingAClientAnswersLost(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, []string{root, branch})
+	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
 	all := newCache(t, client, root)
 	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
 	waitInit(t, all)
@@ -310,7 +280,7 @@ func TestCachesSharingAClientReconnectReads(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, []string{root, branch})
+	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
 	all := newCache(t, client, root)
 	br := newCache(t, client, branch)
 	cs := []*cache.Cache{all, br}
@@ -364,7 +334,7 @@ func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, []string{root, branch})
+	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
 	all := newCache(t, client, root)
 	br := newCache(t, client, branch)
 	cs := []*cache.Cache{all, br}

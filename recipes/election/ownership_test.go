@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -46,7 +47,7 @@ func TestResignWithShortDeadlineEndsTheTerm(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Resign with a deadline shorter than the reply = %v, want DeadlineExceeded", err)
 	}
-	wantOutcomeUnknown(t, err)
+	testkit.WantOutcomeUnknown(t, err)
 	if !closed(term.Done()) {
 		t.Error("the term's Done is open after Resign returned: it still leads")
 	}
@@ -348,14 +349,5 @@ func TestCandidatesWhoseNodesAreDeletedDoNotLead(t *testing.T) {
 		if err := check(); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// wantOutcomeUnknown checks that err, the error of a release that was
-// sent and not answered, says that its outcome is unknown.
-func wantOutcomeUnknown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrOutcomeUnknown) {
-		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
 	}
 }

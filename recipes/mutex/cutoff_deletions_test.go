@@ -3,7 +3,6 @@ package mutex_test
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,23 +38,11 @@ func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second), connection.WithErrorPolicy(connection.SessionPolicy))
-	var (
-		mu  sync.Mutex
-		ops []int32
-	)
-	zkserver.LogWire(p, func(ev zkserver.WireEvent) {
-		if ev.ToServer && ev.Op != opPing {
-			mu.Lock()
-			ops = append(ops, ev.Op)
-			mu.Unlock()
-		}
-	})
+	ops := logRequests(p)
 	defer zkserver.LogWire(p, nil)
 	count := func(op int32) int {
-		mu.Lock()
-		defer mu.Unlock()
 		n := 0
-		for _, o := range ops {
+		for _, o := range ops() {
 			if o == op {
 				n++
 			}
@@ -135,10 +122,9 @@ func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 		t.Fatalf("A's node %s was deleted while cut off and its Done is still open 20 s after the connection came back", anode)
 	}
 	mustHold("B", b, eb)
-	mu.Lock()
-	reads := slices.ContainsFunc(ops, func(o int32) bool { return o == opExists || o == 4 })
-	t.Logf("the waiters' client's requests: %v", ops)
-	mu.Unlock()
+	seen := ops()
+	reads := slices.ContainsFunc(seen, func(o int32) bool { return o == opExists || o == 4 })
+	t.Logf("the waiters' client's requests: %v", seen)
 	if reads {
 		t.Log("a node was read: some watch was set by a read, not all by setWatches")
 	}

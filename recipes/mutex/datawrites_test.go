@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -86,17 +85,7 @@ func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 			}
 			return errors.New("not yet")
 		})
-		var (
-			mu  sync.Mutex
-			ops []int32
-		)
-		zkserver.LogWire(p, func(ev zkserver.WireEvent) {
-			if ev.ToServer && ev.Op != opPing {
-				mu.Lock()
-				ops = append(ops, ev.Op)
-				mu.Unlock()
-			}
-		})
+		ops := logRequests(p)
 		p.DelayReplies(300 * time.Millisecond)
 		e2 := make(chan error, 1)
 		go func() { e2 <- w2.Lock(ctx) }()
@@ -123,9 +112,7 @@ func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 		p.DelayReplies(0)
 		// Give W2 time to see the events and to act on them.
 		time.Sleep(time.Second)
-		mu.Lock()
-		seen := slices.Clone(ops)
-		mu.Unlock()
+		seen := ops()
 		if first, err := firstContender(obs, lock); err != nil || first != h.Node() {
 			t.Fatalf("round %d: the server's first contender is %s (%v), want the holder's %s", round, first, err, h.Node())
 		}

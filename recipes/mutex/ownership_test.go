@@ -77,7 +77,7 @@ func TestUnlockWithShortDeadlineEndsTheHold(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Unlock with a deadline shorter than the reply = %v, want DeadlineExceeded", err)
 	}
-	wantOutcomeUnknown(t, err)
+	testkit.WantOutcomeUnknown(t, err)
 	if m.Held() {
 		t.Error("Held() is true after Unlock returned: the hold was not ended")
 	}
@@ -365,15 +365,6 @@ func TestCancelledContextNeverEntersTheGate(t *testing.T) {
 	})
 }
 
-// wantOutcomeUnknown checks that err, the error of a release that was
-// sent and not answered, says that its outcome is unknown.
-func wantOutcomeUnknown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrOutcomeUnknown) {
-		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
-	}
-}
-
 // TestUnlockWithDoneContextEndsTheHold: after Unlock returns, whatever the
 // error, the hold is over — Held false, Done closed, a second Unlock says
 // ErrNotLocked — also when the caller's context had already ended (a
@@ -523,7 +514,12 @@ func TestWaiterNeverHoldsWithoutItsNode(t *testing.T) {
 		// and its predecessor's): the answer to the last is still held
 		// back by the proxy.
 		sid := wc.Session().ID()
-		testkitEventually(t, 10*time.Second, func() bool { return testkit.ServerWatches(t, ens, sid) >= 2 })
+		zktest.Eventually(t, 10*time.Second, "the waiter's two watches on the server", func() error {
+			if n := testkit.ServerWatches(t, ens, sid); n < 2 {
+				return fmt.Errorf("%d watches", n)
+			}
+			return nil
+		})
 		kids, _, err := obs.Children(lock)
 		if err != nil {
 			t.Fatal(err)
@@ -567,14 +563,3 @@ func TestWaiterNeverHoldsWithoutItsNode(t *testing.T) {
 type tlog struct{ t *testing.T }
 
 func (w tlog) Write(b []byte) (int, error) { w.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
-
-func testkitEventually(t *testing.T, within time.Duration, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in time")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

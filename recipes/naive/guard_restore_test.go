@@ -47,7 +47,7 @@ func TestHoldEndsWhenItsNodeIsReplacedDuringCut(t *testing.T) {
 	states := ac.Listen(ctx)
 
 	p.Cut()
-	waitState(t, states, connection.Suspended)
+	testkit.WaitState(t, states, connection.Suspended, 20*time.Second)
 	if err := obs.Delete(root+"/lock", -1); err != nil { // an operator
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestHoldEndsWhenItsNodeIsReplacedDuringCut(t *testing.T) {
 		t.Fatalf("B's guarded write: %v", err)
 	}
 	p.Restore()
-	waitState(t, states, connection.Reconnected)
+	testkit.WaitState(t, states, connection.Reconnected, 20*time.Second)
 	// A's client has its watches back: the server has told it of the
 	// change at its node's path.
 	if err := ac.Sync(ctx, root); err != nil {
@@ -93,23 +93,4 @@ func TestHoldEndsWhenItsNodeIsReplacedDuringCut(t *testing.T) {
 		t.Errorf("after A's Unlock (%v), B's lock node: %v, want it still there (czxid %d)", uerr, err, lst.Czxid)
 	}
 	_ = b.Unlock(ctx)
-}
-
-// waitState waits for state s on a listener, skipping others.
-func waitState(t *testing.T, ch <-chan connection.State, s connection.State) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case got, ok := <-ch:
-			if !ok {
-				t.Fatalf("listener closed before %v", s)
-			}
-			if got == s {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no %v within 20s", s)
-		}
-	}
 }

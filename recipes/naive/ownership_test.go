@@ -56,7 +56,7 @@ func TestUnlockWithShortDeadlineEndsTheHold(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Unlock with a deadline shorter than the reply = %v, want DeadlineExceeded", err)
 	}
-	wantOutcomeUnknown(t, err)
+	testkit.WantOutcomeUnknown(t, err)
 	if m.Held() {
 		t.Error("Held() is true after Unlock returned: the hold was not ended")
 	}
@@ -204,13 +204,4 @@ func TestLockCancelledAfterItsCreateLeavesNoNode(t *testing.T) {
 		t.Fatalf("another client cannot take the lock after the failed Lock: %v", err)
 	}
 	_ = third.Unlock(ctx)
-}
-
-// wantOutcomeUnknown checks that err, the error of a release that was
-// sent and not answered, says that its outcome is unknown.
-func wantOutcomeUnknown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrOutcomeUnknown) {
-		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 )
 
 // TestTakeEndsWhenItsTakenNodeIsReplacedDuringCut: worker A (session
@@ -50,7 +51,7 @@ func TestTakeEndsWhenItsTakenNodeIsReplacedDuringCut(t *testing.T) {
 	states := ac.Listen(ctx)
 
 	p.Cut()
-	waitState(t, states, connection.Suspended)
+	testkit.WaitState(t, states, connection.Suspended, 20*time.Second)
 	if err := obs.Delete(takenPath, -1); err != nil { // an operator
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestTakeEndsWhenItsTakenNodeIsReplacedDuringCut(t *testing.T) {
 		t.Fatalf("B took %s, want A's item %s", b.Name(), a.Name())
 	}
 	p.Restore()
-	waitState(t, states, connection.Reconnected)
+	testkit.WaitState(t, states, connection.Reconnected, 20*time.Second)
 	if err := ac.Sync(ctx, root); err != nil {
 		t.Fatal(err)
 	}
@@ -83,23 +84,4 @@ func TestTakeEndsWhenItsTakenNodeIsReplacedDuringCut(t *testing.T) {
 		t.Errorf("A's Consume (%v) removed the item B holds: %v", cerr, err)
 	}
 	_ = b.Release(ctx)
-}
-
-// waitState waits for state s on a listener, skipping others.
-func waitState(t *testing.T, ch <-chan connection.State, s connection.State) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case got, ok := <-ch:
-			if !ok {
-				t.Fatalf("listener closed before %v", s)
-			}
-			if got == s {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no %v within 20s", s)
-		}
-	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -61,7 +62,7 @@ func TestReleaseWithShortDeadlineEndsTheLease(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Release with a deadline shorter than the reply = %v, want DeadlineExceeded", err)
 	}
-	wantOutcomeUnknown(t, err)
+	testkit.WantOutcomeUnknown(t, err)
 	if !closedCh(l.Done()) {
 		t.Error("the lease's Done is open after Release returned")
 	}
@@ -114,7 +115,7 @@ func TestMutexUnlockWithShortDeadlineEndsTheHold(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Unlock with a deadline shorter than the reply = %v, want DeadlineExceeded", err)
 	}
-	wantOutcomeUnknown(t, err)
+	testkit.WantOutcomeUnknown(t, err)
 	if !closedCh(done) {
 		t.Error("the hold's Done is open after Unlock returned")
 	}
@@ -280,15 +281,6 @@ func TestLeaseHoldersOfOneClientStayWithinTheMaximum(t *testing.T) {
 	if len(overlaps) > 0 {
 		t.Errorf("%d of %d leases exceeded the maximum of %d open leases, e.g. %v",
 			len(overlaps), participants*rounds, maxLeases, overlaps[:min(len(overlaps), 3)])
-	}
-}
-
-// wantOutcomeUnknown checks that err, the error of a release that was
-// sent and not answered, says that its outcome is unknown.
-func wantOutcomeUnknown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrOutcomeUnknown) {
-		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
 	}
 }
 
