@@ -41,10 +41,10 @@ func TestCommandThatCannotBeExecutedExits126Or127(t *testing.T) {
 }
 
 // TestQuitWhileWaitingExits131: a SIGQUIT (Ctrl-\ on a terminal) that ends
-// the wait for the lock gives 128+3, as SIGINT and SIGTERM give 128+n, and
-// takes the waiting node away. Left to Go's runtime, SIGQUIT would dump
-// every goroutine and exit 2 (zkrecipes' status for a bad command line),
-// leaving the node to the session's expiry.
+// the wait for the lock gives 128+3, as SIGINT and SIGTERM give 128+n.
+// Left to Go's runtime, SIGQUIT would dump every goroutine and exit 2
+// (zkrecipes' status for a bad command line), leaving the waiting node to
+// the session's expiry.
 func TestQuitWhileWaitingExits131(t *testing.T) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
