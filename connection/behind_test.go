@@ -10,13 +10,13 @@ import (
 )
 
 // TestNoResumeOnAServerBehindWhatWasRead: go-zookeeper never sees a
-// reply's zxid any more (hideZxid); the handshake's lastZxidSeen comes
+// reply's zxid (hideZxid); the handshake's lastZxidSeen comes
 // from the tracker. A follower cut off from the leader, behind what the
 // client read, must refuse the client's reconnect (ZooKeeper's "Refusing
 // session request ... as it has seen zxid"), and the client must come
-// back on an up-to-date server and see what it wrote. Held: 4 of 4 runs
-// at 4fbff60; it fails when raiseLastZxid leaves lastZxidSeen at
-// go-zookeeper's (now always 0).
+// back on an up-to-date server and see what it wrote. It relies on
+// raiseLastZxid putting the tracker's zxid into lastZxidSeen in place of
+// go-zookeeper's (always 0).
 func TestNoResumeOnAServerBehindWhatWasRead(t *testing.T) {
 	ens := zktest.Start(t, zktest.WithServers(3), zktest.WithSyncLimit(20*time.Second), zktest.WithServerPartitions())
 	ens.RequireFaults(t)

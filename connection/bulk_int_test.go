@@ -392,3 +392,109 @@ func TestReadWatchManyExpiry(t *testing.T) {
 	}
 	fires(t, res[3].DataWatch, paths[3])
 }
+
+// TestReadWatchManyWatchesEndWithClose: the client closes while watches
+// set in bulk are pending: they end, as a watch set by GetWatch does
+// (go-zookeeper does not know them, so no EventNotWatching of its own
+// comes for them).
+func TestReadWatchManyWatchesEndWithClose(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	if _, err := conn.Create(root+"/a", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	res, err := c.ReadWatchMany(ctx, []connection.BulkRead{{Path: root, Children: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, gw, err := c.GetWatch(ctx, root+"/a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	fires(t, gw, "GetWatch's watch at close")
+	fires(t, res[0].DataWatch, "bulk data watch at close")
+	fires(t, res[0].ChildWatch, "bulk child watch at close")
+}
+
+// TestReadWatchManyReRegistrationCut: watches set in bulk on nodes with
+// long names, so that the client's re-registration after a reconnect
+// takes several setWatches frames; the link is slow (30 ms each way) and
+// cut again while those frames are in flight, with nodes changed during
+// each cut. At Reconnected every watch of a changed node has fired; the
+// others fire for a later change.
+func TestReadWatchManyReRegistrationCut(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	p := ens.Proxy(t)
+	long := string(bytes.Repeat([]byte("x"), 180))
+	var paths []string
+	var ops []any
+	for i := range 1200 {
+		path := fmt.Sprintf("%s/%s-%d", root, long, i)
+		paths = append(paths, path)
+		ops = append(ops, &zk.CreateRequest{Path: path, Acl: zk.WorldACL(zk.PermAll)})
+		if len(ops) == 300 {
+			if _, err := conn.Multi(ops...); err != nil {
+				t.Fatal(err)
+			}
+			ops = nil
+		}
+	}
+	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
+	states := c.Listen(ctxFor(t, 2*time.Minute))
+	ctx := ctxFor(t, time.Minute)
+	res, err := c.ReadWatchMany(ctx, bulkReads(paths))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changed []int
+	change := func(i int) {
+		if _, err := conn.Set(paths[i], []byte("cut"), -1); err != nil {
+			t.Fatal(err)
+		}
+		changed = append(changed, i)
+	}
+	for round := range 3 {
+		p.Cut()
+		expect(t, states, 10*time.Second, connection.Suspended)
+		change(round*13 + 1)
+		p.Restore()
+		p.Delay(30 * time.Millisecond)
+		time.Sleep(time.Duration(40+round*30) * time.Millisecond) // the handshake, the first frames
+		p.Cut()
+		change(round*13 + 2)
+		time.Sleep(50 * time.Millisecond)
+		p.Restore()
+		p.Delay(30 * time.Millisecond)
+		for up := false; !up; {
+			select {
+			case s := <-states:
+				up = s == connection.Reconnected
+			case <-time.After(15 * time.Second):
+				t.Fatalf("round %d: not Reconnected", round)
+			}
+		}
+		for _, i := range changed {
+			if !closed(res[i].DataWatch.Done()) {
+				t.Fatalf("round %d: Reconnected before the watch of %d (changed while cut off) fired", round, i)
+			}
+		}
+	}
+	p.Delay(0)
+	for i := 500; i < 505; i++ {
+		if closed(res[i].DataWatch.Done()) {
+			t.Fatalf("%d fired with nothing changed", i)
+		}
+		if _, err := conn.Set(paths[i], []byte("after"), -1); err != nil {
+			t.Fatal(err)
+		}
+		fires(t, res[i].DataWatch, paths[i])
+	}
+}

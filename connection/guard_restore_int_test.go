@@ -8,7 +8,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 )
 
-// TestGuardResolvedBeforeWatchesRestored: a hold at a fixed path (a
+// TestGuardNotResolvedBeforeWatchesRestored: a hold at a fixed path (a
 // Claim) that ends at the first event of its node's watch — the most a
 // holder can do. Its client (session policy) is cut off; meanwhile someone
 // deletes the node and another client makes one at the same path. A
@@ -16,16 +16,12 @@ import (
 // queue. When the network heals, go-zookeeper writes it on the new
 // connection before the setWatches that tells the client of the change
 // (restore.go: the client reports Reconnected only once those are
-// answered); the connection resolves the guard then, since the holder has
-// heard nothing yet, and the check passes on the other client's node.
-//
-// The connection knows the new connection's watches are not restored when
-// it writes the transaction; the window is the whole cut, not an instant.
-//
-// Fixed: a guard is resolved only on a connection whose watches are
-// registered again (restoredNow); before, its token stays and the
-// transaction fails with ErrGuardFailed.
-func TestGuardResolvedBeforeWatchesRestored(t *testing.T) {
+// answered). Resolved then, the guard's check would pass on the other
+// client's node, since the holder has heard nothing yet — a window as wide
+// as the whole cut. So a guard is resolved only on a connection whose
+// watches are registered again (restoredNow); before, its token stays and
+// the transaction fails with ErrGuardFailed.
+func TestGuardNotResolvedBeforeWatchesRestored(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)

@@ -7,10 +7,10 @@ import "time"
 // go-zookeeper waits for the answer to its connect request ten times its
 // read timeout (6⅔ session timeouts) before it tries another server: the
 // header with that deadline, the body with none. A server that made the
-// session and did not answer (seen once: a new ensemble's leader that
-// committed the session on its followers and did not apply it itself)
-// held Open that long, and a session of the handle being resumed would
-// expire meanwhile, while another server of the list could have taken it.
+// session and does not answer (a new ensemble's leader that committed the
+// session on its followers and did not apply it itself) would hold Open
+// that long, and a session of the handle being resumed would expire
+// meanwhile, while another server of the list could have taken it.
 // (ZooKeeper 3.6.0 to 3.8.0 can leave a committed request unapplied until
 // the next request comes, ZOOKEEPER-4537: the leader of a new ensemble
 // applied the session's creation 15 s late, when its expiry came.)

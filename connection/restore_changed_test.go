@@ -1,9 +1,12 @@
 package connection_test
 
 import (
+	"encoding/binary"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,15 +18,14 @@ import (
 )
 
 // TestReconnectFiresExactlyTheChangedWatches: go-zookeeper's setWatches
-// now carries the tracker's goodZxid (go-zookeeper's own zxid is always
-// 0), own watches (ReadWatchMany) their own. Sixty nodes watched, half
-// by go-zookeeper's reads, half as own watches; other nodes change, and
-// pings are answered, between the reads and the cut; during a cut within
-// the session, some watched nodes change or go. After the reconnect
-// exactly those watches fire: none missed, and no flood of the others
-// (a setWatches zxid of 0 would fire them all). Three rounds, each on the
-// watches the last left. Held: 8 of 8 runs at 4fbff60; with a
-// setWatches zxid of 0 it fails (round 0 fires all 34 watches).
+// carries the tracker's goodZxid (go-zookeeper's own zxid is always 0), own
+// watches (ReadWatchMany) their own. Sixty nodes watched, half by
+// go-zookeeper's reads, half as own watches; other nodes change, and pings
+// are answered, between the reads and the cut; during a cut within the
+// session, some watched nodes change or go. After the reconnect exactly
+// those watches fire: none missed, and no flood of the others (a
+// setWatches zxid of 0 would fire them all). Three rounds, each on the
+// watches the last left.
 func TestReconnectFiresExactlyTheChangedWatches(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -139,8 +141,7 @@ func TestReconnectFiresExactlyTheChangedWatches(t *testing.T) {
 // connection is closed and the client comes back again in the same
 // session. Every watch of a node changed during either cut must fire
 // (go-zookeeper's setWatches carries the tracker's goodZxid, which the
-// unrestored connection must not have moved on), and no other. Held: 5 of
-// 5 runs at 4fbff60.
+// unrestored connection must not have moved on), and no other.
 func TestChangesDuringALostRestoreFireOnTheNext(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -242,5 +243,96 @@ func TestChangesDuringALostRestoreFireOnTheNext(t *testing.T) {
 	}
 	if c.Session() != sess {
 		t.Fatal("the session changed: the test proves nothing")
+	}
+}
+
+// dropConn closes its connection when the client writes the setWatches
+// frame numbered drop (from 1, counted over every connection of the
+// dialer), as a server or network that drops the connection in the middle
+// of the re-registration would.
+type dropConn struct {
+	net.Conn
+	frames *atomic.Int32
+	drop   int32
+}
+
+func (c *dropConn) Write(b []byte) (int, error) {
+	if len(b) >= 12 && binary.BigEndian.Uint32(b[8:12]) == 101 && c.frames.Add(1) == c.drop {
+		c.Conn.Close()
+		return 0, net.ErrClosed
+	}
+	return c.Conn.Write(b)
+}
+
+// TestDropMidSetWatchesKeepsChangesMadeWhileCutOff: the connection drops
+// when go-zookeeper writes its second setWatches frame, the first one
+// answered. The next connection registers the watches again and the client
+// reports Reconnected; by then every watch of a node changed during the cut
+// has fired, those not in the first frame too (else a cache on this client
+// would stay stale while trusted: the cache's
+// TestDropMidSetWatchesKeepsCacheCurrent).
+//
+// The answer to the first frame moves go-zookeeper's lastZxid past the
+// changes made during the cut; were the next connection's setWatches to
+// carry that zxid as relativeZxid, the server would see nothing changed
+// "since" for the watches it never registered on the dropped connection.
+// So the tracker writes into every setWatches no zxid newer than the last
+// answer read on a restored connection (goodZxid, restore.go).
+func TestDropMidSetWatchesKeepsChangesMadeWhileCutOff(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	p := ens.Proxy(t)
+	var frames atomic.Int32
+	dial := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, addr, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &dropConn{Conn: c, frames: &frames, drop: 2}, nil
+	}
+	const timeout = 9 * time.Second
+	c := open(t, p.Servers(), connection.WithSessionTimeout(timeout), connection.WithDialer(dial))
+	paths, ws := manyWatches(t, conn, c, root, 3000)
+	states := c.Listen(ctxFor(t, time.Minute))
+	sid := c.Session().ID()
+	p.Cut()
+	expect(t, states, 10*time.Second, connection.Suspended)
+	for i := 0; i < len(paths); i += 10 {
+		if _, err := conn.Set(paths[i], []byte("v1"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Restore()
+	at := time.Now()
+	expect(t, states, 20*time.Second, connection.Reconnected)
+	took := time.Since(at)
+	if c.Session().ID() != sid {
+		t.Fatal("a new session")
+	}
+	if n := frames.Load(); n < 3 {
+		// The drop is at the second frame; the next connection writes
+		// them all again.
+		t.Fatalf("%d setWatches frames written: the drop did not happen as planned", n)
+	}
+	var pending []int
+	for i := 0; i < len(paths); i += 10 {
+		if !closed(ws[i].Done()) {
+			pending = append(pending, i)
+		}
+	}
+	t.Logf("Reconnected %v after the restore, %d setWatches frames written", took.Round(time.Millisecond), frames.Load())
+	if len(pending) > 0 {
+		time.Sleep(3 * time.Second) // and later?
+		var still int
+		for _, i := range pending {
+			if !closed(ws[i].Done()) {
+				still++
+			}
+		}
+		t.Fatalf("Reconnected while %d of %d watches of nodes changed during the cut had not fired (e.g. node %d); 3 s later %d still had not",
+			len(pending), len(paths)/10, pending[0], still)
 	}
 }

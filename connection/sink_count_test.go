@@ -14,10 +14,9 @@ import (
 // child watches, and then a GetWatch and a ChildrenWatch of another user
 // of the client (the server holds one watch of each kind), counts two.
 //
-// It failed every run (6 of 6) with 4 before the fix: Stats added
-// len(c.watches) (the Watches) and c.ownPending (the sink entries' kinds)
-// without looking for a key in both. Only the figure was wrong: the
-// watches fire and are told.
+// Stats adds len(c.watches) (the Watches) and c.ownPending (the sink
+// entries' kinds), so it must not count a key that is in both (4 here).
+// Only the figure is at stake: the watches fire and are told either way.
 //
 // It runs with a sink of each kind (the client's table, a WatchTable), and
 // then with one of each on the node.

@@ -129,8 +129,8 @@ type createdStat struct {
 // has its cleanup collect it, so the map holds about as many as there are
 // creates in flight. Beyond the bound (a safety net: 64 Ki creates in
 // flight) it is cleared, and the callers whose results went read the
-// Stat instead. It was 1,024 once: 10,000 waiters queueing at once lost
-// their results and paid a read each.
+// Stat instead. It is that large so that many waiters queueing at once
+// (10,000 and more) keep their results rather than paying a read each.
 const maxCreated = 1 << 16
 
 // whenWritten has f called, once, when a create of spath (a protected

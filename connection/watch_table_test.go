@@ -14,35 +14,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// rearm sets a GetWatch and a ChildrenWatch on each path, and sets them
-// again each time one fires, until ctx ends.
-func rearm(ctx context.Context, wg *sync.WaitGroup, c *connection.Client, paths []string) {
-	for _, p := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				_, _, dw, err1 := c.GetWatch(ctx, p)
-				_, _, cw, err2 := c.ChildrenWatch(ctx, p)
-				if err1 != nil || err2 != nil {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(20 * time.Millisecond):
-					}
-					continue
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-dw.Done():
-				case <-cw.Done():
-				}
-			}
-		}()
-	}
-}
-
 // TestPendingWatchesAcrossExpiry: GetWatch and ChildrenWatch set
 // again and again on a few nodes (as a user of the client beside a cache
 // does), with a sink of each kind watching the same nodes in bulk, read
@@ -101,7 +72,7 @@ func testPendingWatchesAcrossExpiry(t *testing.T, kind string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	rearm(ctx, &wg, c, paths)
+	testkit.RearmWatches(ctx, &wg, c, paths)
 	counts := func(when string) {
 		t.Helper()
 		zktest.Eventually(t, 10*time.Second, when, func() error {

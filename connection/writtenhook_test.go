@@ -13,15 +13,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 )
 
-// TestCreateProtectedThenStillFires: the tracker now tells every create
-// as it is written (noteCreate, before the create of a protected name is
-// turned into a create2); CreateProtectedThen's then, which the mutex's
-// first listing rides on, must still be called once per create, before
-// the create returns, and a listing sent from it must name the new node
-// (it went out behind the create, on the same connection) — through a
+// TestCreateProtectedThenStillFires: the tracker tells every create as it
+// is written (noteCreate, before the create of a protected name is turned
+// into a create2); CreateProtectedThen's then, which the mutex's first
+// listing rides on, must still be called once per create, before the
+// create returns, and a listing sent from it must name the new node (it
+// went out behind the create, on the same connection) — through a
 // namespace, with several creates of one directory at once on one
-// client. Held: 9 of 9 runs at 4fbff60; it fails (then never called)
-// when noteCreate does not call wrote.
+// client. It relies on noteCreate calling wrote.
 func TestCreateProtectedThenStillFires(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -95,25 +94,22 @@ func TestCreateProtectedThenStillFires(t *testing.T) {
 
 // TestClaimWrittenNotToldOfAnotherCreateOfThePath: ClaimHooks.Written
 // promises that a request sent from it goes out behind the claim's own
-// create. The tracker matches the hook by the create's server path, so a
-// plain Create of the same path by the same client, written between the
-// hook's registration and the claim's create, calls it: a delete sent
-// from Written then goes out before the claim's create, deletes the
-// other node, and the claim's create succeeds after it — the claim's
-// node is left though its Written sent a delete. Each round races a
-// plain Create with a ClaimThen whose Written deletes the path; a node
-// of the claim's left at the end breaks the promise.
+// create. A plain Create of the same path by the same client, written
+// between the hook's registration and the claim's create, must not call
+// it: a delete sent from Written would then go out before the claim's
+// create, delete the other node, and the claim's create would succeed
+// after it — the claim's node left though its Written sent a delete. Each
+// round races a plain Create with a ClaimThen whose Written deletes the
+// path; a node of the claim's left at the end breaks the promise.
 //
-// A defect of 4fbff60 (fixed in ca97162: the hook matches the create's
-// data too): failed every run (7 of 7), in 21 to 37 of 400 rounds
-// (-race, shared 2-core machine). Cause: tracker.whenWritten keys the
-// hook by server path only, and noteCreate fires it for any create of
-// that path the client writes (the window is between whenWritten and the
-// claim's create reaching go-zookeeper's queue). The contract of the
-// public ClaimHooks is what breaks; in the queue the racing create would
-// be a TryTake's of the same item on the same client, applied first, so
-// the head's create is refused either way and it lines up again: no
-// visible harm there.
+// So the hook matches the create's data as well as its path: keyed by
+// the server path only, noteCreate would fire it for any create of that
+// path the client writes between whenWritten and the claim's create
+// reaching go-zookeeper's queue: a narrow window, hence the 400 rounds.
+// In the queue the racing create would be a TryTake's of the same item
+// on the same client, applied first, so the head's create would be
+// refused either way; the contract of the public ClaimHooks is what is at
+// stake.
 func TestClaimWrittenNotToldOfAnotherCreateOfThePath(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

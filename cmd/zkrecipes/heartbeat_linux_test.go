@@ -3,10 +3,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,5 +46,39 @@ func TestCtrlZLongerThanHalfSessionTimeout(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(got); strings.TrimSpace(string(b)) != "hello" {
 		t.Fatalf("after fg the command read %q; terminal:\n%s", b, screen.String())
+	}
+}
+
+// TestStoppedCLIDoesNotLeaveCommandBesideNextHolder: the core promise when
+// zkrecipes itself is stopped (SIGSTOP: a debugger, an operator's kill
+// -STOP, a stuck process-freezing tool) while CMD runs: zkrecipes no longer
+// keeps its session, which expires, and another participant takes the
+// lock. Watching for zkrecipes' death (socket EOF, parent death signal,
+// parent change) does not see a stop; the guardian also kills the group
+// when zkrecipes' heartbeats stop for half the session timeout, before the
+// servers can expire the session.
+func TestStoppedCLIDoesNotLeaveCommandBesideNextHolder(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir := t.TempDir()
+	cpidFile := filepath.Join(dir, "child")
+	script := fmt.Sprintf(`echo $$ > %[1]s.tmp && mv %[1]s.tmp %[1]s; while :; do sleep 0.05; done`, cpidFile)
+	r := startCLI(t, "lock", "--servers", ens.ConnectString(), "--session-timeout", "2s", root+"/job", "--", "sh", "-c", script)
+	child := waitPid(t, cpidFile)
+	lockNode(t, ens, root+"/job")
+	if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.cmd.Process.Signal(syscall.SIGCONT) })
+	stoppedAt := time.Now()
+	m := holdLock(t, ens, root+"/job", "next holder") // once zkrecipes' session has expired
+	t.Logf("another participant holds the lock %v after zkrecipes was stopped", time.Since(stoppedAt).Round(time.Millisecond))
+	time.Sleep(500 * time.Millisecond)
+	stillRunning := alive(child)
+	if err := m.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if stillRunning {
+		t.Fatalf("the command %d runs beside the next holder while zkrecipes is stopped", child)
 	}
 }

@@ -10,9 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // testHold is a hold that the test ends.
@@ -131,5 +135,188 @@ func TestGuardianLinesAreDistinct(t *testing.T) {
 	}
 	if ev, ok := parseGuardianLine([]byte("exit 7")); !ok || !ev.ended {
 		t.Fatalf("exit 7: %+v, %v", ev, ok)
+	}
+}
+
+// startCLIIn starts the built zkrecipes in directory dir with environment
+// env (nil: the test's), its stderr going to a file. It is killed and
+// reaped when the test ends, if still running.
+func startCLIIn(t *testing.T, dir string, env []string, args ...string) *cliRun {
+	t.Helper()
+	cmd := exec.Command(builtCLI.get(t), args...)
+	cmd.Dir, cmd.Env = dir, env
+	return startCmd(t, nil, cmd)
+}
+
+// slowLookupDir makes a directory in which the relative PATH entry "x" is
+// a chain of 38 symbolic links to an empty directory, and returns it with
+// an environment whose PATH names "x" as often as an environment string
+// allows, before the real PATH. A process started in that directory with
+// that environment takes a few hundred milliseconds to look a program up
+// in PATH (exec.LookPath of a bare name such as "sh"): the looking up is
+// slowed down, nothing else. It widens the window between the moment the
+// guardian starts and the moment it starts CMD, which is otherwise a
+// fraction of a millisecond wide, so that a test can act inside it.
+func slowLookupDir(t *testing.T) (dir string, env []string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prev := "empty"
+	for i := range 37 {
+		name := "l" + strconv.Itoa(i)
+		if err := os.Symlink(prev, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+		prev = name
+	}
+	if err := os.Symlink(prev, filepath.Join(dir, "x")); err != nil {
+		t.Fatal(err)
+	}
+	path := strings.Repeat("x:", 60000) + os.Getenv("PATH")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	return dir, append(env, "PATH="+path)
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var kids []int
+	names, _ := filepath.Glob("/proc/[0-9]*")
+	for _, name := range names {
+		p, _ := strconv.Atoi(filepath.Base(name))
+		if st, err := readProcStat(p); err == nil && st.ppid == pid {
+			kids = append(kids, p)
+		}
+	}
+	return kids
+}
+
+// waitGuardian waits for zkrecipes (pid) to start its guardian, and
+// returns the guardian's pid.
+func waitGuardian(t *testing.T, pid int) int {
+	t.Helper()
+	var g int
+	zktest.Eventually(t, 60*time.Second, "zkrecipes starts its guardian", func() error {
+		for _, kid := range childrenOf(pid) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(kid) + "/cmdline")
+			if err == nil && strings.Contains(string(b), guardianArg) {
+				g = kid
+				return nil
+			}
+		}
+		return errors.New("no guardian yet")
+	})
+	return g
+}
+
+// inGuardianWindow waits until the guardian g has surely got past its
+// start-up (its runtime's start and signal.Notify: a few milliseconds) and
+// checks that it has not started CMD yet. It fails the test when the
+// window was missed: then the test shows nothing.
+func inGuardianWindow(t *testing.T, g int, started string) {
+	t.Helper()
+	time.Sleep(60 * time.Millisecond)
+	if _, err := os.Stat(started); err == nil || len(childrenOf(g)) > 0 {
+		t.Fatalf("the guardian %d started the command before the test could act (children %v): the window was missed", g, childrenOf(g))
+	}
+}
+
+// TestLockLostWhileGuardianStartsNeverRunsCommand: a hold lost between
+// zkrecipes starting its guardian and the guardian starting CMD (the lock
+// node deleted by another client) means CMD never runs, and zkrecipes exits
+// 4 (docs/cli.md, "The command never outlives its hold": Start).
+//
+// A SIGTERM to the group cannot cover this window: the group then holds
+// only the guardian, which catches every signal while zkrecipes is its
+// parent. So the guardian waits for zkrecipes' word, and zkrecipes looks at
+// the hold right before it gives it. The window is normally well under a
+// millisecond (the guardian's exec.Command looking CMD up in PATH); the test
+// widens it with a slow PATH lookup (slowLookupDir), it does not create it.
+func TestLockLostWhileGuardianStartsNeverRunsCommand(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir, env := slowLookupDir(t)
+	tmp := t.TempDir()
+	started, termed := filepath.Join(tmp, "started"), filepath.Join(tmp, "termed")
+	script := fmt.Sprintf(`PATH=/usr/bin:/bin; trap 'echo TERM >> %[2]s' TERM; date +%%s.%%N > %[1]s; while :; do sleep 0.05; done`, started, termed)
+	c := ens.Conn(t)
+	r := startCLIIn(t, dir, env, "lock", "--servers", ens.ConnectString(), "--grace", "3s", root+"/job", "--", "sh", "-c", script)
+	g := waitGuardian(t, r.cmd.Process.Pid)
+	kids, _, err := c.Children(root + "/job")
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("lock nodes %v, %v", kids, err)
+	}
+	inGuardianWindow(t, g, started)
+
+	if err := c.Delete(root+"/job/"+kids[0], -1); err != nil { // the lock is lost
+		t.Fatal(err)
+	}
+	lostAt := time.Now()
+	code := r.wait(t, 60*time.Second)
+	t.Logf("zkrecipes exited %d; stderr:\n%s", code, r.errOut())
+	if b, err := os.ReadFile(started); err == nil {
+		var sec float64
+		_, _ = fmt.Sscan(string(b), &sec)
+		startedAt := time.Unix(0, int64(sec*1e9))
+		_, termErr := os.Stat(termed)
+		t.Fatalf("the command started %v after the lock was lost (it got SIGTERM: %v); exit %d",
+			startedAt.Sub(lostAt).Round(time.Millisecond), termErr == nil, code)
+	}
+	if code != exitLost {
+		t.Fatalf("exit %d, want %d", code, exitLost)
+	}
+}
+
+// TestSignalWhileGuardianStartsReachesCommand: a SIGTERM sent to zkrecipes
+// once the lock is held and the guardian runs, but before the guardian has
+// started CMD, either keeps CMD from running (exit 143) or reaches it
+// exactly once — never lost, as it would be were it only passed on to a
+// group in which the guardian, which catches every signal, runs alone.
+// The window is widened as in
+// TestLockLostWhileGuardianStartsNeverRunsCommand.
+func TestSignalWhileGuardianStartsReachesCommand(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	dir, env := slowLookupDir(t)
+	tmp := t.TempDir()
+	started, termed, stop := filepath.Join(tmp, "started"), filepath.Join(tmp, "termed"), filepath.Join(tmp, "stop")
+	script := fmt.Sprintf(`PATH=/usr/bin:/bin; trap 'echo TERM >> %[2]s' TERM; echo $$ > %[1]s; while [ ! -e %[3]s ]; do sleep 0.05; done`, started, termed, stop)
+	r := startCLIIn(t, dir, env, "lock", "--servers", ens.ConnectString(), root+"/job", "--", "sh", "-c", script)
+	g := waitGuardian(t, r.cmd.Process.Pid)
+	inGuardianWindow(t, g, started)
+
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	zktest.Eventually(t, 30*time.Second, "the command starts, or zkrecipes ends", func() error {
+		select {
+		case <-r.done:
+			return nil
+		default:
+		}
+		_, err := os.Stat(started)
+		return err
+	})
+	if _, err := os.Stat(started); err != nil {
+		// CMD never started: fine if zkrecipes says it was a signal.
+		if r.wait(t, time.Second) != exitSignal+int(syscall.SIGTERM) {
+			t.Fatalf("the command never started, and zkrecipes exited %d, not %d; stderr %q", r.code, exitSignal+int(syscall.SIGTERM), r.errOut())
+		}
+		return
+	}
+	waitPid(t, started)
+	time.Sleep(500 * time.Millisecond) // time for the SIGTERM to be trapped, had it come
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := r.wait(t, 30*time.Second)
+	b, _ := os.ReadFile(termed)
+	if n := strings.Count(string(b), "TERM"); n != 1 {
+		t.Fatalf("the command got %d SIGTERMs, want the 1 sent to zkrecipes; zkrecipes exited %d; stderr %q", n, code, r.errOut())
 	}
 }

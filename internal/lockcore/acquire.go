@@ -337,8 +337,8 @@ var errPark = errors.New("lockcore: park")
 //     revocation is read by the hold itself, Hold.watchRevocation).
 //
 // Watches that do not follow a fresh listing (after a deletion or a
-// change seen in the kept listing) are set with a read each, as before:
-// there is no zxid to set them at.
+// change seen in the kept listing) are set with a read each: there is no
+// zxid to set them at.
 //
 // It also relies on no node being inserted ahead of ours after our
 // listing: a queue where that can happen (a read/write lock's downgrade)

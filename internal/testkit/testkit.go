@@ -1,15 +1,18 @@
 // Package testkit holds the helpers every package's integration tests
-// share: a client per test, a context per test, a look at a channel, and
-// a TestMain that stops the shared ensemble before checking for leaked
-// goroutines.
+// share: a client per test, a context per test, a look at a channel, a
+// wait for a connection state, the check of an unanswered release,
+// another user's watches on the same client, and a TestMain that stops
+// the shared ensemble before checking for leaked goroutines.
 package testkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,6 +63,68 @@ func Closed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// WantOutcomeUnknown checks that err, the error of a release that was
+// sent and not answered, says that its outcome is unknown.
+func WantOutcomeUnknown(t testing.TB, err error) {
+	t.Helper()
+	if !errors.Is(err, connection.ErrOutcomeUnknown) {
+		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
+	}
+}
+
+// WaitState waits for state want on a listener, skipping others; it fails
+// the test if the listener closes first or want does not come within d.
+func WaitState(t testing.TB, ch <-chan connection.State, want connection.State, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case got, ok := <-ch:
+			if !ok {
+				t.Fatalf("listener closed before %v", want)
+			}
+			if got == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no %v within %v", want, d)
+		}
+	}
+}
+
+// RearmWatches sets a GetWatch and a ChildrenWatch on each path through
+// c, and sets them again each time one fires, until ctx ends: another
+// user of the client whose watches of the same nodes and kinds as a
+// recipe's are fired and set again all the time. Each path's loop runs in
+// a goroutine counted in wg.
+func RearmWatches(ctx context.Context, wg *sync.WaitGroup, c *connection.Client, paths []string) {
+
+	for _, p := range paths {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				_, _, dw, err1 := c.GetWatch(ctx, p)
+				_, _, cw, err2 := c.ChildrenWatch(ctx, p)
+				if err1 != nil || err2 != nil {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					continue
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-dw.Done():
+				case <-cw.Done():
+				}
+			}
+		}()
 	}
 }
 

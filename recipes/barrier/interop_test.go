@@ -71,8 +71,8 @@ func TestBarrierInterop(t *testing.T) {
 //
 // The Curator driver makes a new DistributedDoubleBarrier for each
 // round. With one instance entered again round after round, a Curator
-// member passed enter with three members of four and no ready node, in 2
-// of 4 runs of this test: Curator 5.4's enter returns after one wait,
+// member can pass enter with three members of four and no ready node:
+// Curator 5.4's enter returns after one wait,
 // whatever woke it (GH-1290), and an instance keeps its node's name from
 // round to round, so an exists watch its leave left on another member's
 // vanished node can fire when that member makes its node again.

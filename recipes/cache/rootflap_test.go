@@ -47,13 +47,11 @@ func quiet(t *testing.T, c *cache.Cache, d time.Duration) {
 	}
 }
 
-// TestRootFlapsWithChildren attacks the root's listing answered NoNode
+// TestRootFlapsWithChildren tests the root's listing answered NoNode
 // while the root is known (listDone lists again): the root and its
 // children deleted and made again in quick succession, 60 times, without
 // waiting for the cache, then once it caught up; the view must end as the
-// server's tree, and no read may go on once it is. Held: 21 of 21 runs
-// (-race, shared 2-core machine); the root's final deletion costs 9 or
-// 10 reads.
+// server's tree, and no read may go on once it is.
 func TestRootFlapsWithChildren(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -88,8 +86,7 @@ func TestRootFlapsWithChildren(t *testing.T) {
 
 // TestRootFlapsWhileTheCacheStarts: caches start while another client
 // deletes and makes the root again, with children, as fast as it can; once
-// it stops, every view is the server's tree and no read goes on. Held: 16
-// of 16 runs (-race, shared 2-core machine).
+// it stops, every view is the server's tree and no read goes on.
 func TestRootFlapsWhileTheCacheStarts(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

@@ -12,9 +12,9 @@ import (
 // TestRootMadeLaterWithAChild: a cache of a directory that does not exist
 // yet; the directory is made, a child at once in it, and the child's data
 // set — as a service registers its first instance. The view gets the
-// child. (The root's first listing, answered NoNode, used to be applied
-// after the data read that found the root: nobody listed it again, and
-// the child never came — most rounds under load.)
+// child, also when the root's first listing, answered NoNode, comes back
+// after the data read that found the root: applied then, it would leave
+// the root unlisted and the child would never come.
 func TestRootMadeLaterWithAChild(t *testing.T) {
 	ens := shared.Ensemble(t)
 	base := ens.Root(t)

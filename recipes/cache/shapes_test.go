@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // makeTree creates root/a{0..n-1}/b{0..m-1}, each with its path as data.
@@ -265,5 +266,120 @@ func TestClientClosed(t *testing.T) {
 	}
 	if err := c.Sync(ctxFor(t, 5*time.Second)); !errors.Is(err, connection.ErrClosed) {
 		t.Fatalf("sync: %v", err)
+	}
+}
+
+// TestShapesAndUnreadableAcrossFaults: a directory cache (depth 1) and a
+// selector cache on a tree with a node the client may not read, through
+// a short cut and an expiry, with writes inside and outside their shapes
+// meanwhile (the unreadable node deleted during the expiry). After each,
+// each view equals the server's tree cut to its shape (the unreadable node
+// with its Stat and Err while it exists); no event names a path outside
+// the shape; the events replay to the view.
+func TestShapesAndUnreadableAcrossFaults(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	owner := ens.Conn(t)
+	if err := owner.AddAuth("digest", []byte("owner:secret")); err != nil {
+		t.Fatal(err)
+	}
+	makeTree(t, conn, root, 3, 2)
+	secret := root + "/a0/secret"
+	if _, err := owner.Create(secret, []byte("hidden"), 0, zk.DigestACL(zk.PermAll, "owner", "secret")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Delete(secret, -1) })
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	excluded := func(p string) bool { return strings.Contains(p, "/a1") || strings.HasPrefix(p, root+"/a2/") }
+	sel := cache.Selector{
+		Accept:  func(p string) bool { return !strings.HasSuffix(p, "/a1") },
+		Descend: func(p string) bool { return !strings.HasSuffix(p, "/a2") },
+	}
+	type shaped struct {
+		name string
+		c    *cache.Cache
+		rec  *recorder
+		keep func(p string) bool
+	}
+	depth1 := newCache(t, client, root, cache.WithMaxDepth(1))
+	selc := newCache(t, client, root, cache.WithSelector(sel))
+	caches := []shaped{
+		{"depth 1", depth1, record(t, depth1), func(p string) bool { return strings.Count(strings.TrimPrefix(p, root), "/") <= 1 }},
+		{"selector", selc, record(t, selc), func(p string) bool { return !excluded(p) }},
+	}
+	ctx := ctxFor(t, time.Minute)
+	check := func(when string) {
+		t.Helper()
+		full := readTree(t, owner, root, -1) // owner may read everything
+		for _, sc := range caches {
+			if err := sc.c.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sc.c.Trust(ctx); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]tnode{}
+			for p, n := range full {
+				if sc.keep(p) {
+					want[p] = n
+				}
+			}
+			view := nodesOf(sc.c.Snapshot())
+			if n, ok := view[secret]; ok {
+				if w, ok := want[secret]; !ok || !errors.Is(n.Err, zk.ErrNoAuth) || n.Stat.Czxid != w.stat.Czxid {
+					t.Fatalf("%s, %s: the unreadable node: %+v", when, sc.name, n)
+				}
+				// Compared by its Stat alone: its data cannot be read.
+				n.Data = want[secret].data
+				view[secret] = n
+			}
+			if d := diff(view, want); d != "" {
+				t.Fatalf("%s, %s: the view differs from the server's tree cut to its shape:\n%s", when, sc.name, d)
+			}
+			for _, ev := range sc.rec.all() {
+				if ev.Path != "" && !sc.keep(ev.Path) {
+					t.Fatalf("%s, %s: event of a path outside the shape: %v %s", when, sc.name, ev.Type, ev.Path)
+				}
+			}
+			zktest.Eventually(t, 10*time.Second, when+": replay", func() error {
+				if d := diffReplay(replay(sc.rec.all()), sc.c.Snapshot()); d != "" {
+					return errors.New(d)
+				}
+				return nil
+			})
+		}
+	}
+	check("at first")
+	write := func(tag string) {
+		for _, p := range []string{"/a0", "/a1", "/a2", "/a0/b0", "/a1/b0", "/a2/b1"} {
+			if _, err := conn.Set(root+p, []byte(tag), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, p := range []string{"/a0/" + tag, "/a1/" + tag, "/a2/" + tag, "/" + tag} {
+			mustCreate(t, conn, root+p, []byte(tag))
+		}
+	}
+	proxy.Cut()
+	time.Sleep(200 * time.Millisecond)
+	write("cut")
+	proxy.Restore()
+	check("after a short cut")
+	sid := client.Session().ID()
+	proxy.Blackhole()
+	time.Sleep(500 * time.Millisecond)
+	write("expiry")
+	if err := owner.Delete(secret, -1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	proxy.Restore()
+	check("after an expiry")
+	if client.Session().ID() == sid {
+		t.Fatal("the session did not change")
 	}
 }

@@ -23,36 +23,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// otherUser re-arms a GetWatch and a ChildrenWatch on each path, on the
-// client the caches use, until ctx ends: watches of the same nodes and
-// kinds as the caches' sink watches, fired and set again all the time.
-func otherUser(ctx context.Context, wg *sync.WaitGroup, client *connection.Client, paths []string) {
-	for _, p := range paths {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				_, _, dw, err1 := client.GetWatch(ctx, p)
-				_, _, cw, err2 := client.ChildrenWatch(ctx, p)
-				if err1 != nil || err2 != nil {
-					select {
-					case <-ctx.Done():
-						return
-					case <-time.After(20 * time.Millisecond):
-					}
-					continue
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-dw.Done():
-				case <-cw.Done():
-				}
-			}
-		}()
-	}
-}
-
 // twoWriters fills root/a (n nodes) and root/b (n/2) with a writer each,
 // on one session: a cache of root and one of root/b overlap where the
 // second writer writes.
@@ -161,7 +131,7 @@ func TestCachesSharingAClient(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, watched)
+	testkit.RearmWatches(ctx, &wg, client, watched)
 	all := newCache(t, client, root)
 	br := newCache(t, client, branch)
 	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
@@ -193,11 +163,9 @@ func TestCachesSharingAClient(t *testing.T) {
 // watches) on one client whose session expires, once during the first
 // load and once in the middle of a reconnect's re-registration (cut off
 // again right after the link is restored): every cache rebuilds in the
-// new session and equals the server's tree.
-//
-// Fails 6 runs in 16 after the second expiry: the cache of the whole tree
-// reads about every node again in the 300 ms after it settled, the tree
-// still (see TestTrustedAfterExpiryDuringReRegistration for the cause).
+// new session and equals the server's tree, and once settled reads
+// nothing more, the tree still (the risk of a second expiry is explained
+// at TestTrustedAfterExpiryDuringReRegistration).
 func TestCachesSharingAClientExpiry(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()
@@ -213,7 +181,7 @@ func TestCachesSharingAClientExpiry(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, []string{root, branch})
+	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
 	sess := client.Session()
 	all := newCache(t, client, root)
 	br := newCache(t, client, branch)
@@ -265,7 +233,7 @@ func TestCachesSharingAClientAnswersLost(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, []string{root, branch})
+	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
 	all := newCache(t, client, root)
 	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
 	waitInit(t, all)
@@ -312,7 +280,7 @@ func TestCachesSharingAClientReconnectReads(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, []string{root, branch})
+	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
 	all := newCache(t, client, root)
 	br := newCache(t, client, branch)
 	cs := []*cache.Cache{all, br}
@@ -366,7 +334,7 @@ func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	otherUser(ctx, &wg, client, []string{root, branch})
+	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
 	all := newCache(t, client, root)
 	br := newCache(t, client, branch)
 	cs := []*cache.Cache{all, br}
@@ -419,25 +387,22 @@ func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
 // being registered again. Meanwhile nodes are set, children made under
 // existing nodes and leaves deleted. When each cache reports Trusted in
 // the new session, its events so far replay to the server's tree (which
-// nothing changed since), and it reads nothing more.
+// nothing changed since), and it reads nothing more: no second read of
+// every node after Trusted, which would leave the view right but double
+// the cost of the rebuild (TestCachesSharingAClientExpiry is the same
+// case).
 //
-// Failed 9 runs in 11 before the fix (and TestCachesSharingAClientExpiry,
-// the same case, 6 in 16 at its "no read loop" check): the cache of the whole tree,
-// Trusted and equal to the server's tree, then reads every node again
-// (2 reads a node: 2,984 for 1,492 nodes), with nothing changed. The view
-// stays right; the cost of the rebuild doubles, after Trusted.
-//
-// Cause: the old go-zookeeper handle is closed in the background
+// The old go-zookeeper handle is closed in the background
 // (Client.replaceHandleLocked: old.Close(), up to a second, then
 // endWatches), so its sink watches end (EventNotWatching) after the new
 // session's bulk reads have set the cache's sink watches again. The sink
-// tells the cache the path only, not which handle's watch ended, and
-// sinkFired takes it for the op's pending sink watch (o.own, set in the
-// new session): every node is marked for a check. Fixed: sinkFired takes
-// an EventNotWatching for news of a session's end only (checkSession;
-// lost marks every op if it is the view's session), never for the op's
-// pending watch. The plain expiry (TestTrustedAfterExpiry) holds: there the old
-// handle's watches end before the new session's reads.
+// tells the cache the path only, not which handle's watch ended; so
+// sinkFired takes an EventNotWatching for news of a session's end only
+// (checkSession; lost marks every op if it is the view's session), never
+// for the op's pending sink watch (o.own, set in the new session), which
+// would mark every node for a check. In the plain expiry
+// (TestTrustedAfterExpiry) the old handle's watches end before the new
+// session's reads.
 func TestTrustedAfterExpiryDuringReRegistration(t *testing.T) {
 	skipReconnectsUnderRace(t)
 	t.Parallel()

@@ -264,7 +264,7 @@ func TestViewMadeBetweenSessionsOfALaterHistory(t *testing.T) {
 	}
 	conn = connectNew(t, ens)
 	tree(t, conn, "v2", "/app", "/app/b")
-	waitState(t, states, connection.Reconnected)
+	testkit.WaitState(t, states, connection.Reconnected, 20*time.Second)
 	if h := client.Session().History(); h != 1 {
 		t.Fatalf("history after the wipe: %d, want 1", h)
 	}
@@ -272,7 +272,7 @@ func TestViewMadeBetweenSessionsOfALaterHistory(t *testing.T) {
 
 	// Later, in the same database: the session lost to a cut.
 	proxy.Cut()
-	waitState(t, states, connection.Lost)
+	testkit.WaitState(t, states, connection.Lost, 20*time.Second)
 	c := newCache(t, client, "/app")
 	rec := record(t, c)
 	proxy.Restore()
@@ -294,20 +294,5 @@ func TestViewMadeBetweenSessionsOfALaterHistory(t *testing.T) {
 	}
 	if len(bad) > 0 {
 		t.Fatal(strings.Join(bad, "\n"))
-	}
-}
-
-func waitState(t *testing.T, states <-chan connection.State, want connection.State) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case s := <-states:
-			if s == want {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no %v within 20 s", want)
-		}
 	}
 }

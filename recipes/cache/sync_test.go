@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -59,5 +60,140 @@ func TestSyncWaitsForChangeNotifiedByBulkRead(t *testing.T) {
 		if n, ok := c.Get(first); !ok || string(n.Data) != "v2" {
 			t.Fatalf("round %d: %s after Sync: %q (in view: %v); the set committed before Sync was called gave v2", round, first, n.Data, ok)
 		}
+	}
+}
+
+// TestSyncAcrossExpiry: Sync called while the client is cut off beyond
+// its session, after nodes were set, returns once the view of the new
+// session holds them.
+func TestSyncAcrossExpiry(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	const nodes = 20
+	for i := range nodes {
+		mustCreate(t, conn, fmt.Sprintf("%s/n%d", root, i), []byte("v0"))
+	}
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	c := newCache(t, client, root)
+	ctx := ctxFor(t, time.Minute)
+	done, err := c.Trust(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := client.Session().ID()
+	proxy.Blackhole()
+	<-done
+	for i := range nodes {
+		if _, err := conn.Set(fmt.Sprintf("%s/n%d", root, i), []byte("v1"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := make(chan []string, 1)
+	go func() {
+		if err := c.Sync(ctx); err != nil {
+			t.Error(err)
+		}
+		snap := c.Snapshot()
+		var stale []string
+		for i := range nodes {
+			p := fmt.Sprintf("%s/n%d", root, i)
+			if n, ok := snap.Get(p); !ok || n.Stat.Version != 1 {
+				stale = append(stale, p)
+			}
+		}
+		res <- stale
+	}()
+	time.Sleep(3500 * time.Millisecond)
+	proxy.Restore()
+	stale := <-res
+	if client.Session().ID() == sid {
+		t.Fatal("the same session: not the case under test")
+	}
+	if len(stale) > 0 {
+		t.Fatalf("Sync returned with %d of %d sets missing (first %s)", len(stale), nodes, stale[0])
+	}
+}
+
+// TestSyncAcrossReconnectHasChangesMadeWhileCutOff: Sync promises that the
+// view holds every change committed before the call. Called while the
+// client is cut off, after a node was set, it returns once the connection
+// is back with the node's new version in the view.
+//
+// The cache's sync request, issued while the connection is down, waits in
+// go-zookeeper's send queue and is written on the new connection right
+// after the handshake, before go-zookeeper's setWatches; its answer comes
+// before the notifications of the changes made while cut off. So a sync
+// counts, for trust and for Sync's callers, only if it was sent after
+// Reconnected and no loss came before its answer (syncDone).
+func TestSyncAcrossReconnectHasChangesMadeWhileCutOff(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	const nodes = 20
+	for i := range nodes {
+		mustCreate(t, conn, fmt.Sprintf("%s/n%d", root, i), []byte("v0"))
+	}
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	c := newCache(t, client, root)
+	ctx := ctxFor(t, time.Minute)
+	done, err := c.Trust(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := client.Session().ID()
+	proxy.Cut()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("view still trusted 10 s after the cut")
+	}
+	for i := range nodes {
+		if _, err := conn.Set(fmt.Sprintf("%s/n%d", root, i), []byte("v1"), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every set is committed: a Sync called now must see them all.
+	type outcome struct {
+		err   error
+		stale []string
+	}
+	res := make(chan outcome, 1)
+	go func() {
+		err := c.Sync(ctx)
+		snap := c.Snapshot() // the view as Sync returned it
+		var stale []string
+		for i := range nodes {
+			p := fmt.Sprintf("%s/n%d", root, i)
+			if n, ok := snap.Get(p); !ok || n.Stat.Version != 1 {
+				stale = append(stale, fmt.Sprintf("%s v%d", p, n.Stat.Version))
+			}
+		}
+		res <- outcome{err, stale}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	proxy.Restore()
+	var out outcome
+	select {
+	case out = <-res:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Sync did not return within 30 s of the restore")
+	}
+	if s := client.Session(); s == nil || s.ID() != sid {
+		t.Skip("the session changed: not the case under test")
+	}
+	if out.err != nil {
+		t.Fatalf("Sync: %v", out.err)
+	}
+	if len(out.stale) > 0 {
+		t.Fatalf("Sync returned nil while the view lacked %d of %d sets committed before the call (first: %s)",
+			len(out.stale), nodes, out.stale[0])
 	}
 }

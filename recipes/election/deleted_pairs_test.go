@@ -26,7 +26,6 @@ import (
 // Such a node was never first, so no Campaign may return a term on it;
 // no term may begin while another's Done is open; and once the operator
 // stops every candidate goes on leading.
-// Held: 4 of 4 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestCandidateDeletedWithPredecessorNeverLeads(t *testing.T) {
 	testkit.SkipHeavy(t)
 	t.Parallel()

@@ -1,9 +1,9 @@
 package election_test
 
-// Tests of issue 19 ("Ownership and release" in DESIGN.md) for the
-// election: a term ends before its resignation is sent, an unanswered
-// resignation is never taken as not done, candidates sharing a client
-// lead one at a time, and a term whose node is gone has ended.
+// Tests of ownership and release (docs/locks.md, "Ownership and release")
+// for the election: a term ends before its resignation is sent, an
+// unanswered resignation is never taken as not done, candidates sharing a
+// client lead one at a time, and a term whose node is gone has ended.
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -46,7 +47,7 @@ func TestResignWithShortDeadlineEndsTheTerm(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Resign with a deadline shorter than the reply = %v, want DeadlineExceeded", err)
 	}
-	wantOutcomeUnknown(t, err)
+	testkit.WantOutcomeUnknown(t, err)
 	if !closed(term.Done()) {
 		t.Error("the term's Done is open after Resign returned: it still leads")
 	}
@@ -348,14 +349,5 @@ func TestCandidatesWhoseNodesAreDeletedDoNotLead(t *testing.T) {
 		if err := check(); err != nil {
 			t.Fatal(err)
 		}
-	}
-}
-
-// wantOutcomeUnknown checks that err, the error of a release that was
-// sent and not answered, says that its outcome is unknown.
-func wantOutcomeUnknown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrOutcomeUnknown) {
-		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
 	}
 }

@@ -3,7 +3,6 @@ package mutex_test
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +22,6 @@ import (
 // waiting for ever. A's hold then rests on its own node's watch from that
 // setWatches: cut again, an operator deletes A's node, and once back A's
 // Done closes and B holds. The server's first contender agrees each time.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -40,23 +38,11 @@ func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second), connection.WithErrorPolicy(connection.SessionPolicy))
-	var (
-		mu  sync.Mutex
-		ops []int32
-	)
-	zkserver.LogWire(p, func(ev zkserver.WireEvent) {
-		if ev.ToServer && ev.Op != opPing {
-			mu.Lock()
-			ops = append(ops, ev.Op)
-			mu.Unlock()
-		}
-	})
+	ops := logRequests(p)
 	defer zkserver.LogWire(p, nil)
 	count := func(op int32) int {
-		mu.Lock()
-		defer mu.Unlock()
 		n := 0
-		for _, o := range ops {
+		for _, o := range ops() {
 			if o == op {
 				n++
 			}
@@ -136,10 +122,9 @@ func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 		t.Fatalf("A's node %s was deleted while cut off and its Done is still open 20 s after the connection came back", anode)
 	}
 	mustHold("B", b, eb)
-	mu.Lock()
-	reads := slices.ContainsFunc(ops, func(o int32) bool { return o == opExists || o == 4 })
-	t.Logf("the waiters' client's requests: %v", ops)
-	mu.Unlock()
+	seen := ops()
+	reads := slices.ContainsFunc(seen, func(o int32) bool { return o == opExists || o == 4 })
+	t.Logf("the waiters' client's requests: %v", seen)
 	if reads {
 		t.Log("a node was read: some watch was set by a read, not all by setWatches")
 	}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,7 +49,6 @@ func firstContender(conn *zk.Conn, dir string) (string, error) {
 // watches at once with NodeDataChanged. W2 must not hold while H's node is
 // first (the server's view), must not fall into a loop of requests, and
 // must hold in its turn, after H and W1 have unlocked, with its first node.
-// Held: 6 of 6 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -87,17 +85,7 @@ func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 			}
 			return errors.New("not yet")
 		})
-		var (
-			mu  sync.Mutex
-			ops []int32
-		)
-		zkserver.LogWire(p, func(ev zkserver.WireEvent) {
-			if ev.ToServer && ev.Op != opPing {
-				mu.Lock()
-				ops = append(ops, ev.Op)
-				mu.Unlock()
-			}
-		})
+		ops := logRequests(p)
 		p.DelayReplies(300 * time.Millisecond)
 		e2 := make(chan error, 1)
 		go func() { e2 <- w2.Lock(ctx) }()
@@ -124,9 +112,7 @@ func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 		p.DelayReplies(0)
 		// Give W2 time to see the events and to act on them.
 		time.Sleep(time.Second)
-		mu.Lock()
-		seen := slices.Clone(ops)
-		mu.Unlock()
+		seen := ops()
 		if first, err := firstContender(obs, lock); err != nil || first != h.Node() {
 			t.Fatalf("round %d: the server's first contender is %s (%v), want the holder's %s", round, first, err, h.Node())
 		}
@@ -190,7 +176,6 @@ func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 // every lock the server's first contender must be the new holder's node
 // and no other participant's Done open; after the writes and faults end,
 // every participant must go on taking the lock.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestOperatorWritesUnderContention(t *testing.T) {
 	testkit.SkipHeavy(t)
 	t.Parallel()

@@ -29,7 +29,6 @@ import (
 // deletion before its predecessor's, whether the watches came from its
 // setWatches or were shared. Once the operator stops, every participant
 // goes on taking the lock.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestWaiterAndPredecessorDeletedTogetherNeverHolds(t *testing.T) {
 	testkit.SkipHeavy(t)
 	t.Parallel()

@@ -26,7 +26,6 @@ import (
 // On the holder's release it holds, and the server agrees. Each round
 // does it with the holder holding throughout; the last round with the
 // holder releasing while the waiter's client is silent.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestSessionEndsAroundWaitersSetWatches(t *testing.T) {
 	testkit.SkipHeavy(t)
 	t.Parallel()

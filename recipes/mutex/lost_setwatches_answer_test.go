@@ -22,7 +22,6 @@ import (
 // (round "own deleted"). The waiter must hold exactly when the server
 // says it is first: at once after the release, and after a new node and
 // the holder's release when its node went.
-// Held: 6 of 6 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestWaiterWhoseSetWatchesAnswerIsLost(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 // once with NodeDeleted. G must not take it for its turn while H holds
 // (the server's view), must not be left waiting, and holds, without a
 // new node, when H releases.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestKazooPredecessorLeavesBeforeWatches(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -58,17 +56,7 @@ func TestKazooPredecessorLeavesBeforeWatches(t *testing.T) {
 		}
 		return errors.New("not yet")
 	})
-	var (
-		mu  sync.Mutex
-		ops []int32
-	)
-	zkserver.LogWire(p, func(ev zkserver.WireEvent) {
-		if ev.ToServer && ev.Op != opPing {
-			mu.Lock()
-			ops = append(ops, ev.Op)
-			mu.Unlock()
-		}
-	})
+	ops := logRequests(p)
 	defer zkserver.LogWire(p, nil)
 	p.DelayReplies(4 * time.Second)
 	errc := make(chan error, 1)
@@ -94,14 +82,13 @@ func TestKazooPredecessorLeavesBeforeWatches(t *testing.T) {
 	})
 	p.DelayReplies(0)
 	zktest.Eventually(t, 20*time.Second, "G's setWatches", func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, op := range ops {
+		seen := ops()
+		for _, op := range seen {
 			if op == opSetWatches {
 				return nil
 			}
 		}
-		return fmt.Errorf("G's requests %v", ops)
+		return fmt.Errorf("G's requests %v", seen)
 	})
 	time.Sleep(time.Second) // G has read what its setWatches fired
 	if g.Held() {
@@ -110,9 +97,7 @@ func TestKazooPredecessorLeavesBeforeWatches(t *testing.T) {
 	if first, err := firstContender(obs, lock); err != nil || first != h.Node() {
 		t.Fatalf("the server's first contender is %s (%v), want H's %s", first, err, h.Node())
 	}
-	mu.Lock()
-	seen := append([]int32(nil), ops...)
-	mu.Unlock()
+	seen := ops()
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,6 @@ func sessionWatches(t *testing.T, servers []string, id int64) []string {
 // one), the client has at most one pending watch per node, no node of a
 // waiter that gave up is left, and on the holder's release the two
 // staying waiters take the lock in turn, then each of the six once.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestWaitersGivingUpKeepOneWatchPerNode(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -201,7 +200,6 @@ func TestWaitersGivingUpKeepOneWatchPerNode(t *testing.T) {
 // stop, the directory is empty and neither the server nor the clients
 // keep a watch of the waiters: every watch was on a contender's node,
 // and each went.
-// Held: 5 of 5 runs (-race) at 4ae8966, on a loaded 2-core machine.
 func TestWaitersGivingUpDuringHandoffsLeaveNoWatch(t *testing.T) {
 	testkit.SkipHeavy(t)
 	t.Parallel()

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,6 +32,28 @@ const (
 	opSetWatches = 101
 	opPing       = 11
 )
+
+// logRequests logs the opcodes of the requests, pings aside, that proxy p
+// passes to the server, in order, until zkserver.LogWire(p, nil); the
+// function it returns gives a copy of those logged so far.
+func logRequests(p *zkserver.Proxy) func() []int32 {
+	var (
+		mu  sync.Mutex
+		ops []int32
+	)
+	zkserver.LogWire(p, func(ev zkserver.WireEvent) {
+		if ev.ToServer && ev.Op != opPing {
+			mu.Lock()
+			ops = append(ops, ev.Op)
+			mu.Unlock()
+		}
+	})
+	return func() []int32 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ops)
+	}
+}
 
 // TestWaiterSetsItsWatchesInOneRequest: two waiters of one client queue
 // behind a holder of another. Each sends its create, its listing and one
@@ -409,17 +432,7 @@ func TestNodesGoneBetweenListingAndWatches(t *testing.T) {
 		if _, err := obs.Create(lock+"/keep", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
-		var (
-			mu  sync.Mutex
-			ops []int32
-		)
-		zkserver.LogWire(p, func(ev zkserver.WireEvent) {
-			if ev.ToServer && ev.Op != opPing {
-				mu.Lock()
-				ops = append(ops, ev.Op)
-				mu.Unlock()
-			}
-		})
+		ops := logRequests(p)
 		p.DelayReplies(300 * time.Millisecond)
 		errc := make(chan error, 1)
 		go func() { errc <- w.Lock(ctx) }()
@@ -461,9 +474,8 @@ func TestNodesGoneBetweenListingAndWatches(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("round %d: the holder's node is gone and its Done is open", round)
 		}
-		mu.Lock()
 		creates, watchesBetween := 0, false
-		for _, op := range ops {
+		for _, op := range ops() {
 			switch {
 			case op == opCreate2:
 				creates++
@@ -471,7 +483,6 @@ func TestNodesGoneBetweenListingAndWatches(t *testing.T) {
 				watchesBetween = true
 			}
 		}
-		mu.Unlock()
 		if watchesBetween {
 			met++
 		}

@@ -11,24 +11,20 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testkit"
 )
 
-// TestHoldOutlivesItsNodeReplacedDuringCut: under the session policy a
+// TestHoldEndsWhenItsNodeIsReplacedDuringCut: under the session policy a
 // hold lasts across a short cut. While A is cut off, someone deletes A's
 // lock node (an operator) and B, on another client, takes the lock: B's
 // node is at A's path. When A reconnects, go-zookeeper sets A's watch on
 // the node again, and the server, finding a node at the path modified
-// since A last heard, fires NodeDataChanged — not NodeDeleted. The hold
-// takes that for a change of its own node's data (a revocation), sets the
-// watch again on B's node and goes on: A's Done never closes, and every
-// guarded transaction of A commits on B's node, while B holds.
-//
-// docs/safety.md bounds the fixed-path window by "before it heard of the
-// deletion"; here A is told, reads the node (whose czxid and owner are not
-// its own), and holds on for good.
-//
-// Fixed: the hold reads its node again after a change of its data and
-// ends when the czxid is not its own (lockcore Hold.rewatch); a guard
-// refuses until that read is back.
-func TestHoldOutlivesItsNodeReplacedDuringCut(t *testing.T) {
+// since A last heard, fires NodeDataChanged — not NodeDeleted. Taken for
+// a change of its own node's data (a revocation), it would let A's hold go
+// on, its Done never closing and every guarded transaction of A committing
+// on B's node while B holds — beyond what docs/safety.md allows the
+// fixed-path window ("before it heard of the deletion"). So the hold reads
+// its node again after a change of its data and ends when the czxid is
+// not its own (lockcore Hold.rewatch); a guard refuses until that read is
+// back.
+func TestHoldEndsWhenItsNodeIsReplacedDuringCut(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -51,7 +47,7 @@ func TestHoldOutlivesItsNodeReplacedDuringCut(t *testing.T) {
 	states := ac.Listen(ctx)
 
 	p.Cut()
-	waitState(t, states, connection.Suspended)
+	testkit.WaitState(t, states, connection.Suspended, 20*time.Second)
 	if err := obs.Delete(root+"/lock", -1); err != nil { // an operator
 		t.Fatal(err)
 	}
@@ -63,7 +59,7 @@ func TestHoldOutlivesItsNodeReplacedDuringCut(t *testing.T) {
 		t.Fatalf("B's guarded write: %v", err)
 	}
 	p.Restore()
-	waitState(t, states, connection.Reconnected)
+	testkit.WaitState(t, states, connection.Reconnected, 20*time.Second)
 	// A's client has its watches back: the server has told it of the
 	// change at its node's path.
 	if err := ac.Sync(ctx, root); err != nil {
@@ -97,23 +93,4 @@ func TestHoldOutlivesItsNodeReplacedDuringCut(t *testing.T) {
 		t.Errorf("after A's Unlock (%v), B's lock node: %v, want it still there (czxid %d)", uerr, err, lst.Czxid)
 	}
 	_ = b.Unlock(ctx)
-}
-
-// waitState waits for state s on a listener, skipping others.
-func waitState(t *testing.T, ch <-chan connection.State, s connection.State) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case got, ok := <-ch:
-			if !ok {
-				t.Fatalf("listener closed before %v", s)
-			}
-			if got == s {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no %v within 20s", s)
-		}
-	}
 }

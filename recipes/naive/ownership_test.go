@@ -1,9 +1,9 @@
 package naive_test
 
-// Tests of issue 19 ("Ownership and release" in DESIGN.md) for the naive
-// lock, whose node sits at a fixed path: a hold ends before its release
-// is sent, an unanswered release or create is never taken as not done,
-// and participants (not sessions) own the node.
+// Tests of ownership and release (docs/locks.md, "Ownership and release")
+// for the naive lock, whose node sits at a fixed path: a hold ends before
+// its release is sent, an unanswered release or create is never taken as
+// not done, and participants (not sessions) own the node.
 
 import (
 	"context"
@@ -56,7 +56,7 @@ func TestUnlockWithShortDeadlineEndsTheHold(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Unlock with a deadline shorter than the reply = %v, want DeadlineExceeded", err)
 	}
-	wantOutcomeUnknown(t, err)
+	testkit.WantOutcomeUnknown(t, err)
 	if m.Held() {
 		t.Error("Held() is true after Unlock returned: the hold was not ended")
 	}
@@ -204,13 +204,4 @@ func TestLockCancelledAfterItsCreateLeavesNoNode(t *testing.T) {
 		t.Fatalf("another client cannot take the lock after the failed Lock: %v", err)
 	}
 	_ = third.Unlock(ctx)
-}
-
-// wantOutcomeUnknown checks that err, the error of a release that was
-// sent and not answered, says that its outcome is unknown.
-func wantOutcomeUnknown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrOutcomeUnknown) {
-		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
-	}
 }

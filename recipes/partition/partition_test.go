@@ -148,7 +148,7 @@ func TestClientClosed(t *testing.T) {
 	defer p.Close(ctxFor(t, 10*time.Second))
 	s, err := p.Acquire(ctxFor(t, 20*time.Second))
 	if err != nil {
-		// Seen once under a loaded -race run: show where the worker was.
+		// Rare, under a loaded -race run: show where the worker was.
 		st, _ := p.State()
 		t.Logf("state %v, session %v", st, c.Session())
 		testkit.LogGoroutines(t, "Acquire gave up")

@@ -11,7 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// TestClaimWhoseBoundRunsOutLinesUpAgain attacks the claim's own bound
+// TestClaimWhoseBoundRunsOutLinesUpAgain tests the claim's own bound
 // (2 × the session timeout) running out while Take's context lives: for
 // 15 s, every create of a taken node the client writes has its answer
 // lost (the proxy drops the server's replies from that create on, for a
@@ -19,8 +19,7 @@ import (
 // comes back in the same session), so no claim can finish, and the
 // claims' 12 s bound runs out. Take must not fail, nor spin (requests
 // counted on the wire), and must end with the item, once, with no other
-// taken node and no place in line left behind. Held: 6 of 6 runs at
-// 4fbff60 (each lined up again 2 or 3 times; about 40 requests in 16 s).
+// taken node and no place in line left behind.
 func TestClaimWhoseBoundRunsOutLinesUpAgain(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")

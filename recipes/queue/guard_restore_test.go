@@ -9,22 +9,22 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 )
 
-// TestTakeOutlivesItsTakenNodeReplacedDuringCut: worker A (session
+// TestTakeEndsWhenItsTakenNodeIsReplacedDuringCut: worker A (session
 // policy) has taken the queue's one item and is cut off for a moment.
 // Meanwhile someone deletes A's taken node (an operator) and worker B, on
 // another client, takes the item: B's taken node is at A's path. When A
 // reconnects, the server answers the watch A sets again with
 // NodeDataChanged (a node is at the path, modified since A last heard),
-// not NodeDeleted; the take reads it for a change of its own node and goes
-// on. A's Done never closes, A's guarded result commits while B works on
-// the item, and A's Consume removes the item from under B (its
-// transaction deletes B's taken node).
-//
-// Fixed with TestHoldOutlivesItsNodeReplacedDuringCut (naive): the hold
-// ends when a read after the change finds another czxid at its path.
-func TestTakeOutlivesItsTakenNodeReplacedDuringCut(t *testing.T) {
+// not NodeDeleted. Taken for a change of its own node, it would let A's
+// take go on: Done never closing, A's guarded result committing while B
+// works on the item, and A's Consume removing the item from under B (its
+// transaction deleting B's taken node). So the take, like the naive lock's
+// hold (TestHoldEndsWhenItsNodeIsReplacedDuringCut), ends when a read
+// after the change finds another czxid at its path.
+func TestTakeEndsWhenItsTakenNodeIsReplacedDuringCut(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -51,7 +51,7 @@ func TestTakeOutlivesItsTakenNodeReplacedDuringCut(t *testing.T) {
 	states := ac.Listen(ctx)
 
 	p.Cut()
-	waitState(t, states, connection.Suspended)
+	testkit.WaitState(t, states, connection.Suspended, 20*time.Second)
 	if err := obs.Delete(takenPath, -1); err != nil { // an operator
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestTakeOutlivesItsTakenNodeReplacedDuringCut(t *testing.T) {
 		t.Fatalf("B took %s, want A's item %s", b.Name(), a.Name())
 	}
 	p.Restore()
-	waitState(t, states, connection.Reconnected)
+	testkit.WaitState(t, states, connection.Reconnected, 20*time.Second)
 	if err := ac.Sync(ctx, root); err != nil {
 		t.Fatal(err)
 	}
@@ -84,23 +84,4 @@ func TestTakeOutlivesItsTakenNodeReplacedDuringCut(t *testing.T) {
 		t.Errorf("A's Consume (%v) removed the item B holds: %v", cerr, err)
 	}
 	_ = b.Release(ctx)
-}
-
-// waitState waits for state s on a listener, skipping others.
-func waitState(t *testing.T, ch <-chan connection.State, s connection.State) {
-	t.Helper()
-	deadline := time.After(20 * time.Second)
-	for {
-		select {
-		case got, ok := <-ch:
-			if !ok {
-				t.Fatalf("listener closed before %v", s)
-			}
-			if got == s {
-				return
-			}
-		case <-deadline:
-			t.Fatalf("no %v within 20s", s)
-		}
-	}
 }

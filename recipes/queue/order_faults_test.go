@@ -15,7 +15,6 @@ import (
 // for 300 ms (the requests apply; the connection comes back in the same
 // session). For each place in line taken (create2), the create of the
 // taken node must still reach the server before the place's delete.
-// Held: 5 of 5 runs at 4fbff60.
 func TestHeadCreateBeforeItsPlaceDeleteUnderLostAnswers(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

@@ -1,10 +1,10 @@
 package queue_test
 
-// Tests of issue 19 ("Ownership and release" in DESIGN.md) for the work
-// queue, whose taken nodes sit at fixed paths: a take ends before its
-// release is sent, an unanswered release is never taken as not done,
-// workers (not sessions) own taken nodes, and a delete of a taken node is
-// never re-sent blind after a lost answer.
+// Tests of ownership and release (docs/locks.md, "Ownership and release")
+// for the work queue, whose taken nodes sit at fixed paths: a take ends
+// before its release is sent, an unanswered release is never taken as not
+// done, workers (not sessions) own taken nodes, and a delete of a taken
+// node is never re-sent blind after a lost answer.
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -64,7 +65,7 @@ func finishWithShortDeadline(t *testing.T, finish func(*queue.Item, context.Cont
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("with a deadline shorter than the reply: %v, want DeadlineExceeded", err)
 	}
-	wantOutcomeUnknown(t, err)
+	testkit.WantOutcomeUnknown(t, err)
 	if !closed(it.Done()) {
 		t.Error("the take's Done is open after the call returned: the item is still taken")
 	}
@@ -362,14 +363,5 @@ func TestReleaseWithLostAnswerLeavesTheNextTakeAlone(t *testing.T) {
 	}
 	if err := cit.Consume(ctx); err != nil {
 		t.Errorf("worker C's Consume: %v", err)
-	}
-}
-
-// wantOutcomeUnknown checks that err, the error of a release that was
-// sent and not answered, says that its outcome is unknown.
-func wantOutcomeUnknown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrOutcomeUnknown) {
-		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// TestTakeAndTryTakeOfOneClientUnderLostAnswers attacks the head's early
+// TestTakeAndTryTakeOfOneClientUnderLostAnswers tests the head's early
 // leave on its create's write (ClaimHooks.Written: one hook per server
 // path, matched by the path of any create this client writes): on one
 // client, three Take workers (the line) and two TryTake loops (no line,
@@ -25,7 +25,6 @@ import (
 // no item held by two takes at once, no Consume succeeds twice, every
 // item done, no deadlock (each take within its bound); at the end, with
 // every worker stopped, no taken node and no place in line is left.
-// Held: 9 of 9 runs at 4fbff60 (-race, shared 2-core machine).
 func TestTakeAndTryTakeOfOneClientUnderLostAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")

@@ -1,9 +1,9 @@
 package rwlock_test
 
-// Tests of issue 19 ("Ownership and release" in DESIGN.md) for the
-// read/write lock: a hold ends before its release is sent, an unanswered
-// release is never taken as not done, and every path that made a node
-// deletes it when it fails.
+// Tests of ownership and release (docs/locks.md, "Ownership and release")
+// for the read/write lock: a hold ends before its release is sent, an
+// unanswered release is never taken as not done, and every path that made
+// a node deletes it when it fails.
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestUnlockWithShortDeadlineEndsTheHold(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("Unlock with a deadline shorter than the reply = %v, want DeadlineExceeded", err)
 			}
-			wantOutcomeUnknown(t, err)
+			testkit.WantOutcomeUnknown(t, err)
 			if s.Held() {
 				t.Error("Held() is true after Unlock returned: the hold was not ended")
 			}
@@ -202,14 +202,5 @@ func TestFailedDowngradeLeavesNoReadNode(t *testing.T) {
 	}
 	if err := writer.Unlock(ctx); err != nil {
 		t.Error(err)
-	}
-}
-
-// wantOutcomeUnknown checks that err, the error of a release that was
-// sent and not answered, says that its outcome is unknown.
-func wantOutcomeUnknown(t *testing.T, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrOutcomeUnknown) {
-		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/shared"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -201,7 +202,7 @@ func TestTrySetLostAnswer(t *testing.T) {
 	// reached the proxy yet, and would pass once it is restored. Once the
 	// client is suspended (no answer for 2/3 of the session timeout), the
 	// answer was dropped, and Restore closes the connection that lost it.
-	waitSuspended(t, states)
+	testkit.WaitState(t, states, connection.Suspended, 30*time.Second)
 	proxy.Restore()
 	if err := <-done; !errors.Is(err, connection.ErrOutcomeUnknown) {
 		t.Fatalf("TrySet whose answer was lost = %v, want ErrOutcomeUnknown", err)
@@ -301,21 +302,5 @@ func TestSettleCAS(t *testing.T) {
 	c2.Close()
 	if _, err := shared.SettleCASIn(ctx, c2, sess, p, 3, st.Czxid, []byte("b")); !errors.Is(err, connection.ErrOutcomeUnknown) {
 		t.Errorf("settled after the session ended: %v", err)
-	}
-}
-
-// waitSuspended waits for the client's Suspended state on states.
-func waitSuspended(t *testing.T, states <-chan connection.State) {
-	t.Helper()
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case s := <-states:
-			if s == connection.Suspended {
-				return
-			}
-		case <-deadline:
-			t.Fatal("the client was not suspended within 30 s")
-		}
 	}
 }

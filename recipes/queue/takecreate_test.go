@@ -124,12 +124,12 @@ func TestWorkerDiesAroundItsCreate(t *testing.T) {
 // place in line (opDelete). (The first place's create2 may fail once, the
 // line's container not being there yet: 41 places.)
 //
-// It failed in 8 of 25 runs (in 1 or 2 of the 41 takes each) on the shared
-// 2-core machine while the delete went from a goroutine started before the
-// create: safety does not depend on the order (the taken node alone
-// decides), but fairness does — a next in line that hears the delete first
-// can list the item free and take it with its own create, and ours is
-// refused: the worker that was first lines up again at the back.
+// Safety does not depend on the order (the taken node alone decides), but
+// fairness does: a next in line that hears the delete first can list the
+// item free and take it with its own create, and ours is refused — the
+// worker that was first lines up again at the back. So the delete goes
+// out behind the create, rather than racing it from a goroutine of its
+// own, which under load loses now and then.
 func TestHeadCreateLeavesBeforeItsPlaceIsDeleted(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

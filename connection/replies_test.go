@@ -5,18 +5,17 @@ import (
 	"testing"
 )
 
-// TestInjectedAnsweredOutOfOrder: ZooKeeper answers an auth packet at
-// once (ZooKeeperServer.processPacket), ahead of requests sent before it
-// that are still in its pipeline, so after a reconnect the answer to
+// TestInjectedAnsweredOutOfOrder: ZooKeeper answers an auth packet at once
+// (ZooKeeperServer.processPacket), ahead of requests sent before it that
+// are still in its pipeline, so after a reconnect the answer to
 // go-zookeeper's resent credentials can come before the answer to an
 // injected request written earlier (the client's re-registration, or a
 // bulk read issued while the connection came back). An injected request
-// must still be answered exactly once. Matched by counting, the auth
-// reply took the injected request's slot, the injected reply then found
-// go-zookeeper's request at the head and closed the connection, and the
-// injected request's callback was never called, not even when the
-// connection failed: its caller waited until its context ended. Replies
-// are matched by xid.
+// must still be answered exactly once, so replies are matched by xid:
+// matched by counting, the auth reply would take the injected request's
+// slot, the injected reply would then find go-zookeeper's request at the
+// head and close the connection, and the injected request's caller would
+// wait until its context ended.
 func TestInjectedAnsweredOutOfOrder(t *testing.T) {
 	tr := newTracker()
 	sc := &scriptConn{chunk: 1 << 20}

@@ -56,10 +56,10 @@ loop:
 	return ""
 }
 
-// TestAttackGroupClientClosedBeforeTrust: a watcher's client is cut off
-// before the first load is in, then closed: its listener hears one
-// Untrusted (connection.ErrClosed), the last, and the cache's Trust fails.
-func TestAttackGroupClientClosedBeforeTrust(t *testing.T) {
+// TestGroupClientClosedBeforeTrust: a watcher's client is cut off before
+// the first load is in, then closed: its listener hears one Untrusted
+// (connection.ErrClosed), the last, and the cache's Trust fails.
+func TestGroupClientClosedBeforeTrust(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
@@ -95,10 +95,10 @@ func TestAttackGroupClientClosedBeforeTrust(t *testing.T) {
 	}
 }
 
-// TestAttackGroupClientClosedDuringFirstLoad: many members, the client
-// closed while the first load is under way: no Joined after the
-// Untrusted that says the client closed.
-func TestAttackGroupClientClosedDuringFirstLoad(t *testing.T) {
+// TestGroupClientClosedDuringFirstLoad: many members, the client closed
+// while the first load is under way: no Joined after the Untrusted that
+// says the client closed.
+func TestGroupClientClosedDuringFirstLoad(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	dir := ens.Root(t) + "/workers"

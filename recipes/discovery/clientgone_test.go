@@ -10,11 +10,11 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 )
 
-// TestAttackServiceCacheClientClosedBeforeTrust: a service cache whose
-// client is cut off before the first load is in, then closed: its
-// listener hears one Untrusted (connection.ErrClosed), the last; Trust
-// fails with it, waiting callers too.
-func TestAttackServiceCacheClientClosedBeforeTrust(t *testing.T) {
+// TestServiceCacheClientClosedBeforeTrust: a service cache whose client is
+// cut off before the first load is in, then closed: its listener hears one
+// Untrusted (connection.ErrClosed), the last; Trust fails with it, waiting
+// callers too.
+func TestServiceCacheClientClosedBeforeTrust(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)

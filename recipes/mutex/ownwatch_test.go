@@ -16,7 +16,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// TestOwnSoonWatchFailsThenNodeDeleted attacks the hold handed out before
+// TestOwnSoonWatchFailsThenNodeDeleted tests the hold handed out before
 // its own node's watch is answered (lockcore Acquired.OwnSoon). Under
 // SessionPolicy a cut does not end the hold's trusted period. The fault
 // hits the connection right after Lock returned, while that watch's read
@@ -24,18 +24,15 @@ import (
 // is lost, and its Done must close (docs/locks.md: "a hold ends when
 // someone else deletes its node").
 //
-// "cut, no retry" FAILS on b066b4c: with a retry policy that does not
-// retry (retry.NTimes(0, 0)), the watch's read fails with "zk: connection
-// closed" while the session lives; lockcore's Hold.takeOwnSoon takes any
-// error but NoNode for "the session ended, or cannot be trusted: the
-// hold's period ends it" — not so under SessionPolicy — and the hold is
-// left with no watch on its node: Done never closes (the guard, checked
-// by the server, does refuse). Before the fast path, a failed watch of
-// our node failed the Lock. Failed 24 of 26 runs (2 passes: the watch was
-// answered before the cut), on the shared 2-core machine. "replies
-// dropped, default retry" held (the read is retried in the session and
-// finds the node gone), and so did "cut past the session timeout" (the
-// session's end ends the hold), 7 of 7 and 2 of 2 runs.
+// In "cut, no retry", with a retry policy that does not retry
+// (retry.NTimes(0, 0)), the watch's read fails with "zk: connection
+// closed" while the session lives. That error does not mean the session
+// ended or cannot be trusted — not under SessionPolicy — so the hold must
+// not take it for "the hold's period ends it" and be left with no watch
+// on its node, its Done never closing: a hold whose node's watch cannot
+// be set ends (Hold.unwatched). In "replies dropped, default retry" the
+// read is retried in the session and finds the node gone; in "cut past
+// the session timeout" the session's end ends the hold.
 func TestOwnSoonWatchFailsThenNodeDeleted(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -99,22 +96,17 @@ func TestOwnSoonWatchFailsThenNodeDeleted(t *testing.T) {
 	}
 }
 
-// TestRewatchFailsThenNodeDeleted is the same hole in Hold.rewatch, older
-// than the fast path: a write to the held node (a revocation's, an
-// operator's) spends the node's watch, and the hold sets it again with a
-// read. Under SessionPolicy, with a retry policy that does not retry, a
-// cut makes that read fail while the session lives; rewatch takes any
-// error but NoNode for "the hold is over, or its session's end ends it",
-// and the hold is left with no watch, unsure for good: every guarded
-// write waits until its context ends (connection's settled waits "one
-// round trip" for an unsure hold), though the node is still the hold's;
-// and when the node is then deleted, Done never closes.
-//
-// FAILS on b066b4c: 11 of 11 runs (and 3 of 3 of an earlier form; one
-// more run lost to the shared ensemble's "could not connect"), on the
-// shared 2-core machine. Older than the fast path (not in its diff).
-// Fixed: a hold whose node's watch cannot be set ends (Hold.unwatched),
-// so the guarded write is refused at once and Done is closed.
+// TestRewatchFailsThenNodeDeleted is the same case in Hold.rewatch: a
+// write to the held node (a revocation's, an operator's) spends the
+// node's watch, and the hold sets it again with a read. Under
+// SessionPolicy, with a retry policy that does not retry, a cut makes
+// that read fail while the session lives. Were the hold left with no
+// watch, it would be unsure for good: every guarded write would wait
+// until its context ends (connection's settled waits "one round trip"
+// for an unsure hold), and when the node is then deleted, Done would
+// never close. A hold whose node's watch cannot be set ends
+// (Hold.unwatched), so the guarded write is refused at once and Done is
+// closed.
 func TestRewatchFailsThenNodeDeleted(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

@@ -1,11 +1,11 @@
 package mutex_test
 
-// Attacks on the parked waiter (internal/lockcore: attempt, park, the
-// attempt as the Hook of its watches): wake-ups that come between the
-// attempt's steps, waiters of one client hooked on one shared watch (a
-// node's own watch and its successors' watches on it are one Watch),
-// cancellation racing a wake-up, spurious wake-ups from data changes, a
-// session ending while a waiter is parked.
+// The parked waiter (internal/lockcore: attempt, park, the attempt as the
+// Hook of its watches) under wake-ups that come between the attempt's
+// steps, waiters of one client hooked on one shared watch (a node's own
+// watch and its successors' watches on it are one Watch), cancellation
+// racing a wake-up, spurious wake-ups from data changes, a session ending
+// while a waiter is parked.
 
 import (
 	"context"
