@@ -22,7 +22,7 @@ demo: deps
 ## once more with the oldest supported Go ($(GO_OLDEST), without -race; with ZKRECIPES_SKIP_HEAVY
 ## set, the cache's scale tests, the bench scenarios' smoke runs and the longest fault tests
 ## (testkit.SkipHeavy) skip there, having run once);
-## the short fault run (internal/chaos) runs without it: go-zookeeper v1.0.4 reads its last zxid
+## the short fault run (internal/testinfra/chaos) runs without it: go-zookeeper v1.0.4 reads its last zxid
 ## unsynchronised while it re-registers watches on a reconnect, a race inside the dependency
 ## that the fault run's many reconnects make the detector report (go-zookeeper/zk#35, open);
 ## a package of the rest that fails with that race alone, or with go-zookeeper's other own race (a
@@ -30,14 +30,14 @@ demo: deps
 ## runs once more (scripts/known-race.py)
 test: deps
 	@out=$$(mktemp); \
-	{ $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/chaos) 2>&1; echo $$? > $$out.rc; } | tee $$out; \
+	{ $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/testinfra/chaos) 2>&1; echo $$? > $$out.rc; } | tee $$out; \
 	rc=$$(cat $$out.rc); rm -f $$out.rc; \
 	if [ $$rc -ne 0 ]; then \
 		again=$$(python3 scripts/known-race.py < $$out) && [ -n "$$again" ] || { rm -f $$out; exit 1; }; \
 		echo "== go-zookeeper's own race (go-zookeeper/zk#35) failed $$again; once more"; \
 		$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$again || { rm -f $$out; exit 1; }; \
 	fi; rm -f $$out
-	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./internal/chaos
+	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./internal/testinfra/chaos
 	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	@echo "== fuzzing, $(FUZZTIME) per target (the seeds also run in every go test)"
 	@# A run that ends in the fuzzing engine's own "context deadline exceeded"
@@ -59,7 +59,7 @@ test: deps
 CHAOS_DURATION ?= 1m
 CHAOS_FLAGS ?=
 chaos: deps
-	$(GO) run ./internal/chaos/zkchaos -duration $(CHAOS_DURATION) -svg docs/chaos.svg $(CHAOS_FLAGS)
+	$(GO) run ./internal/testinfra/chaos/zkchaos -duration $(CHAOS_DURATION) -svg docs/chaos.svg $(CHAOS_FLAGS)
 
 ## lint: gofmt, go vet and staticcheck
 lint:

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/cmd/zkrecipes/internal/bench"
-	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 )
 
 func runBench(ctx context.Context, args []string, out, _ io.Writer) error {

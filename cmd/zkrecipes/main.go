@@ -33,7 +33,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 )
 
 // command is one subcommand.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 )
 
 func TestLatencyMarkdown(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/zkrecipes/zkrecipes/internal/chaos"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/chaos"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 

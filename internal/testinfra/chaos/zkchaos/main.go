@@ -1,10 +1,10 @@
 // Command zkchaos is make chaos: it starts a local 3-node ensemble, runs
 // participants of every recipe held exclusively against it — several to a
 // process, sharing its client — while a nemesis injects faults (package
-// internal/chaos), prints the tables and writes the plot. It exits 1 when
-// a promise was broken.
+// internal/testinfra/chaos), prints the tables and writes the plot. It
+// exits 1 when a promise was broken.
 //
-//	go run ./internal/chaos/zkchaos -duration 15m -svg docs/chaos.svg -md docs/chaos-run.md
+//	go run ./internal/testinfra/chaos/zkchaos -duration 15m -svg docs/chaos.svg -md docs/chaos-run.md
 package main
 
 import (
@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/chaos"
-	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/chaos"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 )
 
 func main() {

@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 )
 
 //go:embed CounterServer.java

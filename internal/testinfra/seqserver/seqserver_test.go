@@ -11,8 +11,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/seqserver"
-	"github.com/zkrecipes/zkrecipes/internal/testkit"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/seqserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

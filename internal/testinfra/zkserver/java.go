@@ -4,8 +4,9 @@ import "fmt"
 
 // Java returns the java binary and the class path of the local ZooKeeper
 // install (ZOOKEEPER_HOME, else Debian's package), for tests that run the
-// server's classes in a program of their own (internal/seqserver). The
-// error wraps ErrNoZooKeeper and says how to install one.
+// server's classes in a program of their own
+// (internal/testinfra/seqserver). The error wraps ErrNoZooKeeper and says
+// how to install one.
 func Java() (java string, classpath []string, err error) {
 	inst, err := lookupLocalInstall()
 	if err != nil {

@@ -187,7 +187,7 @@ func participate(raw string) error {
 	n := <-countCh
 	bye := message{K: msgBye, N: n.lost, V: int64(n.sameSession)}
 	// The reader is the only goroutine meant to outlive the client.
-	if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/zkrecipes/zkrecipes/internal/chaos.(*process).read")); err != nil {
+	if err := goleak.Find(goleak.IgnoreAnyFunction("github.com/zkrecipes/zkrecipes/internal/testinfra/chaos.(*process).read")); err != nil {
 		bye.Err = err.Error()
 	}
 	if err := p.w.send(bye); err != nil {
