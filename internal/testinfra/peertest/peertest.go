@@ -1,133 +1,35 @@
 // Package peertest runs the real Curator (Java) and Kazoo (Python) as
-// peers of the Go recipes in interop tests: each peer is a process steered
-// line by line over stdin, answering on stdout. The drivers are Debian's
-// libcurator-recipes-java and python3-kazoo, which make test installs.
+// peers of the Go recipes in interop tests: each peer is one of the
+// interop drivers of internal/testinfra/peers, steered line by line over
+// stdin, answering on stdout, and stopped when its test ends.
 package peertest
 
 import (
 	"bufio"
-	_ "embed"
+	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/peers"
 )
-
-// Debian's packages: libcurator-recipes-java (its manifest names the
-// rest of the class path) and python3-kazoo, for /usr/bin/python3.
-const (
-	curatorJar = "/usr/share/java/curator-recipes.jar"
-	slf4jNop   = "/usr/share/java/slf4j-nop.jar"
-	python     = "/usr/bin/python3"
-)
-
-//go:embed CuratorDriver.java
-var curatorDriver []byte
-
-//go:embed kazoo_driver.py
-var kazooDriver []byte
-
-//go:embed CuratorDiscoveryDriver.java
-var discoveryDriver []byte
-
-// Debian's libcurator-discovery-java: curator-x-discovery, whose manifest
-// names Jackson and the rest.
-const discoveryJar = "/usr/share/java/curator-x-discovery.jar"
-
-var (
-	discoveryOnce sync.Once
-	discoveryErr  error
-)
-
-// buildDiscovery compiles the discovery driver beside the others, once
-// per test binary: only the discovery tests need curator-x-discovery.
-func buildDiscovery(t testing.TB) string {
-	t.Helper()
-	dir := build(t)
-	discoveryOnce.Do(func() {
-		if _, err := os.Stat(discoveryJar); err != nil {
-			discoveryErr = fmt.Errorf("curator-x-discovery is missing (%v): apt-get install libcurator-discovery-java, or run make test", err)
-			return
-		}
-		src := filepath.Join(dir, "CuratorDiscoveryDriver.java")
-		if discoveryErr = os.WriteFile(src, discoveryDriver, 0o644); discoveryErr != nil {
-			return
-		}
-		cp := strings.Join([]string{discoveryJar, curatorJar}, string(os.PathListSeparator))
-		if out, err := exec.Command("javac", "-cp", cp, "-d", dir, src).CombinedOutput(); err != nil {
-			discoveryErr = fmt.Errorf("javac: %v\n%s", err, out)
-		}
-	})
-	if discoveryErr != nil {
-		t.Fatal(discoveryErr)
-	}
-	return dir
-}
 
 // CuratorDiscovery starts a Curator ServiceDiscovery on base; full says
 // its JsonInstanceSerializer writes "enabled" (Curator's default, the
 // compatible serializer, leaves it out). See the driver's commands.
 func CuratorDiscovery(t testing.TB, connect, base string, full bool) *Peer {
-	dir := buildDiscovery(t)
 	mode := "compatible"
 	if full {
 		mode = "full"
 	}
-	cp := strings.Join([]string{dir, discoveryJar, curatorJar, slf4jNop}, string(os.PathListSeparator))
-	return start(t, "curator discovery", "java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDiscoveryDriver", connect, base, mode)
-}
-
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildErr  error
-)
-
-// build writes the drivers and compiles the Curator one, once per test
-// binary.
-func build(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "zkrecipes-peers-"); buildErr != nil {
-			return
-		}
-		src := filepath.Join(buildDir, "CuratorDriver.java")
-		if buildErr = os.WriteFile(src, curatorDriver, 0o644); buildErr != nil {
-			return
-		}
-		if buildErr = os.WriteFile(filepath.Join(buildDir, "kazoo_driver.py"), kazooDriver, 0o644); buildErr != nil {
-			return
-		}
-		if _, err := os.Stat(curatorJar); err != nil {
-			buildErr = fmt.Errorf("Curator is missing (%v): apt-get install libcurator-recipes-java, or run make test", err)
-			return
-		}
-		javac, err := exec.LookPath("javac")
-		if err != nil {
-			buildErr = fmt.Errorf("no javac: apt-get install default-jdk-headless, or run make test")
-			return
-		}
-		if out, err := exec.Command(javac, "-cp", curatorJar, "-d", buildDir, src).CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("javac: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return buildDir
+	return start(t, "curator discovery", peers.CuratorDiscoveryDriver, connect, base, mode)
 }
 
 // Cleanup removes the built drivers; call it from TestMain after the tests.
-func Cleanup() {
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-}
+func Cleanup() { peers.Cleanup() }
 
 // Peer is a Curator or Kazoo process steered over stdin and stdout.
 type Peer struct {
@@ -199,9 +101,7 @@ func CuratorDoubleBarrier(t testing.TB, connect, path string, members int) *Peer
 }
 
 func curator(t testing.TB, name string, args ...string) *Peer {
-	dir := build(t)
-	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
-	return start(t, name, append([]string{"java", "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "CuratorDriver"}, args...)...)
+	return start(t, name, peers.CuratorDriver, args...)
 }
 
 // Kazoo starts a Kazoo Lock on path (with extra_lock_patterns=["-lock-"]).
@@ -264,33 +164,23 @@ func KazooDoubleBarrier(t testing.TB, connect, path string, members int) *Peer {
 }
 
 func kazoo(t testing.TB, connect, path, kind string, args ...string) *Peer {
-	dir := build(t)
-	if err := exec.Command(python, "-c", "import kazoo").Run(); err != nil {
-		t.Fatalf("Kazoo is missing for %s (%v): apt-get install python3-kazoo, or run make test", python, err)
-	}
-	return start(t, "kazoo "+kind, append([]string{python, filepath.Join(dir, "kazoo_driver.py"), connect, path, kind}, args...)...)
+	return start(t, "kazoo "+kind, peers.KazooDriver, append([]string{connect, path, kind}, args...)...)
 }
 
-func start(t testing.TB, name string, argv ...string) *Peer {
+func start(t testing.TB, name string, d *peers.Driver, args ...string) *Peer {
 	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
+	if _, err := d.Command(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := cmd.StdoutPipe()
+	proc, err := d.Start(context.Background(), args...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	p := &Peer{t: t, name: name, cmd: cmd, in: in, lines: make(chan string, 100), done: make(chan struct{})}
+	cmd := proc.Cmd
+	p := &Peer{t: t, name: name, cmd: cmd, in: proc.Stdin, lines: make(chan string, 100), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		sc := bufio.NewScanner(out)
+		sc := bufio.NewScanner(proc.Stdout)
 		for sc.Scan() {
 			p.lines <- sc.Text()
 		}
@@ -307,8 +197,8 @@ func start(t testing.TB, name string, argv ...string) *Peer {
 			cmd.Process.Kill()
 			<-exited
 		}
-		if t.Failed() && stderr.Len() > 0 {
-			t.Logf("%s stderr:\n%s", name, stderr.String())
+		if t.Failed() && proc.Stderr() != "" {
+			t.Logf("%s stderr:\n%s", name, proc.Stderr())
 		}
 	})
 	p.Expect("READY", 60*time.Second)

@@ -5,15 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/peers"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 )
@@ -42,32 +40,7 @@ type DiscoveryResults struct {
 
 // curatorDiscoveryPeer is Curator's ServiceDiscovery in a driver of its
 // own: only it needs curator-x-discovery.
-var curatorDiscoveryPeer = &peer{name: "Curator", prepare: prepareCuratorDiscovery}
-
-// Debian's libcurator-discovery-java; its manifest names Jackson and the
-// rest.
-const discoveryJar = "/usr/share/java/curator-x-discovery.jar"
-
-func prepareCuratorDiscovery() ([]string, error) {
-	if _, err := os.Stat(discoveryJar); err != nil {
-		return nil, fmt.Errorf("no curator-x-discovery (%v): apt-get install libcurator-discovery-java, or run make bench", err)
-	}
-	javac, err := exec.LookPath("javac")
-	if err != nil {
-		return nil, errors.New("no javac to build the Curator driver: apt-get install default-jdk-headless")
-	}
-	src, err := extract("CuratorDiscoveryBench.java")
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Dir(src)
-	cp := strings.Join([]string{discoveryJar, curatorJar}, string(os.PathListSeparator))
-	if out, err := exec.Command(javac, "-cp", cp, "-d", dir, src).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("javac CuratorDiscoveryBench.java: %v\n%s", err, out)
-	}
-	cp = strings.Join([]string{dir, discoveryJar, curatorJar, slf4jNop}, string(os.PathListSeparator))
-	return []string{"java", "-cp", cp, "CuratorDiscoveryBench"}, nil
-}
+var curatorDiscoveryPeer = &peer{name: "Curator", driver: peers.CuratorDiscoveryBench}
 
 // RunDiscovery runs the discovery scenarios, interleaving the
 // implementations; round 0 warms up and is not counted.

@@ -3,49 +3,28 @@ package bench
 import (
 	"bufio"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/peers"
 )
 
-// The peers' drivers: the same scenarios, run by Curator 5.4 (Debian's
-// libcurator-recipes-java) and Kazoo 2.8 (python3-kazoo).
-//
-//go:embed peers/CuratorBench.java peers/kazoo_bench.py peers/CuratorDiscoveryBench.java
-var peerSources embed.FS
-
-const (
-	curatorJar = "/usr/share/java/curator-recipes.jar" // its manifest names the rest
-	slf4jNop   = "/usr/share/java/slf4j-nop.jar"
-	python     = "/usr/bin/python3" // Debian's, where python3-kazoo is
-)
-
-// peer runs one peer's driver as a child process.
+// peer is a peer library's benchmark driver: the same scenarios, run by
+// Curator 5.4 (Debian's libcurator-recipes-java) and Kazoo 2.8
+// (python3-kazoo), from internal/testinfra/peers.
 type peer struct {
-	name    string
-	prepare func() ([]string, error) // the argv prefix of the driver
-
-	once sync.Once
-	argv []string
-	err  error
-}
-
-func (p *peer) command() ([]string, error) {
-	p.once.Do(func() { p.argv, p.err = p.prepare() })
-	return p.argv, p.err
+	name   string
+	driver *peers.Driver
 }
 
 var (
-	curatorPeer = &peer{name: "Curator", prepare: prepareCurator}
-	kazooPeer   = &peer{name: "Kazoo", prepare: prepareKazoo}
+	curatorPeer = &peer{name: "Curator", driver: peers.CuratorBench}
+	kazooPeer   = &peer{name: "Kazoo", driver: peers.KazooBench}
 )
 
 // Peers returns Curator's InterProcessMutex and Kazoo's Lock.
@@ -56,90 +35,24 @@ func Peers() []Impl {
 	}
 }
 
-// peerDir holds the drivers' sources and classes for this process.
-var peerDir = sync.OnceValues(func() (string, error) { return os.MkdirTemp("", "zkrecipes-bench-peers-") })
-
 // CleanupPeers removes the compiled drivers.
-func CleanupPeers() {
-	if dir, err := peerDir(); err == nil {
-		os.RemoveAll(dir)
-	}
-}
-
-func extract(name string) (string, error) {
-	dir, err := peerDir()
-	if err != nil {
-		return "", err
-	}
-	b, err := peerSources.ReadFile("peers/" + name)
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(dir, name)
-	return p, os.WriteFile(p, b, 0o644)
-}
-
-func prepareCurator() ([]string, error) {
-	if _, err := os.Stat(curatorJar); err != nil {
-		return nil, fmt.Errorf("no Curator jars (%v): apt-get install libcurator-recipes-java, or run make bench", err)
-	}
-	javac, err := exec.LookPath("javac")
-	if err != nil {
-		return nil, errors.New("no javac to build the Curator driver: apt-get install default-jdk-headless")
-	}
-	src, err := extract("CuratorBench.java")
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Dir(src)
-	if out, err := exec.Command(javac, "-cp", curatorJar, "-d", dir, src).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("javac CuratorBench.java: %v\n%s", err, out)
-	}
-	cp := strings.Join([]string{dir, curatorJar, slf4jNop}, string(os.PathListSeparator))
-	return []string{"java", "-Xss512k", "-cp", cp, "CuratorBench"}, nil
-}
-
-func prepareKazoo() ([]string, error) {
-	if err := exec.Command(python, "-c", "import kazoo").Run(); err != nil {
-		return nil, fmt.Errorf("no Kazoo for %s (%v): apt-get install python3-kazoo, or run make bench", python, err)
-	}
-	script, err := extract("kazoo_bench.py")
-	if err != nil {
-		return nil, err
-	}
-	return []string{python, script}, nil
-}
+func CleanupPeers() { peers.Cleanup() }
 
 // driver is a running peer driver.
 type driver struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	lines  *bufio.Scanner
-	stderr *strings.Builder
-	name   string
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	lines *bufio.Scanner
+	proc  *peers.Process
+	name  string
 }
 
 func (p *peer) start(ctx context.Context, servers []string, lockPath string, args ...string) (*driver, error) {
-	argv, err := p.command()
+	proc, err := p.driver.Start(ctx, append([]string{strings.Join(servers, ","), lockPath}, args...)...)
 	if err != nil {
 		return nil, err
 	}
-	all := append(append(append([]string{}, argv[1:]...), strings.Join(servers, ","), lockPath), args...)
-	cmd := exec.CommandContext(ctx, argv[0], all...)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	d := &driver{cmd: cmd, in: in, lines: bufio.NewScanner(out), stderr: &strings.Builder{}, name: p.name}
-	cmd.Stderr = d.stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return d, nil
+	return &driver{cmd: proc.Cmd, in: proc.Stdin, lines: bufio.NewScanner(proc.Stdout), proc: proc, name: p.name}, nil
 }
 
 // next returns the next line that starts with prefix, without it.
@@ -150,7 +63,7 @@ func (d *driver) next(prefix string) (string, error) {
 		}
 	}
 	d.cmd.Wait()
-	return "", fmt.Errorf("%s driver ended before %q: %s", d.name, prefix, lastLines(d.stderr.String(), 15))
+	return "", fmt.Errorf("%s driver ended before %q: %s", d.name, prefix, lastLines(d.proc.Stderr(), 15))
 }
 
 func (d *driver) send(line string) error {
@@ -161,7 +74,7 @@ func (d *driver) send(line string) error {
 func (d *driver) wait() error {
 	d.in.Close()
 	if err := d.cmd.Wait(); err != nil {
-		return fmt.Errorf("%s driver: %v: %s", d.name, err, lastLines(d.stderr.String(), 15))
+		return fmt.Errorf("%s driver: %v: %s", d.name, err, lastLines(d.proc.Stderr(), 15))
 	}
 	return nil
 }
