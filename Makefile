@@ -75,12 +75,12 @@ deps:
 ## cache against CuratorCache and both TreeCaches included, and the latency-bound lock scenarios
 ## again on a second ensemble whose every link is delayed 0 and 250 µs one way (--link-delay),
 ## rewriting docs/benchmarks.md and its two charts (the cache's section alone:
-## go run ./cmd/zkrecipes bench --scenarios cache --docs docs)
+## go run ./cmd/zkbench --scenarios cache --docs docs)
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkrecipes/internal/bench
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkbench/internal/bench
 	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex
 	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
 	$(GO) test -run '^$$' -bench Rebalance -benchtime 1x ./recipes/partition
-	$(GO) run ./cmd/zkrecipes bench --rounds 3 --link-delay 0,250us --docs docs
+	$(GO) run ./cmd/zkbench --rounds 3 --link-delay 0,250us --docs docs

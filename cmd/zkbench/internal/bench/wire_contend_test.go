@@ -25,7 +25,7 @@ import (
 // handoff rate is about the CPU there is divided by the CPU a handoff
 // costs, and that is mostly the packets.
 //
-//	ZKRECIPES_WIRE=5 go test -count=1 -run TestContendedWire ./cmd/zkrecipes/internal/bench/
+//	ZKRECIPES_WIRE=5 go test -count=1 -run TestContendedWire ./cmd/zkbench/internal/bench/
 func TestContendedWire(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("ZKRECIPES_WIRE"))
 	if rounds == 0 {

@@ -15,13 +15,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/cmd/zkrecipes/internal/bench"
+	"github.com/zkrecipes/zkrecipes/cmd/zkbench/internal/bench"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 )
 
-func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
-	fs := newFlags("bench", "", out)
-	servers := fs.String("servers", invocationFrom(ctx).flags.servers, "ZooKeeper servers, host:port,... (default: ZK_SERVERS, else a local 3-node ensemble started for the run)")
+// runBench parses the command line and runs the scenarios it asks for.
+func runBench(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags(out)
+	servers := fs.String("servers", "", "ZooKeeper servers, host:port,... (default: ZK_SERVERS, else a local 3-node ensemble started for the run)")
 	rounds := fs.Int("rounds", 3, "rounds; results are medians")
 	duration := fs.Duration("duration", 3*time.Second, "length of each contended window")
 	iterations := fs.Int("iterations", 300, "uncontended Lock+Unlock per round")
@@ -112,8 +113,12 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(delays) > 0 && len(serverList(*servers)) > 0 {
-		return &exitError{exitUsage, "--link-delay needs the local ensemble (no --servers, no ZK_SERVERS): its proxies sit between the servers"}
+	given, err := serverList(*servers)
+	if err != nil {
+		return err
+	}
+	if len(delays) > 0 && len(given) > 0 {
+		return usagef("--link-delay needs the local ensemble (no --servers, no ZK_SERVERS): its proxies sit between the servers")
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -137,14 +142,14 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 			peers = append(peers, i.Name)
 		}
 	}
-	ensemble := "the ensemble at " + strings.Join(serverList(*servers), ",")
-	if len(serverList(*servers)) == 0 {
+	ensemble := "the ensemble at " + strings.Join(given, ",")
+	if len(given) == 0 {
 		ensemble = "a local 3-node ZooKeeper ensemble (zktest: tickTime 100 ms, forceSync=no, containers checked every minute)"
 	}
 	// ZooKeeper's own container check interval (a minute), not the tests'
 	// second: the many-keys run's directories are recreated as often as a
 	// service's would be.
-	list, stop, err := serversOrLocal(*servers, 3, out, zkserver.WithContainerCheckInterval(time.Minute))
+	list, stop, err := serversOrLocal(given, 3, out, zkserver.WithContainerCheckInterval(time.Minute))
 	if err != nil {
 		return err
 	}
@@ -241,7 +246,7 @@ func runBench(ctx context.Context, args []string, out, _ io.Writer) error {
 		cr, err := bench.RunCache(ctx, bench.CacheConfig{
 			Servers: list, Peers: peers, Sizes: sizes, Rounds: *rounds, BigRounds: *cacheBigRounds, BigSize: 100000,
 			LagSamples: *cacheLagSamples, LagInterval: *cacheLagInterval, Writers: *cacheWriters, WriteNodes: *cacheWriteNodes,
-			Duration: *duration, Changes: *cacheChanges, Cleanup: len(serverList(*servers)) > 0, Progress: out,
+			Duration: *duration, Changes: *cacheChanges, Cleanup: len(given) > 0, Progress: out,
 		})
 		if err != nil {
 			return err
@@ -305,7 +310,7 @@ func parseDelays(v string) ([]time.Duration, error) {
 			d, err = 0, nil
 		}
 		if err != nil || d < 0 || d > time.Second || slices.Contains(out, d) {
-			return nil, &exitError{exitUsage, fmt.Sprintf("--link-delay: %q is not a one-way delay from 0 to 1s (distinct, such as 0,250us)", s)}
+			return nil, usagef("--link-delay: %q is not a one-way delay from 0 to 1s (distinct, such as 0,250us)", s)
 		}
 		out = append(out, d)
 	}
@@ -386,7 +391,7 @@ func parseIdle(v string) (locks, perLock int, err error) {
 func benchmarksPage(report, cacheSection string, servers []string, rounds int, d time.Duration, iterations int) string {
 	var b strings.Builder
 	b.WriteString("# Benchmarks\n\n")
-	b.WriteString("Written by `make bench` (`zkrecipes bench --docs docs`); every figure below comes from one run.\n\n")
+	b.WriteString("Written by `make bench` (`zkbench --docs docs`); every figure below comes from one run.\n\n")
 	b.WriteString("## What was measured\n\n")
 	fmt.Fprintf(&b, "- **Uncontended**: one participant takes and releases a free lock %d times per round (after a warm-up); p50 of Lock+Unlock. The *raw floor* is the requests an uncontended lock needs with no lock logic: create an ephemeral-sequential node, list the directory, delete the node.\n", iterations)
 	b.WriteString("- **Handoff latency**: one holder, one waiter on another server; the time from the holder's Unlock call to the return of the waiter's Lock. The *floor* is what any handoff must wait for: a raw client deletes a node that another raw client, on the waiter's server, watches; from the delete call to the notification (the delete's commit plus one notification).\n")

@@ -1,8 +1,8 @@
 // Package bench measures the locks side by side on one ensemble: the
 // zkrecipes mutex and naive lock, go-zookeeper's zk.Lock, and the raw
 // floor (the requests of a lock with no lock logic). Every participant has
-// a session of its own. Both `go test -bench` and `zkrecipes bench` run
-// these scenarios.
+// a session of its own. Both `go test -bench` and cmd/zkbench run these
+// scenarios.
 package bench
 
 import (
