@@ -167,7 +167,7 @@ func (d *Driver) prepareJava() ([]string, error) {
 
 func (d *Driver) preparePython() ([]string, error) {
 	if err := exec.Command(python, "-c", "import kazoo").Run(); err != nil {
-		return nil, fmt.Errorf("Kazoo is missing for %s (%v): apt-get install python3-kazoo, or run make test or make bench", python, err)
+		return nil, fmt.Errorf("no Kazoo for %s (%v): apt-get install python3-kazoo, or run make test or make bench", python, err)
 	}
 	script, err := d.extract()
 	if err != nil {
