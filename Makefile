@@ -29,7 +29,7 @@ demo: deps
 ## changed — timers (Go 1.23 made their channels unbuffered and Stop/Reset synchronous), child
 ## processes and signals: $(OLDEST_INTEGRATION) (with ZKRECIPES_SKIP_HEAVY set, their longest
 ## fault tests skip there, having run once);
-## the short fault run (internal/chaos) runs without it: go-zookeeper v1.0.4 reads its last zxid
+## the short fault run (internal/testinfra/chaos) runs without it: go-zookeeper v1.0.4 reads its last zxid
 ## unsynchronised while it re-registers watches on a reconnect, a race inside the dependency
 ## that the fault run's many reconnects make the detector report (go-zookeeper/zk#35, open);
 ## a package of the rest that fails with that race alone, or with go-zookeeper's other own race (a
@@ -37,14 +37,14 @@ demo: deps
 ## runs once more (scripts/known-race.py)
 test: deps
 	@out=$$(mktemp); \
-	{ $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/chaos) 2>&1; echo $$? > $$out.rc; } | tee $$out; \
+	{ $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/testinfra/chaos) 2>&1; echo $$? > $$out.rc; } | tee $$out; \
 	rc=$$(cat $$out.rc); rm -f $$out.rc; \
 	if [ $$rc -ne 0 ]; then \
 		again=$$(python3 scripts/known-race.py < $$out) && [ -n "$$again" ] || { rm -f $$out; exit 1; }; \
 		echo "== go-zookeeper's own race (go-zookeeper/zk#35) failed $$again; once more"; \
 		$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$again || { rm -f $$out; exit 1; }; \
 	fi; rm -f $$out
-	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./internal/chaos
+	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./internal/testinfra/chaos
 	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	@echo "== fuzzing, $(FUZZTIME) per target (the seeds also run in every go test)"
 	@# A run that ends in the fuzzing engine's own "context deadline exceeded"
@@ -68,7 +68,7 @@ test: deps
 CHAOS_DURATION ?= 1m
 CHAOS_FLAGS ?=
 chaos: deps
-	$(GO) run ./internal/chaos/zkchaos -duration $(CHAOS_DURATION) -svg docs/chaos.svg $(CHAOS_FLAGS)
+	$(GO) run ./internal/testinfra/chaos/zkchaos -duration $(CHAOS_DURATION) -svg docs/chaos.svg $(CHAOS_FLAGS)
 
 ## lint: gofmt, go vet and staticcheck
 lint:
@@ -84,12 +84,12 @@ deps:
 ## cache against CuratorCache and both TreeCaches included, and the latency-bound lock scenarios
 ## again on a second ensemble whose every link is delayed 0 and 250 µs one way (--link-delay),
 ## rewriting docs/benchmarks.md and its two charts (the cache's section alone:
-## go run ./cmd/zkrecipes bench --scenarios cache --docs docs)
+## go run ./cmd/zkbench --scenarios cache --docs docs)
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkrecipes/internal/bench
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkbench/internal/bench
 	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex
 	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
 	$(GO) test -run '^$$' -bench Rebalance -benchtime 1x ./recipes/partition
-	$(GO) run ./cmd/zkrecipes bench --rounds 3 --link-delay 0,250us --docs docs
+	$(GO) run ./cmd/zkbench --rounds 3 --link-delay 0,250us --docs docs

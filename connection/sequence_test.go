@@ -9,7 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/seqserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/seqserver"
 )
 
 // TestSequentialCreateAtTheLimit: once a directory's counter stops at

@@ -22,7 +22,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{"inspect"}, {"watch"}, {"counter"}, {"counter", "get"}, {"counter", "add"}, {"counter", "set"},
 		{"register"}, {"discover"},
 		{"barrier"}, {"barrier", "set"}, {"barrier", "remove"}, {"barrier", "wait"}, {"barrier", "enter"}, {"barrier", "leave"},
-		{"demo"}, {"bench"}, {"version"}, {"completion"}, {"help"},
+		{"demo"}, {"version"}, {"completion"}, {"help"},
 	} {
 		name := strings.Join(words, " ")
 		code, help, errOut := runCLI(t, append(append([]string{}, words...), "--help")...)
@@ -121,7 +121,7 @@ func TestCompletion(t *testing.T) {
 		return
 	}
 	for _, tc := range []struct{ words, want string }{
-		{`zkrecipes ""`, "lock semaphore elect queue inspect watch counter register discover barrier demo bench version completion help"},
+		{`zkrecipes ""`, "lock semaphore elect queue inspect watch counter register discover barrier demo version completion help"},
 		{`zkrecipes --servers h:1 lo`, "lock"},
 		{`zkrecipes lock --t`, "--timeout --try"},
 		{`zkrecipes queue ""`, "put take"},
@@ -156,7 +156,6 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"lock", "--servers", srv, "--session-timeout", "-5s", "/x", "--", "true"}, "--session-timeout -5s"},
 		{[]string{"--connect-timeout", "-1ms", "lock", "--servers", srv, "/x", "--", "true"}, "--connect-timeout -1ms"},
 		{[]string{"queue", "take", "--servers", srv, "--timeout", "-2s", "/q"}, "--timeout -2s"},
-		{[]string{"bench", "--duration", "-1s"}, "--duration -1s"},
 		{[]string{"lock", "--servers", srv, "--try", "--timeout", "1s", "/x", "--", "true"}, "--try does not wait"},
 		{[]string{"semaphore", "--servers", srv, "--max", "2", "--try", "--timeout", "1s", "/s", "--", "true"}, "--try does not wait"},
 		{[]string{"queue", "take", "--servers", srv, "--try", "--timeout", "1s", "/q"}, "--try does not wait"},

@@ -1,6 +1,7 @@
 // Command zkrecipes runs the zkrecipes recipes from a shell: a command under
-// a lock or while leading, a work queue, a look at who holds and waits, a
-// demo, and the benchmarks.
+// a lock or while leading, a work queue, a look at who holds and waits, and
+// a demo. (The benchmarks are a command of their own, cmd/zkbench, which
+// make bench runs.)
 //
 //	zkrecipes lock [--timeout d | --try] [--read|--write] PATH [-- CMD [ARGS...]]
 //	zkrecipes semaphore --max N [--leases n] [--count PATH] PATH [-- CMD [ARGS...]]
@@ -15,7 +16,6 @@
 //	zkrecipes barrier set|remove|wait|leave PATH
 //	zkrecipes barrier enter --members N PATH [-- CMD [ARGS...]]
 //	zkrecipes demo
-//	zkrecipes bench [--rounds 3] [--participants 2,10,100]
 //	zkrecipes version | completion bash|zsh|fish | help [COMMAND]
 //
 // Servers come from --servers (before or after the command) or
@@ -33,7 +33,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 )
 
 // command is one subcommand.
@@ -55,7 +55,6 @@ var commands = []command{
 	{name: "discover", summary: "list a service's instances (Curator's ServiceDiscovery), or follow them", run: runDiscover},
 	{name: "barrier", summary: "set, remove or wait at a barrier; enter a double barrier, run a command, leave (Curator's barriers)", run: runBarrier, subcommands: barrierSubcommands},
 	{name: "demo", summary: "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", run: runDemo},
-	{name: "bench", summary: "compare the locks side by side: latency, handoffs/s and wake-ups per release", run: runBench},
 	{name: "version", summary: "print the version of zkrecipes and the revision it was built from", run: runVersion},
 }
 
@@ -276,14 +275,4 @@ func serversOrLocal(flagValue string, n int, out io.Writer, opts ...zkserver.Opt
 	}
 	fmt.Fprintf(out, "ZooKeeper serving at %s after %v.\n", ens.ConnectString(), time.Since(start).Round(time.Millisecond))
 	return ens.Servers(), func() { ens.Close() }, nil
-}
-
-// serverList is the servers of --servers or ZK_SERVERS, nil if none (or
-// if they do not parse: serversOrLocal says why).
-func serverList(flagValue string) []string {
-	cs, err := (&commonFlags{servers: flagValue}).connString()
-	if err != nil {
-		return nil
-	}
-	return cs.servers
 }

@@ -39,11 +39,8 @@ func TestUsageAndErrors(t *testing.T) {
 	if code, out, _ := runCLI(t, "demo", "--help"); code != 0 || !strings.Contains(out, "-servers") {
 		t.Fatalf("demo --help: code %d, output %q", code, out)
 	}
-	if code, _, errOut := runCLI(t, "bench", "--participants", "2,x"); code != 1 || !strings.Contains(errOut, "not a positive count") {
-		t.Fatalf("bench with a bad count: code %d, stderr %q", code, errOut)
-	}
-	if code, _, errOut := runCLI(t, "bench", "--scenarios", "locks", "--docs", t.TempDir()); code != 1 || !strings.Contains(errOut, "--scenarios cache") {
-		t.Fatalf("bench --docs with part of the page: code %d, stderr %q", code, errOut)
+	if code, _, errOut := runCLI(t, "bench"); code != 2 || !strings.Contains(errOut, `unknown command "bench"`) {
+		t.Fatalf("bench, now cmd/zkbench: code %d, stderr %q", code, errOut)
 	}
 	if code, _, errOut := runCLI(t, "demo", "--servers", "127.0.0.1:1", "--workers", "0"); code != 1 || !strings.Contains(errOut, "--workers") {
 		t.Fatalf("demo with no workers: code %d, stderr %q", code, errOut)

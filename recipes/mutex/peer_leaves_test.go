@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/peertest"
-	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/peertest"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 

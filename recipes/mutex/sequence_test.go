@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/seqserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/seqserver"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/peertest"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/peertest"
 )
 
 // TestEmptyItemReachesKazoo: an item put with nil data is sent as empty

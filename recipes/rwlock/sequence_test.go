@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/seqserver"
-	"github.com/zkrecipes/zkrecipes/internal/testkit"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/seqserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 )
 
 // TestSequenceExhausted: both sides of a lock whose directory's counter

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/seqserver"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/seqserver"
 )
 
 // TestSequenceExhausted: lease nodes are counted, not ordered, so leases

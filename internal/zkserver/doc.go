@@ -1,8 +1,0 @@
-// Package zkserver runs real ZooKeeper servers: a local ensemble of Java
-// processes from a Debian or Apache install, an external ensemble, or a
-// registered backend; fault injection (stop, start, kill, pause, resume,
-// partitions between servers), a TCP proxy in front of clients, and the
-// four-letter words. It is what testing/zktest is built on, without the
-// testing package, so that the zkrecipes command (its demo and bench) can
-// start a ZooKeeper without linking test code.
-package zkserver
