@@ -224,20 +224,17 @@ func (h *Holder) endLost(hold *Hold) error {
 
 // Use runs f with the current hold while no Lock or Unlock of this Holder
 // can change it (it takes the gate). It reports false, without calling f,
-// when nothing is held; a lost hold it finds is ended, as Lock would. A
-// read/write lock's downgrade uses it: the read node must be made while
-// the write hold surely lasts.
+// when nothing is held or the hold is lost; a lost hold stays for this
+// Holder's own Lock or Unlock to end, so that they report the loss
+// (ErrLockLost), not a hold that never was. A read/write lock's downgrade
+// uses it: the read node must be made while the write hold surely lasts.
 func (h *Holder) Use(ctx context.Context, f func(a Acquired) error) (bool, error) {
 	if err := h.enter(ctx, "use"); err != nil {
 		return false, err
 	}
 	defer h.leave()
 	cur := h.current()
-	if cur == nil {
-		return false, nil
-	}
-	if cur.Lost() {
-		_ = h.endLost(cur)
+	if cur == nil || cur.Lost() {
 		return false, nil
 	}
 	return true, f(cur.Acquired)

@@ -105,6 +105,7 @@ func TestReadersAndWritersUnderFaultsAndWrites(t *testing.T) {
 		errs        []error
 	)
 	fail := func(err error) {
+		t.Logf("at %s: %v", time.Now().Format("15:04:05.000"), err) // now: a check that gives up first hides it
 		errMu.Lock()
 		errs = append(errs, err)
 		errMu.Unlock()

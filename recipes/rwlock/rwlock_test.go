@@ -193,6 +193,47 @@ func TestDowngrade(t *testing.T) {
 	}
 }
 
+// TestWriteUnlockAfterLostHoldAndReadLockSaysLost: a read Lock while the
+// write hold is lost is no downgrade (the read queues as any reader), and
+// the write side's Unlock afterwards still reports the loss, as it does
+// without the read Lock in between — not "not locked".
+func TestWriteUnlockAfterLostHoldAndReadLockSaysLost(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	lock := ens.Root(t) + "/rw"
+	ctx := ctxFor(t, 30*time.Second)
+	rw := newRW(t, open(t, ens.Servers()), lock)
+	if err := rw.WriteLock().Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wNode := rw.WriteLock().Node()
+	// An operator deletes the write hold's node: the hold ends when the
+	// deletion is heard.
+	if err := ens.Conn(t).Delete(wNode, -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-rw.WriteLock().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write hold outlived its node")
+	}
+	if err := rw.ReadLock().Lock(ctx); err != nil {
+		t.Fatalf("read Lock after the write hold was lost: %v", err)
+	}
+	if n := rw.ReadLock().Node(); strings.HasSuffix(n, wNode[len(wNode)-10:]) {
+		t.Fatalf("read node %s at the lost writer's place %s: a downgrade from a lost hold", n, wNode)
+	}
+	if err := rw.WriteLock().Unlock(ctx); !errors.Is(err, rwlock.ErrLockLost) {
+		t.Fatalf("write Unlock after the loss and a read Lock: %v, want ErrLockLost", err)
+	}
+	if rw.WriteLock().Held() {
+		t.Fatal("the write side still holds after its Unlock")
+	}
+	if err := rw.ReadLock().Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestUpgradeIsRefused(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
