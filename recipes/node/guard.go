@@ -67,7 +67,11 @@ func guardRefusal(g *connection.Guard) error {
 	if err == nil || errors.Is(err, connection.ErrHoldUnsettled) {
 		return nil
 	}
-	return errtext.Errorf("guarded by %s: %w: %w", g.Path(), connection.ErrGuardFailed, err)
+	what := "guarded by " + g.Path()
+	if g == nil {
+		what = "guarded"
+	}
+	return errtext.Errorf("%s: %w: %w", what, connection.ErrGuardFailed, err)
 }
 
 // guardedWrite is a SetData with a guard, waiting for the worker.

@@ -80,7 +80,11 @@ func (o writeOptions) refused() error {
 	if err == nil || errors.Is(err, connection.ErrHoldUnsettled) {
 		return nil
 	}
-	return errtext.Errorf("guarded by %s: %w: %w", o.guard.Path(), connection.ErrGuardFailed, err)
+	what := "guarded by " + o.guard.Path()
+	if o.guard == nil {
+		what = "guarded"
+	}
+	return errtext.Errorf("%s: %w: %w", what, connection.ErrGuardFailed, err)
 }
 
 // ops returns ops followed by the guard, if there is one: the responses
