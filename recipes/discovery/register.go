@@ -104,6 +104,25 @@ func (d *Discovery) Register(ctx context.Context, i Instance, opts ...RegisterOp
 	return &Registration{d: d, node: n, path: p, inst: i}, nil
 }
 
+// WriteOption configures one Update of a Registration.
+type WriteOption func(*writeOptions) error
+
+type writeOptions struct {
+	guarded bool
+	guard   *connection.Guard
+}
+
+// WithGuard makes an Update commit only while the hold of g lasts (a
+// leader's term, a lock: connection.Guard), in one transaction with the
+// guard's check. See Registration.Update. A nil g is the guard of no
+// hold: the Update is refused with connection.ErrGuardFailed.
+func WithGuard(g *connection.Guard) WriteOption {
+	return func(o *writeOptions) error {
+		o.guarded, o.guard = true, g
+		return nil
+	}
+}
+
 // RegisterOption configures a Register.
 type RegisterOption func(*registerOptions) error
 
@@ -170,7 +189,18 @@ func (r *Registration) Path() string { return r.node.Path() }
 // kept either way and written when it can be. It fails with ErrClosed
 // after Close, ErrInvalidInstance for an instance that cannot be
 // registered, and the server's refusal to write.
-func (r *Registration) Update(ctx context.Context, i Instance) error {
+//
+// With WithGuard(g) the write commits only while the hold of g lasts (a
+// leader's term, a lock), in one transaction with the guard's check
+// (node.Node.SetData with node.WithGuard): Update waits until the
+// instance is registered and writes it there, and the instance becomes
+// the registered one — what Instance returns and every re-create writes —
+// only if the write committed. A hold over, or found over by the server,
+// and the guard of another client's hold fail with an error matching
+// connection.ErrGuardFailed, and the registration keeps its instance; so
+// does a write whose answer was lost (connection.ErrOutcomeUnknown: the
+// node may hold either) and one given up (ctx) before it was sent.
+func (r *Registration) Update(ctx context.Context, i Instance, opts ...WriteOption) error {
 	r.updating.Lock() // one Update at a time: inst follows the node's data
 	defer r.updating.Unlock()
 	r.mu.Lock()
@@ -195,6 +225,28 @@ func (r *Registration) Update(ctx context.Context, i Instance) error {
 	data, err := json.Marshal(i)
 	if err != nil {
 		return errtext.Errorf("discovery: update %s: %w", r.path, err)
+	}
+	var o writeOptions
+	for _, opt := range opts {
+		if opt == nil {
+			return errtext.Errorf("discovery: update %s: %w: nil write option", r.path, connection.ErrInvalidOption)
+		}
+		if err := opt(&o); err != nil {
+			return err
+		}
+	}
+	if o.guarded {
+		err := r.node.SetData(ctx, data, node.WithGuard(o.guard))
+		if errors.Is(err, node.ErrClosed) {
+			return errtext.Errorf("discovery: update %s: %w", r.path, ErrClosed)
+		}
+		if err != nil {
+			return errtext.Errorf("discovery: update %s: %w", r.path, err)
+		}
+		r.mu.Lock()
+		r.inst = i
+		r.mu.Unlock()
+		return nil
 	}
 	err = r.node.SetData(ctx, data)
 	switch {

@@ -59,6 +59,9 @@ func (w *worker) step(sess *connection.Session) (*connection.Watch, error) {
 		return nil, err
 	}
 	w.n.setPresent(w.own.path)
+	if err := w.writeGuarded(sess); err != nil || !w.valid {
+		return nil, err
+	}
 	return w.watch, nil
 }
 

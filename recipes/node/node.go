@@ -74,10 +74,11 @@ type Node struct {
 	refusal  error  // the server's refusal to make the node, until it makes it
 	finished error  // why the worker stopped before Close: the client was closed
 	present  bool
-	done     chan struct{} // closed when the presence ends; closed while absent
-	why      error         // why the node is absent (nil before the first try)
-	changed  chan struct{} // closed and replaced at every change of the above
-	left     held          // what the worker held when it returned
+	done     chan struct{}   // closed when the presence ends; closed while absent
+	why      error           // why the node is absent (nil before the first try)
+	changed  chan struct{}   // closed and replaced at every change of the above
+	left     held            // what the worker held when it returned
+	pending  []*guardedWrite // SetData with a guard, in order, for the worker
 }
 
 // New returns a Node that will keep a node at path with data; nothing is
@@ -282,9 +283,34 @@ func (n *Node) WaitForInitialCreate(ctx context.Context) error {
 // with an error wrapping connection.ErrDataTooLarge (and changes nothing)
 // for data too large for a request, or with the server's refusal of the
 // write.
-func (n *Node) SetData(ctx context.Context, data []byte) error {
+//
+// With WithGuard(g) the write commits only while the hold of g lasts, in
+// one transaction with the guard's check, and data becomes the node's
+// (what every later re-create writes) only if it committed. SetData then
+// waits until the node is present and writes it there: nil means it
+// committed. A hold over before the write is sent, or found over by the
+// server (its node gone), fails with an error matching
+// connection.ErrGuardFailed, nothing written, and the node keeps its data;
+// so does a guard of another client's hold (another session). A write
+// whose answer was lost fails with connection.ErrOutcomeUnknown: the node
+// may hold data (written while the hold lasted) or its former data, and
+// the Node keeps its former data for re-creates. When ctx ends before the
+// write is sent, nothing is written (ctx's error); after, the error wraps
+// connection.ErrOutcomeUnknown too. Before Start it fails with
+// ErrNotStarted.
+func (n *Node) SetData(ctx context.Context, data []byte, opts ...WriteOption) error {
 	if err := n.checkData(data); err != nil {
 		return errtext.Errorf("node: set data of %s: %w", n.base, err)
+	}
+	o, err := writeOpts(opts)
+	if err != nil {
+		return errtext.Errorf("node: set data of %s: %w", n.base, err)
+	}
+	if o.guarded {
+		if err := n.setDataGuarded(ctx, data, o.guard); err != nil {
+			return errtext.Errorf("node: set data of %s: %w", n.base, err)
+		}
+		return nil
 	}
 	n.mu.Lock()
 	if n.closed {

@@ -208,7 +208,9 @@ func (t *TTLNode) TouchPath() string { return t.touch }
 func (t *TTLNode) Data() []byte { return t.node.Data() }
 
 // SetData makes data the node's data; see Node.SetData.
-func (t *TTLNode) SetData(ctx context.Context, data []byte) error { return t.node.SetData(ctx, data) }
+func (t *TTLNode) SetData(ctx context.Context, data []byte, opts ...WriteOption) error {
+	return t.node.SetData(ctx, data, opts...)
+}
 
 // WaitForInitialCreate waits until the node was present once; see
 // Node.WaitForInitialCreate. Against servers without TTL nodes it returns

@@ -206,6 +206,11 @@ func (w *worker) exit() {
 	n := w.n
 	n.mu.Lock()
 	n.left = w.own
+	why := n.finished
+	if why == nil {
+		why = ErrClosed
+	}
+	n.failPendingLocked(why)
 	gaveUp := n.gaveUp
 	close(n.exited)
 	n.mu.Unlock()

@@ -9,6 +9,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+	"github.com/zkrecipes/zkrecipes/recipes/shared"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -16,9 +18,11 @@ import (
 // local 3-server ensemble. Each iteration sends, one after the other, a
 // plain versioned set of the counter (what Curator and Kazoo send) and
 // the transaction a Counter sends (the same set and a versioned set of
-// its marker), and a whole Counter.Add (a read, then that transaction);
-// interleaved, so that a loaded machine slows all alike. It reports the
-// median and the 90th percentile of each, in microseconds.
+// its marker), a whole Counter.Add (a read, then that transaction), and
+// a Counter.Add fenced by a held lock's guard (WithGuard: the guard's
+// check is a third op of the same transaction); interleaved, so that a
+// loaded machine slows all alike. It reports the median and the 90th
+// percentile of each, in microseconds.
 func BenchmarkMarkerCost(b *testing.B) {
 	ens := zktest.Start(b, zktest.WithServers(3))
 	c := open(b, ens.Servers())
@@ -35,9 +39,21 @@ func BenchmarkMarkerCost(b *testing.B) {
 	if _, err := cn.Add(ctx, 1); err != nil {
 		b.Fatal(err)
 	}
+	m, err := mutex.New(c, "/bench-lock")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		b.Fatal(err)
+	}
+	guarded := newCounter(b, c, "/bench-guarded")
+	g := shared.WithGuard(m.Guard())
+	if _, err := guarded.Add(ctx, 1, g); err != nil {
+		b.Fatal(err)
+	}
 	data := make([]byte, 8)
 	var v, k int32
-	var set, multi, add []time.Duration
+	var set, multi, add, gadd []time.Duration
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
@@ -59,11 +75,16 @@ func BenchmarkMarkerCost(b *testing.B) {
 			b.Fatal(res, err)
 		}
 		add = append(add, time.Since(start))
+		start = time.Now()
+		if res, err := guarded.Add(ctx, 1, g); err != nil || !res.Succeeded {
+			b.Fatal(res, err)
+		}
+		gadd = append(gadd, time.Since(start))
 	}
 	for _, m := range []struct {
 		name string
 		d    []time.Duration
-	}{{"set", set}, {"multi", multi}, {"add", add}} {
+	}{{"set", set}, {"multi", multi}, {"add", add}, {"guarded-add", gadd}} {
 		slices.Sort(m.d)
 		b.ReportMetric(float64(m.d[len(m.d)/2].Microseconds()), m.name+"-p50-µs")
 		b.ReportMetric(float64(m.d[len(m.d)*9/10].Microseconds()), m.name+"-p90-µs")

@@ -177,34 +177,45 @@ func (c *Counter) Get(ctx context.Context) (int64, error) {
 // not have applied: its answer was lost and the session it was sent in
 // ended (or ctx did) before the outcome could be read. A sum that
 // would leave the encoding's range is refused with ErrOverflow.
-func (c *Counter) Add(ctx context.Context, delta int64) (Result, error) {
-	return c.update(ctx, "add", func(pre int64) (int64, bool, error) {
+//
+// With WithGuard each write the add sends commits only while the guard's
+// hold lasts, in one transaction with the guard's check and the marker's
+// set, so the add is still exact: see the package documentation, "Fenced
+// by a hold". A hold over before or between the tries makes the add fail
+// with connection.ErrGuardFailed, nothing added.
+func (c *Counter) Add(ctx context.Context, delta int64, opts ...WriteOption) (Result, error) {
+	return c.update(ctx, "add", opts, func(pre int64) (int64, bool, error) {
 		post, err := c.opts.encoding.add(pre, delta)
 		return post, true, err
 	})
 }
 
-// Increment adds 1.
-func (c *Counter) Increment(ctx context.Context) (Result, error) { return c.Add(ctx, 1) }
+// Increment adds 1; see Add.
+func (c *Counter) Increment(ctx context.Context, opts ...WriteOption) (Result, error) {
+	return c.Add(ctx, 1, opts...)
+}
 
 // CompareAndSet sets the counter to value if it holds expected, and
 // reports in Result.Succeeded whether it did. A write that lost the race
 // to another while the counter still held expected is tried again under
 // the retry policy, so only a counter that no longer holds expected (or
-// contention beyond the policy) makes it fail.
-func (c *Counter) CompareAndSet(ctx context.Context, expected, value int64) (Result, error) {
+// contention beyond the policy) makes it fail. WithGuard fences it as it
+// fences Add.
+func (c *Counter) CompareAndSet(ctx context.Context, expected, value int64, opts ...WriteOption) (Result, error) {
 	if _, err := c.opts.encoding.Encode(value); err != nil {
 		return Result{}, errtext.Errorf("shared: compare and set %s: %w", c.path, err)
 	}
-	return c.update(ctx, "compare and set", func(pre int64) (int64, bool, error) {
+	return c.update(ctx, "compare and set", opts, func(pre int64) (int64, bool, error) {
 		return value, pre == expected, nil
 	})
 }
 
 // Set writes value whatever the counter holds (Curator's forceSet),
 // creating the node if it does not exist. It is not a counted operation:
-// adds running at the same time may be lost by it.
-func (c *Counter) Set(ctx context.Context, value int64) error {
+// adds running at the same time may be lost by it. With WithGuard it is
+// Value.Set fenced by the guard's hold (without the marker: a Set is not
+// counted).
+func (c *Counter) Set(ctx context.Context, value int64, opts ...WriteOption) error {
 	if c.closeCtx.Err() != nil {
 		return errtext.Errorf("shared: set %s: %w", c.path, ErrClosed)
 	}
@@ -213,13 +224,14 @@ func (c *Counter) Set(ctx context.Context, value int64) error {
 		return errtext.Errorf("shared: set %s: %w", c.path, err)
 	}
 	v := &Value[[]byte]{client: c.client, path: c.path, codec: bytesCodec}
-	_, err = v.Set(ctx, data)
+	_, err = v.Set(ctx, data, opts...)
 	return err
 }
 
 // Initialize creates the counter's node holding value if it does not
-// exist, and reports whether it did (Curator's initialize).
-func (c *Counter) Initialize(ctx context.Context, value int64) (bool, error) {
+// exist, and reports whether it did (Curator's initialize). With
+// WithGuard the create commits only while the guard's hold lasts.
+func (c *Counter) Initialize(ctx context.Context, value int64, opts ...WriteOption) (bool, error) {
 	if c.closeCtx.Err() != nil {
 		return false, errtext.Errorf("shared: initialize %s: %w", c.path, ErrClosed)
 	}
@@ -227,7 +239,14 @@ func (c *Counter) Initialize(ctx context.Context, value int64) (bool, error) {
 	if err != nil {
 		return false, errtext.Errorf("shared: initialize %s: %w", c.path, err)
 	}
-	return initialize(ctx, c.client, c.path, data)
+	o, err := writeOpts(opts)
+	if err == nil {
+		err = o.refused()
+	}
+	if err != nil {
+		return false, errtext.Errorf("shared: initialize %s: %w", c.path, err)
+	}
+	return initialize(ctx, c.client, c.path, data, o)
 }
 
 // Close ends the participant: an operation in progress returns an error
@@ -281,16 +300,23 @@ var errConflict = errors.New("shared: conflict")
 // update runs an operation: optimistic tries, then tries under the
 // promoted lock. next computes the value to write from the value read,
 // or says (false) that nothing is to be written.
-func (c *Counter) update(ctx context.Context, op string, next func(pre int64) (int64, bool, error)) (Result, error) {
+func (c *Counter) update(ctx context.Context, op string, opts []WriteOption, next func(pre int64) (int64, bool, error)) (Result, error) {
+	o, err := writeOpts(opts)
+	if err == nil {
+		err = o.refused()
+	}
+	if err != nil {
+		return Result{}, errtext.Errorf("shared: %s %s: %w", op, c.path, err)
+	}
 	octx, leave, err := c.enter(ctx, op)
 	if err != nil {
 		return Result{}, err
 	}
 	defer leave()
 	var res Result
-	done, err := c.tries(octx, &res, c.opts.policy, &res.OptimisticTries, next)
+	done, err := c.tries(octx, &res, o, c.opts.policy, &res.OptimisticTries, next)
 	if err == nil && !done && c.lock != nil {
-		_, err = c.promoted(octx, &res, next)
+		_, err = c.promoted(octx, &res, o, next)
 	}
 	if err != nil {
 		if c.closeCtx.Err() != nil && !errors.Is(err, ErrClosed) {
@@ -301,8 +327,16 @@ func (c *Counter) update(ctx context.Context, op string, next func(pre int64) (i
 	return res, nil
 }
 
-// promoted tries again under the promoted lock.
-func (c *Counter) promoted(ctx context.Context, res *Result, next func(int64) (int64, bool, error)) (bool, error) {
+// promoted tries again under the promoted lock. A guarded operation is
+// fenced by the caller's guard alone: the lock keeps lock holders from
+// contending, the version and the guard keep the write correct, so the
+// lock's hold is not a fence of the write (and its end is no reason to
+// refuse it). A caller's hold that ends while the lock is awaited makes
+// the next write fail with connection.ErrGuardFailed.
+func (c *Counter) promoted(ctx context.Context, res *Result, o writeOptions, next func(int64) (int64, bool, error)) (bool, error) {
+	if err := o.refused(); err != nil {
+		return false, err
+	}
 	if err := c.lock.Lock(ctx); err != nil {
 		return false, err
 	}
@@ -311,15 +345,15 @@ func (c *Counter) promoted(ctx context.Context, res *Result, next func(int64) (i
 		defer cancel()
 		_ = c.lock.Unlock(uctx) // a lost hold ends either way; correctness never rested on it
 	}()
-	return c.tries(ctx, res, c.opts.lockPolicy, &res.PromotedTries, next)
+	return c.tries(ctx, res, o, c.opts.lockPolicy, &res.PromotedTries, next)
 }
 
 // tries runs tries under policy until one is done (applied, or nothing to
 // write); it returns false when the policy gave up on conflicts.
-func (c *Counter) tries(ctx context.Context, res *Result, policy retry.Policy, count *int, next func(int64) (int64, bool, error)) (bool, error) {
+func (c *Counter) tries(ctx context.Context, res *Result, o writeOptions, policy retry.Policy, count *int, next func(int64) (int64, bool, error)) (bool, error) {
 	err := retry.Do(ctx, policy, func(ctx context.Context) error {
 		*count++
-		err := c.try(ctx, res, next)
+		err := c.try(ctx, res, o, next)
 		if errors.Is(err, errConflict) {
 			return retry.Again(err)
 		}

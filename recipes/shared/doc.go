@@ -32,5 +32,25 @@
 // connection.ErrOutcomeUnknown. A Value's TrySet, without a marker,
 // settles a lost answer when a read can, and otherwise says it cannot.
 //
+// # Fenced by a hold
+//
+// Every write takes WithGuard(g), g a hold's connection.Guard
+// (mutex.Mutex.Guard, election.Term.Guard, queue.Item.Guard...): the
+// write then commits only while the hold lasts, in the same transaction
+// as the guard's check — for a Counter, as its marker's set too, so the
+// write is exact as without a guard:
+//
+//	res, err := builds.Add(ctx, 1, shared.WithGuard(term.Guard())) // only while leading
+//
+// A hold already over is refused without sending anything; a hold whose
+// node the server finds gone, or that ended before the transaction was
+// written, makes the server apply nothing; both fail with an error
+// matching connection.ErrGuardFailed. A lost answer is settled as without
+// a guard (and a write that applied, applied while the hold lasted), or
+// fails with connection.ErrOutcomeUnknown. The guard of another client's
+// hold is refused (ErrGuardFailed): one transaction runs in one session.
+// Under WithPromotedLock the caller's guard fences the tries under the
+// lock too; the lock itself is not a fence.
+//
 // See docs/shared.md for the layouts, the argument and the figures.
 package shared

@@ -78,7 +78,14 @@ type marker struct {
 // returns nil when done (the write applied, or next had nothing to
 // write), an error wrapping errConflict when it should be tried again, or
 // the error that ends the operation.
-func (c *Counter) try(ctx context.Context, res *Result, next func(int64) (int64, bool, error)) error {
+//
+// With a guard, the guard's check is a third op of the transaction, so the
+// marker's version settles a lost answer as it does without one. The
+// marker must be of the hold's session: the transaction runs there only.
+func (c *Counter) try(ctx context.Context, res *Result, o writeOptions, next func(int64) (int64, bool, error)) error {
+	if err := o.refused(); err != nil {
+		return err
+	}
 	m, err := c.marker(ctx)
 	if err != nil {
 		return err
@@ -108,10 +115,10 @@ func (c *Counter) try(ctx context.Context, res *Result, next func(int64) (int64,
 	if c.beforeWrite != nil {
 		c.beforeWrite()
 	}
-	mr, err := c.client.Multi(connection.Pin(ctx, m.sess),
+	mr, err := c.client.Multi(connection.Pin(ctx, m.sess), o.ops(
 		&zk.SetDataRequest{Path: c.path, Data: enc, Version: stat.Version},
 		&zk.SetDataRequest{Path: m.path, Data: m.data, Version: k},
-	)
+	)...)
 	switch {
 	case err == nil:
 		m.version = k + 1
@@ -134,12 +141,20 @@ func (c *Counter) try(ctx context.Context, res *Result, next func(int64) (int64,
 			return nil
 		}
 		return errtext.Errorf("%w: a lost write did not apply", errConflict)
+	case errors.Is(err, connection.ErrGuardFailed):
+		// Nothing was applied: the hold is over, or its node gone, or the
+		// marker is of another session than the hold's (a session that
+		// ended, whose marker goes with it).
+		if !c.client.Live(m.sess) {
+			c.m = nil
+		}
+		return err
 	case errors.Is(err, connection.ErrSessionLost):
 		// Refused before it was sent: the marker's session is gone.
 		c.m = nil
 		return errtext.Errorf("%w: %w", errConflict, err)
 	}
-	if len(mr) == 2 {
+	if len(mr) >= 2 {
 		switch {
 		case errors.Is(mr[0].Error, zk.ErrBadVersion):
 			return errConflict
@@ -226,7 +241,7 @@ func (c *Counter) marker(ctx context.Context) (*marker, error) {
 		created, _, err := c.client.Claim(connection.Pin(ctx, sess), name, []byte(id))
 		if errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 			zero, _ := c.opts.encoding.Encode(0)
-			if _, err := initialize(ctx, c.client, c.path, zero); err != nil && !errors.Is(err, connection.ErrOutcomeUnknown) {
+			if _, err := initialize(ctx, c.client, c.path, zero, writeOptions{}); err != nil && !errors.Is(err, connection.ErrOutcomeUnknown) {
 				return nil, err
 			}
 			continue

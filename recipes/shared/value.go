@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path"
 
 	"github.com/go-zookeeper/zk"
 
@@ -148,10 +149,31 @@ func (v *Value[T]) versioned(data []byte, stat *zk.Stat) (Versioned[T], error) {
 // not a compare-and-set. After a lost answer it is sent again in the same
 // session, so it may apply twice, around another participant's write; use
 // TrySet where that matters.
-func (v *Value[T]) Set(ctx context.Context, x T) (Versioned[T], error) {
+//
+// With WithGuard the set (or the create) commits only while the guard's
+// hold lasts, in one transaction with the guard's check (see the package
+// documentation, "Fenced by a hold"); a guarded set whose answer was lost
+// is not sent again: the error wraps connection.ErrOutcomeUnknown (it may
+// have applied, while the hold lasted).
+func (v *Value[T]) Set(ctx context.Context, x T, opts ...WriteOption) (Versioned[T], error) {
 	data, err := v.codec.encode(x)
 	if err != nil {
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
+	}
+	o, err := writeOpts(opts)
+	if err == nil {
+		err = o.refused()
+	}
+	if err != nil {
+		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
+	}
+	if o.guarded {
+		next, err := v.setGuarded(ctx, data, o)
+		if err != nil {
+			return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
+		}
+		next.Value = x
+		return next, nil
 	}
 	for {
 		stat, err := v.client.Set(ctx, v.path, data, -1)
@@ -196,7 +218,13 @@ func (v *Value[T]) Set(ctx context.Context, x T) (Versioned[T], error) {
 // settles every such case, with a marker node of its own.)
 //
 // The argument assumes the node is not deleted while participants use it.
-func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T) (Versioned[T], error) {
+//
+// With WithGuard the compare-and-set commits only while the guard's hold
+// lasts, in one transaction with the guard's check, and runs in the
+// hold's session only (see the package documentation, "Fenced by a
+// hold"); a lost answer is settled as above, and a write sent again after
+// it was settled as not applied is guarded again.
+func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T, opts ...WriteOption) (Versioned[T], error) {
 	data, err := v.codec.encode(x)
 	if err != nil {
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
@@ -204,17 +232,27 @@ func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T) (Versione
 	if prev.Version < -1 {
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w: version %d", v.path, connection.ErrInvalidOption, prev.Version)
 	}
-	sess, err := v.client.WaitSession(ctx)
+	o, err := writeOpts(opts)
+	if err == nil {
+		err = o.refused()
+	}
 	if err != nil {
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
 	}
+	var sess *connection.Session
+	if o.guarded {
+		// The hold's session: the write runs there or not at all.
+		sess = o.guard.Session()
+	} else if sess, err = v.client.WaitSession(ctx); err != nil {
+		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
+	}
 	for {
-		next, err := v.trySetOnce(connection.Pin(ctx, sess), prev, data)
+		next, err := v.trySetOnce(connection.Pin(ctx, sess), prev, data, o)
 		if err == nil {
 			next.Value = x
 			return next, nil
 		}
-		if errors.Is(err, connection.ErrSessionLost) && !errors.Is(err, connection.ErrOutcomeUnknown) && ctx.Err() == nil {
+		if !o.guarded && errors.Is(err, connection.ErrSessionLost) && !errors.Is(err, connection.ErrOutcomeUnknown) && ctx.Err() == nil {
 			// Nothing was sent: the session had ended. A compare-and-set
 			// is the same in any session.
 			next, werr := v.client.WaitSession(ctx)
@@ -240,7 +278,10 @@ func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T) (Versione
 
 // trySetOnce sends the compare-and-set once (with the client's retries in
 // the session, which are safe: a versioned write applies at most once).
-func (v *Value[T]) trySetOnce(ctx context.Context, prev Versioned[T], data []byte) (Versioned[T], error) {
+func (v *Value[T]) trySetOnce(ctx context.Context, prev Versioned[T], data []byte, o writeOptions) (Versioned[T], error) {
+	if o.guarded {
+		return v.trySetGuarded(ctx, prev, data, o)
+	}
 	if prev.Version == -1 {
 		_, err := v.client.CreateAll(ctx, v.path, data, connection.Persistent)
 		switch {
@@ -312,18 +353,32 @@ func settleCAS(ctx context.Context, c *connection.Client, sess *connection.Sessi
 
 // Initialize creates the node with the seed if it does not exist, as
 // Curator's SharedValue.start does; it reports whether it created it.
-// Missing parents are created as containers.
-func (v *Value[T]) Initialize(ctx context.Context) (bool, error) {
-	return initialize(ctx, v.client, v.path, mustEncode(v.codec, v.seed))
+// Missing parents are created as containers. With WithGuard the create
+// commits only while the guard's hold lasts (the missing parents are made
+// before it, unguarded).
+func (v *Value[T]) Initialize(ctx context.Context, opts ...WriteOption) (bool, error) {
+	o, err := writeOpts(opts)
+	if err == nil {
+		err = o.refused()
+	}
+	if err != nil {
+		return false, errtext.Errorf("shared: initialize %s: %w", v.path, err)
+	}
+	return initialize(ctx, v.client, v.path, mustEncode(v.codec, v.seed), o)
 }
 
-func initialize(ctx context.Context, c *connection.Client, path string, data []byte) (bool, error) {
+func initialize(ctx context.Context, c *connection.Client, path string, data []byte, o writeOptions) (bool, error) {
 	if ok, _, err := c.Exists(ctx, path); err != nil {
 		return false, errtext.Errorf("shared: initialize %s: %w", path, err)
 	} else if ok {
 		return false, nil
 	}
-	_, err := c.CreateAll(ctx, path, data, connection.Persistent)
+	var err error
+	if o.guarded {
+		err = createGuarded(ctx, c, path, data, o)
+	} else {
+		_, err = c.CreateAll(ctx, path, data, connection.Persistent)
+	}
 	switch {
 	case err == nil:
 		return true, nil
@@ -335,4 +390,72 @@ func initialize(ctx context.Context, c *connection.Client, path string, data []b
 		return false, nil
 	}
 	return false, errtext.Errorf("shared: initialize %s: %w", path, err)
+}
+
+// setGuarded is Set fenced by o's guard: a set of any version, or a
+// create where the node does not exist, each in one transaction with the
+// guard. Not sent again after a lost answer.
+func (v *Value[T]) setGuarded(ctx context.Context, data []byte, o writeOptions) (Versioned[T], error) {
+	for {
+		res, err := v.client.Multi(ctx, o.ops(&zk.SetDataRequest{Path: v.path, Data: data, Version: -1})...)
+		if err == nil {
+			st := res[0].Stat
+			return Versioned[T]{Version: st.Version, Czxid: st.Czxid}, nil
+		}
+		if errors.Is(err, connection.ErrGuardFailed) || errors.Is(err, connection.ErrOutcomeUnknown) || !errors.Is(opErr(res, 0), zk.ErrNoNode) {
+			return Versioned[T]{}, err
+		}
+		err = createGuarded(ctx, v.client, v.path, data, o)
+		if err == nil {
+			return Versioned[T]{Version: 0}, nil
+		}
+		if !errors.Is(err, zk.ErrNodeExists) || errors.Is(err, connection.ErrOutcomeUnknown) {
+			return Versioned[T]{}, err
+		}
+		// Another participant created it in between: set it.
+	}
+}
+
+// trySetGuarded is trySetOnce fenced by o's guard.
+func (v *Value[T]) trySetGuarded(ctx context.Context, prev Versioned[T], data []byte, o writeOptions) (Versioned[T], error) {
+	if prev.Version == -1 {
+		err := createGuarded(ctx, v.client, v.path, data, o)
+		switch {
+		case err == nil:
+			return Versioned[T]{Version: 0}, nil
+		case errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, connection.ErrOutcomeUnknown) && !errors.Is(err, connection.ErrGuardFailed):
+			return Versioned[T]{}, ErrChanged
+		}
+		return Versioned[T]{}, err
+	}
+	res, err := v.client.Multi(ctx, o.ops(&zk.SetDataRequest{Path: v.path, Data: data, Version: prev.Version})...)
+	switch {
+	case err == nil:
+		st := res[0].Stat
+		return Versioned[T]{Version: st.Version, Czxid: st.Czxid}, nil
+	case errors.Is(err, connection.ErrGuardFailed), errors.Is(err, connection.ErrOutcomeUnknown):
+		return Versioned[T]{}, err
+	case errors.Is(opErr(res, 0), zk.ErrBadVersion), errors.Is(opErr(res, 0), zk.ErrNoNode):
+		return Versioned[T]{}, ErrChanged
+	}
+	return Versioned[T]{}, err
+}
+
+// createGuarded creates the persistent node at path holding data in one
+// transaction with o's guard. Missing parents are made first, as
+// containers, outside the transaction: they hold no value, and the server
+// deletes a container once its last child is gone.
+func createGuarded(ctx context.Context, c *connection.Client, p string, data []byte, o writeOptions) error {
+	create := &zk.CreateRequest{Path: p, Data: data, Flags: 0}
+	for range 2 {
+		res, err := c.Multi(ctx, o.ops(create)...)
+		if err == nil || errors.Is(err, connection.ErrGuardFailed) || errors.Is(err, connection.ErrOutcomeUnknown) || !errors.Is(opErr(res, 0), zk.ErrNoNode) {
+			return err
+		}
+		_, err = c.CreateAll(ctx, path.Dir(p), nil, connection.Container)
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, connection.ErrOutcomeUnknown) {
+			return err
+		}
+	}
+	return errtext.Errorf("%w: the parent of %s is deleted as soon as it is made", zk.ErrNoNode, p)
 }

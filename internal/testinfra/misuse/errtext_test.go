@@ -19,13 +19,14 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
+	sharedvalue "github.com/zkrecipes/zkrecipes/recipes/shared"
 )
 
 // packageNames are the names an error message may start a part with: the
 // library's packages, and go-zookeeper's.
 var packageNames = []string{
 	"connection", "retry", "lockcore", "mutex", "naive", "rwlock", "semaphore",
-	"election", "queue", "multilock", "cache", "node", "zk",
+	"election", "queue", "multilock", "cache", "node", "shared", "discovery", "zk",
 }
 
 // errCase is one failure: the error, the package that returned it (its
@@ -188,6 +189,14 @@ func TestErrorTextNamesEachPackageOnce(t *testing.T) {
 	must(t, err)
 	add("node: Start on a kept path", "node", twin.Start(), node.ErrInUse)
 	add("node: SetData(2 MiB)", "node", kept.SetData(ctx, make([]byte, 2<<20)), connection.ErrDataTooLarge)
+	add("node: SetData guarded by a resigned term", "node", kept.SetData(ctx, []byte("g"), node.WithGuard(term.Guard())), connection.ErrGuardFailed, election.ErrResigned)
+	counter, err := sharedvalue.NewCounter(c, root+"/guarded-counter")
+	must(t, err)
+	_, err = counter.Add(ctx, 1, sharedvalue.WithGuard(term.Guard()))
+	add("shared: Add guarded by a resigned term", "shared", err, connection.ErrGuardFailed, election.ErrResigned)
+	_, err = counter.Add(ctx, 1, sharedvalue.WithGuard(nil))
+	add("shared: Add guarded by no hold", "shared", err, connection.ErrGuardFailed, connection.ErrInvalidOption)
+	must(t, counter.Close())
 	must(t, kept.Close(ctx))
 	add("node: SetData after Close", "node", kept.SetData(ctx, nil), node.ErrClosed)
 	add("node: Err after Close", "node", kept.Err(), node.ErrClosed)
