@@ -1,0 +1,182 @@
+package apifile
+
+import (
+	"go/types"
+	"sort"
+	"strings"
+)
+
+// Lines returns the exported API of pkg as sorted lines in the form of the
+// Go project's api/go1.*.txt files, one declaration a line:
+//
+//	pkg example.com/p, const Mode0 = 0
+//	pkg example.com/p, const Mode0 Mode
+//	pkg example.com/p, func Open(context.Context, ...Option) (*Client, error)
+//	pkg example.com/p, method (*Client) Close() error
+//	pkg example.com/p, type Client struct
+//	pkg example.com/p, type Client struct, Name string
+//	pkg example.com/p, type Client struct, embedded Base
+//	pkg example.com/p, type Reader interface { Read }
+//	pkg example.com/p, type Reader interface, Read([]byte) (int, error)
+//	pkg example.com/p, var ErrClosed error
+//
+// Types of other packages are qualified by package name; type parameters
+// are written by index ($0, $1, ...) so that renaming one is no change.
+// A type's methods are its method set, promoted methods included, each
+// under the receiver it needs (T or *T).
+func Lines(pkg *types.Package) []string {
+	w := &writer{pkg: pkg}
+	scope := pkg.Scope()
+	for _, name := range scope.Names() {
+		obj := scope.Lookup(name)
+		if !obj.Exported() {
+			continue
+		}
+		switch obj := obj.(type) {
+		case *types.Const:
+			w.emit("const " + name + " = " + obj.Val().ExactString())
+			w.emit("const " + name + " " + w.constType(obj.Type()))
+		case *types.Var:
+			w.emit("var " + name + " " + w.typ(obj.Type()))
+		case *types.Func:
+			sig := obj.Type().(*types.Signature)
+			w.emit("func " + name + w.typeParams(sig.TypeParams()) + w.signature(sig))
+		case *types.TypeName:
+			w.typeName(obj)
+		}
+	}
+	sort.Strings(w.lines)
+	return w.lines
+}
+
+// writer collects the lines of one package.
+type writer struct {
+	pkg   *types.Package
+	lines []string
+}
+
+func (w *writer) emit(line string) {
+	w.lines = append(w.lines, "pkg "+w.pkg.Path()+", "+line)
+}
+
+func (w *writer) typeName(obj *types.TypeName) {
+	name := obj.Name()
+	if obj.IsAlias() {
+		w.emit("type " + name + " = " + w.typ(types.Unalias(obj.Type())))
+		return
+	}
+	named, ok := obj.Type().(*types.Named)
+	if !ok {
+		return
+	}
+	decl := "type " + name + w.typeParams(named.TypeParams())
+	switch u := named.Underlying().(type) {
+	case *types.Struct:
+		w.emit(decl + " struct")
+		for i := 0; i < u.NumFields(); i++ {
+			f := u.Field(i)
+			switch {
+			case f.Embedded() && exportedEmbedded(f.Type()):
+				w.emit(decl + " struct, embedded " + w.typ(f.Type()))
+			case !f.Embedded() && f.Exported():
+				w.emit(decl + " struct, " + f.Name() + " " + w.typ(f.Type()))
+			}
+		}
+	case *types.Interface:
+		w.iface(decl, u)
+		return // an interface's methods are its lines above
+	default:
+		w.emit(decl + " " + w.typ(u))
+	}
+	w.methods(named)
+}
+
+// exportedEmbedded reports whether an embedded field's type is named by an
+// exported identifier (an unexported one is not part of the API; the
+// exported methods it promotes are, through the method set).
+func exportedEmbedded(t types.Type) bool {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	if n, ok := types.Unalias(t).(*types.Named); ok {
+		return n.Obj().Exported()
+	}
+	return false
+}
+
+func (w *writer) iface(decl string, it *types.Interface) {
+	var names []string
+	unexported := false
+	for i := 0; i < it.NumMethods(); i++ {
+		m := it.Method(i)
+		if !m.Exported() {
+			unexported = true
+			continue
+		}
+		names = append(names, m.Name())
+		w.emit(decl + " interface, " + m.Name() + w.signature(m.Type().(*types.Signature)))
+	}
+	for _, e := range w.constraintElems(it) {
+		w.emit(decl + " interface, " + e)
+	}
+	if unexported {
+		names = append(names, "unexported methods")
+		w.emit(decl + " interface, unexported methods")
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		w.emit(decl + " interface {}")
+		return
+	}
+	w.emit(decl + " interface { " + strings.Join(names, ", ") + " }")
+}
+
+// methods writes the exported methods of T's and *T's method sets: those
+// callable on a value under (T), the rest under (*T).
+func (w *writer) methods(named *types.Named) {
+	recv := named.Obj().Name()
+	if tp := named.TypeParams(); tp.Len() > 0 {
+		var args []string
+		for i := 0; i < tp.Len(); i++ {
+			args = append(args, w.typ(tp.At(i)))
+		}
+		recv += "[" + strings.Join(args, ", ") + "]"
+	}
+	onValue := map[string]bool{}
+	vset := types.NewMethodSet(named)
+	for i := 0; i < vset.Len(); i++ {
+		m := vset.At(i).Obj().(*types.Func)
+		if m.Exported() {
+			onValue[m.Name()] = true
+			w.emit("method (" + recv + ") " + m.Name() + w.signature(m.Type().(*types.Signature)))
+		}
+	}
+	pset := types.NewMethodSet(types.NewPointer(named))
+	for i := 0; i < pset.Len(); i++ {
+		m := pset.At(i).Obj().(*types.Func)
+		if m.Exported() && !onValue[m.Name()] {
+			w.emit("method (*" + recv + ") " + m.Name() + w.signature(m.Type().(*types.Signature)))
+		}
+	}
+}
+
+// constType names an untyped constant's kind as the Go api files do.
+func (w *writer) constType(t types.Type) string {
+	if b, ok := t.(*types.Basic); ok && b.Info()&types.IsUntyped != 0 {
+		switch b.Kind() {
+		case types.UntypedBool:
+			return "ideal-bool"
+		case types.UntypedInt:
+			return "ideal-int"
+		case types.UntypedRune:
+			return "ideal-rune"
+		case types.UntypedFloat:
+			return "ideal-float"
+		case types.UntypedComplex:
+			return "ideal-complex"
+		case types.UntypedString:
+			return "ideal-string"
+		}
+	}
+	return w.typ(t)
+}

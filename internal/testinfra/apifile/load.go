@@ -1,0 +1,111 @@
+package apifile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/importer"
+	"go/token"
+	"go/types"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// ErrLoad is returned when the packages of a module cannot be listed,
+// built or read.
+var ErrLoad = errors.New("apifile: cannot load packages")
+
+// listed is the part of `go list -json` output the loader reads.
+type listed struct {
+	ImportPath string
+	Name       string
+	Export     string
+	DepOnly    bool
+	Error      *struct{ Err string }
+}
+
+// Public reports whether a package listed in a module belongs to its
+// exported API: not a command and not under an internal directory.
+func Public(importPath, name string) bool {
+	if name == "main" {
+		return false
+	}
+	for _, elem := range strings.Split(importPath, "/") {
+		if elem == "internal" {
+			return false
+		}
+	}
+	return true
+}
+
+// Module returns the packages of the module at dir that are Public, in
+// import path order. Its nested modules and testdata directories are
+// left out, as the pattern ./... leaves them out.
+func Module(dir string) ([]*types.Package, error) {
+	pkgs, err := Load(dir, "./...")
+	if err != nil {
+		return nil, err
+	}
+	var public []*types.Package
+	for _, pkg := range pkgs {
+		if Public(pkg.Path(), pkg.Name()) {
+			public = append(public, pkg)
+		}
+	}
+	return public, nil
+}
+
+// Load builds the packages that patterns name, run in dir, and returns
+// them (not their dependencies) read from the compiler's export data, in
+// import path order. The export data holds only a package's non-test
+// files.
+func Load(dir string, patterns ...string) ([]*types.Package, error) {
+	args := append([]string{"list", "-e", "-export", "-deps",
+		"-json=ImportPath,Name,Export,DepOnly,Error"}, patterns...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%w: go list in %s: %v: %s", ErrLoad, dir, err, strings.TrimSpace(stderr.String()))
+	}
+	exports := map[string]string{}
+	var roots []string
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%w: go list output: %v", ErrLoad, err)
+		}
+		if p.Error != nil {
+			return nil, fmt.Errorf("%w: %s: %s", ErrLoad, p.ImportPath, p.Error.Err)
+		}
+		exports[p.ImportPath] = p.Export
+		if !p.DepOnly {
+			roots = append(roots, p.ImportPath)
+		}
+	}
+	fset := token.NewFileSet()
+	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		file, ok := exports[path]
+		if !ok || file == "" {
+			return nil, fmt.Errorf("no export data for %s", path)
+		}
+		return os.Open(file)
+	})
+	var pkgs []*types.Package
+	for _, path := range sortedCopy(roots) {
+		pkg, err := imp.Import(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrLoad, path, err)
+		}
+		pkgs = append(pkgs, pkg)
+	}
+	return pkgs, nil
+}
