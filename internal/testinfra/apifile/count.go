@@ -46,10 +46,12 @@ func CountOf(pkg *types.Package) Count {
 			c.Funcs++
 		case *types.TypeName:
 			c.Types++
-			if obj.IsAlias() {
-				continue
-			}
 			named, ok := obj.Type().(*types.Named)
+			if obj.IsAlias() {
+				// An alias exposing an internal type brings its fields and methods.
+				named = internalTarget(obj)
+				ok = named != nil
+			}
 			if !ok {
 				continue
 			}

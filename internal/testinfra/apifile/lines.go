@@ -24,8 +24,13 @@ import (
 // are written by index ($0, $1, ...) so that renaming one is no change.
 // A type's methods are its method set, promoted methods included, each
 // under the receiver it needs (T or *T).
+//
+// A type of a package outside the API (internal) that a public alias
+// exposes is the alias's: the alias is written as the type it stands for,
+// its fields and methods included, under the alias's name, and the type is
+// called by that name wherever it appears.
 func Lines(pkg *types.Package) []string {
-	w := &writer{pkg: pkg}
+	w := newWriter(pkg)
 	scope := pkg.Scope()
 	for _, name := range scope.Names() {
 		obj := scope.Lookup(name)
@@ -51,8 +56,55 @@ func Lines(pkg *types.Package) []string {
 
 // writer collects the lines of one package.
 type writer struct {
-	pkg   *types.Package
-	lines []string
+	pkg     *types.Package
+	lines   []string
+	exposed []exposure
+}
+
+// exposure is a public alias of a type of a package outside the API.
+type exposure struct {
+	alias  *types.TypeName
+	target *types.Named
+}
+
+func newWriter(pkg *types.Package) *writer {
+	w := &writer{pkg: pkg}
+	for _, p := range append([]*types.Package{pkg}, pkg.Imports()...) {
+		if p != pkg && !Public(p.Path(), p.Name()) {
+			continue
+		}
+		for _, name := range p.Scope().Names() {
+			if obj, ok := p.Scope().Lookup(name).(*types.TypeName); ok && obj.Exported() && obj.IsAlias() {
+				if target := internalTarget(obj); target != nil {
+					w.exposed = append(w.exposed, exposure{obj, target})
+				}
+			}
+		}
+	}
+	return w
+}
+
+// internalTarget returns the type an alias stands for when it is a
+// non-generic named type of another package, one outside the API, else nil.
+func internalTarget(alias *types.TypeName) *types.Named {
+	named, ok := types.Unalias(alias.Type()).(*types.Named)
+	if !ok || named.TypeArgs().Len() > 0 || named.Obj().Pkg() == nil || named.Obj().Pkg() == alias.Pkg() {
+		return nil
+	}
+	if p := named.Obj().Pkg(); Public(p.Path(), p.Name()) {
+		return nil
+	}
+	return named
+}
+
+// exposedAs returns the public alias that names t, if any.
+func (w *writer) exposedAs(t *types.Named) *types.TypeName {
+	for _, e := range w.exposed {
+		if e.target.Obj() == t.Obj() {
+			return e.alias
+		}
+	}
+	return nil
 }
 
 func (w *writer) emit(line string) {
@@ -62,13 +114,20 @@ func (w *writer) emit(line string) {
 func (w *writer) typeName(obj *types.TypeName) {
 	name := obj.Name()
 	if obj.IsAlias() {
+		if target := internalTarget(obj); target != nil {
+			w.describe(name, target)
+			return
+		}
 		w.emit("type " + name + " = " + w.typ(types.Unalias(obj.Type())))
 		return
 	}
-	named, ok := obj.Type().(*types.Named)
-	if !ok {
-		return
+	if named, ok := obj.Type().(*types.Named); ok {
+		w.describe(name, named)
 	}
+}
+
+// describe writes a named type's declaration, fields and methods under name.
+func (w *writer) describe(name string, named *types.Named) {
 	decl := "type " + name + w.typeParams(named.TypeParams())
 	switch u := named.Underlying().(type) {
 	case *types.Struct:
@@ -88,7 +147,7 @@ func (w *writer) typeName(obj *types.TypeName) {
 	default:
 		w.emit(decl + " " + w.typ(u))
 	}
-	w.methods(named)
+	w.methods(name, named)
 }
 
 // exportedEmbedded reports whether an embedded field's type is named by an
@@ -133,8 +192,7 @@ func (w *writer) iface(decl string, it *types.Interface) {
 
 // methods writes the exported methods of T's and *T's method sets: those
 // callable on a value under (T), the rest under (*T).
-func (w *writer) methods(named *types.Named) {
-	recv := named.Obj().Name()
+func (w *writer) methods(recv string, named *types.Named) {
 	if tp := named.TypeParams(); tp.Len() > 0 {
 		var args []string
 		for i := 0; i < tp.Len(); i++ {

@@ -37,6 +37,7 @@ var fixtureAPI = []string{
 	"pkg F, const Separator = 47",
 	"pkg F, const Separator ideal-rune",
 	// Generic functions: type parameters by index, with their constraints.
+	"pkg F, func Configure(*Config) error",
 	"pkg F, func Map[$0 interface{}, $1 interface{}]([]$0, func($0) $1) []$1",
 	// Variadic parameters, types of other packages by package name.
 	"pkg F, func Open(context.Context, string, ...Option) (*Client, error)",
@@ -57,6 +58,11 @@ var fixtureAPI = []string{
 	"pkg F, method (Set[$0, $1]) Len() int",
 	// Aliases, as the type they stand for.
 	"pkg F, type Alias = Base",
+	// An alias exposing an internal type: the type under the alias's
+	// name, its fields and methods included.
+	"pkg F, method (*Config) Validate() error",
+	"pkg F, type Config struct",
+	"pkg F, type Config struct, Size int",
 	// Struct fields, embedded ones by type; unexported fields and embedded
 	// unexported types left out.
 	"pkg F, type Base struct",
@@ -121,7 +127,7 @@ func TestLinesWriteEveryKindOfExportedDeclaration(t *testing.T) {
 
 func TestLinesLeaveOutUnexportedDeclarations(t *testing.T) {
 	for _, l := range loadFixture(t) {
-		for _, name := range []string{"modeHidden", "hidden()", "var hidden", "private", "Hidden int", "type options", "type inner", "type unexported"} {
+		for _, name := range []string{"modeHidden", "hidden()", "var hidden", "private", "Hidden int", "type options", "type inner", "type unexported", "secret", "impl."} {
 			if strings.Contains(l, name) {
 				t.Errorf("line %q shows unexported %s", l, name)
 			}
@@ -139,20 +145,20 @@ func TestCountOfCountsDeclaredIdentifiersByKind(t *testing.T) {
 		Path:   fixturePath,
 		Consts: 7, // ModeRead, ModeWrite, MaxSize, Name, Ratio, Enabled, Separator
 		Vars:   1, // ErrClosed
-		Funcs:  4, // Open, Sum, Map, Unexported
-		Types:  11,
+		Funcs:  5, // Open, Sum, Map, Unexported, Configure
+		Types:  12,
 		// Base.Close, Base.Kind, Client.Mode, Client.Watch, Set.Add,
-		// Set.Len, Getter.Get, Sealed.Public: promoted ones are counted
-		// where they are declared.
-		Methods: 8,
-		Fields:  6, // Base.ID, Client.Base, Client.Reader, Client.Timeout, Client.Tags, Set.Items
+		// Set.Len, Getter.Get, Sealed.Public, Config.Validate: promoted
+		// ones are counted where they are declared.
+		Methods: 9,
+		Fields:  7, // Base.ID, Client.Base, Client.Reader, Client.Timeout, Client.Tags, Set.Items, Config.Size
 		Lines:   len(fixtureAPI),
 	}
 	if got != want {
 		t.Errorf("CountOf = %+v, want %+v", got, want)
 	}
-	if got.Total() != 37 {
-		t.Errorf("Total = %d, want 37", got.Total())
+	if got.Total() != 41 {
+		t.Errorf("Total = %d, want 41", got.Total())
 	}
 }
 
@@ -182,7 +188,7 @@ func TestModuleLeavesOutInternalCommandsTestdataAndNestedModules(t *testing.T) {
 	files := map[string]string{
 		"go.mod":                  "module example.com/m\n\ngo 1.22\n",
 		"m.go":                    "package m\n\nfunc Root() {}\n",
-		"pub/pub.go":              "package pub\n\nimport \"example.com/m/internal/core\"\n\nfunc Pub() core.T { return 0 }\n",
+		"pub/pub.go":              "package pub\n\nimport \"example.com/m/internal/core\"\n\ntype T = core.T\n\nfunc Pub() core.T { return 0 }\n",
 		"pub/pub_test.go":         "package pub\n\nfunc TestOnly() {}\n",
 		"internal/core/core.go":   "package core\n\ntype T int\n\nfunc Core() {}\n",
 		"cmd/tool/main.go":        "package main\n\nfunc Tool() {}\n\nfunc main() {}\n",
@@ -190,7 +196,7 @@ func TestModuleLeavesOutInternalCommandsTestdataAndNestedModules(t *testing.T) {
 		"nested/go.mod":           "module example.com/m/nested\n\ngo 1.22\n",
 		"nested/nested.go":        "package nested\n\nfunc Nested() {}\n",
 		"pub/internal/in/in.go":   "package in\n\nfunc In() {}\n",
-		"pub/sub/sub.go":          "package sub\n\nconst Sub = 1\n",
+		"pub/sub/sub.go":          "package sub\n\nimport \"example.com/m/pub\"\n\nconst Sub = 1\n\nfunc Use(pub.T) {}\n",
 		"pub/sub/sub_ext_test.go": "package sub_test\n\nfunc Ext() {}\n",
 	}
 	for name, text := range files {
@@ -212,9 +218,13 @@ func TestModuleLeavesOutInternalCommandsTestdataAndNestedModules(t *testing.T) {
 	}
 	want := []string{
 		"pkg example.com/m, func Root()",
-		"pkg example.com/m/pub, func Pub() core.T",
+		// An internal type is written by the public alias that exposes it,
+		// in its package and in others.
+		"pkg example.com/m/pub, func Pub() T",
+		"pkg example.com/m/pub, type T int",
 		"pkg example.com/m/pub/sub, const Sub = 1",
 		"pkg example.com/m/pub/sub, const Sub ideal-int",
+		"pkg example.com/m/pub/sub, func Use(pub.T)",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Module's lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -65,6 +65,9 @@ func (w *writer) write(b *strings.Builder, t types.Type) {
 		b.WriteString(w.signature(t))
 	case *types.Named:
 		obj := t.Obj()
+		if alias := w.exposedAs(t); alias != nil {
+			obj = alias
+		}
 		if obj.Pkg() != nil && obj.Pkg() != w.pkg {
 			b.WriteString(obj.Pkg().Name() + ".")
 		}
