@@ -28,9 +28,12 @@ import (
 // A type of a package outside the API (internal) that a public alias
 // exposes is the alias's: the alias is written as the type it stands for,
 // its fields and methods included, under the alias's name, and the type is
-// called by that name wherever it appears.
-func Lines(pkg *types.Package) []string {
-	w := newWriter(pkg)
+// called by that name wherever it appears. The aliases are looked for in
+// pkg, in the packages it imports and in context: the packages loaded with
+// it (the export data of a package that uses an alias of another does not
+// always record the alias).
+func Lines(pkg *types.Package, context ...*types.Package) []string {
+	w := newWriter(pkg, context)
 	scope := pkg.Scope()
 	for _, name := range scope.Names() {
 		obj := scope.Lookup(name)
@@ -67,12 +70,14 @@ type exposure struct {
 	target *types.Named
 }
 
-func newWriter(pkg *types.Package) *writer {
+func newWriter(pkg *types.Package, context []*types.Package) *writer {
 	w := &writer{pkg: pkg}
-	for _, p := range append([]*types.Package{pkg}, pkg.Imports()...) {
-		if p != pkg && !Public(p.Path(), p.Name()) {
+	seen := map[*types.Package]bool{}
+	for _, p := range append(append([]*types.Package{pkg}, pkg.Imports()...), context...) {
+		if seen[p] || (p != pkg && !Public(p.Path(), p.Name())) {
 			continue
 		}
+		seen[p] = true
 		for _, name := range p.Scope().Names() {
 			if obj, ok := p.Scope().Lookup(name).(*types.TypeName); ok && obj.Exported() && obj.IsAlias() {
 				if target := internalTarget(obj); target != nil {
@@ -97,10 +102,16 @@ func internalTarget(alias *types.TypeName) *types.Named {
 	return named
 }
 
+// sameObject reports whether a and b are one declaration, read from the
+// export data of two packages.
+func sameObject(a, b types.Object) bool {
+	return a == b || (a.Name() == b.Name() && a.Pkg() != nil && b.Pkg() != nil && a.Pkg().Path() == b.Pkg().Path())
+}
+
 // exposedAs returns the public alias that names t, if any.
 func (w *writer) exposedAs(t *types.Named) *types.TypeName {
 	for _, e := range w.exposed {
-		if e.target.Obj() == t.Obj() {
+		if sameObject(e.target.Obj(), t.Obj()) {
 			return e.alias
 		}
 	}

@@ -97,7 +97,7 @@ var fixtureAPI = []string{
 
 func loadFixture(t *testing.T) []string {
 	t.Helper()
-	pkgs, err := apifile.Load(".", "./testdata/fixture")
+	pkgs, _, err := apifile.Load(".", "./testdata/fixture")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestLinesLeaveOutUnexportedDeclarations(t *testing.T) {
 }
 
 func TestCountOfCountsDeclaredIdentifiersByKind(t *testing.T) {
-	pkgs, err := apifile.Load(".", "./testdata/fixture")
+	pkgs, _, err := apifile.Load(".", "./testdata/fixture")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,13 +208,13 @@ func TestModuleLeavesOutInternalCommandsTestdataAndNestedModules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	pkgs, err := apifile.Module(dir)
+	pkgs, imported, err := apifile.Module(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, pkg := range pkgs {
-		got = append(got, apifile.Lines(pkg)...)
+		got = append(got, apifile.Lines(pkg, append(pkgs, imported...)...)...)
 	}
 	want := []string{
 		"pkg example.com/m, func Root()",
@@ -239,7 +239,7 @@ func TestLoadReportsABrokenPackage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "b.go"), []byte("package b\n\nfunc F() int { return \"\" }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := apifile.Module(dir)
+	_, _, err := apifile.Module(dir)
 	if !errors.Is(err, apifile.ErrLoad) {
 		t.Fatalf("Module of a package that does not compile: %v, want ErrLoad", err)
 	}

@@ -24,6 +24,8 @@ type listed struct {
 	Name       string
 	Export     string
 	DepOnly    bool
+	Standard   bool
+	Imports    []string
 	Error      *struct{ Err string }
 }
 
@@ -42,53 +44,57 @@ func Public(importPath, name string) bool {
 }
 
 // Module returns the packages of the module at dir that are Public, in
-// import path order. Its nested modules and testdata directories are
-// left out, as the pattern ./... leaves them out.
-func Module(dir string) ([]*types.Package, error) {
-	pkgs, err := Load(dir, "./...")
+// import path order, and the packages they import (for Lines' context).
+// Its nested modules and testdata directories are left out, as the
+// pattern ./... leaves them out.
+func Module(dir string) (public, imported []*types.Package, err error) {
+	pkgs, imported, err := Load(dir, "./...")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var public []*types.Package
 	for _, pkg := range pkgs {
 		if Public(pkg.Path(), pkg.Name()) {
 			public = append(public, pkg)
 		}
 	}
-	return public, nil
+	return public, imported, nil
 }
 
 // Load builds the packages that patterns name, run in dir, and returns
-// them (not their dependencies) read from the compiler's export data, in
-// import path order. The export data holds only a package's non-test
-// files.
-func Load(dir string, patterns ...string) ([]*types.Package, error) {
+// them read from the compiler's export data, in import path order, and
+// the packages outside the standard library that they import directly.
+// The export data holds only a package's non-test files.
+func Load(dir string, patterns ...string) (pkgs, imported []*types.Package, err error) {
 	args := append([]string{"list", "-e", "-export", "-deps",
-		"-json=ImportPath,Name,Export,DepOnly,Error"}, patterns...)
+		"-json=ImportPath,Name,Export,DepOnly,Standard,Imports,Error"}, patterns...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("%w: go list in %s: %v: %s", ErrLoad, dir, err, strings.TrimSpace(stderr.String()))
+		return nil, nil, fmt.Errorf("%w: go list in %s: %v: %s", ErrLoad, dir, err, strings.TrimSpace(stderr.String()))
 	}
 	exports := map[string]string{}
+	standard := map[string]bool{}
 	var roots []string
+	var imports []string
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p listed
 		if err := dec.Decode(&p); err == io.EOF {
 			break
 		} else if err != nil {
-			return nil, fmt.Errorf("%w: go list output: %v", ErrLoad, err)
+			return nil, nil, fmt.Errorf("%w: go list output: %v", ErrLoad, err)
 		}
 		if p.Error != nil {
-			return nil, fmt.Errorf("%w: %s: %s", ErrLoad, p.ImportPath, p.Error.Err)
+			return nil, nil, fmt.Errorf("%w: %s: %s", ErrLoad, p.ImportPath, p.Error.Err)
 		}
 		exports[p.ImportPath] = p.Export
+		standard[p.ImportPath] = p.Standard
 		if !p.DepOnly {
 			roots = append(roots, p.ImportPath)
+			imports = append(imports, p.Imports...)
 		}
 	}
 	fset := token.NewFileSet()
@@ -99,13 +105,24 @@ func Load(dir string, patterns ...string) ([]*types.Package, error) {
 		}
 		return os.Open(file)
 	})
-	var pkgs []*types.Package
 	for _, path := range sortedCopy(roots) {
 		pkg, err := imp.Import(path)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrLoad, path, err)
+			return nil, nil, fmt.Errorf("%w: %s: %v", ErrLoad, path, err)
 		}
 		pkgs = append(pkgs, pkg)
 	}
-	return pkgs, nil
+	seen := map[string]bool{}
+	for _, path := range sortedCopy(imports) {
+		if seen[path] || standard[path] || path == "C" || path == "unsafe" {
+			continue
+		}
+		seen[path] = true
+		pkg, err := imp.Import(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: %v", ErrLoad, path, err)
+		}
+		imported = append(imported, pkg)
+	}
+	return pkgs, imported, nil
 }

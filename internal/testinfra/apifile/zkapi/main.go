@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go/types"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,14 +63,15 @@ func run(dir, file string, write bool) error {
 		return fmt.Errorf("zkapi: the module in %s: %v", dir, err)
 	}
 	module := strings.TrimSpace(string(out))
-	pkgs, err := apifile.Module(dir)
+	pkgs, imported, err := apifile.Module(dir)
 	if err != nil {
 		return err
 	}
+	context := append(append([]*types.Package(nil), pkgs...), imported...)
 	var lines []string
 	var counts []apifile.Count
 	for _, pkg := range pkgs {
-		lines = append(lines, apifile.Lines(pkg)...)
+		lines = append(lines, apifile.Lines(pkg, context...)...)
 		counts = append(counts, apifile.CountOf(pkg))
 	}
 	if !write {
