@@ -15,7 +15,7 @@ TESTFLAGS ?=
 # line's processes, signals and terminal.
 OLDEST_INTEGRATION ?= ./connection ./recipes/node ./recipes/partition ./cmd/zkrecipes
 
-.PHONY: demo test bench chaos lint deps
+.PHONY: demo test bench chaos lint api deps
 
 ## demo: show fair locking, fencing tokens and the herd effect (starts a local ZooKeeper unless ZK_SERVERS is set)
 demo: deps
@@ -70,11 +70,21 @@ CHAOS_FLAGS ?=
 chaos: deps
 	$(GO) run ./internal/testinfra/chaos/zkchaos -duration $(CHAOS_DURATION) -svg docs/chaos.svg $(CHAOS_FLAGS)
 
-## lint: gofmt, go vet and staticcheck
+# The API file of each module, as module-directory=file: the exported API of its packages
+# that are neither internal nor commands (docs/stability.md says what it promises).
+API_FILES = .=api/zkrecipes.txt testing/zktest/docker=testing/zktest/docker/api/docker.txt
+
+## lint: gofmt, go vet, staticcheck, and the API files (each module's exported API as its file has it)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	$(GO) run ./internal/testinfra/apifile/zkapi -check $(API_FILES)
+
+## api: rewrite the API files after a change to the exported API (review their diff and commit
+## them with it), and print each package's exported identifiers counted
+api:
+	$(GO) run ./internal/testinfra/apifile/zkapi -write $(API_FILES)
 
 deps:
 	@./scripts/install-deps.sh
