@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -161,7 +162,7 @@ func (v *Value[T]) Set(ctx context.Context, x T) (Versioned[T], error) {
 		if !errors.Is(err, zk.ErrNoNode) || errors.Is(err, connection.ErrOutcomeUnknown) {
 			return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
 		}
-		_, err = v.client.CreateAll(ctx, v.path, data, connection.Persistent)
+		_, err = v.client.Create(ctx, v.path, data, connection.Persistent, connection.WithParents())
 		if err == nil || errors.Is(err, zk.ErrNodeExists) && errors.Is(err, connection.ErrOutcomeUnknown) {
 			// Created (a create found made after a lost answer is ours
 			// or another's with data written at the same moment: last
@@ -209,7 +210,7 @@ func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T) (Versione
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
 	}
 	for {
-		next, err := v.trySetOnce(connection.Pin(ctx, sess), prev, data)
+		next, err := v.trySetOnce(connx.Pin(ctx, sess), prev, data)
 		if err == nil {
 			next.Value = x
 			return next, nil
@@ -242,7 +243,7 @@ func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T) (Versione
 // the session, which are safe: a versioned write applies at most once).
 func (v *Value[T]) trySetOnce(ctx context.Context, prev Versioned[T], data []byte) (Versioned[T], error) {
 	if prev.Version == -1 {
-		_, err := v.client.CreateAll(ctx, v.path, data, connection.Persistent)
+		_, err := v.client.Create(ctx, v.path, data, connection.Persistent, connection.WithParents())
 		switch {
 		case err == nil:
 			return Versioned[T]{Version: 0}, nil
@@ -287,7 +288,7 @@ func settleCAS(ctx context.Context, c *connection.Client, sess *connection.Sessi
 		return unknown("no sync: " + err.Error())
 	}
 	got, stat, err := c.Get(ctx, path)
-	if !c.Live(sess) {
+	if !connx.Of(c).Live(sess) {
 		return unknown("the session of the write ended")
 	}
 	switch {
@@ -323,7 +324,7 @@ func initialize(ctx context.Context, c *connection.Client, path string, data []b
 	} else if ok {
 		return false, nil
 	}
-	_, err := c.CreateAll(ctx, path, data, connection.Persistent)
+	_, err := c.Create(ctx, path, data, connection.Persistent, connection.WithParents())
 	switch {
 	case err == nil:
 		return true, nil
