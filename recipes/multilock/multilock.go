@@ -34,7 +34,7 @@ import (
 
 // Lock is one lock a Multi takes: a mutex, a side of a read/write lock, a
 // naive lock, a semaphore's mutex. Its Client and Path name its znode on
-// the server (Client().ServerPath(Path())), by which a Multi orders and
+// the server (Path() under its Client's namespace), by which a Multi orders and
 // compares its locks. Context is the current hold's, cancelled when the
 // hold ends; a Multi watches it, through its AfterFunc method where it has
 // one (the recipes' holds do), so that the Multi's Done closes with it.
