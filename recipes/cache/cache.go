@@ -56,9 +56,9 @@ type Cache struct {
 
 	syncs chan chan error // Sync requests to the worker
 
-	inbox inbox                 // fired watches, from the connection's hooks to the worker
+	inbox inbox      // fired watches, from the connection's hooks to the worker
 	sink  connx.Sink // the watches of bulk reads (watches.go)
-	table watchTable            // the sink's watches, in the entries (table.go)
+	table watchTable // the sink's watches, in the entries (table.go)
 	w     *worker
 
 	reads, syncReads, watches atomic.Int64
