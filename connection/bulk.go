@@ -3,12 +3,12 @@ package connection
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"math"
 	"strconv"
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -37,7 +37,7 @@ import (
 // saw.
 //
 // Those watches are the client's own (Watch, marked own; or a
-// WatchSink's, sink.go): go-zookeeper does not know them. Their notifications reach the client as every
+// watchSink's, sink.go): go-zookeeper does not know them. Their notifications reach the client as every
 // notification does (go-zookeeper hands every one to the event callback,
 // watcher or not), and after a reconnect of the same session the client
 // registers them again itself (restore.go).
@@ -45,36 +45,16 @@ import (
 // A node's listing in a multiRead has no Stat; the node's getData, in the
 // same request, gives it (the same state).
 
-// BulkRead names a node for ReadWatchMany: its data and Stat, and with
-// Children its children too. With ListOnly the data is read for the Stat
-// only: no data, no data watch.
-type BulkRead struct {
-	Path     string
-	Children bool
-	ListOnly bool
-}
+// bulkRead and bulkResult are a bulk read's request and result of one
+// node (internal/conntypes).
+type (
+	bulkRead   = conntypes.BulkRead
+	bulkResult = conntypes.BulkResult[*Watch]
+)
 
-// BulkResult is what ReadWatchMany read of one node, as GetWatch and
-// ChildrenWatch would have: DataWatch is set when the data was read,
-// ChildWatch when the children were (DataWatched and ChildWatched say
-// the same, and only they are set by a WatchSink's ReadWatchMany); Err is
-// the data read's error (zk.ErrNoNode, zk.ErrNoAuth), ChildErr the
-// listing's.
-type BulkResult struct {
-	Data         []byte
-	Stat         *zk.Stat
-	Children     []string
-	DataWatch    *Watch
-	ChildWatch   *Watch
-	Err          error
-	ChildErr     error
-	DataWatched  bool
-	ChildWatched bool
-}
-
-// ErrBulkUnsupported means the server does not take a multiRead
+// errBulkUnsupported means the server does not take a multiRead
 // (ZooKeeper before 3.6): read one node at a time.
-var ErrBulkUnsupported = errors.New("connection: the server does not take reads in bulk (multiRead, ZooKeeper 3.6+)")
+var errBulkUnsupported = conntypes.ErrBulkUnsupported
 
 // Bounds of one request. ZooKeeper refuses a request longer than its
 // jute.maxbuffer (1 MiB less a byte by default); go-zookeeper splits its
@@ -92,7 +72,7 @@ const (
 	zUnimpl     = -6
 )
 
-// ReadWatchMany reads the nodes of reads, in one or a few multiRead
+// readMany reads the nodes of reads, in one or a few multiRead
 // requests, and sets their watches in one or a few setWatches requests,
 // on the terms of GetWatch and ChildrenWatch: a wake-up may be spurious,
 // none is missed. It is one attempt: a connection lost before every
@@ -100,16 +80,16 @@ const (
 // and watches that were registered by then stay, shared with later
 // reads. A server that does not take multiRead (an error code
 // ZUNIMPLEMENTED, or a reply that is not a multiRead's) gives
-// ErrBulkUnsupported, then and from then on. It is safe in any session.
-func (c *Client) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkResult, error) {
+// errBulkUnsupported, then and from then on. It is safe in any session.
+func (c *Client) readMany(ctx context.Context, reads []bulkRead) ([]bulkResult, error) {
 	return c.readWatchMany(ctx, reads, nil)
 }
 
-// readWatchMany is ReadWatchMany, with Watches (sink nil) or the sink's
+// readWatchMany is readMany, with Watches (sink nil) or the sink's
 // watches.
-func (c *Client) readWatchMany(ctx context.Context, reads []BulkRead, sink *WatchSink) ([]BulkResult, error) {
+func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watchSink) ([]bulkResult, error) {
 	if c.bulkOff.Load() {
-		return nil, ErrBulkUnsupported
+		return nil, errBulkUnsupported
 	}
 	for _, r := range reads {
 		if err := ValidatePath(r.Path); err != nil {
@@ -126,7 +106,7 @@ func (c *Client) readWatchMany(ctx context.Context, reads []BulkRead, sink *Watc
 	if !same {
 		return nil, errNotConnected
 	}
-	out := make([]BulkResult, len(reads))
+	out := make([]bulkResult, len(reads))
 	spaths := make([]string, len(reads))
 	for i, r := range reads {
 		spaths[i] = c.server(r.Path)
@@ -186,7 +166,7 @@ func (c *Client) readWatchMany(ctx context.Context, reads []BulkRead, sink *Watc
 			return nil, c.bulkErr(sess, ch.err)
 		case ch.code == zUnimpl:
 			c.bulkOff.Store(true)
-			return nil, ErrBulkUnsupported
+			return nil, errBulkUnsupported
 		case ch.code != 0:
 			return nil, errtext.Errorf("connection: reads in bulk: %w", codeErr(ch.code))
 		}
@@ -195,7 +175,7 @@ func (c *Client) readWatchMany(ctx context.Context, reads []BulkRead, sink *Watc
 			// a body (ZooKeeper before 3.6 skips an unknown opcode):
 			// bulk reads are off for this client.
 			c.bulkOff.Store(true)
-			return nil, errtext.Errorf("%w: %w", ErrBulkUnsupported, err)
+			return nil, errtext.Errorf("%w: %w", errBulkUnsupported, err)
 		}
 		ch.body = nil
 	}
@@ -419,7 +399,7 @@ func appendString(b []byte, s string) []byte {
 // each node a MultiHeader (type, done false, err -1) and a GetDataRequest
 // (path, watch false), then a GetChildrenRequest if its children are
 // asked for; a MultiHeader (-1, true, -1) ends it.
-func encodeMultiRead(reads []BulkRead, spaths []string) []byte {
+func encodeMultiRead(reads []bulkRead, spaths []string) []byte {
 	b := make([]byte, 12, 64+len(reads)*64)
 	binary.BigEndian.PutUint32(b[8:12], opMultiRead)
 	op := func(code int32, p string) {
@@ -507,7 +487,7 @@ func (d *dec) stat() *zk.Stat {
 // out: per op a MultiHeader (type, done, err) and the op's response
 // (GetDataResponse: data, Stat; GetChildrenResponse: names;
 // ErrorResponse: err), then the closing header.
-func decodeMultiRead(body []byte, reads []BulkRead, out []BulkResult) error {
+func decodeMultiRead(body []byte, reads []bulkRead, out []bulkResult) error {
 	d := &dec{b: body}
 	head := func() (typ int32, done bool, code int32) {
 		typ = d.i32()
@@ -583,7 +563,7 @@ func codeErr(code int32) error {
 	case -8:
 		return zk.ErrBadArguments
 	case zUnimpl:
-		return ErrBulkUnsupported
+		return errBulkUnsupported
 	}
 	return errtext.Errorf("connection: server error %s", strconv.Itoa(int(code)))
 }

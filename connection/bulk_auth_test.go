@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // TestReadWatchManyReconnectWithAuth: a client with credentials holds
@@ -42,7 +43,7 @@ func reconnectBulkWatches(t *testing.T, opts ...connection.Option) {
 	states := c.Listen(ctxFor(t, 2*time.Minute))
 	ctx := ctxFor(t, time.Minute)
 	paths := bulkTree(t, conn, root, 4, 1000)
-	res, err := c.ReadWatchMany(ctx, bulkReads(paths))
+	res, err := connx.Of(c).ReadWatchMany(ctx, bulkReads(paths))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func TestReadWatchManyRacingReconnectWithAuth(t *testing.T) {
 				default:
 				}
 				cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-				res, err := c.ReadWatchMany(cctx, []connection.BulkRead{{Path: secret, Children: true}})
+				res, err := connx.Of(c).ReadWatchMany(cctx, []connx.BulkRead{{Path: secret, Children: true}})
 				cancel()
 				mu.Lock()
 				switch {
@@ -187,7 +188,7 @@ func TestReadWatchManyNoAuthInside(t *testing.T) {
 		}
 	}
 	c := open(t, ens.Servers())
-	res, err := c.ReadWatchMany(ctx, []connection.BulkRead{
+	res, err := connx.Of(c).ReadWatchMany(ctx, []connx.BulkRead{
 		{Path: root + "/a", Children: true}, {Path: secret, Children: true}, {Path: root + "/b"}, {Path: root + "/a"},
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -33,7 +34,7 @@ func TestReadWatchManyTooLarge(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	states := c.Listen(ctx)
 	for range 3 {
-		_, err := c.ReadWatchMany(ctx, bulkReads(paths))
+		_, err := connx.Of(c).ReadWatchMany(ctx, bulkReads(paths))
 		if !errors.Is(err, connection.ErrResponseTooLarge) {
 			t.Fatalf("err %v, want ErrResponseTooLarge", err)
 		}
@@ -41,7 +42,7 @@ func TestReadWatchManyTooLarge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := c.ReadWatchMany(ctx, bulkReads(paths[:3]))
+	res, err := connx.Of(c).ReadWatchMany(ctx, bulkReads(paths[:3]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestReadWatchManyInterleaved(t *testing.T) {
 	}
 	for range 2 {
 		run(func(int) error {
-			res, err := c.ReadWatchMany(ctx, bulkReads(paths))
+			res, err := connx.Of(c).ReadWatchMany(ctx, bulkReads(paths))
 			if err != nil {
 				return err
 			}

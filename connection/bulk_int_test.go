@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // bulkTree makes root/d0..d(dirs-1), each with kids children whose data
@@ -58,12 +59,12 @@ func TestReadWatchMany(t *testing.T) {
 	c := open(t, ens.Servers())
 	ctx := ctxFor(t, time.Minute)
 	paths := bulkTree(t, conn, root, 5, 600) // 3,006 nodes: several requests
-	reads := make([]connection.BulkRead, 0, len(paths)+1)
+	reads := make([]connx.BulkRead, 0, len(paths)+1)
 	for _, p := range paths {
-		reads = append(reads, connection.BulkRead{Path: p, Children: true})
+		reads = append(reads, connx.BulkRead{Path: p, Children: true})
 	}
-	reads = append(reads, connection.BulkRead{Path: root + "/missing", Children: true})
-	res, err := c.ReadWatchMany(ctx, reads)
+	reads = append(reads, connx.BulkRead{Path: root + "/missing", Children: true})
+	res, err := connx.Of(c).ReadWatchMany(ctx, reads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,9 +148,9 @@ func TestReadWatchManyRacingWrites(t *testing.T) {
 	c := open(t, ens.Servers())
 	ctx := ctxFor(t, time.Minute)
 	paths := bulkTree(t, conn, root, 4, 500)
-	reads := make([]connection.BulkRead, len(paths))
+	reads := make([]connx.BulkRead, len(paths))
 	for i, p := range paths {
-		reads[i] = connection.BulkRead{Path: p, Children: true}
+		reads[i] = connx.BulkRead{Path: p, Children: true}
 	}
 	for round := range 5 {
 		stop := make(chan struct{})
@@ -174,7 +175,7 @@ func TestReadWatchManyRacingWrites(t *testing.T) {
 			}()
 		}
 		time.Sleep(20 * time.Millisecond)
-		res, err := c.ReadWatchMany(ctx, reads)
+		res, err := connx.Of(c).ReadWatchMany(ctx, reads)
 		time.Sleep(20 * time.Millisecond)
 		close(stop)
 		wg.Wait()
@@ -209,10 +210,10 @@ func TestReadWatchManyRacingWrites(t *testing.T) {
 	}
 }
 
-func bulkReads(paths []string) []connection.BulkRead {
-	reads := make([]connection.BulkRead, len(paths))
+func bulkReads(paths []string) []connx.BulkRead {
+	reads := make([]connx.BulkRead, len(paths))
 	for i, p := range paths {
-		reads[i] = connection.BulkRead{Path: p, Children: true}
+		reads[i] = connx.BulkRead{Path: p, Children: true}
 	}
 	return reads
 }
@@ -241,7 +242,7 @@ func TestReadWatchManyReconnect(t *testing.T) {
 	states := c.Listen(ctxFor(t, 2*time.Minute))
 	ctx := ctxFor(t, time.Minute)
 	paths := bulkTree(t, conn, root, 4, 500)
-	res, err := c.ReadWatchMany(ctx, bulkReads(paths))
+	res, err := connx.Of(c).ReadWatchMany(ctx, bulkReads(paths))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,14 +292,14 @@ func TestReadWatchManyLostReply(t *testing.T) {
 	states := c.Listen(ctxFor(t, 2*time.Minute))
 	paths := bulkTree(t, conn, root, 2, 300)
 	p.DropReplies()
-	_, err := c.ReadWatchMany(ctxFor(t, 30*time.Second), bulkReads(paths))
+	_, err := connx.Of(c).ReadWatchMany(ctxFor(t, 30*time.Second), bulkReads(paths))
 	if !errors.Is(err, zk.ErrConnectionClosed) {
 		t.Fatalf("err %v, want a connection loss", err)
 	}
 	expect(t, states, 10*time.Second, connection.Suspended)
 	p.Restore()
 	expect(t, states, 10*time.Second, connection.Reconnected)
-	res, err := c.ReadWatchMany(ctxFor(t, 30*time.Second), bulkReads(paths))
+	res, err := connx.Of(c).ReadWatchMany(ctxFor(t, 30*time.Second), bulkReads(paths))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +311,7 @@ func TestReadWatchManyLostReply(t *testing.T) {
 	p.DropReplies()
 	short, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := c.ReadWatchMany(short, bulkReads(paths)); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := connx.Of(c).ReadWatchMany(short, bulkReads(paths)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v, want the context's", err)
 	}
 	p.Restore()
@@ -332,11 +333,11 @@ func TestReadWatchManyUnderCuts(t *testing.T) {
 	ok, failed := 0, 0
 	for round := range 12 {
 		done := make(chan struct{})
-		var res []connection.BulkResult
+		var res []connx.BulkResult
 		var err error
 		go func() {
 			defer close(done)
-			res, err = c.ReadWatchMany(ctxFor(t, time.Minute), bulkReads(paths))
+			res, err = connx.Of(c).ReadWatchMany(ctxFor(t, time.Minute), bulkReads(paths))
 		}()
 		time.Sleep(time.Duration(round*10) * time.Millisecond)
 		p.Cut()
@@ -368,7 +369,7 @@ func TestReadWatchManyExpiry(t *testing.T) {
 	p := ens.Proxy(t)
 	c := open(t, p.Servers(), connection.WithSessionTimeout(4*time.Second))
 	paths := bulkTree(t, conn, root, 1, 50)
-	res, err := c.ReadWatchMany(ctxFor(t, time.Minute), bulkReads(paths))
+	res, err := connx.Of(c).ReadWatchMany(ctxFor(t, time.Minute), bulkReads(paths))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func TestReadWatchManyExpiry(t *testing.T) {
 	if err := res[3].DataWatch.Err(); !errors.Is(err, connection.ErrSessionLost) {
 		t.Fatalf("watch err %v", err)
 	}
-	res, err = c.ReadWatchMany(ctxFor(t, time.Minute), bulkReads(paths))
+	res, err = connx.Of(c).ReadWatchMany(ctxFor(t, time.Minute), bulkReads(paths))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func TestReadWatchManyWatchesEndWithClose(t *testing.T) {
 	}
 	c := open(t, ens.Servers())
 	ctx := ctxFor(t, time.Minute)
-	res, err := c.ReadWatchMany(ctx, []connection.BulkRead{{Path: root, Children: true}})
+	res, err := connx.Of(c).ReadWatchMany(ctx, []connx.BulkRead{{Path: root, Children: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +451,7 @@ func TestReadWatchManyReRegistrationCut(t *testing.T) {
 	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
 	states := c.Listen(ctxFor(t, 2*time.Minute))
 	ctx := ctxFor(t, time.Minute)
-	res, err := c.ReadWatchMany(ctx, bulkReads(paths))
+	res, err := connx.Of(c).ReadWatchMany(ctx, bulkReads(paths))
 	if err != nil {
 		t.Fatal(err)
 	}

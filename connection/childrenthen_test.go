@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // thenResult is what one ChildrenThen's then was called with, and how
@@ -57,7 +58,7 @@ func TestChildrenThenCallsThenOnce(t *testing.T) {
 	}
 
 	r := newThen()
-	c.ChildrenThen(ctx, root+"/dir", r.then)
+	connx.Of(c).ChildrenThen(ctx, root+"/dir", r.then)
 	r.wait(t, "answered", 10*time.Second)
 	if r.err != nil || !slices.Equal(r.children, []string{"a"}) {
 		t.Errorf("answered: then(%v, %v), want [a]", r.children, r.err)
@@ -66,7 +67,7 @@ func TestChildrenThenCallsThenOnce(t *testing.T) {
 	dead, cancel := context.WithCancel(ctx)
 	cancel()
 	r = newThen()
-	c.ChildrenThen(dead, root+"/dir", r.then)
+	connx.Of(c).ChildrenThen(dead, root+"/dir", r.then)
 	r.wait(t, "cancelled before", 10*time.Second)
 	if !errors.Is(r.err, context.Canceled) {
 		t.Errorf("cancelled before: then(%v, %v), want context.Canceled", r.children, r.err)
@@ -78,7 +79,7 @@ func TestChildrenThenCallsThenOnce(t *testing.T) {
 	p.Blackhole()
 	cctx, ccancel := context.WithCancel(ctx)
 	rc := newThen()
-	pc.ChildrenThen(cctx, root+"/dir", rc.then)
+	connx.Of(pc).ChildrenThen(cctx, root+"/dir", rc.then)
 	time.Sleep(200 * time.Millisecond)
 	ccancel()
 	rc.wait(t, "cancelled on a silent connection", 20*time.Second)
@@ -88,7 +89,7 @@ func TestChildrenThenCallsThenOnce(t *testing.T) {
 	t.Logf("cancelled on a silent connection: then(%v)", rc.err)
 
 	r = newThen()
-	pc.ChildrenThen(ctx, root+"/dir", r.then)
+	connx.Of(pc).ChildrenThen(ctx, root+"/dir", r.then)
 	time.Sleep(200 * time.Millisecond)
 	closedAt := time.Now()
 	closeDone := make(chan struct{})
@@ -110,7 +111,7 @@ func TestChildrenThenCallsThenOnce(t *testing.T) {
 	p.Restore()
 
 	r = newThen()
-	pc.ChildrenThen(ctx, root+"/dir", r.then)
+	connx.Of(pc).ChildrenThen(ctx, root+"/dir", r.then)
 	r.wait(t, "closed before", time.Second)
 	if !errors.Is(r.err, connection.ErrClosed) {
 		t.Errorf("closed before: then(%v, %v), want ErrClosed", r.children, r.err)

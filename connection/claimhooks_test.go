@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // TestClaimWrittenOrdersTheNextRequest: a delete of the claimed node sent
@@ -38,7 +39,7 @@ func TestClaimWrittenOrdersTheNextRequest(t *testing.T) {
 			deleteErr    error
 			writtenFirst = make(chan struct{})
 		)
-		hooks := connection.ClaimHooks{
+		hooks := connx.ClaimHooks{
 			Written: func() {
 				written++
 				close(writtenFirst)
@@ -58,7 +59,7 @@ func TestClaimWrittenOrdersTheNextRequest(t *testing.T) {
 				}
 			},
 		}
-		_, _, err := c.ClaimThen(ctx, p, []byte(connection.NewUUID()), hooks)
+		_, _, err := connx.Of(c).ClaimThen(ctx, p, []byte(connx.NewUUID()), hooks)
 		wg.Wait()
 		if written != 1 || !made || madeBefore {
 			t.Fatalf("round %d: Written called %d times, Made %v (before Written: %v)", i, written, made, madeBefore)
@@ -95,7 +96,7 @@ func TestClaimWrittenOneAtATime(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _, err := c.ClaimThen(ctx, p, []byte(connection.NewUUID()), connection.ClaimHooks{Written: func() {
+			_, _, err := connx.Of(c).ClaimThen(ctx, p, []byte(connx.NewUUID()), connx.ClaimHooks{Written: func() {
 				mu.Lock()
 				written++
 				mu.Unlock()

@@ -64,8 +64,8 @@ type Client struct {
 	ownMany    map[ownKey][]uint32              // the sinks of a node with more than one
 	ownArming  map[watchKey][]*arming           // setWatches in flight
 	ownPending int                              // kinds pending in own
-	sinks      map[uint32]*WatchSink
-	tables     []*WatchSink // the open sinks with a WatchTable
+	sinks      map[uint32]*watchSink
+	tables     []*watchSink // the open sinks with a watchTable
 	sinkSeq    uint32
 
 	// tooLarge holds the requests (tooLargeKey: kind and server path)
@@ -629,11 +629,11 @@ func (c *Client) Session() *Session {
 	return c.session
 }
 
-// Live reports whether s is the session the client's connection speaks
+// live reports whether s is the session the client's connection speaks
 // for right now: not ended, and the one the last handshake established.
 // It sees a session go-zookeeper replaced on its own after an expiry
 // before the client's state has caught up.
-func (c *Client) Live(s *Session) bool {
+func (c *Client) live(s *Session) bool {
 	select {
 	case <-s.Done():
 		return false
@@ -644,7 +644,7 @@ func (c *Client) Live(s *Session) bool {
 	return c.session == s && c.tr.sessionID.Load() == s.ID()
 }
 
-// TrustedNow reports whether holds taken in session s can be trusted at
+// trustedNow reports whether holds taken in session s can be trusted at
 // this moment under the client's error policy: s is the client's current
 // session and has not ended, it is not suspended (StandardPolicy), and the
 // server last certainly heard from the client less long ago than the
@@ -654,7 +654,7 @@ func (c *Client) Live(s *Session) bool {
 // only when the process runs: after a stop (SIGSTOP, a job stopped with
 // Ctrl-Z) the trust may have lapsed while no hold has heard of it yet. It
 // sends nothing to the server; a hold whose node is gone is not seen here.
-func (c *Client) TrustedNow(s *Session) bool {
+func (c *Client) trustedNow(s *Session) bool {
 	if s == nil {
 		return false
 	}
@@ -740,24 +740,19 @@ func (c *Client) pendingLocked() int {
 	return len(seen)
 }
 
-// Logger returns the client's logger (WithLogger; by default one that
+// logger returns the client's logger (WithLogger; by default one that
 // drops everything), for the recipes to report their faults.
-func (c *Client) Logger() *slog.Logger { return c.opts.logger }
+func (c *Client) logger() *slog.Logger { return c.opts.logger }
 
-// ErrorPolicy returns the client's error policy.
-func (c *Client) ErrorPolicy() ErrorPolicy { return c.opts.errorPolicy }
+// errorPolicy returns the client's error policy.
+func (c *Client) errorPolicy() ErrorPolicy { return c.opts.errorPolicy }
 
 // Namespace returns the client's namespace ("" for none).
 func (c *Client) Namespace() string { return c.opts.namespace }
 
-// ServerPath returns the path the server knows p by: p under the client's
-// namespace ("/locks/a" is "/app/locks/a" with namespace "/app"). Two
-// clients name the same znode exactly when their server paths are equal.
-func (c *Client) ServerPath(p string) string { return c.server(p) }
-
-// DefaultData returns the data recipes give their nodes when the caller
+// defaultDataCopy returns the data recipes give their nodes when the caller
 // gives none: WithDefaultData's, else the host's address, as Curator does.
-func (c *Client) DefaultData() []byte { return append([]byte(nil), c.defaultData...) }
+func (c *Client) defaultDataCopy() []byte { return append([]byte(nil), c.defaultData...) }
 
 // current returns the handle and session for an operation, waiting while
 // there is no session.

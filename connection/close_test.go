@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -75,10 +76,10 @@ func TestCloseWaitsForStuckWriter(t *testing.T) {
 	c := open(t, ens.Servers(), connection.WithDialer(sn.Dial), connection.WithSessionTimeout(20*time.Second))
 	t.Cleanup(func() { ens.Resume(0) }) // first: the cleanups before it talk to the server
 	ctx := ctxFor(t, time.Minute)
-	sink := c.NewWatchSink(func(string, zk.Event) {})
-	reads := make([]connection.BulkRead, len(paths))
+	sink := connx.Of(c).NewWatchSink(func(string, zk.Event) {})
+	reads := make([]connx.BulkRead, len(paths))
 	for i, p := range paths {
-		reads[i] = connection.BulkRead{Path: p, Children: true}
+		reads[i] = connx.BulkRead{Path: p, Children: true}
 	}
 	if _, err := sink.ReadWatchMany(ctx, reads); err != nil {
 		t.Fatal(err)

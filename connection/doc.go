@@ -22,9 +22,10 @@
 //     only LOST does.
 //   - Operations that take a context, apply the namespace, the ACL provider
 //     and the retry policy, and never retry across a lost session:
-//     Create, CreateAll, CreateProtected (Curator's protected names with
-//     recovery after connection loss), Get, GetW, Children, ChildrenW,
-//     Exists, ExistsW, Set, Delete, Multi, Sync and EnsurePath.
+//     Create (WithParents, WithTTL), CreateProtected (Curator's protected
+//     names with recovery after connection loss), EnsurePath, Get,
+//     Children, Exists, their watching forms GetWatch, ChildrenWatch and
+//     ExistsWatch, Set, Delete, DeleteCreated, Multi and Sync.
 //   - Writes fenced by a hold: a Guard (every recipe's hold has one) in a
 //     Multi makes the transaction commit only while the hold lasts, in its
 //     session; otherwise it fails with ErrGuardFailed, nothing applied.

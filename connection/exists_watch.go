@@ -6,8 +6,8 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// ExistsWatch is ExistsW with a shared Watch (see Watch): the way to wait
-// for a node to be created. On a missing node the watch fires when the
+// ExistsWatch is Exists that also sets a watch, shared (see Watch): the
+// way to wait for a node to be created. On a missing node the watch fires when the
 // node is created; on a node that exists, when its data changes or it is
 // deleted (as a GetWatch). The answer is read when ExistsWatch is called;
 // the watch may be older (set by an earlier caller, while the node was
@@ -16,10 +16,8 @@ import (
 // missing. It is safe in any session.
 //
 // A creation watch stays on the server until the node is created or the
-// session ends: ExistsW called by every abandoned wait would leave one
-// go-zookeeper channel each, and a goroutine each for anyone who turned
-// it into a channel that closes. Shared, an abandoned wait leaves nothing
-// but the one watch of the node, and no goroutine.
+// session ends. Shared, an abandoned wait leaves nothing but the one
+// watch of the node, and no goroutine.
 func (c *Client) ExistsWatch(ctx context.Context, path string) (ok bool, stat *zk.Stat, w *Watch, err error) {
 	n, w, err := c.sharedRead(ctx, "exists", path, existWatch,
 		func(zc *zk.Conn, sp string) (n node, err error) { n.exists, n.stat, err = zc.Exists(sp); return },

@@ -57,7 +57,7 @@ import (
 // Guard is an op for Multi that fences the transaction with a hold: the
 // transaction is applied only while the hold lasts, all or nothing. The
 // recipes' holds make them (mutex.Mutex.Guard, election.Term.Guard,
-// queue.Item.Guard...); NewGuard makes one for a hold of another kind.
+// queue.Item.Guard...).
 //
 // Multi refuses the transaction without sending it, with an error
 // matching ErrGuardFailed, when the hold is over or its session is not
@@ -72,7 +72,7 @@ type Guard struct {
 	over    func() error
 }
 
-// NewGuard returns a guard of a hold whose node is path (a client path),
+// newGuard returns a guard of a hold whose node is path (a client path),
 // made in session s, that lasts while over returns nil; once the hold
 // ends, over returns why (the hold's cause) and keeps doing so. over is
 // called by Multi and again by the client's connection when it writes the
@@ -84,7 +84,7 @@ type Guard struct {
 // "Writes fenced by a hold", says why). A guard with a nil session, or
 // whose over returns an error at once, is the guard of no hold: Multi
 // refuses it.
-func NewGuard(path string, s *Session, over func() error) *Guard {
+func newGuard(path string, s *Session, over func() error) *Guard {
 	return &Guard{path: path, session: s, over: over}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -31,14 +32,14 @@ func TestGuardMapsServerAnswers(t *testing.T) {
 	root := ens.Root(t)
 	c := open(t, ens.Servers(), connection.WithNamespace(root+"/ns"))
 	ctx := ctxFor(t, time.Minute)
-	if _, err := c.CreateAll(ctx, "/state", []byte("init"), connection.Persistent); err != nil {
+	if _, err := c.Create(ctx, "/state", []byte("init"), connection.Persistent, connection.WithParents()); err != nil {
 		t.Fatal(err)
 	}
-	claim, _, err := c.Claim(ctx, "/hold", []byte(connection.NewUUID()))
+	claim, _, err := connx.Of(c).Claim(ctx, "/hold", []byte(connx.NewUUID()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := connection.NewGuard(claim.Path, claim.Session, lasting)
+	g := connx.NewGuard(claim.Path, claim.Session, lasting)
 	res, err := c.Multi(ctx, setOp("/state", "one"), g, &zk.CreateRequest{Path: "/made"})
 	if err != nil {
 		t.Fatalf("guarded transaction: %v", err)
@@ -80,7 +81,7 @@ func TestGuardWrittenAfterItsHoldEnded(t *testing.T) {
 	if _, err := c.Create(ctx, root+"/state", []byte("init"), connection.Persistent); err != nil {
 		t.Fatal(err)
 	}
-	claim, _, err := c.Claim(ctx, root+"/hold", []byte(connection.NewUUID()))
+	claim, _, err := connx.Of(c).Claim(ctx, root+"/hold", []byte(connx.NewUUID()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestGuardWrittenAfterItsHoldEnded(t *testing.T) {
 		}
 		return errors.New("released")
 	}
-	_, err = c.Multi(ctx, connection.NewGuard(claim.Path, claim.Session, endsBeforeWrite), setOp(root+"/state", "late"))
+	_, err = c.Multi(ctx, connx.NewGuard(claim.Path, claim.Session, endsBeforeWrite), setOp(root+"/state", "late"))
 	if !errors.Is(err, connection.ErrGuardFailed) || !errors.Is(err, zk.ErrBadVersion) {
 		t.Fatalf("transaction written after its hold ended: %v, want ErrGuardFailed (BadVersion)", err)
 	}
@@ -100,7 +101,7 @@ func TestGuardWrittenAfterItsHoldEnded(t *testing.T) {
 	if n := calls.Load(); n < 2 {
 		t.Fatalf("the hold was asked %d times, want at Multi and at the write", n)
 	}
-	if _, err := c.Multi(ctx, connection.NewGuard(claim.Path, claim.Session, lasting), setOp(root+"/state", "held")); err != nil {
+	if _, err := c.Multi(ctx, connx.NewGuard(claim.Path, claim.Session, lasting), setOp(root+"/state", "held")); err != nil {
 		t.Fatalf("transaction of a lasting hold: %v", err)
 	}
 	obs := ens.Conn(t)
@@ -129,11 +130,11 @@ func TestGuardNeverCrossesIntoNextSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := root + "/hold"
-	claim, _, err := a.Claim(ctx, node, []byte(connection.NewUUID()))
+	claim, _, err := connx.Of(a).Claim(ctx, node, []byte(connx.NewUUID()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := connection.NewGuard(claim.Path, claim.Session, lasting)
+	g := connx.NewGuard(claim.Path, claim.Session, lasting)
 	states := a.Listen(ctx)
 
 	p.Blackhole()
@@ -187,29 +188,29 @@ func TestGuardMisuse(t *testing.T) {
 	if _, err := a.Create(ctx, root+"/state", []byte("init"), connection.Persistent); err != nil {
 		t.Fatal(err)
 	}
-	ca, _, err := a.Claim(ctx, root+"/a", []byte(connection.NewUUID()))
+	ca, _, err := connx.Of(a).Claim(ctx, root+"/a", []byte(connx.NewUUID()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cb, _, err := b.Claim(ctx, root+"/b", []byte(connection.NewUUID()))
+	cb, _, err := connx.Of(b).Claim(ctx, root+"/b", []byte(connx.NewUUID()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ga, gb := connection.NewGuard(ca.Path, ca.Session, lasting), connection.NewGuard(cb.Path, cb.Session, lasting)
+	ga, gb := connx.NewGuard(ca.Path, ca.Session, lasting), connx.NewGuard(cb.Path, cb.Session, lasting)
 	var none *connection.Guard
 	if _, err := a.Multi(ctx, none, setOp(root+"/state", "x")); !errors.Is(err, connection.ErrGuardFailed) {
 		t.Errorf("nil guard: %v, want ErrGuardFailed", err)
 	}
-	if _, err := a.Multi(ctx, connection.NewGuard(ca.Path, nil, lasting), setOp(root+"/state", "x")); !errors.Is(err, connection.ErrGuardFailed) {
+	if _, err := a.Multi(ctx, connx.NewGuard(ca.Path, nil, lasting), setOp(root+"/state", "x")); !errors.Is(err, connection.ErrGuardFailed) {
 		t.Errorf("guard without a session: %v, want ErrGuardFailed", err)
 	}
 	if _, err := a.Multi(ctx, ga, gb, setOp(root+"/state", "x")); !errors.Is(err, connection.ErrInvalidOption) {
 		t.Errorf("guards of two sessions: %v, want ErrInvalidOption", err)
 	}
-	if _, err := a.Multi(connection.Pin(ctx, cb.Session), ga, setOp(root+"/state", "x")); !errors.Is(err, connection.ErrGuardFailed) {
+	if _, err := a.Multi(connx.Pin(ctx, cb.Session), ga, setOp(root+"/state", "x")); !errors.Is(err, connection.ErrGuardFailed) {
 		t.Errorf("pinned to another session: %v, want ErrGuardFailed", err)
 	}
-	if _, err := a.Multi(ctx, connection.NewGuard("bad path", ca.Session, lasting), setOp(root+"/state", "x")); !errors.Is(err, connection.ErrInvalidPath) {
+	if _, err := a.Multi(ctx, connx.NewGuard("bad path", ca.Session, lasting), setOp(root+"/state", "x")); !errors.Is(err, connection.ErrInvalidPath) {
 		t.Errorf("guard with a bad path: %v, want ErrInvalidPath", err)
 	}
 	if data, _, err := a.Get(ctx, root+"/state"); err != nil || string(data) != "init" {

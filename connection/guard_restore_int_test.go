@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // TestGuardNotResolvedBeforeWatchesRestored: a hold at a fixed path (a
@@ -33,7 +34,7 @@ func TestGuardNotResolvedBeforeWatchesRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := root + "/hold"
-	claim, w, err := a.Claim(ctx, node, []byte(connection.NewUUID()))
+	claim, w, err := connx.Of(a).Claim(ctx, node, []byte(connx.NewUUID()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestGuardNotResolvedBeforeWatchesRestored(t *testing.T) {
 			return nil
 		}
 	}
-	g := connection.NewGuard(claim.Path, claim.Session, heard)
+	g := connx.NewGuard(claim.Path, claim.Session, heard)
 	states := a.Listen(ctx)
 
 	p.Cut()

@@ -71,11 +71,11 @@ func TestTrackerResolvesGuardsOfLiveHolds(t *testing.T) {
 	tr.expectWatches(nil)
 	sess, other := newSession(0x42, 0, 0), newSession(0x43, 0, 0)
 	var over error
-	live := NewGuard("/l/n", sess, func() error { return over })
-	gone := NewGuard("/l/m", sess, func() error { return errors.New("released") })
+	live := newGuard("/l/n", sess, func() error { return over })
+	gone := newGuard("/l/m", sess, func() error { return errors.New("released") })
 	tokLive := table.add(guardEntry{spath: "/ns/l/n", session: 0x42, g: live})
 	tokGone := table.add(guardEntry{spath: "/ns/l/m", session: 0x42, g: gone})
-	tokOther := table.add(guardEntry{spath: "/ns/l/o", session: 0x43, g: NewGuard("/l/o", other, func() error { return nil })})
+	tokOther := table.add(guardEntry{spath: "/ns/l/o", session: 0x43, g: newGuard("/l/o", other, func() error { return nil })})
 	if tokLive > firstGuardToken || tokGone > firstGuardToken || tokLive == tokGone {
 		t.Fatalf("tokens %d, %d: want distinct, at most %d", tokLive, tokGone, firstGuardToken)
 	}
@@ -160,7 +160,7 @@ func equal(a, b []int32) bool {
 }
 
 func TestGuardedResponsesInCallersOrder(t *testing.T) {
-	g := NewGuard("/g", newSession(1, 0, 0), func() error { return nil })
+	g := newGuard("/g", newSession(1, 0, 0), func() error { return nil })
 	ops := []any{&zk.SetDataRequest{Path: "/a"}, g, &zk.DeleteRequest{Path: "/b"}, g}
 	gs, rest := splitGuards(ops)
 	if len(gs.guards) != 2 || len(rest) != 2 || gs.at[0] != 1 || gs.at[1] != 3 {
@@ -182,7 +182,7 @@ func TestGuardedResponsesInCallersOrder(t *testing.T) {
 func TestGuardFailureNamesTheHold(t *testing.T) {
 	lost := errors.New("mutex: lock lost")
 	var over error
-	g := NewGuard("/locks/x/n", newSession(1, 0, 0), func() error { return over })
+	g := newGuard("/locks/x/n", newSession(1, 0, 0), func() error { return over })
 	gs, _ := splitGuards([]any{g})
 	if err := gs.failure([]zk.MultiResponse{{Error: nil}, {Error: zk.ErrNoNode}}); err != nil {
 		t.Fatalf("another op's failure taken for the guard's: %v", err)

@@ -225,7 +225,7 @@ func TestInjectedReplyTooLong(t *testing.T) {
 // and a reply with data, an error and a listing decoded; a reply without
 // a body, as a server that does not know the request sends, is refused.
 func TestMultiReadCoding(t *testing.T) {
-	reads := []BulkRead{{Path: "/a", Children: true}, {Path: "/b"}}
+	reads := []bulkRead{{Path: "/a", Children: true}, {Path: "/b"}}
 	b := encodeMultiRead(reads, []string{"/a", "/b"})
 	if int(binary.BigEndian.Uint32(b)) != len(b)-4 || binary.BigEndian.Uint32(b[8:12]) != opMultiRead {
 		t.Fatal("header")
@@ -267,7 +267,7 @@ func TestMultiReadCoding(t *testing.T) {
 	r = head(r, opError, false, -101)
 	r = binary.BigEndian.AppendUint32(r, uint32(0xffffff9b)) // -101
 	r = head(r, -1, true, -1)
-	out := make([]BulkResult, 2)
+	out := make([]bulkResult, 2)
 	if err := decodeMultiRead(r, reads, out); err != nil {
 		t.Fatal(err)
 	}
@@ -278,10 +278,10 @@ func TestMultiReadCoding(t *testing.T) {
 	if !errors.Is(out[1].Err, zk.ErrNoNode) || out[1].Stat != nil {
 		t.Fatalf("second %+v", out[1])
 	}
-	if err := decodeMultiRead(nil, reads, make([]BulkResult, 2)); err == nil {
+	if err := decodeMultiRead(nil, reads, make([]bulkResult, 2)); err == nil {
 		t.Fatal("an empty reply decoded")
 	}
-	if err := decodeMultiRead(r[:len(r)-3], reads, make([]BulkResult, 2)); err == nil {
+	if err := decodeMultiRead(r[:len(r)-3], reads, make([]bulkResult, 2)); err == nil {
 		t.Fatal("a short reply decoded")
 	}
 }

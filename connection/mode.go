@@ -33,7 +33,7 @@ func (m Mode) Ephemeral() bool { return m.ephemeral() }
 func (m Mode) Sequential() bool { return m.sequential() }
 
 // TTL reports whether the mode is one of the TTL modes, whose nodes
-// CreateTTL makes.
+// Create makes with WithTTL.
 func (m Mode) TTL() bool { return m.ttl() }
 
 func (m Mode) ttl() bool { return m == PersistentTTL || m == PersistentSequentialTTL }

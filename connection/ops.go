@@ -63,7 +63,7 @@ type pinKey struct{}
 // ignore the pin. A recipe pins the release of a node that only its
 // session may touch (a queue item's taken marker, say): without the pin a
 // write begun just after the session changed would run in the next one.
-func Pin(ctx context.Context, s *Session) context.Context {
+func pinSession(ctx context.Context, s *Session) context.Context {
 	return context.WithValue(ctx, pinKey{}, s)
 }
 
@@ -225,7 +225,7 @@ func valueThen[T any](c *Client, ctx context.Context, f func() (T, error), aband
 	}
 	if ctx.Value(inlineKey{}) != nil {
 		// A goroutine of the client's own, that nothing waits for but its
-		// callback (ChildrenThen): it waits for the answer itself.
+		// callback (childrenThen): it waits for the answer itself.
 		if err := ctx.Err(); err != nil {
 			return zero, err
 		}
@@ -374,20 +374,62 @@ func (c *Client) createWithParents(ctx context.Context, zc *zk.Conn, spath strin
 	return created, err
 }
 
-// checkMode refuses a mode Create cannot make: an unknown one, or a TTL
-// mode, which needs CreateTTL.
-func checkMode(m Mode) error {
-	if !m.valid() {
-		return errtext.Errorf("%w: create mode %d", ErrInvalidOption, int32(m))
+// CreateOption changes what Create makes: WithParents, WithTTL.
+type CreateOption func(*createOptions) error
+
+type createOptions struct {
+	parents bool
+	ttl     time.Duration
+}
+
+// WithParents makes Create first make the missing parents of path, as
+// containers (persistent where the server lacks containers), as Curator's
+// creatingParentContainersIfNeeded does.
+func WithParents() CreateOption {
+	return func(o *createOptions) error { o.parents = true; return nil }
+}
+
+// WithTTL gives a node of a TTL mode (PersistentTTL,
+// PersistentSequentialTTL) its TTL: the server deletes it once it has had
+// no child and no change for ttl, a whole number of milliseconds from 1 ms
+// to MaxTTL. A TTL mode needs it; any other mode refuses it.
+func WithTTL(ttl time.Duration) CreateOption {
+	return func(o *createOptions) error {
+		if ttl < time.Millisecond || ttl > MaxTTL || ttl%time.Millisecond != 0 {
+			return errtext.Errorf("%w: TTL %v: want whole milliseconds from 1ms to 2^40-1ms (MaxTTL)", ErrInvalidOption, ttl)
+		}
+		o.ttl = ttl
+		return nil
 	}
-	if m.ttl() {
-		return errtext.Errorf("%w: mode %s needs a TTL: use CreateTTL", ErrInvalidOption, m)
+}
+
+// createOpts checks a create's mode and options together.
+func createOpts(path string, mode Mode, opts []CreateOption) (createOptions, error) {
+	var o createOptions
+	if !mode.valid() {
+		return o, errtext.Errorf("%w: create mode %d", ErrInvalidOption, int32(mode))
 	}
-	return nil
+	for _, opt := range opts {
+		if opt == nil {
+			return o, errtext.Errorf("%w: nil create option", ErrInvalidOption)
+		}
+		if err := opt(&o); err != nil {
+			return o, errtext.Errorf("create %s: %w", path, err)
+		}
+	}
+	switch {
+	case mode.ttl() && o.ttl == 0:
+		return o, errtext.Errorf("%w: create %s: mode %s needs a TTL: use WithTTL", ErrInvalidOption, path, mode)
+	case !mode.ttl() && o.ttl != 0:
+		return o, errtext.Errorf("%w: create %s: WithTTL needs a TTL mode, not %s", ErrInvalidOption, path, mode)
+	}
+	return o, nil
 }
 
 // Create creates a node at path and returns its path (with the sequence
-// suffix for sequential modes). The parent must exist. The ACL comes from
+// suffix for sequential modes). The parent must exist, unless WithParents
+// is given; a TTL mode needs WithTTL, and a server without TTL nodes
+// refuses it with an error matching ErrTTLUnsupported. The ACL comes from
 // the client's ACL provider.
 //
 // Like every write, it runs in one session only: a retry after a lost
@@ -400,25 +442,16 @@ func checkMode(m Mode) error {
 // One the server refuses because the name exists fails with an error that
 // matches both zk.ErrNodeExists and ErrSequenceExhausted: the directory's
 // counter repeated a number.
-func (c *Client) Create(ctx context.Context, path string, data []byte, mode Mode) (string, error) {
-	return c.create(ctx, "create", path, data, mode, false)
-}
-
-// CreateAll is Create that first makes missing parents, as containers
-// (persistent where the server lacks containers).
-func (c *Client) CreateAll(ctx context.Context, path string, data []byte, mode Mode) (string, error) {
-	return c.create(ctx, "create", path, data, mode, true)
-}
-
-func (c *Client) create(ctx context.Context, what, path string, data []byte, mode Mode, parents bool) (string, error) {
-	if err := checkMode(mode); err != nil {
+func (c *Client) Create(ctx context.Context, path string, data []byte, mode Mode, opts ...CreateOption) (string, error) {
+	o, err := createOpts(path, mode, opts)
+	if err != nil {
 		return "", err
 	}
-	return c.createNode(ctx, what, path, data, mode, 0, parents)
+	return c.createNode(ctx, "create", path, data, mode, o.ttl, o.parents)
 }
 
-// createNode is Create, CreateAll and CreateTTL once the mode is checked;
-// ttl is 0 for the modes without one.
+// createNode is Create once the mode and options are checked; ttl is 0
+// for the modes without one.
 func (c *Client) createNode(ctx context.Context, what, path string, data []byte, mode Mode, ttl time.Duration, parents bool) (string, error) {
 	size := c.requestSize(path, data, true)
 	if ttl > 0 {
@@ -429,14 +462,19 @@ func (c *Client) createNode(ctx context.Context, what, path string, data []byte,
 	}
 	var created string
 	err := c.call(ctx, what, path, inSession, func(ctx context.Context, zc *zk.Conn) error {
+		sp := c.server(path)
+		raw := func() (string, error) {
+			if ttl > 0 {
+				return c.createTTLRaw(ctx, zc, sp, data, mode, ttl)
+			}
+			return c.createRaw(ctx, zc, sp, data, mode)
+		}
 		var err error
-		switch {
-		case ttl > 0:
-			created, err = c.createTTLRaw(ctx, zc, c.server(path), data, mode, ttl)
-		case parents:
-			created, err = c.createWithParents(ctx, zc, c.server(path), data, mode, Container)
-		default:
-			created, err = c.createRaw(ctx, zc, c.server(path), data, mode)
+		created, err = raw()
+		if parents && errors.Is(err, zk.ErrNoNode) {
+			if err = c.createParents(ctx, zc, sp, Container); err == nil {
+				created, err = raw()
+			}
 		}
 		if err == nil && strings.HasPrefix(lastComponent(created), ProtectedPrefix) {
 			// The tracker sent it as a create2 (a protected name) and kept
@@ -478,19 +516,6 @@ func (c *Client) Get(ctx context.Context, path string) (data []byte, stat *zk.St
 	return data, stat, err
 }
 
-// GetW is Get that also sets a data watch. The channel receives one
-// event: the node changed or was deleted, or EventNotWatching when the
-// session ended (see WaitEvent). Event paths are server paths (with the
-// namespace).
-func (c *Client) GetW(ctx context.Context, path string) (data []byte, stat *zk.Stat, ch <-chan zk.Event, err error) {
-	err = c.call(ctx, "get", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		n, err := value(c, ctx, func() (n node, err error) { n.data, n.stat, n.ch, err = zc.GetW(c.server(path)); return })
-		data, stat, ch = n.data, n.stat, n.ch
-		return err
-	})
-	return data, stat, ch, err
-}
-
 // Children returns the names of the children of path, unsorted.
 func (c *Client) Children(ctx context.Context, path string) (children []string, stat *zk.Stat, err error) {
 	err = c.call(ctx, "children", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
@@ -501,7 +526,7 @@ func (c *Client) Children(ctx context.Context, path string) (children []string, 
 	return children, stat, err
 }
 
-// ChildrenThen is Children on a goroutine of the client, that calls then
+// childrenThen is Children on a goroutine of the client, that calls then
 // with the result; then must not block. It costs one goroutine where a
 // Children on a goroutine of the caller's costs two (a call whose context
 // can end runs go-zookeeper's request on a goroutine of its own, to return
@@ -509,10 +534,10 @@ func (c *Client) Children(ctx context.Context, path string) (children []string, 
 // itself, so that when ctx ends then is called once the request was
 // answered or its connection lost, with its result, or, between retries,
 // with ctx's error. Close waits for it. A listing sent beside another
-// request (CreateProtectedThen) uses it: a burst of such requests is a
+// request (createProtectedThen) uses it: a burst of such requests is a
 // burst of goroutines, and the runtime keeps a goroutine's descriptor for
 // good once made.
-func (c *Client) ChildrenThen(ctx context.Context, path string, then func(children []string, stat *zk.Stat, err error)) {
+func (c *Client) childrenThen(ctx context.Context, path string, then func(children []string, stat *zk.Stat, err error)) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -531,16 +556,6 @@ func (c *Client) ChildrenThen(ctx context.Context, path string, then func(childr
 // on the caller's goroutine even if the context can end (valueThen).
 type inlineKey struct{}
 
-// ChildrenW is Children that also sets a child watch.
-func (c *Client) ChildrenW(ctx context.Context, path string) (children []string, stat *zk.Stat, ch <-chan zk.Event, err error) {
-	err = c.call(ctx, "children", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		n, err := value(c, ctx, func() (n node, err error) { n.children, n.stat, n.ch, err = zc.ChildrenW(c.server(path)); return })
-		children, stat, ch = n.children, n.stat, n.ch
-		return err
-	})
-	return children, stat, ch, err
-}
-
 // Exists reports whether the node at path exists, with its Stat.
 func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Stat, err error) {
 	err = c.call(ctx, "exists", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
@@ -556,24 +571,6 @@ func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Sta
 		return err
 	})
 	return ok, stat, err
-}
-
-// ExistsW is Exists that also sets a watch. On a missing node the watch
-// waits for its creation and stays registered until then: to wait for a
-// node that exists to go, prefer GetW; to wait for one to come, prefer
-// ExistsWatch, which waits that give up share.
-func (c *Client) ExistsW(ctx context.Context, path string) (ok bool, stat *zk.Stat, ch <-chan zk.Event, err error) {
-	err = c.call(ctx, "exists", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		n, err := value(c, ctx, func() (n node, err error) {
-			n.exists, n.stat, n.ch, err = zc.ExistsW(c.server(path))
-			return
-		})
-		if err == nil {
-			ok, stat, ch = n.exists, n.stat, n.ch
-		}
-		return err
-	})
-	return ok, stat, ch, err
 }
 
 // Set writes data to the node at path if its version matches (-1 for
@@ -634,7 +631,7 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 		if sess, err = gs.check(ctx, pinned(ctx)); err != nil {
 			return nil, err
 		}
-		ctx = Pin(ctx, sess)
+		ctx = pinSession(ctx, sess)
 	}
 	server := make([]any, len(ops))
 	size := 16 // the multi's header and its end marker
@@ -715,24 +712,6 @@ func opIndex(gs guarded, i int) int {
 		}
 	}
 	return i
-}
-
-// WaitEvent waits for one event of a watch channel or for ctx. When the
-// watch ended with its session (EventNotWatching), the error wraps
-// ErrSessionLost.
-func WaitEvent(ctx context.Context, ch <-chan zk.Event) (zk.Event, error) {
-	select {
-	case ev, ok := <-ch:
-		if !ok {
-			return zk.Event{}, errtext.Errorf("%w: watch channel closed", ErrSessionLost)
-		}
-		if ev.Type == zk.EventNotWatching {
-			return ev, errtext.Errorf("%w: watch ended: %w", ErrSessionLost, ev.Err)
-		}
-		return ev, nil
-	case <-ctx.Done():
-		return zk.Event{}, ctx.Err()
-	}
 }
 
 // lastComponent returns the name of the node at a valid path.

@@ -1,6 +1,7 @@
 package connection_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 func TestOperations(t *testing.T) {
@@ -35,9 +37,9 @@ func TestOperations(t *testing.T) {
 	if _, err := c.Create(ctx, root+"/missing/n", nil, connection.Persistent); !errors.Is(err, zk.ErrNoNode) {
 		t.Fatalf("Create without parent = %v, want zk.ErrNoNode", err)
 	}
-	data, stat, ch, err := c.GetW(ctx, root+"/a/n")
+	data, stat, w, err := c.GetWatch(ctx, root+"/a/n")
 	if err != nil || string(data) != "v1" {
-		t.Fatalf("GetW = %q, %v", data, err)
+		t.Fatalf("GetWatch = %q, %v", data, err)
 	}
 	if _, err := c.Set(ctx, root+"/a/n", []byte("v2"), stat.Version+1); !errors.Is(err, zk.ErrBadVersion) {
 		t.Fatalf("Set with a wrong version = %v", err)
@@ -45,13 +47,13 @@ func TestOperations(t *testing.T) {
 	if _, err := c.Set(ctx, root+"/a/n", []byte("v2"), stat.Version); err != nil {
 		t.Fatal(err)
 	}
-	if ev, err := connection.WaitEvent(ctx, ch); err != nil || ev.Type != zk.EventNodeDataChanged {
+	if ev, err := waitWatch(ctx, w); err != nil || ev.Type != zk.EventNodeDataChanged {
 		t.Fatalf("watch: %v, %v", ev, err)
 	}
 
-	seq, err := c.CreateAll(ctx, root+"/deep/er/s-", nil, connection.EphemeralSequential)
+	seq, err := c.Create(ctx, root+"/deep/er/s-", nil, connection.EphemeralSequential, connection.WithParents())
 	if err != nil || !strings.HasPrefix(seq, root+"/deep/er/s-") || len(seq) != len(root+"/deep/er/s-")+10 {
-		t.Fatalf("CreateAll sequential = %q, %v", seq, err)
+		t.Fatalf("Create WithParents sequential = %q, %v", seq, err)
 	}
 	kids, _, err := c.Children(ctx, root+"/deep/er")
 	if err != nil || len(kids) != 1 || root+"/deep/er/"+kids[0] != seq {
@@ -63,14 +65,14 @@ func TestOperations(t *testing.T) {
 	if ok, _, err := c.Exists(ctx, root+"/nope"); err != nil || ok {
 		t.Fatalf("Exists(missing) = %v, %v", ok, err)
 	}
-	_, _, kch, err := c.ChildrenW(ctx, root+"/deep/er")
+	_, _, kw, err := c.ChildrenWatch(ctx, root+"/deep/er")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Delete(ctx, seq, -1); err != nil {
 		t.Fatal(err)
 	}
-	if ev, err := connection.WaitEvent(ctx, kch); err != nil || ev.Type != zk.EventNodeChildrenChanged {
+	if ev, err := waitWatch(ctx, kw); err != nil || ev.Type != zk.EventNodeChildrenChanged {
 		t.Fatalf("child watch: %v, %v", ev, err)
 	}
 	if err := c.Sync(ctx, root); err != nil {
@@ -109,9 +111,9 @@ func TestNamespacesIsolate(t *testing.T) {
 		cl   *connection.Client
 		data string
 	}{{a, "a"}, {b, "b"}} {
-		p, err := c.cl.CreateAll(ctx, "/locks/x", []byte(c.data), connection.Persistent)
+		p, err := c.cl.Create(ctx, "/locks/x", []byte(c.data), connection.Persistent, connection.WithParents())
 		if err != nil || p != "/locks/x" {
-			t.Fatalf("CreateAll in namespace = %q, %v", p, err)
+			t.Fatalf("Create WithParents in namespace = %q, %v", p, err)
 		}
 	}
 	for _, c := range []struct {
@@ -212,11 +214,22 @@ func TestCreateProtectedStatFromCreate2(t *testing.T) {
 	// A plain create of a protected name goes out as a create2 too; its
 	// Stat is not kept for anyone (recipes/node makes its nodes so).
 	for _, mode := range []connection.Mode{connection.Ephemeral, connection.EphemeralSequential} {
-		if _, err := plain.Create(ctx, root+"/locks/"+connection.ProtectedPrefix+connection.NewUUID()+"-m-", nil, mode); err != nil {
+		if _, err := plain.Create(ctx, root+"/locks/"+connection.ProtectedPrefix+connx.NewUUID()+"-m-", nil, mode); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if n := plain.CreatedPending(); n != 0 {
 		t.Fatalf("%d create2 replies kept for nobody", n)
+	}
+}
+
+// waitWatch waits for w to fire and returns its event and Err, or ctx's
+// error.
+func waitWatch(ctx context.Context, w *connection.Watch) (zk.Event, error) {
+	select {
+	case <-w.Done():
+		return w.Event(), w.Err()
+	case <-ctx.Done():
+		return zk.Event{}, ctx.Err()
 	}
 }

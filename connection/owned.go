@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
@@ -28,11 +29,7 @@ import (
 // DeleteCreated proves that the node is still the one it made before it
 // sends the delete again.
 
-// NewUUID returns a random (version 4) UUID in its 36-character text form:
-// an identity for a participant's claim (Claim).
-func NewUUID() string { return newUUID() }
-
-// Claim creates an ephemeral node at path for one participant, whose
+// claim creates an ephemeral node at path for one participant, whose
 // identity is data: it must be unique to this claim (carry a fresh
 // NewUUID, say). It returns the node, with its owner session and czxid,
 // and a watch on it, which fires when the node changes or is deleted. The
@@ -47,39 +44,19 @@ func NewUUID() string { return newUUID() }
 // retry settled it), the error wraps ErrOutcomeUnknown and a node it may
 // have made is deleted in the background by the same test, so that nothing
 // is orphaned.
-func (c *Client) Claim(ctx context.Context, path string, data []byte) (Created, *Watch, error) {
-	return c.ClaimThen(ctx, path, data, ClaimHooks{})
+func (c *Client) claim(ctx context.Context, path string, data []byte) (Created, *Watch, error) {
+	return c.claimThen(ctx, path, data, claimHooks{})
 }
 
-// ClaimHooks tell the caller of ClaimThen how far its claim went. Either
-// may be nil.
-type ClaimHooks struct {
-	// Written is called, once, as the create is first written on the
-	// connection, before its answer — from the connection's writer, so it
-	// must not block (it starts a goroutine for its requests). A request
-	// sent from then on goes out on the same connection behind the create,
-	// and ZooKeeper handles one connection's writes in order: a delete
-	// sent in Written is applied after the create, whatever the create's
-	// outcome. It is the claim's create that calls it, told apart by the
-	// claim's data, never another create of the path. It is not called
-	// when the create was never written, nor when another claim of the
-	// same path by this client was waiting to be written at the same
-	// moment (one hook a path): the caller must do without it then.
-	Written func()
-	// Made is called, in the caller's goroutine, the moment the create is
-	// answered with success — before the node is read back for its czxid
-	// and its watch. From then on the node is at the path, in the claim's
-	// session, and no one else's create there can succeed while it is. It
-	// is not called when a retry found the node already there (a lost
-	// answer, settled by the read): Claim's result says then.
-	Made func()
-}
+// claimHooks tell the caller of claimThen how far its claim went
+// (internal/conntypes).
+type claimHooks = conntypes.ClaimHooks
 
-// ClaimThen is Claim, telling hooks of the claim's progress: a caller that
+// claimThen is Claim, telling hooks of the claim's progress: a caller that
 // only waited for its turn to claim (a work queue's line of idle workers)
 // may let the next one go as its create is written, and do more the
 // moment it is answered.
-func (c *Client) ClaimThen(ctx context.Context, path string, data []byte, hooks ClaimHooks) (Created, *Watch, error) {
+func (c *Client) claimThen(ctx context.Context, path string, data []byte, hooks claimHooks) (Created, *Watch, error) {
 	if err := ValidatePath(path); err != nil {
 		return Created{}, nil, err
 	}
@@ -92,7 +69,7 @@ func (c *Client) ClaimThen(ctx context.Context, path string, data []byte, hooks 
 		if sess, err = c.WaitSession(ctx); err != nil {
 			return Created{}, nil, err
 		}
-		ctx = Pin(ctx, sess)
+		ctx = pinSession(ctx, sess)
 	}
 	if hooks.Written != nil {
 		if zc, s, err := c.current(ctx); err == nil && s == sess {
@@ -134,7 +111,7 @@ func (c *Client) ClaimThen(ctx context.Context, path string, data []byte, hooks 
 		}
 		return Created{}, nil, rerr
 	}
-	if stat.EphemeralOwner == sess.ID() && bytes.Equal(got, data) && c.Live(sess) {
+	if stat.EphemeralOwner == sess.ID() && bytes.Equal(got, data) && c.live(sess) {
 		return Created{Path: path, Session: sess, Czxid: stat.Czxid}, w, nil
 	}
 	if err == nil {

@@ -2,8 +2,6 @@ package connection
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
@@ -29,23 +28,7 @@ func IsProtected(name string) bool {
 }
 
 // newUUID returns a random (version 4) UUID in its 36-character text form.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], b[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], b[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], b[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], b[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:36], b[10:16])
-	return string(s[:])
-}
+func newUUID() string { return conntypes.NewUUID() }
 
 // Created is a node made by CreateProtected.
 type Created struct {
@@ -78,7 +61,7 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 	return c.createProtected(ctx, path, data, mode, nil)
 }
 
-// CreateProtectedThen is CreateProtected that calls then, once, as its
+// createProtectedThen is CreateProtected that calls then, once, as its
 // first create request is written on the connection, before the answer —
 // from the connection's writer, so then must not block (it starts a
 // goroutine for its requests). A request sent from then on goes out on the same connection behind the create (go-zookeeper
@@ -89,7 +72,7 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 // connection changed in between: the caller must check what it reads (a
 // listing that names the new node was taken after the create). then is not
 // called when the request was never written.
-func (c *Client) CreateProtectedThen(ctx context.Context, path string, data []byte, mode Mode, then func()) (Created, error) {
+func (c *Client) createProtectedThen(ctx context.Context, path string, data []byte, mode Mode, then func()) (Created, error) {
 	return c.createProtected(ctx, path, data, mode, then)
 }
 
@@ -97,7 +80,7 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 	if err := ValidatePath(path); err != nil {
 		return Created{}, err
 	}
-	if err := checkMode(mode); err != nil {
+	if _, err := createOpts(path, mode, nil); err != nil {
 		return Created{}, err
 	}
 	if mode == Container {
@@ -303,7 +286,7 @@ func (c *Client) deleteProtectedLater(sdir, id string) {
 	})
 }
 
-// GuaranteedDelete deletes path in the background, retrying after lost
+// guaranteedDelete deletes path in the background, retrying after lost
 // connections, as Curator's guaranteed delete does: for a node of session
 // sess whose delete failed when its owner gave up on it. It runs in sess
 // only: it stops when the node is gone, when sess ends (an ephemeral node
@@ -316,7 +299,7 @@ func (c *Client) deleteProtectedLater(sdir, id string) {
 // in sess. For an ephemeral node of sess this is exact: while it exists no
 // other client can create the path, so only sess itself could replace it
 // in between.
-func (c *Client) GuaranteedDelete(sess *Session, path string, czxid int64) {
+func (c *Client) guaranteedDelete(sess *Session, path string, czxid int64) {
 	if sess == nil || ValidatePath(path) != nil {
 		return
 	}

@@ -56,7 +56,7 @@ func TestInjectedAnsweredOutOfOrder(t *testing.T) {
 // TestDecodeMultiReadOddReplies: truncated, corrupted and random reply
 // bodies give an error, never a panic or an allocation beyond the body.
 func TestDecodeMultiReadOddReplies(t *testing.T) {
-	reads := []BulkRead{{Path: "/a", Children: true}, {Path: "/b"}, {Path: "/c", Children: true, ListOnly: true}}
+	reads := []bulkRead{{Path: "/a", Children: true}, {Path: "/b"}, {Path: "/c", Children: true, ListOnly: true}}
 	// A well-formed body to cut and corrupt: getData ok, getChildren
 	// ok, getData NoNode (an ErrorResult), getData ok, getChildren ok.
 	var b []byte
@@ -82,12 +82,12 @@ func TestDecodeMultiReadOddReplies(t *testing.T) {
 	b = binary.BigEndian.AppendUint32(b, 0)
 	head(-1, -1)
 	b[len(b)-5] = 1 // done
-	out := make([]BulkResult, len(reads))
+	out := make([]bulkResult, len(reads))
 	if err := decodeMultiRead(b, reads, out); err != nil {
 		t.Fatalf("well-formed body: %v", err)
 	}
 	for n := range len(b) {
-		out := make([]BulkResult, len(reads))
+		out := make([]bulkResult, len(reads))
 		if err := decodeMultiRead(b[:n], reads, out); err == nil {
 			t.Fatalf("body cut at %d of %d: no error", n, len(b))
 		}
@@ -99,7 +99,7 @@ func TestDecodeMultiReadOddReplies(t *testing.T) {
 			seed = seed*1664525 + 1013904223
 			c[int(seed>>8)%len(c)] = byte(seed >> 24)
 		}
-		out := make([]BulkResult, len(reads))
+		out := make([]bulkResult, len(reads))
 		_ = decodeMultiRead(c, reads, out)
 	}
 }

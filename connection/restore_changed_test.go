@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -50,7 +51,7 @@ func TestReconnectFiresExactlyTheChangedWatches(t *testing.T) {
 		alive[i] = true
 	}
 	watchAll := func() {
-		var bulk []connection.BulkRead
+		var bulk []connx.BulkRead
 		var at []int
 		for i := range n {
 			if !alive[i] || (watches[i] != nil && !closed(watches[i].Done())) {
@@ -63,12 +64,12 @@ func TestReconnectFiresExactlyTheChangedWatches(t *testing.T) {
 				}
 				watches[i] = w
 			} else {
-				bulk = append(bulk, connection.BulkRead{Path: name(i)})
+				bulk = append(bulk, connx.BulkRead{Path: name(i)})
 				at = append(at, i)
 			}
 		}
 		if len(bulk) > 0 {
-			res, err := c.ReadWatchMany(ctx, bulk)
+			res, err := connx.Of(c).ReadWatchMany(ctx, bulk)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,16 +163,16 @@ func TestChangesDuringALostRestoreFireOnTheNext(t *testing.T) {
 		}
 	}
 	watches := make([]*connection.Watch, n)
-	var bulk []connection.BulkRead
+	var bulk []connx.BulkRead
 	for i := range n / 2 {
 		_, _, w, err := c.GetWatch(ctx, name(i))
 		if err != nil {
 			t.Fatal(err)
 		}
 		watches[i] = w
-		bulk = append(bulk, connection.BulkRead{Path: name(n/2 + i)})
+		bulk = append(bulk, connx.BulkRead{Path: name(n/2 + i)})
 	}
-	res, err := c.ReadWatchMany(ctx, bulk)
+	res, err := connx.Of(c).ReadWatchMany(ctx, bulk)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -94,7 +95,7 @@ func TestLostWhileStillCutOff(t *testing.T) {
 	}
 	observer := ens.Conn(t)
 	states := c.Listen(ctx)
-	if !c.Live(sess) {
+	if !connx.Of(c).Live(sess) {
 		t.Fatal("Live(current session) = false before the cut")
 	}
 
@@ -110,7 +111,7 @@ func TestLostWhileStillCutOff(t *testing.T) {
 	if c.Session() != nil {
 		t.Fatal("a session is current while cut off after LOST")
 	}
-	if c.Live(sess) {
+	if connx.Of(c).Live(sess) {
 		t.Fatal("Live(lost session) = true")
 	}
 	// The server expires the session on its own; measure when.
@@ -138,8 +139,8 @@ func TestLostWhileStillCutOff(t *testing.T) {
 	if next == nil || next.ID() == sess.ID() {
 		t.Fatalf("after Restore: session %v, want a new one (old %#x)", next, sess.ID())
 	}
-	if !c.Live(next) || c.Live(sess) {
-		t.Fatalf("after Restore: Live(new) = %v, Live(old) = %v", c.Live(next), c.Live(sess))
+	if !connx.Of(c).Live(next) || connx.Of(c).Live(sess) {
+		t.Fatalf("after Restore: Live(new) = %v, Live(old) = %v", connx.Of(c).Live(next), connx.Of(c).Live(sess))
 	}
 	if _, err := c.Create(ctx, root+"/eph", nil, connection.Ephemeral); err != nil {
 		t.Fatalf("create in the new session: %v", err)
@@ -331,14 +332,14 @@ func TestWatchEndsWithSession(t *testing.T) {
 	p := ens.Proxy(t)
 	c := open(t, p.Servers(), connection.WithSessionTimeout(time.Second))
 	ctx := ctxFor(t, 30*time.Second)
-	_, _, ch, err := c.GetW(ctx, root)
+	_, _, w, err := c.GetWatch(ctx, root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Blackhole()
 	states := c.Listen(ctx)
 	expect(t, states, 5*time.Second, connection.Suspended, connection.Lost)
-	if _, err := connection.WaitEvent(ctx, ch); !errors.Is(err, connection.ErrSessionLost) {
+	if _, err := waitWatch(ctx, w); !errors.Is(err, connection.ErrSessionLost) {
 		t.Fatalf("watch of a lost session: %v, want ErrSessionLost", err)
 	}
 	p.Restore()

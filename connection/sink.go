@@ -6,14 +6,15 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
-// Watches in bulk for one watcher of many nodes: WatchSink.
+// Watches in bulk for one watcher of many nodes: watchSink.
 //
 // ReadWatchMany gives a Watch per watch it sets: an object, and an entry
 // in the client's table, for each — about 250 bytes a node for a cache
-// that holds a data and a child watch on every node. A WatchSink's
+// that holds a data and a child watch on every node. A watchSink's
 // ReadWatchMany sets the same watches, on the same terms (the client's
 // own, registered again by the client after a reconnect, ended with the
 // session), without a Watch: the client keeps one small entry per node
@@ -28,8 +29,8 @@ import (
 // the kind unset. That table lives only while watches are being set.
 //
 // A watcher that keeps an entry per node anyway (a cache) can keep the
-// kinds pending there: NewWatchSinkTable's sink has no entry in the
-// client's table, only in the watcher's WatchTable, which the client asks
+// kinds pending there: newWatchSinkTable's sink has no entry in the
+// client's table, only in the watcher's watchTable, which the client asks
 // for what it did ask its own table — which sinks an event concerns, the
 // watches to register again after a reconnect and to count, the ones to
 // end with the session. The table holds the watches of one handle: those
@@ -37,49 +38,26 @@ import (
 // client's table, as do those of a closed sink (pending until they fire,
 // told to no one).
 
-// WatchSink receives the events of the watches its ReadWatchMany sets.
-// Its function is called as a Watch's hook is (AfterFire): on
+// watchSink receives the events of the watches its ReadWatchMany sets.
+// Its function is called as a Watch's hook is (afterFire): on
 // go-zookeeper's receive loop, in the session's order, once per event of
 // a node with a pending watch of the sink — a data change, a child change,
 // a deletion, or the end of the session's watches (EventNotWatching) —
 // with the node's client path. It must be quick and never call the
 // client. A sink may be told of an event of a kind it did not watch on
 // that node (another sink did): a spurious wake-up, never a missed one.
-type WatchSink struct {
+type watchSink struct {
 	c  *Client
 	id uint32
 	f  func(path string, ev zk.Event)
 
-	table WatchTable // NewWatchSinkTable's: the sink's watches, of handle tzc
+	table watchTable // NewWatchSinkTable's: the sink's watches, of handle tzc
 	tzc   *zk.Conn   // under the client's watchMu
 }
 
-// WatchTable keeps the pending watches of a NewWatchSinkTable sink in its
-// owner's records of the nodes, in place of the client's table. Paths are
-// the client's; kinds are WatchData and WatchChild bits. The client calls
-// these methods with its watch lock held, from go-zookeeper's receive
-// loop among others: they must be quick, must not wait for a lock held
-// while the client is called, and must never call the client.
-type WatchTable interface {
-	// MarkWatches records kinds as pending on the node at path, whether
-	// or not the table's owner still holds that node.
-	MarkWatches(path string, kinds uint8)
-	// TakeWatches clears kinds on the node at path and returns those of
-	// them that were pending.
-	TakeWatches(path string, kinds uint8) uint8
-	// RangeWatches calls f for every node with kinds pending.
-	RangeWatches(f func(path string, kinds uint8))
-	// CountWatches returns the number of nodes and kinds pending.
-	CountWatches() int
-	// ClearWatches clears every kind pending.
-	ClearWatches()
-}
-
-// The kinds of a WatchTable's watches.
-const (
-	WatchData  uint8 = ownData  // a data watch (GetWatch's kind)
-	WatchChild uint8 = ownChild // a child watch (ChildrenWatch's kind)
-)
+// watchTable keeps the pending watches of a newWatchSinkTable sink in its
+// owner's records of the nodes (internal/conntypes).
+type watchTable = conntypes.WatchTable
 
 // ownWatch is the client's entry for one node with sink watches: the
 // kinds pending (set and not fired), and the sink to tell (manySinks: a
@@ -105,27 +83,27 @@ type ownKey struct {
 // arming is a sink watch whose setWatches is in flight.
 type arming struct {
 	fired bool
-	sink  *WatchSink
+	sink  *watchSink
 }
 
-// NewWatchSink returns a sink that calls f with the events of its
+// newWatchSink returns a sink that calls f with the events of its
 // watches. Close it when done.
-func (c *Client) NewWatchSink(f func(path string, ev zk.Event)) *WatchSink {
+func (c *Client) newWatchSink(f func(path string, ev zk.Event)) *watchSink {
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	c.sinkSeq++
-	s := &WatchSink{c: c, id: c.sinkSeq, f: f}
+	s := &watchSink{c: c, id: c.sinkSeq, f: f}
 	if c.sinks == nil {
-		c.sinks = map[uint32]*WatchSink{}
+		c.sinks = map[uint32]*watchSink{}
 	}
 	c.sinks[s.id] = s
 	return s
 }
 
-// NewWatchSinkTable returns a sink whose pending watches t keeps (see
-// WatchTable), and that calls f with their events. Close it when done.
-func (c *Client) NewWatchSinkTable(t WatchTable, f func(path string, ev zk.Event)) *WatchSink {
-	s := c.NewWatchSink(f)
+// newWatchSinkTable returns a sink whose pending watches t keeps (see
+// watchTable), and that calls f with their events. Close it when done.
+func (c *Client) newWatchSinkTable(t watchTable, f func(path string, ev zk.Event)) *watchSink {
+	s := c.newWatchSink(f)
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	s.table = t
@@ -137,7 +115,7 @@ func (c *Client) NewWatchSinkTable(t WatchTable, f func(path string, ev zk.Event
 // result has DataWatched and ChildWatched where that one has DataWatch
 // and ChildWatch, and the events go to the sink. A closed sink's call
 // fails with ErrClosed.
-func (s *WatchSink) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkResult, error) {
+func (s *watchSink) ReadWatchMany(ctx context.Context, reads []bulkRead) ([]bulkResult, error) {
 	s.c.watchMu.Lock()
 	open := s.c.sinks[s.id] == s
 	s.c.watchMu.Unlock()
@@ -151,7 +129,7 @@ func (s *WatchSink) ReadWatchMany(ctx context.Context, reads []BulkRead) ([]Bulk
 // watches stay (the server cannot be asked to remove them), registered
 // again after a reconnect and shared as any other, until they fire or the
 // session ends. Close is idempotent.
-func (s *WatchSink) Close() {
+func (s *watchSink) Close() {
 	c := s.c
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
@@ -160,7 +138,7 @@ func (s *WatchSink) Close() {
 	}
 	delete(c.sinks, s.id)
 	if s.table != nil {
-		c.tables = slices.DeleteFunc(c.tables, func(t *WatchSink) bool { return t == s })
+		c.tables = slices.DeleteFunc(c.tables, func(t *watchSink) bool { return t == s })
 		c.untableLocked(s, 0) // pending still, told to no one
 		return
 	}
@@ -188,7 +166,7 @@ func (s *WatchSink) Close() {
 }
 
 // armSink records s's watch of key, whose setWatches is about to be sent.
-func (c *Client) armSink(key watchKey, s *WatchSink) *arming {
+func (c *Client) armSink(key watchKey, s *watchSink) *arming {
 	a := &arming{sink: s}
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
@@ -245,7 +223,7 @@ func (c *Client) addOwnLocked(zc *zk.Conn, spath string, kinds uint8, id uint32)
 // untableLocked moves the watches s's table keeps to the client's table,
 // to be told to sink id (0: to no one): s is closed, or its table is to
 // keep another handle's.
-func (c *Client) untableLocked(s *WatchSink, id uint32) {
+func (c *Client) untableLocked(s *watchSink, id uint32) {
 	if s.tzc == nil {
 		return
 	}
@@ -341,8 +319,8 @@ func (c *Client) dropOwnLocked(zc *zk.Conn, tbl map[string]ownWatch, spath strin
 // fireOwnLocked fires the sink watches of kinds (ownData, ownChild) of
 // a node of handle zc, and tells their sinks.
 func (c *Client) fireOwnLocked(zc *zk.Conn, spath string, kinds uint8, ev zk.Event) {
-	var tell []*WatchSink
-	told := func(s *WatchSink) {
+	var tell []*watchSink
+	told := func(s *watchSink) {
 		if !slices.Contains(tell, s) {
 			tell = append(tell, s)
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // TestPendingWatchesCountsANodeOnce: PendingWatches promises at most one
@@ -32,7 +32,7 @@ func testPendingWatchesCountsANodeOnce(t *testing.T, kind int) {
 	ctx := ctxFor(t, time.Minute)
 	s := sinkKinds[kind].new(c, func(string, zk.Event) {})
 	defer s.Close()
-	if _, err := s.ReadWatchMany(ctx, []connection.BulkRead{{Path: root, Children: true}}); err != nil {
+	if _, err := s.ReadWatchMany(ctx, []connx.BulkRead{{Path: root, Children: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := c.Stats().PendingWatches; n != 2 {
@@ -49,7 +49,7 @@ func testPendingWatchesCountsANodeOnce(t *testing.T, kind int) {
 	}
 	s2 := sinkKinds[1-kind].new(c, func(string, zk.Event) {})
 	defer s2.Close()
-	if _, err := s2.ReadWatchMany(ctx, []connection.BulkRead{{Path: root, Children: true}}); err != nil {
+	if _, err := s2.ReadWatchMany(ctx, []connx.BulkRead{{Path: root, Children: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := c.Stats().PendingWatches; n != 2 {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // mapTable is a WatchTable kept in a map, as a watcher with records of
@@ -67,11 +68,11 @@ func (t *mapTable) ClearWatches() {
 // sinkKinds makes a sink of each kind: the client's table, a WatchTable.
 var sinkKinds = []struct {
 	name string
-	new  func(c *connection.Client, f func(string, zk.Event)) *connection.WatchSink
+	new  func(c *connection.Client, f func(string, zk.Event)) connx.Sink
 }{
-	{"client", func(c *connection.Client, f func(string, zk.Event)) *connection.WatchSink { return c.NewWatchSink(f) }},
-	{"table", func(c *connection.Client, f func(string, zk.Event)) *connection.WatchSink {
-		return c.NewWatchSinkTable(&mapTable{}, f)
+	{"client", func(c *connection.Client, f func(string, zk.Event)) connx.Sink { return connx.Of(c).NewWatchSink(f) }},
+	{"table", func(c *connection.Client, f func(string, zk.Event)) connx.Sink {
+		return connx.Of(c).NewWatchSinkTable(&mapTable{}, f)
 	}},
 }
 
@@ -157,7 +158,7 @@ func testWatchSink(t *testing.T, kind int) {
 	log1, log2 := newSinkLog(), newSinkLog()
 	s1 := sinkKinds[kind].new(c, log1.fired)
 	defer s1.Close()
-	reads := append(bulkReads(paths), connection.BulkRead{Path: root + "/missing", Children: true})
+	reads := append(bulkReads(paths), connx.BulkRead{Path: root + "/missing", Children: true})
 	res, err := s1.ReadWatchMany(ctx, reads)
 	if err != nil {
 		t.Fatal(err)

@@ -41,11 +41,11 @@ func orEmpty(data []byte) []byte {
 	return data
 }
 
-// CheckData reports whether a create of a node at path with data fits in
+// checkData reports whether a create of a node at path with data fits in
 // a request the servers read (WithMaxRequestSize): nil, or an error
 // matching ErrDataTooLarge. A recipe that keeps data to write later (a
 // node re-created after its session is lost) checks it when it is given,
 // rather than fail each time it writes.
-func (c *Client) CheckData(path string, data []byte) error {
+func (c *Client) checkData(path string, data []byte) error {
 	return c.checkSize("create", path, c.requestSize(path, data, true))
 }

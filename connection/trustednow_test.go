@@ -23,27 +23,27 @@ func TestTrustedNowMeasuresSilence(t *testing.T) {
 		s := newSession(0x1234, 3*time.Second, 0)
 		c := &Client{tr: tr, session: s, state: Connected, opts: &options{errorPolicy: tc.policy}}
 
-		if c.TrustedNow(nil) || c.TrustedNow(newSession(0x5678, 3*time.Second, 0)) {
+		if c.trustedNow(nil) || c.trustedNow(newSession(0x5678, 3*time.Second, 0)) {
 			t.Fatalf("%v: another session trusted", tc.policy)
 		}
-		if !c.TrustedNow(s) {
+		if !c.trustedNow(s) {
 			t.Fatalf("%v: not trusted right after an answer", tc.policy)
 		}
 		clock += tc.limit - time.Millisecond
-		if !c.TrustedNow(s) {
+		if !c.trustedNow(s) {
 			t.Fatalf("%v: not trusted after a silence of %v", tc.policy, tc.limit-time.Millisecond)
 		}
 		clock += time.Millisecond
-		if c.TrustedNow(s) {
+		if c.trustedNow(s) {
 			t.Fatalf("%v: trusted after a silence of %v", tc.policy, tc.limit)
 		}
 		clock -= time.Second // answered again: only the state decides now
 		s.distrust()
-		if got, want := c.TrustedNow(s), tc.policy == SessionPolicy; got != want {
+		if got, want := c.trustedNow(s), tc.policy == SessionPolicy; got != want {
 			t.Fatalf("%v: suspended: trusted %v, want %v", tc.policy, got, want)
 		}
 		s.end(ErrSessionLost)
-		if c.TrustedNow(s) {
+		if c.trustedNow(s) {
 			t.Fatalf("%v: an ended session trusted", tc.policy)
 		}
 	}

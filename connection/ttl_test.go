@@ -22,7 +22,7 @@ func TestCreateTTLUnsupported(t *testing.T) {
 	c := open(t, ens.Servers())
 	ctx := ctxFor(t, 20*time.Second)
 
-	_, err := c.CreateTTL(ctx, root+"/t", nil, connection.PersistentTTL, time.Second)
+	_, err := c.Create(ctx, root+"/t", nil, connection.PersistentTTL, connection.WithTTL(time.Second))
 	if !errors.Is(err, connection.ErrTTLUnsupported) || !strings.Contains(err.Error(), "zookeeper.extendedTypesEnabled=true") {
 		t.Fatalf("CreateTTL = %v, want ErrTTLUnsupported naming the server option", err)
 	}
@@ -44,7 +44,7 @@ func TestCreateTTLArguments(t *testing.T) {
 		{connection.PersistentTTL, 1500 * time.Microsecond},
 		{connection.PersistentTTL, connection.MaxTTL + time.Millisecond},
 	} {
-		if _, err := c.CreateTTL(context.Background(), "/x", nil, tc.mode, tc.ttl); !errors.Is(err, connection.ErrInvalidOption) {
+		if _, err := c.Create(context.Background(), "/x", nil, tc.mode, connection.WithTTL(tc.ttl)); !errors.Is(err, connection.ErrInvalidOption) {
 			t.Errorf("CreateTTL(%s, %v) = %v, want ErrInvalidOption", tc.mode, tc.ttl, err)
 		}
 	}
@@ -98,14 +98,14 @@ func TestCreateTTL(t *testing.T) {
 	c := open(t, ens.Servers())
 	ctx := ctxFor(t, 30*time.Second)
 
-	p, err := c.CreateTTL(ctx, "/kept", []byte("v"), connection.PersistentTTL, 300*time.Millisecond)
+	p, err := c.Create(ctx, "/kept", []byte("v"), connection.PersistentTTL, connection.WithTTL(300*time.Millisecond))
 	if err != nil || p != "/kept" {
 		t.Fatalf("CreateTTL = %q, %v", p, err)
 	}
 	if _, err := c.Create(ctx, "/kept/child", nil, connection.Persistent); err != nil {
 		t.Fatal(err)
 	}
-	seq, err := c.CreateTTL(ctx, "/s-", nil, connection.PersistentSequentialTTL, 300*time.Millisecond)
+	seq, err := c.Create(ctx, "/s-", nil, connection.PersistentSequentialTTL, connection.WithTTL(300*time.Millisecond))
 	if err != nil || !strings.HasPrefix(seq, "/s-") || len(seq) != len("/s-")+10 {
 		t.Fatalf("sequential CreateTTL = %q, %v", seq, err)
 	}
@@ -115,7 +115,7 @@ func TestCreateTTL(t *testing.T) {
 		// an ephemeral node's owner is, and hidden from clients.
 		t.Fatalf("Get(%s) = %+v, %v; want no owner", seq, stat, err)
 	}
-	if _, err := c.CreateTTL(ctx, "/kept", nil, connection.PersistentTTL, time.Second); !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := c.Create(ctx, "/kept", nil, connection.PersistentTTL, connection.WithTTL(time.Second)); !errors.Is(err, zk.ErrNodeExists) {
 		t.Fatalf("second CreateTTL = %v, want zk.ErrNodeExists", err)
 	}
 	zktest.Eventually(t, 20*time.Second, "the childless TTL node goes", func() error {

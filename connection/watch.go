@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -25,10 +26,8 @@ import (
 // client and on the server, whatever the number of abandoned waits; it
 // goes when the node changes, is created or deleted, or the session ends.
 //
-// A watch costs no goroutine while it is pending (see watchEvent), and
-// little memory: its channel is made by the first Done, its event when it
-// fires, and a Hook takes no allocation. A watcher of many nodes costs
-// less with a WatchSink, which keeps no Watch at all.
+// A watch costs no goroutine while it is pending, and little memory: its
+// channel is made by the first Done, its event when it fires.
 type Watch struct {
 	mu *sync.Mutex // the client's watchMu
 	// Under mu:
@@ -37,24 +36,20 @@ type Watch struct {
 	ev    *zk.Event     // what fired it; set before done is closed
 	ready bool          // the read that set it has returned: it may be shared
 	fired bool
-	own   bool    // registered by the client's setWatches, not go-zookeeper's read (bulk.go)
-	hook  Hook    // the first hook, the usual one
-	more  *[]Hook // any others: 64 bytes a Watch
+	own   bool         // registered by the client's setWatches, not go-zookeeper's read (bulk.go)
+	hook  watchHook    // the first hook, the usual one
+	more  *[]watchHook // any others: 64 bytes a Watch
 }
 
-// Hook is told when a Watch fires (AddHook).
-type Hook interface {
-	// WatchFired is called once with the watch and its event, as an
-	// AfterFire function is.
-	WatchFired(w *Watch, ev zk.Event)
-}
+// watchHook is told when a Watch fires (addHook).
+type watchHook = conntypes.Hook[*Watch]
 
-// hook is a function AfterFire registered.
+// hook is a function afterFire registered.
 type hook struct{ f func(zk.Event) }
 
 func (h *hook) WatchFired(_ *Watch, ev zk.Event) { h.f(ev) }
 
-// AfterFire arranges for f to be called once with the event when the watch
+// afterFire arranges for f to be called once with the event when the watch
 // fires — synchronously, in the goroutine that fires it (go-zookeeper's
 // receive loop), before any later event of the session is handled; at once
 // if it has fired already. So f sees the session's events in their order,
@@ -66,20 +61,20 @@ func (h *hook) WatchFired(_ *Watch, ev zk.Event) { h.f(ev) }
 // unlike a goroutine that waits on Done, it costs nothing while the watch
 // is pending, and a waiter that then sees a later event (its predecessor's
 // deletion, say) knows the hold's end was already seen.
-func (w *Watch) AfterFire(f func(zk.Event)) (stop func() bool) {
+func (w *Watch) afterFire(f func(zk.Event)) (stop func() bool) {
 	h := &hook{f}
-	if !w.AddHook(h) {
+	if !w.addHook(h) {
 		return func() bool { return false }
 	}
-	return func() bool { return w.RemoveHook(h) }
+	return func() bool { return w.removeHook(h) }
 }
 
-// AddHook is AfterFire with a value in place of a function: h is told of
+// addHook is afterFire with a value in place of a function: h is told of
 // the event once, on the same terms (at once, in this goroutine, if the
-// watch has fired: then AddHook returns false). h must be comparable, a
-// pointer, for RemoveHook to find it. A hook costs the watch no
+// watch has fired: then addHook returns false). h must be comparable, a
+// pointer, for removeHook to find it. A hook costs the watch no
 // allocation; a cache with a watch per node uses it.
-func (w *Watch) AddHook(h Hook) (pending bool) {
+func (w *Watch) addHook(h watchHook) (pending bool) {
 	w.mu.Lock()
 	if w.fired {
 		ev := *w.ev
@@ -91,7 +86,7 @@ func (w *Watch) AddHook(h Hook) (pending bool) {
 	case w.hook == nil:
 		w.hook = h
 	case w.more == nil:
-		w.more = &[]Hook{h}
+		w.more = &[]watchHook{h}
 	default:
 		*w.more = append(*w.more, h)
 	}
@@ -99,9 +94,9 @@ func (w *Watch) AddHook(h Hook) (pending bool) {
 	return true
 }
 
-// RemoveHook unregisters h and reports whether it did so before h was
+// removeHook unregisters h and reports whether it did so before h was
 // told of the event.
-func (w *Watch) RemoveHook(h Hook) bool {
+func (w *Watch) removeHook(h watchHook) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.hook == h {
@@ -143,9 +138,9 @@ func (w *Watch) Done() <-chan struct{} {
 
 // Fired reports whether the watch has fired, for a change of its node or
 // the end of its session: Event and Err are then valid. Unlike a look at
-// Done, it makes no channel: a waiter told by a Hook (AddHook) that
+// Done, it makes no channel: a waiter told by a watchHook (addHook) that
 // something fired finds what with it.
-func (w *Watch) Fired() bool {
+func (w *Watch) hasFired() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.fired
@@ -169,7 +164,7 @@ func (w *Watch) Err() error {
 	return nil
 }
 
-// GetWatch is GetW with a shared Watch (see Watch). The data and Stat are
+// GetWatch is Get that also sets a data watch, shared (see Watch). The data and Stat are
 // read when GetWatch is called; the watch may be older than the read (it
 // was set by an earlier caller), so Done may close for a change the read
 // already shows — a spurious wake-up, never a missed one. It is safe in
@@ -181,7 +176,8 @@ func (c *Client) GetWatch(ctx context.Context, path string) (data []byte, stat *
 	return n.data, n.stat, w, err
 }
 
-// ChildrenWatch is ChildrenW with a shared Watch (see Watch), on the same
+// ChildrenWatch is Children that also sets a child watch, shared (see
+// Watch), on the same
 // terms as GetWatch: the listing is read when it is called, the watch may
 // be older, so a wake-up may be spurious but is never missed. It is safe
 // in any session.

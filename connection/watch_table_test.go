@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -46,12 +47,12 @@ func testPendingWatchesAcrossExpiry(t *testing.T, kind string) {
 	}
 	proxy := ens.Proxy(t)
 	c := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second))
-	var s *connection.WatchSink
+	var s connx.Sink
 	switch kind {
 	case "client":
-		s = c.NewWatchSink(func(string, zk.Event) {})
+		s = connx.Of(c).NewWatchSink(func(string, zk.Event) {})
 	case "table":
-		s = c.NewWatchSinkTable(&mapTable{}, func(string, zk.Event) {})
+		s = connx.Of(c).NewWatchSinkTable(&mapTable{}, func(string, zk.Event) {})
 	}
 	if s != nil {
 		defer s.Close()
@@ -60,9 +61,9 @@ func testPendingWatchesAcrossExpiry(t *testing.T, kind string) {
 		if s == nil {
 			return
 		}
-		var reads []connection.BulkRead
+		var reads []connx.BulkRead
 		for _, p := range paths {
-			reads = append(reads, connection.BulkRead{Path: p, Children: true})
+			reads = append(reads, connx.BulkRead{Path: p, Children: true})
 		}
 		if _, err := s.ReadWatchMany(ctxFor(t, time.Minute), reads); err != nil {
 			t.Fatal(err)
@@ -123,14 +124,14 @@ func TestExistsAndDataWatchOfOneNode(t *testing.T) {
 					t.Fatal(err)
 				}
 			default:
-				var s *connection.WatchSink
+				var s connx.Sink
 				if kind == "client" {
-					s = c.NewWatchSink(func(string, zk.Event) {})
+					s = connx.Of(c).NewWatchSink(func(string, zk.Event) {})
 				} else {
-					s = c.NewWatchSinkTable(&mapTable{}, func(string, zk.Event) {})
+					s = connx.Of(c).NewWatchSinkTable(&mapTable{}, func(string, zk.Event) {})
 				}
 				defer s.Close()
-				if _, err := s.ReadWatchMany(ctx, []connection.BulkRead{{Path: root}}); err != nil {
+				if _, err := s.ReadWatchMany(ctx, []connx.BulkRead{{Path: root}}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -166,7 +167,7 @@ func TestClosedTableSinkAcrossCut(t *testing.T) {
 			s1 := sinkKinds[pair[0]].new(c, closedLog.fired)
 			s2 := sinkKinds[pair[1]].new(c, openLog.fired)
 			defer s2.Close()
-			for _, s := range []*connection.WatchSink{s1, s2} {
+			for _, s := range []connx.Sink{s1, s2} {
 				if _, err := s.ReadWatchMany(ctx, bulkReads(paths)); err != nil {
 					t.Fatal(err)
 				}

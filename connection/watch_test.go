@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // TestChildrenWatchIsShared: callers that watch one node's children while
@@ -74,7 +75,7 @@ func TestPinnedWriteFailsInAnotherSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := c.Session()
-	if _, err := c.Set(connection.Pin(ctx, old), root+"/data", []byte("v2"), -1); err != nil {
+	if _, err := c.Set(connx.Pin(ctx, old), root+"/data", []byte("v2"), -1); err != nil {
 		t.Fatalf("pinned set in its own session: %v", err)
 	}
 	states := c.Listen(ctx)
@@ -84,7 +85,7 @@ func TestPinnedWriteFailsInAnotherSession(t *testing.T) {
 	if _, err := c.WaitSession(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, err := c.Set(connection.Pin(ctx, old), root+"/data", []byte("v3"), -1)
+	_, err := c.Set(connx.Pin(ctx, old), root+"/data", []byte("v3"), -1)
 	if !errors.Is(err, connection.ErrSessionLost) {
 		t.Fatalf("pinned set after its session = %v, want ErrSessionLost", err)
 	}

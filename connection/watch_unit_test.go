@@ -6,7 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// recorder is a Hook that records what it was told.
+// recorder is a watchHook that records what it was told.
 type recorder struct{ got []zk.Event }
 
 func (r *recorder) WatchFired(_ *Watch, ev zk.Event) { r.got = append(r.got, ev) }
@@ -39,14 +39,14 @@ func TestWatchDoneAndHooks(t *testing.T) {
 		t.Fatal("Done closed before the watch fired")
 	}
 	var a, b, removed, afterFire recorder
-	early.AddHook(&a)
-	early.AddHook(&b)
-	early.AddHook(&removed)
-	if !early.RemoveHook(&removed) {
+	early.addHook(&a)
+	early.addHook(&b)
+	early.addHook(&removed)
+	if !early.removeHook(&removed) {
 		t.Fatal("RemoveHook of a pending hook = false")
 	}
 	var fn []zk.Event
-	stop := early.AfterFire(func(ev zk.Event) { fn = append(fn, ev) })
+	stop := early.afterFire(func(ev zk.Event) { fn = append(fn, ev) })
 
 	ev := zk.Event{Type: zk.EventNodeDataChanged, Path: "/a"}
 	c.watchMu.Lock()
@@ -63,10 +63,10 @@ func TestWatchDoneAndHooks(t *testing.T) {
 	if len(a.got) != 1 || len(b.got) != 1 || len(fn) != 1 || len(removed.got) != 0 {
 		t.Fatalf("hooks told %d, %d, %d times, the removed one %d", len(a.got), len(b.got), len(fn), len(removed.got))
 	}
-	if stop() || early.RemoveHook(&a) {
+	if stop() || early.removeHook(&a) {
 		t.Fatal("a hook was removed after it was told")
 	}
-	if early.AddHook(&afterFire) || len(afterFire.got) != 1 || afterFire.got[0] != ev {
+	if early.addHook(&afterFire) || len(afterFire.got) != 1 || afterFire.got[0] != ev {
 		t.Fatalf("a hook added after the fire: told %v", afterFire.got)
 	}
 	if len(c.watches) != 0 {
@@ -107,11 +107,11 @@ func TestWatchRemoveFirstHookKeepsTheOthers(t *testing.T) {
 		hooks := make([]*recorder, n)
 		for i := range hooks {
 			hooks[i] = &recorder{}
-			if !w.AddHook(hooks[i]) {
+			if !w.addHook(hooks[i]) {
 				t.Fatal("AddHook on a pending watch reported it fired")
 			}
 		}
-		if !w.RemoveHook(hooks[0]) {
+		if !w.removeHook(hooks[0]) {
 			t.Fatal("RemoveHook did not find the first hook")
 		}
 		c.watchEvent(nil, zk.Event{Type: zk.EventNodeDeleted, Path: "/a"})

@@ -6,7 +6,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
-// WatchData sets a data watch on each of paths, as GetWatch would have
+// watchData sets a data watch on each of paths, as GetWatch would have
 // right after a read of the tree made at zxid relative, in one request:
 // a setWatches (opcode 101) with relative as its relativeZxid, whose
 // watches the client keeps itself (bulk.go) and registers again after a
@@ -51,7 +51,7 @@ import (
 // or kept (the server dropped those it had registered with the
 // connection). When ctx ends first the watches stay, shared as pending
 // watches are (Watch), until their nodes change.
-func (c *Client) WatchData(ctx context.Context, sess *Session, relative int64, paths []string) ([]*Watch, error) {
+func (c *Client) watchData(ctx context.Context, sess *Session, relative int64, paths []string) ([]*Watch, error) {
 	if len(paths) == 0 {
 		return nil, nil
 	}
@@ -70,7 +70,7 @@ func (c *Client) WatchData(ctx context.Context, sess *Session, relative int64, p
 	if err := c.sessionErr(sess, nil); err != nil {
 		return nil, err
 	}
-	zc, cur, err := c.current(Pin(ctx, sess))
+	zc, cur, err := c.current(pinSession(ctx, sess))
 	if err != nil {
 		return nil, err
 	}

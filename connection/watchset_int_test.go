@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 )
 
@@ -76,7 +77,7 @@ func TestWatchDataAtAZxid(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{paths[5], paths[3], paths[1]} // the order WatchData is given them
-	ws, err := c.WatchData(ctx, c.Session(), rel, append(slices.Clone(want), paths[0], paths[2], paths[4]))
+	ws, err := connx.Of(c).WatchData(ctx, c.Session(), rel, append(slices.Clone(want), paths[0], paths[2], paths[4]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestWatchDataEventsInPathOrder(t *testing.T) {
 		mu.Lock()
 		heard = nil
 		mu.Unlock()
-		ws, err := c.WatchData(ctx, c.Session(), rel, paths)
+		ws, err := connx.Of(c).WatchData(ctx, c.Session(), rel, paths)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +226,7 @@ func TestWatchDataReconnect(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	paths, rel := watchSetTree(t, conn, c, root, 8)
 	sess := c.Session()
-	ws, err := c.WatchData(ctx, sess, rel, paths)
+	ws, err := connx.Of(c).WatchData(ctx, sess, rel, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,14 +274,14 @@ func TestWatchDataLostReply(t *testing.T) {
 	states := c.Listen(ctxFor(t, 2*time.Minute))
 	paths, rel := watchSetTree(t, conn, c, root, 3)
 	p.DropReplies()
-	ws, err := c.WatchData(ctxFor(t, 30*time.Second), c.Session(), rel, paths)
+	ws, err := connx.Of(c).WatchData(ctxFor(t, 30*time.Second), c.Session(), rel, paths)
 	if !errors.Is(err, zk.ErrConnectionClosed) || ws != nil {
 		t.Fatalf("err %v (%d watches), want a connection loss and none", err, len(ws))
 	}
 	expect(t, states, 10*time.Second, connection.Suspended)
 	p.Restore()
 	expect(t, states, 10*time.Second, connection.Reconnected)
-	ws, err = c.WatchData(ctxFor(t, 30*time.Second), c.Session(), rel, paths)
+	ws, err = connx.Of(c).WatchData(ctxFor(t, 30*time.Second), c.Session(), rel, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestWatchDataInNoOtherSession(t *testing.T) {
 	c := open(t, p.Servers(), connection.WithSessionTimeout(4*time.Second))
 	paths, rel := watchSetTree(t, conn, c, root, 2)
 	sess := c.Session()
-	ws, err := c.WatchData(ctxFor(t, 30*time.Second), sess, rel, paths)
+	ws, err := connx.Of(c).WatchData(ctxFor(t, 30*time.Second), sess, rel, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestWatchDataInNoOtherSession(t *testing.T) {
 	if _, err := c.WaitSession(ctxFor(t, 30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.WatchData(ctxFor(t, 30*time.Second), sess, rel, paths); !errors.Is(err, connection.ErrSessionLost) {
+	if _, err := connx.Of(c).WatchData(ctxFor(t, 30*time.Second), sess, rel, paths); !errors.Is(err, connection.ErrSessionLost) {
 		t.Fatalf("WatchData in an ended session: %v, want ErrSessionLost", err)
 	}
 	if c.Session() == sess {
@@ -342,7 +343,7 @@ func TestWatchDataShares(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := c.WatchData(ctx, c.Session(), rel, paths)
+	first, err := connx.Of(c).WatchData(ctx, c.Session(), rel, paths)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +351,7 @@ func TestWatchDataShares(t *testing.T) {
 		t.Fatal("a node with a pending read's watch got another")
 	}
 	for range 20 {
-		again, err := c.WatchData(ctx, c.Session(), rel, paths)
+		again, err := connx.Of(c).WatchData(ctx, c.Session(), rel, paths)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // TestCreateProtectedThenStillFires: the tracker tells every create as it
@@ -44,7 +45,7 @@ func TestCreateProtectedThenStillFires(t *testing.T) {
 					returned atomic.Bool
 					late     atomic.Bool
 				)
-				created, err := c.CreateProtectedThen(ctx, "/locks/lock-", nil, connection.EphemeralSequential, func() {
+				created, err := connx.Of(c).CreateProtectedThen(ctx, "/locks/lock-", nil, connection.EphemeralSequential, func() {
 					if calls.Add(1) > 1 {
 						return
 					}
@@ -120,7 +121,7 @@ func TestClaimWrittenNotToldOfAnotherCreateOfThePath(t *testing.T) {
 	broken := 0
 	for i := range rounds {
 		p := fmt.Sprintf("%s/c%d", root, i)
-		claimData := []byte(connection.NewUUID())
+		claimData := []byte(connx.NewUUID())
 		var (
 			wg      sync.WaitGroup
 			dels    sync.WaitGroup
@@ -136,7 +137,7 @@ func TestClaimWrittenNotToldOfAnotherCreateOfThePath(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, _, _ = c.ClaimThen(ctx, p, claimData, connection.ClaimHooks{Written: func() {
+			_, _, _ = connx.Of(c).ClaimThen(ctx, p, claimData, connx.ClaimHooks{Written: func() {
 				written.Store(true)
 				dels.Add(1)
 				go func() {

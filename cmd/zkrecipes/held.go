@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -60,7 +61,7 @@ func explainLoss(h hold, c *connection.Client) *explained {
 		sess = nil
 	default:
 	}
-	policy := c.ErrorPolicy()
+	policy := connx.Of(c).ErrorPolicy()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	e := &explained{hold: h, ctx: ctx, cancel: cancel, client: c, sess: sess}
 	if sess != nil {
@@ -91,7 +92,7 @@ func (e *explained) trustedNow() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), e.sess.Timeout())
 	defer cancel()
 	_, _, err := e.client.Exists(ctx, "/")
-	return err == nil && !holdOver(e.hold) && e.client.TrustedNow(e.sess)
+	return err == nil && !holdOver(e.hold) && connx.Of(e.client).TrustedNow(e.sess)
 }
 
 // holdOver reports whether h has ended, asking the hold's context itself,

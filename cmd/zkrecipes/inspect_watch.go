@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // watchInspect prints the view of o.path, then what changes in it, until
@@ -70,7 +71,7 @@ func waitAny(ctx context.Context, ws []*connection.Watch) bool {
 	wake := make(chan struct{}, 1)
 	stops := make([]func() bool, 0, len(ws))
 	for _, w := range ws {
-		stops = append(stops, w.AfterFire(func(zk.Event) {
+		stops = append(stops, connx.AfterFire(w, func(zk.Event) {
 			select {
 			case wake <- struct{}{}:
 			default:

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -103,7 +104,7 @@ type firstListing struct {
 // costs one goroutine (ChildrenThen), which ends when it is answered.
 func (f *firstListing) send(ctx context.Context, c *connection.Client, dir string) {
 	f.sent.Store(true)
-	c.ChildrenThen(ctx, dir, func(children []string, stat *zk.Stat, err error) {
+	connx.Of(c).ChildrenThen(ctx, dir, func(children []string, stat *zk.Stat, err error) {
 		f.children, f.stat, f.err = children, stat, err
 		close(f.done)
 	})
@@ -170,7 +171,7 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 // right behind it: the two cost one round trip.
 func (l *Lock) create(ctx context.Context, wait bool) (*attempt, error) {
 	first := &firstListing{done: make(chan struct{})}
-	created, err := l.Client.CreateProtectedThen(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential,
+	created, err := connx.Of(l.Client).CreateProtectedThen(ctx, path.Join(l.Dir, l.Name), l.Data, connection.EphemeralSequential,
 		func() { first.send(ctx, l.Client, l.Dir) })
 	if err != nil {
 		return nil, err
@@ -463,7 +464,7 @@ func (l *Lock) watch(ctx context.Context, w *waiter, a Acquired, names []string,
 		for _, name := range names {
 			paths = append(paths, path.Join(l.Dir, name))
 		}
-		ws, err := l.Client.WatchData(ctx, a.Session, listed, paths)
+		ws, err := connx.Of(l.Client).WatchData(ctx, a.Session, listed, paths)
 		switch {
 		case err == nil:
 			if own {
@@ -600,11 +601,11 @@ func (t *attempt) park(ctx context.Context) error {
 // node's (-1), then those of w.watching in order.
 func (t *attempt) fired() (int, bool) {
 	w := &t.w
-	if w.own != nil && w.own.Fired() {
+	if w.own != nil && connx.Fired(w.own) {
 		return -1, true
 	}
 	for i, x := range w.watching {
-		if x.w.Fired() {
+		if connx.Fired(x.w) {
 			return i, true
 		}
 	}
@@ -617,16 +618,16 @@ func (t *attempt) hooks(on bool) {
 	w := &t.w
 	if w.own != nil {
 		if on {
-			w.own.AddHook(t)
+			connx.AddHook(w.own, t)
 		} else {
-			w.own.RemoveHook(t)
+			connx.RemoveHook(w.own, t)
 		}
 	}
 	for _, x := range w.watching {
 		if on {
-			x.w.AddHook(t)
+			connx.AddHook(x.w, t)
 		} else {
-			x.w.RemoveHook(t)
+			connx.RemoveHook(x.w, t)
 		}
 	}
 }
@@ -694,9 +695,9 @@ func Abandon(c *connection.Client, sess *connection.Session, path string, czxid 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout(sess))
 	defer cancel()
-	err := c.DeleteCreated(connection.Pin(ctx, sess), path, czxid)
+	err := c.DeleteCreated(connx.Pin(ctx, sess), path, czxid)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
-		c.GuaranteedDelete(sess, path, czxid)
+		connx.Of(c).GuaranteedDelete(sess, path, czxid)
 	}
 }
 
@@ -714,10 +715,10 @@ func CleanupTimeout(s *connection.Session) time.Duration {
 // background).
 func Release(ctx context.Context, c *connection.Client, a Acquired) error {
 	lost := func() error { return errtext.Errorf("release %s: %w", a.Path, connection.ErrSessionLost) }
-	if !c.Live(a.Session) {
+	if !connx.Of(c).Live(a.Session) {
 		return lost()
 	}
-	err := c.DeleteCreated(connection.Pin(ctx, a.Session), a.Path, a.Token)
+	err := c.DeleteCreated(connx.Pin(ctx, a.Session), a.Path, a.Token)
 	switch {
 	case err == nil:
 		return nil
@@ -726,7 +727,7 @@ func Release(ctx context.Context, c *connection.Client, a Acquired) error {
 		// (a clean release), or the end of the session — possibly one
 		// go-zookeeper replaced before the client noticed, in which case
 		// the delete ran in the new session. Only the first is a release.
-		if !c.Live(a.Session) {
+		if !connx.Of(c).Live(a.Session) {
 			return lost()
 		}
 		return nil

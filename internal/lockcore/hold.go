@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -95,7 +96,7 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 	h.mu.Lock() // the period may be over already: its function waits for stopLost
 	h.stopLost = context.AfterFunc(a.Trusted, func() {
 		if h.finish(cfg.Lost) {
-			c.Logger().Warn("zkrecipes hold lost", "node", a.Path, "session", fmt.Sprintf("%#x", a.Session.ID()),
+			connx.Of(c).Logger().Warn("zkrecipes hold lost", "node", a.Path, "session", fmt.Sprintf("%#x", a.Session.ID()),
 				"token", a.Token, "cause", cfg.Lost, "session_error", a.Session.Err())
 			h.deleteLater()
 		}
@@ -126,7 +127,7 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 				h.deleteLater()
 			}
 		default:
-			a.Own.AfterFire(h.nodeEvent)
+			connx.AfterFire(a.Own, h.nodeEvent)
 		}
 	}
 	if cfg.OnRevoke != nil {
@@ -164,7 +165,7 @@ func (h *Hold) takeOwnSoon(o *OwnWatch) {
 		over := h.over
 		h.mu.Unlock()
 		if !over {
-			o.watch.AfterFire(h.nodeEvent)
+			connx.AfterFire(o.watch, h.nodeEvent)
 		}
 	}
 }
@@ -241,7 +242,7 @@ func (h *Hold) nodeEvent(ev zk.Event) {
 	switch ev.Type {
 	case zk.EventNodeDeleted:
 		if h.finish(errtext.Errorf("%w: %w: %s (by another client, or with its session)", h.cfg.Lost, ErrNodeGone, h.Path)) {
-			h.client.Logger().Warn("zkrecipes hold lost: its node was deleted", "node", h.Path,
+			connx.Of(h.client).Logger().Warn("zkrecipes hold lost: its node was deleted", "node", h.Path,
 				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token)
 		}
 	case zk.EventNotWatching:
@@ -272,12 +273,12 @@ func (h *Hold) rewatch() {
 		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted})
 	case err == nil && stat.Czxid != h.Token:
 		if h.finish(errtext.Errorf("%w: %w: %s was made again (czxid %#x, owner %#x)", h.cfg.Lost, ErrNodeGone, h.Path, stat.Czxid, stat.EphemeralOwner)) {
-			h.client.Logger().Warn("zkrecipes hold lost: its node was replaced", "node", h.Path,
+			connx.Of(h.client).Logger().Warn("zkrecipes hold lost: its node was replaced", "node", h.Path,
 				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token, "czxid", stat.Czxid)
 		}
 	case err == nil:
 		h.unsure.Store(false)
-		w.AfterFire(h.nodeEvent)
+		connx.AfterFire(w, h.nodeEvent)
 	default:
 		h.unwatched(err)
 	}
@@ -293,7 +294,7 @@ func (h *Hold) rewatch() {
 // did) is left as it is.
 func (h *Hold) unwatched(err error) {
 	if h.finish(errtext.Errorf("%w: the watch of its node %s could not be set: %w", h.cfg.Lost, h.Path, err)) {
-		h.client.Logger().Warn("zkrecipes hold lost: its node's watch could not be set", "node", h.Path,
+		connx.Of(h.client).Logger().Warn("zkrecipes hold lost: its node's watch could not be set", "node", h.Path,
 			"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token, "error", err)
 		h.deleteLater()
 	}
@@ -324,7 +325,7 @@ func (h *Hold) Lost() bool {
 // while it is held. The hold is over for the guard when it is for Lost:
 // Done closed, or the trusted period it was confirmed in ended.
 func (h *Hold) Guard() *connection.Guard {
-	return connection.NewGuard(h.Path, h.Session, h.guardErr)
+	return connx.NewGuard(h.Path, h.Session, h.guardErr)
 }
 
 // guardErr is nil while the hold lasts, then why it ended. It is called
@@ -403,7 +404,7 @@ func (h *Hold) Stop() {
 // lives, if it is still the node the hold made (GuaranteedDelete by
 // czxid).
 func (h *Hold) deleteLater() {
-	h.client.GuaranteedDelete(h.Session, h.Path, h.Token)
+	connx.Of(h.client).GuaranteedDelete(h.Session, h.Path, h.Token)
 }
 
 // watchRevocation watches the holder's node data until the hold ends. It

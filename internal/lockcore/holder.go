@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -249,7 +250,7 @@ func (h *Holder) Guard() *connection.Guard {
 		return cur.Guard()
 	}
 	notLocked := h.cfg.ErrNotLocked
-	return connection.NewGuard(h.cfg.Path, nil, func() error { return notLocked })
+	return connx.NewGuard(h.cfg.Path, nil, func() error { return notLocked })
 }
 
 // Held reports whether this participant has a hold (possibly a lost one

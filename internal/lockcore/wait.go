@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // waiter is the decision logic of one contender's wait, without I/O: it
@@ -168,7 +169,7 @@ func (w *waiter) missing() step { return stepList }
 // the end of its session: the node is gone, and must not hold. (A change
 // of its data fires it too; ownFired says what to do then.)
 func (w *waiter) ownGone() bool {
-	if w.own == nil || !w.own.Fired() {
+	if w.own == nil || !connx.Fired(w.own) {
 		return false
 	}
 	return w.own.Event().Type != zk.EventNodeDataChanged

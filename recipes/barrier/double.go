@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
@@ -157,19 +158,19 @@ func (d *Double) join(ctx context.Context) (*member, error) {
 		// node, not the session, and a name never reused cannot be
 		// mistaken for an earlier entry's node, whose delete may still be
 		// on its way.
-		name := connection.NewUUID()
-		data := d.client.DefaultData()
+		name := connx.NewUUID()
+		data := connx.Of(d.client).DefaultData()
 		if len(data) == 0 {
 			data = []byte(name) // a claim needs data; the name is unique
 		}
-		created, own, err := d.client.Claim(ctx, d.path+"/"+name, data)
+		created, own, err := connx.Of(d.client).Claim(ctx, d.path+"/"+name, data)
 		if err == nil {
 			return &member{Created: created, name: name, own: own}, nil
 		}
 		if !errors.Is(err, zk.ErrNoNode) || attempt == 2 {
 			return nil, err
 		}
-		if _, err := d.client.CreateAll(ctx, d.path, nil, connection.Container); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := d.client.Create(ctx, d.path, nil, connection.Container, connection.WithParents()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return nil, err
 		}
 	}
@@ -192,9 +193,9 @@ func (d *Double) awaitReady(ctx context.Context, m *member) (int64, error) {
 	sess := m.Session
 	// The reads are pinned to m's session: once it is lost, a read waiting
 	// for the client's next session says so instead of waiting.
-	pctx := connection.Pin(ctx, sess)
+	pctx := connx.Pin(ctx, sess)
 	for {
-		if !d.client.Live(sess) {
+		if !connx.Of(d.client).Live(sess) {
 			return 0, d.lost(m)
 		}
 		d.hooks.check()
@@ -204,7 +205,7 @@ func (d *Double) awaitReady(ctx context.Context, m *member) (int64, error) {
 		}
 		// A read may follow the client into its next session: only one
 		// answered in m's session says anything about m's barrier.
-		if !d.client.Live(sess) {
+		if !connx.Of(d.client).Live(sess) {
 			return 0, d.lost(m)
 		}
 		if ok {
@@ -215,14 +216,14 @@ func (d *Double) awaitReady(ctx context.Context, m *member) (int64, error) {
 			return 0, d.waitErr(ctx, m, err)
 		}
 		switch {
-		case !d.client.Live(sess):
+		case !connx.Of(d.client).Live(sess):
 			return 0, d.lost(m)
 		case !slices.Contains(children, m.name):
 			return 0, d.lost(m)
 		case slices.Contains(children, ReadyName):
 			return 0, nil // created between the two reads
 		case len(members(children)) >= d.members:
-			_, err := d.client.Create(ctx, d.ready, d.client.DefaultData(), connection.Persistent)
+			_, err := d.client.Create(ctx, d.ready, connx.Of(d.client).DefaultData(), connection.Persistent)
 			switch {
 			case err == nil, errors.Is(err, zk.ErrNodeExists):
 				return 0, nil
@@ -264,7 +265,7 @@ func (d *Double) rewatchOwn(ctx context.Context, m *member) error {
 		return d.lost(m)
 	case err != nil:
 		return d.waitErr(ctx, m, err)
-	case stat.Czxid != m.Czxid || stat.EphemeralOwner != m.Session.ID() || !d.client.Live(m.Session):
+	case stat.Czxid != m.Czxid || stat.EphemeralOwner != m.Session.ID() || !connx.Of(d.client).Live(m.Session):
 		return d.lost(m)
 	}
 	m.own = w
@@ -277,7 +278,7 @@ func (d *Double) lost(m *member) error {
 	if err := m.Session.Err(); err != nil {
 		return errtext.Errorf("%w: %w", ErrMemberLost, err)
 	}
-	if !d.client.Live(m.Session) {
+	if !connx.Of(d.client).Live(m.Session) {
 		return errtext.Errorf("%w: %w", ErrMemberLost, connection.ErrSessionLost)
 	}
 	return errtext.Errorf("%w: its node %s was deleted by another client", ErrMemberLost, m.Path)

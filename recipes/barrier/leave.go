@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -65,14 +66,14 @@ func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err er
 	sess := m.Session
 	// Reads pinned to m's session: once it is lost, a read waiting for the
 	// client's next session says so instead of waiting.
-	pctx := connection.Pin(ctx, sess)
+	pctx := connx.Pin(ctx, sess)
 	deleted := false
 	defer func() {
 		if !deleted && !errors.Is(err, ErrMemberLost) {
 			d.abandon(m)
 		}
 	}()
-	if !d.client.Live(sess) {
+	if !connx.Of(d.client).Live(sess) {
 		return d.lost(m)
 	}
 	if readyCzxid == 0 {
@@ -88,7 +89,7 @@ func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err er
 	}
 	var waitFor map[string]bool // the members there when m began to leave
 	for {
-		if !deleted && !d.client.Live(sess) {
+		if !deleted && !connx.Of(d.client).Live(sess) {
 			return d.lost(m)
 		}
 		d.hooks.check()
@@ -96,7 +97,7 @@ func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err er
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return d.waitErr(ctx, m, err)
 		}
-		if !deleted && !d.client.Live(sess) {
+		if !deleted && !connx.Of(d.client).Live(sess) {
 			return d.lost(m)
 		}
 		all := members(children)
@@ -152,11 +153,11 @@ func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err er
 // node. A node gone already (deleted by another client) is left: the
 // member is leaving anyway.
 func (d *Double) deleteOwn(ctx context.Context, m *member) error {
-	err := d.client.DeleteCreated(connection.Pin(ctx, m.Session), m.Path, m.Czxid)
+	err := d.client.DeleteCreated(connx.Pin(ctx, m.Session), m.Path, m.Czxid)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, zk.ErrNoNode) && d.client.Live(m.Session):
+	case errors.Is(err, zk.ErrNoNode) && connx.Of(d.client).Live(m.Session):
 		return nil
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, connection.ErrSessionLost):
 		return d.lost(m)
@@ -187,7 +188,7 @@ func (d *Double) dropReady(ctx context.Context, czxid int64) {
 		err = d.client.Delete(ctx, d.ready, stat.Version)
 	}
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-		d.client.Logger().Warn("barrier: delete the ready node", "path", d.ready, "err", err)
+		connx.Of(d.client).Logger().Warn("barrier: delete the ready node", "path", d.ready, "err", err)
 	}
 }
 

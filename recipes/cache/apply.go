@@ -7,6 +7,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // This file turns read results into the view and its events. c.mu is
@@ -568,7 +569,7 @@ func (w *worker) failed(o *op, r *result) {
 		mode = modeCheck // the check's watch may be gone with the failure
 	}
 	w.markDirty(o, mode)
-	w.client.Logger().Debug("cache: read failed, will retry", "path", o.e.path(), "error", r.err)
+	connx.Of(w.client).Logger().Debug("cache: read failed, will retry", "path", o.e.path(), "error", r.err)
 	w.park(o)
 }
 
@@ -588,7 +589,7 @@ func (w *worker) syncDone(r *result) {
 		w.clientGone(r.err)
 		return
 	case r.err != nil:
-		w.client.Logger().Debug("cache: sync failed, will retry", "path", w.c.root, "error", r.err)
+		connx.Of(w.client).Logger().Debug("cache: sync failed, will retry", "path", w.c.root, "error", r.err)
 		again()
 		w.syncParked = true
 		w.armRetry()

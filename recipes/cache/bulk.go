@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // Reads in bulk. When many nodes wait for a read — the first load, the
@@ -77,7 +78,7 @@ func (w *worker) dispatchBulk() {
 // startBulk sends ops' reads in one bulk read, one slot.
 func (w *worker) startBulk(ops []*op) {
 	at := map[*entry]int{}
-	var reads []connection.BulkRead
+	var reads []connx.BulkRead
 	jobs := make([]job, len(ops))
 	for i, o := range ops {
 		o.queued, o.dirty, o.inflight = false, false, true
@@ -87,7 +88,7 @@ func (w *worker) startBulk(ops []*op) {
 		if !ok {
 			k = len(reads)
 			at[o.e] = k
-			reads = append(reads, connection.BulkRead{Path: o.e.path(), ListOnly: true})
+			reads = append(reads, connx.BulkRead{Path: o.e.path(), ListOnly: true})
 		}
 		jobs[i] = job{op: o, kind: o.kind(), mode: modeGet, path: reads[k].Path, epoch: w.epoch, seq: w.seq, sub: true}
 		if o.kind() == dataOp {
@@ -106,7 +107,7 @@ func (w *worker) startBulk(ops []*op) {
 }
 
 // readBulk runs a bulk read on its own goroutine and sends its result.
-func (w *worker) readBulk(jobs []job, reads []connection.BulkRead, idx []int) {
+func (w *worker) readBulk(jobs []job, reads []connx.BulkRead, idx []int) {
 	defer w.c.wg.Done()
 	w.c.reads.Add(int64(len(jobs)))
 	res, err := w.c.sink.ReadWatchMany(w.c.ctx, reads)
@@ -137,10 +138,10 @@ func (w *worker) bulkResult(r *result) {
 		}
 		return
 	}
-	if errors.Is(r.err, connection.ErrBulkUnsupported) {
+	if errors.Is(r.err, connx.ErrBulkUnsupported) {
 		w.noBulk = true
 	}
-	w.client.Logger().Debug("cache: bulk read failed, reading alone", "nodes", len(r.batch), "error", r.err)
+	connx.Of(w.client).Logger().Debug("cache: bulk read failed, reading alone", "nodes", len(r.batch), "error", r.err)
 	for _, sub := range r.batch {
 		o := sub.op
 		o.inflight = false

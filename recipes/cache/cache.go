@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -55,9 +56,9 @@ type Cache struct {
 
 	syncs chan chan error // Sync requests to the worker
 
-	inbox inbox                 // fired watches, from the connection's hooks to the worker
-	sink  *connection.WatchSink // the watches of bulk reads (watches.go)
-	table watchTable            // the sink's watches, in the entries (table.go)
+	inbox inbox      // fired watches, from the connection's hooks to the worker
+	sink  connx.Sink // the watches of bulk reads (watches.go)
+	table watchTable // the sink's watches, in the entries (table.go)
 	w     *worker
 
 	reads, syncReads, watches atomic.Int64
@@ -94,7 +95,7 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 		syncs:     make(chan chan error),
 	}
 	c.inbox.wake = make(chan struct{}, 1)
-	c.sink = client.NewWatchSinkTable(&c.table, func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
+	c.sink = connx.Of(client).NewWatchSinkTable(&c.table, func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.w = newWorker(c)
 	c.table.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -157,7 +158,7 @@ func (w *worker) startOver(err error) {
 	if w.c.published > 0 {
 		// A view that shows nothing yet (its first load not in) starts
 		// over silently: nothing it said is taken back.
-		w.client.Logger().Warn("cache: the servers' database was replaced; the view starts over", "path", w.c.root, "error", err)
+		connx.Of(w.client).Logger().Warn("cache: the servers' database was replaced; the view starts over", "path", w.c.root, "error", err)
 		w.c.lastErr = err
 	}
 	w.untrust(err)

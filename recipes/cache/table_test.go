@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // tree makes entries for the paths under root (parents before children).
@@ -31,10 +31,10 @@ func pending(t *watchTable) map[string]uint8 {
 // counted once, a node the cache does not hold kept by path, a removed
 // entry's watches kept until they fire or an entry at the path takes them.
 func TestWatchTable(t *testing.T) {
-	const d, c = connection.WatchData, connection.WatchChild
+	const d, c = connx.WatchData, connx.WatchChild
 	root := tree("/r", "/r/a", "/r/b", "/r/a/c")
 	tb := &watchTable{root: root}
-	var _ connection.WatchTable = tb
+	var _ connx.WatchTable = tb
 
 	tb.MarkWatches("/r/a", d)
 	tb.MarkWatches("/r/a", d|c)

@@ -6,6 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // fired is a watch that fired: an op's Watch, from its hook, or a watch
@@ -72,7 +73,7 @@ func (w *worker) setWatch(o *op, wch *connection.Watch, own bool) {
 	w.hooked[o] = wch
 	w.hookedPeak = max(w.hookedPeak, len(w.hooked))
 	w.c.watches.Add(1)
-	wch.AddHook(o)
+	connx.AddHook(wch, o)
 }
 
 // WatchFired passes o's fired watch to the worker (a connection.Hook: a
@@ -103,7 +104,7 @@ func (w *worker) unhook(o *op) {
 	if wch == nil {
 		return
 	}
-	wch.RemoveHook(o)
+	connx.RemoveHook(wch, o)
 	w.forget(o)
 }
 

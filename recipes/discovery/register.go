@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 )
@@ -56,7 +57,7 @@ type Registration struct {
 // node that was there is left as it was.
 func (d *Discovery) Register(ctx context.Context, i Instance, opts ...RegisterOption) (*Registration, error) {
 	if i.ID == "" {
-		i.ID = connection.NewUUID()
+		i.ID = connx.NewUUID()
 	}
 	if i.Registration.IsZero() {
 		i.Registration = time.Now().Truncate(time.Millisecond).UTC()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/guardtest"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 )
@@ -12,7 +13,7 @@ import (
 func TestGuardOfTerm(t *testing.T) {
 	guardtest.Run(t, shared, guardtest.Kind{
 		Take: func(ctx context.Context, t *testing.T, c *connection.Client, path string) (guardtest.Hold, func(context.Context) error) {
-			e, err := election.New(c, path, connection.NewUUID())
+			e, err := election.New(c, path, connx.NewUUID())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
@@ -130,7 +131,7 @@ func New(client *connection.Client, dir, id string, opts ...Option) (*Group, err
 	}
 	data := o.data
 	if !o.hasData {
-		data = client.DefaultData()
+		data = connx.Of(client).DefaultData()
 	}
 	self, err := node.New(client, path.Join(dir, o.layout.nodeName(id)), o.layout.nodeData(id, data))
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // Layout says how a group's members are written as nodes: which peer's
@@ -92,4 +92,4 @@ func (l Layout) id(name string, data []byte) string {
 }
 
 // hexUUID is a random uuid without dashes, as Python's uuid4().hex.
-func hexUUID() string { return strings.ReplaceAll(connection.NewUUID(), "-", "") }
+func hexUUID() string { return strings.ReplaceAll(connx.NewUUID(), "-", "") }

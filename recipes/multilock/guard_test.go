@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
 )
@@ -52,7 +53,7 @@ func TestGuards(t *testing.T) {
 	if _, err := c.Multi(ctx, append(guards, set("held"))...); err != nil {
 		t.Fatalf("guards of a Multi that holds: %v", err)
 	}
-	if err := ens.Conn(t).Delete(c.ServerPath(a.Node()), -1); err != nil {
+	if err := ens.Conn(t).Delete(connx.Of(c).ServerPath(a.Node()), -1); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Multi(ctx, append(guards, set("a's node gone"))...)

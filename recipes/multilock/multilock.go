@@ -27,13 +27,14 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
 // Lock is one lock a Multi takes: a mutex, a side of a read/write lock, a
 // naive lock, a semaphore's mutex. Its Client and Path name its znode on
-// the server (Client().ServerPath(Path())), by which a Multi orders and
+// the server (Path() under its Client's namespace), by which a Multi orders and
 // compares its locks. Context is the current hold's, cancelled when the
 // hold ends; a Multi watches it, through its AfterFunc method where it has
 // one (the recipes' holds do), so that the Multi's Done closes with it.
@@ -96,7 +97,7 @@ func New(locks ...Lock) (*Multi, error) {
 		if c == nil {
 			return nil, errtext.Errorf("multilock: lock %s has no client: %w", l.Path(), connection.ErrInvalidOption)
 		}
-		sorted[i] = named{l, c.ServerPath(l.Path())}
+		sorted[i] = named{l, connx.Of(c).ServerPath(l.Path())}
 	}
 	slices.SortStableFunc(sorted, func(a, b named) int { return cmp.Compare(a.path, b.path) })
 	m := &Multi{gate: make(chan struct{}, 1)}
@@ -340,7 +341,7 @@ func (m *Multi) Locks() []Lock { return slices.Clone(m.locks) }
 // connection.ErrInvalidOption.
 func (m *Multi) Guards() []any {
 	if m.current() == nil {
-		return []any{connection.NewGuard(m.locks[0].Path(), nil, func() error { return ErrNotLocked })}
+		return []any{connx.NewGuard(m.locks[0].Path(), nil, func() error { return ErrNotLocked })}
 	}
 	out := make([]any, len(m.locks))
 	for i, l := range m.locks {
@@ -349,7 +350,7 @@ func (m *Multi) Guards() []any {
 			continue
 		}
 		err := errtext.Errorf("%w: lock %s has no Guard method", connection.ErrInvalidOption, m.paths[i])
-		out[i] = connection.NewGuard(l.Path(), nil, func() error { return err })
+		out[i] = connx.NewGuard(l.Path(), nil, func() error { return err })
 	}
 	return out
 }

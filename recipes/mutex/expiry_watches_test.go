@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
@@ -127,7 +128,7 @@ func TestSessionEndsAroundWaitersSetWatches(t *testing.T) {
 			if sess == nil || sess == old {
 				t.Fatalf("round %d: no new session", round)
 			}
-			want := map[string]bool{wc.ServerPath(h.Node()): true, wc.ServerPath(wnode): true}
+			want := map[string]bool{connx.Of(wc).ServerPath(h.Node()): true, connx.Of(wc).ServerPath(wnode): true}
 			zktest.Eventually(t, 10*time.Second, "the new session's watches", func() error {
 				ws := sessionWatches(t, ens.Servers(), sess.ID())
 				got := map[string]bool{}

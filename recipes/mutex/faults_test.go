@@ -54,7 +54,7 @@ var faultShapes = []faultShape{
 			if _, err := w.Create(node, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, _, err := hc.GetW(ctx, node); err != nil {
+			if _, _, _, err := hc.GetWatch(ctx, node); err != nil {
 				t.Fatal(err)
 			}
 		}

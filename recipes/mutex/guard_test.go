@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/guardtest"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 )
@@ -191,17 +192,17 @@ func TestGuardRacingUnlock(t *testing.T) {
 	obs := ens.Conn(t)
 	// The lock directory's pzxid, B's node made before (B queued behind
 	// A) and nothing else since: the zxid of A's node's deletion.
-	_, dst, err := obs.Get(a.ServerPath(root + "/lock"))
+	_, dst, err := obs.Get(connx.Of(a).ServerPath(root + "/lock"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, _, err := obs.Children(a.ServerPath(root + "/log"))
+	names, _, err := obs.Children(connx.Of(a).ServerPath(root + "/log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var aLogs int64
 	for _, n := range names {
-		_, st, err := obs.Get(path.Join(a.ServerPath(root+"/log"), n))
+		_, st, err := obs.Get(path.Join(connx.Of(a).ServerPath(root+"/log"), n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -425,7 +426,7 @@ func TestGuardOfLargeTransaction(t *testing.T) {
 	// Over between Multi's look and the write: the connection decides.
 	g := m.Guard()
 	var calls atomic.Int32
-	late := connection.NewGuard(g.Path(), g.Session(), func() error {
+	late := connx.NewGuard(g.Path(), g.Session(), func() error {
 		if calls.Add(1) == 1 {
 			return g.Err()
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
@@ -97,7 +98,7 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 			Client:    c,
 			Dir:       path,
 			Name:      lockName,
-			Data:      c.DefaultData(),
+			Data:      connx.Of(c).DefaultData(),
 			Accept:    lockcore.MutexKinds,
 			Predicate: lockcore.Exclusive,
 			Window:    2,

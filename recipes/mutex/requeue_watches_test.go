@@ -21,6 +21,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
@@ -124,7 +125,7 @@ func TestWaitersGivingUpKeepOneWatchPerNode(t *testing.T) {
 	kids := queued(3)
 	live := map[string]bool{}
 	for _, k := range kids {
-		live[wc.ServerPath(path.Join(lock, k))] = true
+		live[connx.Of(wc).ServerPath(path.Join(lock, k))] = true
 	}
 	id := wc.Session().ID()
 	zktest.Eventually(t, 20*time.Second, "the waiters' session watches only live nodes", func() error {

@@ -19,6 +19,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
@@ -57,7 +58,7 @@ func New(c *connection.Client, path string) (*Lock, error) {
 	if path == "/" {
 		return nil, errtext.Errorf("naive: %w: the root cannot be a lock", connection.ErrInvalidPath)
 	}
-	l := &Lock{client: c, path: path, data: c.DefaultData()}
+	l := &Lock{client: c, path: path, data: connx.Of(c).DefaultData()}
 	l.h = lockcore.NewHolder(c, lockcore.HolderConfig{
 		Name:         "naive",
 		Path:         path,
@@ -122,12 +123,12 @@ func (l *Lock) try(ctx context.Context) (lockcore.Acquired, <-chan struct{}, err
 	if err != nil {
 		return lockcore.Acquired{}, nil, err
 	}
-	data := append(append(append([]byte{}, l.data...), claimMark...), connection.NewUUID()...)
-	created, w, err := l.client.Claim(connection.Pin(ctx, sess), l.path, data)
+	data := append(append(append([]byte{}, l.data...), claimMark...), connx.NewUUID()...)
+	created, w, err := connx.Of(l.client).Claim(connx.Pin(ctx, sess), l.path, data)
 	if errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 		// The parent is missing (or our node went at once): make the
 		// parents, as containers, and race again.
-		if _, perr := l.client.CreateAll(ctx, path.Dir(l.path), nil, connection.Container); perr != nil && !errors.Is(perr, zk.ErrNodeExists) {
+		if _, perr := l.client.Create(ctx, path.Dir(l.path), nil, connection.Container, connection.WithParents()); perr != nil && !errors.Is(perr, zk.ErrNodeExists) {
 			return lockcore.Acquired{}, nil, perr
 		}
 		return lockcore.Acquired{}, nil, errAgain

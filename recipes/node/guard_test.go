@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
@@ -31,11 +32,11 @@ func lock(t *testing.T, ctx context.Context, c *connection.Client, p string) *mu
 // own: only the server (its node gone) and the connection can refuse it.
 func lastingGuard(t *testing.T, ctx context.Context, c *connection.Client, p string) *connection.Guard {
 	t.Helper()
-	claim, _, err := c.Claim(ctx, p, []byte(connection.NewUUID()))
+	claim, _, err := connx.Of(c).Claim(ctx, p, []byte(connx.NewUUID()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return connection.NewGuard(claim.Path, claim.Session, func() error { return nil })
+	return connx.NewGuard(claim.Path, claim.Session, func() error { return nil })
 }
 
 func wantGuardFailed(t *testing.T, what string, err error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -303,7 +304,7 @@ func (n *Node) findOwn(ctx context.Context, dir string) (string, error) {
 func (w *worker) create(sess *connection.Session, p string, data []byte, mode connection.Mode) (string, error) {
 	n := w.n
 	if mode.TTL() {
-		return n.client.CreateTTL(w.pin(sess), p, data, mode, n.ttl)
+		return n.client.Create(w.pin(sess), p, data, mode, connection.WithTTL(n.ttl))
 	}
 	return n.client.Create(w.pin(sess), p, data, mode)
 }
@@ -312,7 +313,7 @@ func (w *worker) create(sess *connection.Session, p string, data []byte, mode co
 // creatingParentContainersIfNeeded does: the server deletes them once the
 // node is gone for good.
 func (w *worker) parents(sess *connection.Session, p string) error {
-	_, err := w.n.client.CreateAll(w.pin(sess), path.Dir(p), nil, connection.Container)
+	_, err := w.n.client.Create(w.pin(sess), path.Dir(p), nil, connection.Container, connection.WithParents())
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 		return err
 	}
@@ -349,12 +350,12 @@ func (w *worker) write(sess *connection.Session) error {
 	// Refused (no permission, say): the node stays, with older data;
 	// SetData returns the refusal.
 	n.writeRefused(g, err)
-	n.client.Logger().Warn("zookeeper node data refused", "path", w.own.path, "error", err)
+	connx.Of(n.client).Logger().Warn("zookeeper node data refused", "path", w.own.path, "error", err)
 	return nil
 }
 
 // pin returns a context for a write in sess: it runs in sess only, and
 // nothing cancels it before its answer (or the end of sess).
 func (w *worker) pin(sess *connection.Session) context.Context {
-	return connection.Pin(context.Background(), sess)
+	return connx.Pin(context.Background(), sess)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 )
 
@@ -50,13 +51,13 @@ func TestNewRefusesBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(n.Data()) != string(c.DefaultData()) {
-		t.Errorf("nil data: %q, want the client's default %q", n.Data(), c.DefaultData())
+	if string(n.Data()) != string(connx.Of(c).DefaultData()) {
+		t.Errorf("nil data: %q, want the client's default %q", n.Data(), connx.Of(c).DefaultData())
 	}
 	if err := n.SetData(context.Background(), big); !errors.Is(err, connection.ErrDataTooLarge) {
 		t.Errorf("SetData too large: %v", err)
 	}
-	if string(n.Data()) != string(c.DefaultData()) {
+	if string(n.Data()) != string(connx.Of(c).DefaultData()) {
 		t.Error("a refused SetData changed the data")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -109,7 +110,7 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 		return nil, err
 	}
 	if data == nil {
-		data = client.DefaultData()
+		data = connx.Of(client).DefaultData()
 	}
 	n := &Node{
 		client:  client,
@@ -125,7 +126,7 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 		changed: make(chan struct{}),
 	}
 	if n.mode.Sequential() {
-		n.guid = connection.ProtectedPrefix + connection.NewUUID() + "-"
+		n.guid = connection.ProtectedPrefix + connx.NewUUID() + "-"
 	} else {
 		n.actual = path
 	}
@@ -145,7 +146,7 @@ func (n *Node) checkData(data []byte) error {
 	if n.mode.Sequential() {
 		p = path.Join(path.Dir(n.base), n.guid+path.Base(n.base)+"0000000000")
 	}
-	return n.client.CheckData(p, data)
+	return connx.Of(n.client).CheckData(p, data)
 }
 
 // Start begins keeping the node, in a goroutine of the Node's own, and

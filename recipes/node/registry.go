@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -26,7 +27,7 @@ var registry struct {
 
 // register records that n keeps its path, or refuses with ErrInUse.
 func register(n *Node) error {
-	k := regKey{n.client, n.client.ServerPath(n.base)}
+	k := regKey{n.client, connx.Of(n.client).ServerPath(n.base)}
 	registry.Lock()
 	defer registry.Unlock()
 	if other, ok := registry.nodes[k]; ok && other != n {
@@ -43,7 +44,7 @@ func register(n *Node) error {
 // handed to the client): another Node of the client that started before
 // that would take the node for its own.
 func unregister(n *Node) {
-	k := regKey{n.client, n.client.ServerPath(n.base)}
+	k := regKey{n.client, connx.Of(n.client).ServerPath(n.base)}
 	registry.Lock()
 	defer registry.Unlock()
 	if registry.nodes[k] == n {

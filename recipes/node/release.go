@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -79,7 +80,7 @@ func (n *Node) releaseLater(h held) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := n.release(ctx, h); err != nil {
-		n.client.Logger().Warn("zookeeper node not deleted at close", "path", n.base, "error", err)
+		connx.Of(n.client).Logger().Warn("zookeeper node not deleted at close", "path", n.base, "error", err)
 	}
 	unregister(n)
 }
@@ -90,7 +91,7 @@ func (n *Node) release(ctx context.Context, h held) error {
 		return nil // a TTLNode's node, or nothing of ours is there
 	}
 	eph := n.mode.Ephemeral()
-	if eph && !n.client.Live(h.sess) {
+	if eph && !connx.Of(n.client).Live(h.sess) {
 		return nil // it went with its session
 	}
 	p, czxid := h.path, h.czxid
@@ -127,15 +128,15 @@ func (n *Node) release(ctx context.Context, h held) error {
 			return err
 		}
 	}
-	err := n.deleteOwn(connection.Pin(ctx, sess), p, czxid)
+	err := n.deleteOwn(connx.Pin(ctx, sess), p, czxid)
 	switch {
 	case err == nil:
 		return nil
 	case eph && errors.Is(err, connection.ErrSessionLost):
 		return nil // it went with its session
 	}
-	if n.client.Live(sess) {
-		n.client.GuaranteedDelete(sess, p, czxid)
+	if connx.Of(n.client).Live(sess) {
+		connx.Of(n.client).GuaranteedDelete(sess, p, czxid)
 		return errtext.Errorf("%w (deleted in the background)", err)
 	}
 	return err

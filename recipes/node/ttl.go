@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -169,17 +170,17 @@ func (t *TTLNode) touchOnce() {
 	c := t.node.client
 	ctx, cancel := context.WithTimeout(t.ctx, max(t.interval, time.Second))
 	defer cancel()
-	data := c.DefaultData()
+	data := connx.Of(c).DefaultData()
 	_, err := c.Set(ctx, t.touch, data, -1)
 	if errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrOutcomeUnknown) {
-		_, err = c.CreateTTL(ctx, t.touch, data, connection.PersistentTTL, t.ttl)
+		_, err = c.Create(ctx, t.touch, data, connection.PersistentTTL, connection.WithTTL(t.ttl))
 		if errors.Is(err, zk.ErrNodeExists) {
 			_, err = c.Set(ctx, t.touch, data, -1) // another toucher was quicker
 		}
 	}
 	if err != nil {
 		if t.ctx.Err() == nil {
-			c.Logger().Debug("zookeeper TTL node not touched", "path", t.touch, "error", err)
+			connx.Of(c).Logger().Debug("zookeeper TTL node not touched", "path", t.touch, "error", err)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
@@ -134,7 +135,7 @@ func (w *worker) session(sess *connection.Session) {
 		default:
 			if refused(err) {
 				n.setRefused(errtext.Errorf("node: make %s: %w", n.base, err))
-				n.client.Logger().Warn("zookeeper node refused", "path", n.base, "error", err)
+				connx.Of(n.client).Logger().Warn("zookeeper node refused", "path", n.base, "error", err)
 			} else {
 				n.setAbsent(errtext.Errorf("node: make %s: %w", n.base, err))
 			}

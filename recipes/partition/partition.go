@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -161,9 +162,9 @@ func New(client *connection.Client, path string, items []string, opts ...Option)
 	}
 	if o.identifier == "" {
 		host, _ := os.Hostname()
-		o.identifier = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), connection.NewUUID()[:8])
+		o.identifier = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), connx.NewUUID()[:8])
 		if checkName("identifier", o.identifier) != nil {
-			o.identifier = fmt.Sprintf("%d-%s", os.Getpid(), connection.NewUUID()[:8])
+			o.identifier = fmt.Sprintf("%d-%s", os.Getpid(), connx.NewUUID()[:8])
 		}
 	}
 	p := &Partitioner{

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/group"
@@ -160,7 +161,7 @@ func (p *Partitioner) allocate() (*Share, error) {
 		case !errors.Is(err, errChanged):
 			// A refusal (no permission on a lock directory, say): try
 			// again after a pause, or sooner if the party changes.
-			p.client.Logger().Warn("zkrecipes partition: allocation failed", "path", p.path, "error", err)
+			connx.Of(p.client).Logger().Warn("zkrecipes partition: allocation failed", "path", p.path, "error", err)
 			if err := p.pause(gen); err != nil {
 				return nil, err
 			}

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
@@ -77,7 +77,7 @@ const takeMark = "\n#take "
 
 // takenData is the data of a new take's taken node.
 func takenData(worker []byte) []byte {
-	return append(append(append([]byte{}, worker...), takeMark...), connection.NewUUID()...)
+	return append(append(append([]byte{}, worker...), takeMark...), connx.NewUUID()...)
 }
 
 // takerOf is what a taken node's data says of its worker: the worker's

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
@@ -89,7 +90,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 		path:    p,
 		entries: path.Join(p, entriesDir),
 		taken:   path.Join(p, takenDir),
-		data:    c.DefaultData(),
+		data:    connx.Of(c).DefaultData(),
 	}
 	for _, o := range opts {
 		if err := o(q); err != nil {
@@ -345,7 +346,7 @@ func (q *Queue) leave(place lockcore.Acquired) {
 	ctx, cancel := context.WithTimeout(context.Background(), lockcore.CleanupTimeout(place.Session))
 	defer cancel()
 	if err := q.line.Release(ctx, place); err != nil && !errors.Is(err, connection.ErrSessionLost) {
-		q.client.GuaranteedDelete(place.Session, place.Path, place.Token)
+		connx.Of(q.client).GuaranteedDelete(place.Session, place.Path, place.Token)
 	}
 }
 
@@ -512,7 +513,7 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 			entryc <- read{d, err}
 		}()
 	}
-	created, own, err := q.client.ClaimThen(connection.Pin(cctx, sess), tpath, data, connection.ClaimHooks{Written: written, Made: made})
+	created, own, err := connx.Of(q.client).ClaimThen(connx.Pin(cctx, sess), tpath, data, connx.ClaimHooks{Written: written, Made: made})
 	if ln != nil {
 		// Not written (it failed first), or Written not offered (another
 		// worker of this client was claiming the item): leave now.
@@ -675,10 +676,10 @@ func (it *Item) errorf(op string, err error) error {
 // never sent again (connection.Multi), and a taken node it may have left
 // is deleted by czxid (lockcore.Hold.End).
 func (it *Item) remove(ctx context.Context, a lockcore.Acquired) error {
-	_, err := it.q.client.Multi(connection.Pin(ctx, a.Session),
+	_, err := it.q.client.Multi(connx.Pin(ctx, a.Session),
 		&zk.DeleteRequest{Path: path.Join(it.q.entries, it.e.name), Version: -1},
 		&zk.DeleteRequest{Path: a.Path, Version: -1})
-	if err != nil && !it.q.client.Live(a.Session) && !errors.Is(err, connection.ErrOutcomeUnknown) {
+	if err != nil && !connx.Of(it.q.client).Live(a.Session) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 		return errtext.Errorf("%w (%w)", connection.ErrSessionLost, err)
 	}
 	return err

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -127,7 +128,7 @@ func (m *Mutex) Guard() *connection.Guard {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lease == nil {
-		return connection.NewGuard(m.sem.path, nil, func() error { return ErrNotLocked })
+		return connx.NewGuard(m.sem.path, nil, func() error { return ErrNotLocked })
 	}
 	return m.lease.Guard()
 }

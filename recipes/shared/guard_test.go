@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/shared"
 	"github.com/zkrecipes/zkrecipes/retry"
@@ -253,11 +254,11 @@ func TestGuardedWriteAfterHoldNodeDeleted(t *testing.T) {
 	c := open(t, ens.Servers())
 	obs := ens.Conn(t)
 	ctx := ctxFor(t, time.Minute)
-	claim, _, err := c.Claim(ctx, root+"/hold", []byte(connection.NewUUID()))
+	claim, _, err := connx.Of(c).Claim(ctx, root+"/hold", []byte(connx.NewUUID()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := shared.WithGuard(connection.NewGuard(claim.Path, claim.Session, func() error { return nil }))
+	g := shared.WithGuard(connx.NewGuard(claim.Path, claim.Session, func() error { return nil }))
 	cn := newCounter(t, c, root+"/counter", shared.WithEncoding(shared.Int32))
 	if _, err := cn.Add(ctx, 1, g); err != nil {
 		t.Fatal(err)

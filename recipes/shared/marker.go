@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -115,7 +116,7 @@ func (c *Counter) try(ctx context.Context, res *Result, o writeOptions, next fun
 	if c.beforeWrite != nil {
 		c.beforeWrite()
 	}
-	mr, err := c.client.Multi(connection.Pin(ctx, m.sess), o.ops(
+	mr, err := c.client.Multi(connx.Pin(ctx, m.sess), o.ops(
 		&zk.SetDataRequest{Path: c.path, Data: enc, Version: stat.Version},
 		&zk.SetDataRequest{Path: m.path, Data: m.data, Version: k},
 	)...)
@@ -145,7 +146,7 @@ func (c *Counter) try(ctx context.Context, res *Result, o writeOptions, next fun
 		// Nothing was applied: the hold is over, or its node gone, or the
 		// marker is of another session than the hold's (a session that
 		// ended, whose marker goes with it).
-		if !c.client.Live(m.sess) {
+		if !connx.Of(c.client).Live(m.sess) {
 			c.m = nil
 		}
 		return err
@@ -186,7 +187,7 @@ func (c *Counter) settle(ctx context.Context, m *marker, k int32) (applied bool,
 		return unknown("no sync: " + err.Error())
 	}
 	_, stat, err := c.client.Get(ctx, m.path)
-	if !c.client.Live(m.sess) {
+	if !connx.Of(c.client).Live(m.sess) {
 		return unknown("the session of the write ended, and its marker with it")
 	}
 	switch {
@@ -209,7 +210,7 @@ func (c *Counter) settle(ctx context.Context, m *marker, k int32) (applied bool,
 // it does not exist).
 func (c *Counter) marker(ctx context.Context) (*marker, error) {
 	if m := c.m; m != nil {
-		if !c.client.Live(m.sess) {
+		if !connx.Of(c.client).Live(m.sess) {
 			c.m = nil // it went with its session
 		} else if m.version >= 0 {
 			return m, nil
@@ -223,7 +224,7 @@ func (c *Counter) marker(ctx context.Context) (*marker, error) {
 				c.m = nil
 			case err != nil:
 				return nil, err
-			case stat.EphemeralOwner != m.sess.ID() || stat.Czxid != m.czxid || !c.client.Live(m.sess):
+			case stat.EphemeralOwner != m.sess.ID() || stat.Czxid != m.czxid || !connx.Of(c.client).Live(m.sess):
 				c.m = nil
 			default:
 				m.version = stat.Version
@@ -235,10 +236,10 @@ func (c *Counter) marker(ctx context.Context) (*marker, error) {
 	if err != nil {
 		return nil, err
 	}
-	id := connection.NewUUID()
+	id := connx.NewUUID()
 	name := path.Join(c.path, markerPrefix+id)
 	for range 2 {
-		created, _, err := c.client.Claim(connection.Pin(ctx, sess), name, []byte(id))
+		created, _, err := connx.Of(c.client).Claim(connx.Pin(ctx, sess), name, []byte(id))
 		if errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 			zero, _ := c.opts.encoding.Encode(0)
 			if _, err := initialize(ctx, c.client, c.path, zero, writeOptions{}); err != nil && !errors.Is(err, connection.ErrOutcomeUnknown) {

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -183,7 +184,7 @@ func (v *Value[T]) Set(ctx context.Context, x T, opts ...WriteOption) (Versioned
 		if !errors.Is(err, zk.ErrNoNode) || errors.Is(err, connection.ErrOutcomeUnknown) {
 			return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
 		}
-		_, err = v.client.CreateAll(ctx, v.path, data, connection.Persistent)
+		_, err = v.client.Create(ctx, v.path, data, connection.Persistent, connection.WithParents())
 		if err == nil || errors.Is(err, zk.ErrNodeExists) && errors.Is(err, connection.ErrOutcomeUnknown) {
 			// Created (a create found made after a lost answer is ours
 			// or another's with data written at the same moment: last
@@ -247,7 +248,7 @@ func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T, opts ...W
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
 	}
 	for {
-		next, err := v.trySetOnce(connection.Pin(ctx, sess), prev, data, o)
+		next, err := v.trySetOnce(connx.Pin(ctx, sess), prev, data, o)
 		if err == nil {
 			next.Value = x
 			return next, nil
@@ -283,7 +284,7 @@ func (v *Value[T]) trySetOnce(ctx context.Context, prev Versioned[T], data []byt
 		return v.trySetGuarded(ctx, prev, data, o)
 	}
 	if prev.Version == -1 {
-		_, err := v.client.CreateAll(ctx, v.path, data, connection.Persistent)
+		_, err := v.client.Create(ctx, v.path, data, connection.Persistent, connection.WithParents())
 		switch {
 		case err == nil:
 			return Versioned[T]{Version: 0}, nil
@@ -328,7 +329,7 @@ func settleCAS(ctx context.Context, c *connection.Client, sess *connection.Sessi
 		return unknown("no sync: " + err.Error())
 	}
 	got, stat, err := c.Get(ctx, path)
-	if !c.Live(sess) {
+	if !connx.Of(c).Live(sess) {
 		return unknown("the session of the write ended")
 	}
 	switch {
@@ -377,7 +378,7 @@ func initialize(ctx context.Context, c *connection.Client, path string, data []b
 	if o.guarded {
 		err = createGuarded(ctx, c, path, data, o)
 	} else {
-		_, err = c.CreateAll(ctx, path, data, connection.Persistent)
+		_, err = c.Create(ctx, path, data, connection.Persistent, connection.WithParents())
 	}
 	switch {
 	case err == nil:
@@ -452,7 +453,7 @@ func createGuarded(ctx context.Context, c *connection.Client, p string, data []b
 		if err == nil || errors.Is(err, connection.ErrGuardFailed) || errors.Is(err, connection.ErrOutcomeUnknown) || !errors.Is(opErr(res, 0), zk.ErrNoNode) {
 			return err
 		}
-		_, err = c.CreateAll(ctx, path.Dir(p), nil, connection.Container)
+		_, err = c.Create(ctx, path.Dir(p), nil, connection.Container, connection.WithParents())
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -145,7 +146,7 @@ func operatorDelete(t *testing.T, ens *zktest.Ensemble, k Kind) {
 	a, releaseA := k.Take(ctx, t, c, path)
 	g := a.Guard()
 	operator := ens.Conn(t)
-	if err := operator.Delete(c.ServerPath(g.Path()), -1); err != nil {
+	if err := operator.Delete(connx.Of(c).ServerPath(g.Path()), -1); err != nil {
 		t.Fatal(err)
 	}
 	_, err := c.Multi(ctx, g, set(root+"/state", "a"))

@@ -15,6 +15,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
@@ -335,7 +336,7 @@ func leaderGone(ctx context.Context, observer *connection.Client, dir string) (<
 		return nil, fmt.Errorf("bench: the leader's node %s is gone before the cut", first)
 	}
 	out := make(chan time.Time, 1)
-	w.AfterFire(func(zk.Event) { out <- time.Now() })
+	connx.AfterFire(w, func(zk.Event) { out <- time.Now() })
 	return out, nil
 }
 
