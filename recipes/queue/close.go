@@ -104,6 +104,10 @@ func (q *Queue) Close(ctx context.Context) error {
 	q.c.mu.Unlock()
 	q.c.stopClosing()
 	var errs []error
+	// The calls end at once with q.c.closing, but a take's create in
+	// flight is never abandoned (claim): it is bounded by the session
+	// timeout, not by ctx. If ctx ends first, this goroutine ends with
+	// that call, and an item it takes then is released by track.
 	returned := make(chan struct{})
 	go func() {
 		q.c.calls.Wait()
@@ -125,6 +129,5 @@ func (q *Queue) Close(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	<-returned // the calls end at once with q.c.closing; a take's own bound caps its create
 	return errors.Join(errs...)
 }
