@@ -28,13 +28,59 @@
 //   - cmd/zkrecipes: the command line (a command under a lock or while
 //     leading, a work queue, a counter, inspect, demo, bench).
 //
+// # Conventions
+//
+// One word means one thing in every package:
+//
+//   - Done() <-chan struct{} closes once, when a thing is over for good, as
+//     context.Done does: a hold (a lock's, a lease, a term, a queue item, a
+//     partition's share or item), a session, a watch. A lock value's Done
+//     is that of its current hold. Nothing re-arms a Done.
+//   - Context() is the same end as a context, for the work done under a
+//     hold: cancelled when Done closes, with why as its cause.
+//   - Trust(ctx) waits until a view or a kept node can be relied on — a
+//     cache following the server, a node present in a trusted session —
+//     and returns the Untrusted channel of that trust period. Untrusted()
+//     returns the current period's channel, closed when the period ends
+//     (connection suspended, session lost, node deleted, closed) and
+//     already closed while untrusted; the next period has a new channel.
+//     Views and kept nodes (cache.Cache, discovery.ServiceCache,
+//     shared.Watcher, node.Node, discovery.Registration) have no Done:
+//     they are over only when closed, which their owner knows.
+//   - Err() says why: on a view or a kept node, why the last trust period
+//     ended (or, for a node, why it is absent); on a hold or session, why
+//     it ended, nil while it lasts.
+//   - Listen(ctx) returns a channel of events that is closed when ctx
+//     ends or the thing listened to is closed; a slow reader never blocks
+//     what it listens to (each Listen says what such a reader is given).
+//   - Close ends a value that owns goroutines, watches or nodes after its
+//     calls return, waits for what it started, and is idempotent; later
+//     calls that would start work fail with the package's ErrClosed (a
+//     closed view stays readable). It is Close() error
+//     when closing is local (cache.Cache, shared.Watcher,
+//     discovery.ServiceCache and Provider) and Close(ctx) error when it
+//     sends requests whose answers it waits for (node.Node, node.TTLNode,
+//     discovery.Registration, group.Group, partition.Partitioner,
+//     election.Election, queue.Queue, shared.Counter): ctx bounds that
+//     wait, never the end of a hold, and what it could not finish is
+//     finished in the background while the session lives. A hold handed
+//     out ends with its own verb (Unlock, Resign, Release, Consume).
+//   - Options are functional: each package's Option (and a named kind
+//     such as RunOption or PutOption) is func(*config) error, and an
+//     option that does not apply makes the constructor or call return an
+//     error wrapping connection.ErrInvalidOption or the package's
+//     sentinel.
+//   - Every call that blocks or does I/O takes ctx first and returns an
+//     error wrapping ctx's error when ctx ends first.
+//
 // Errors are sentinels of the package that returns them, matched with
 // errors.Is (mutex.ErrLockLost, connection.ErrSessionLost), wrapped with
 // the operation and the path. A message names each package once: a
 // sentinel's text starts with its package's name ("mutex: lock lost"),
 // and a name already in a message is not repeated, so Unlock after the
 // session was lost says "mutex: unlock /locks/x: lock lost: connection:
-// session lost".
+// session lost". Misuse (a bad path, an unlock without a lock, use after
+// Close) is an error, never a panic.
 //
 // A program that uses only the recipes links go-zookeeper, backoff and
 // the standard library. The module builds and tests with Go 1.22 and

@@ -119,7 +119,10 @@ func runCounterOp(ctx context.Context, op string, args []string, out io.Writer) 
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	// Close deletes the marker, bounded by the session timeout; should it
+	// fail, the marker is ephemeral and goes with the client's session,
+	// which the deferred client.Close ends right after.
+	defer c.Close(context.Background())
 	var res sharedrecipe.Result
 	switch {
 	case op == "get":

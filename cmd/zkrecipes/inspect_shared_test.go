@@ -42,12 +42,12 @@ func TestInspectCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ca.Close()
+	defer ca.Close(context.Background())
 	cb, err := sharedrecipe.NewCounter(b, p, sharedrecipe.WithEncoding(sharedrecipe.Int64))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cb.Close()
+	defer cb.Close(context.Background())
 	if _, err := ca.Add(ctx, 40); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestInspectCounter(t *testing.T) {
 	}
 	// Kazoo's text and Curator's 4-byte counts read in their encodings;
 	// a closed Counter's marker is gone.
-	if err := cb.Close(); err != nil {
+	if err := cb.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := a.Set(ctx, p, []byte("17"), -1); err != nil {

@@ -191,11 +191,13 @@ func (c *Cache) snapshotLocked() Snapshot {
 // is absent).
 func (c *Cache) Initialized() <-chan struct{} { return c.initDone }
 
-// Done returns a channel that is closed when the current trust period of
-// the view ends: the connection is suspended, the session is lost, the
-// client or the cache is closed. Take it when the period begins (see
-// Trust); while the view is untrusted it returns a closed channel.
-func (c *Cache) Done() <-chan struct{} {
+// Untrusted returns a channel that is closed when the current trust
+// period of the view ends: the connection is suspended, the session is
+// lost, the client or the cache is closed. Take it when the period begins
+// (see Trust); while the view is untrusted it returns a closed channel. A
+// new period has a new channel: the view is trusted again after a
+// suspension, and its Untrusted channel with it.
+func (c *Cache) Untrusted() <-chan struct{} {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.done
@@ -211,7 +213,7 @@ func (c *Cache) Err() error {
 }
 
 // Trust waits until the view is trusted — initialized, and following the
-// server — and returns that trust period's Done channel. It fails with
+// server — and returns that trust period's Untrusted channel. It fails with
 // ctx's error, ErrClosed, or an error wrapping connection.ErrClosed when
 // the client is closed (before the view was ever trusted too).
 func (c *Cache) Trust(ctx context.Context) (<-chan struct{}, error) {

@@ -101,7 +101,7 @@ func TestEvents(t *testing.T) {
 	if !sawInit || !sawTrusted {
 		t.Fatalf("initialized %v, trusted after it %v: %s", sawInit, sawTrusted, summary(evs))
 	}
-	if closed(c.Done()) {
+	if closed(c.Untrusted()) {
 		t.Fatal("view untrusted after sync")
 	}
 }

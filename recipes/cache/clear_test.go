@@ -74,7 +74,7 @@ func TestClearOnSessionLoss(t *testing.T) {
 	if n := kept.Snapshot().Len(); n != len(before) {
 		t.Fatalf("%d nodes in the kept view while cut off, %d before", n, len(before))
 	}
-	if !closed(cleared.Done()) || !closed(kept.Done()) {
+	if !closed(cleared.Untrusted()) || !closed(kept.Untrusted()) {
 		t.Fatal("a view is trusted while cut off")
 	}
 	// Meanwhile the tree changes.

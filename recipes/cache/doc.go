@@ -24,9 +24,11 @@
 //
 // The view is trusted while it follows the server: from Trusted until
 // Untrusted, when the client's connection is suspended (under either error
-// policy: a cut-off client hears of no change) or its session is lost. Done
-// is a channel closed when the current trust period ends, as the locks'
-// Done is; Trust waits for the next period. While untrusted the view keeps
+// policy: a cut-off client hears of no change) or its session is lost.
+// Untrusted is a channel closed when the current trust period ends (the
+// session's Untrusted is the same idea); Trust waits for the next period
+// and returns its channel. A cache has no Done: it is never over by
+// itself, only when closed. While untrusted the view keeps
 // its data: it is the last one known, not an empty one — unless
 // WithClearOnSessionLoss says to empty it when the session is lost (not
 // when the connection is merely suspended): Deleted for every node, then

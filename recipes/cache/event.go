@@ -27,7 +27,8 @@ const (
 	Initialized
 	// Untrusted: the view no longer follows the server (Err says why:
 	// the connection is suspended, the session lost, the client closed).
-	// The view keeps its data. Done is closed before it is sent.
+	// The view keeps its data. The Untrusted channel is closed before it
+	// is sent.
 	Untrusted
 	// Trusted: the view follows the server again, or for the first time
 	// (right after Initialized). Trusted and Untrusted alternate, with

@@ -46,7 +46,7 @@ func TestSlowListener(t *testing.T) {
 	if err := c.Sync(sctx); err != nil {
 		t.Fatalf("sync with a listener not reading: %v", err)
 	}
-	if closed(c.Done()) {
+	if closed(c.Untrusted()) {
 		t.Fatal("untrusted")
 	}
 	if got := c.Snapshot().Len(); got != n+1 {

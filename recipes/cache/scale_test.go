@@ -56,7 +56,7 @@ func followLarge(t *testing.T, ens *zktest.Ensemble, conn *zk.Conn, root string,
 		t.Fatalf("after the changes the view differs from the server:\n%s", d)
 	}
 	checkChanges(t, c, rec, want, truth)
-	if closed(c.Done()) {
+	if closed(c.Untrusted()) {
 		t.Fatalf("the view is not trusted: %v", c.Err())
 	}
 	return c

@@ -180,7 +180,7 @@ func TestUnreadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.waitFor(t, "Deleted secret", func(ev cache.Event) bool { return ev.Type == cache.Deleted && ev.Path == secret })
-	if closed(c.Done()) {
+	if closed(c.Untrusted()) {
 		t.Fatal("an unreadable node made the view untrusted")
 	}
 }
@@ -230,8 +230,8 @@ func TestInputErrors(t *testing.T) {
 	if _, err := c.Trust(context.Background()); !errors.Is(err, cache.ErrClosed) {
 		t.Fatalf("trust after close: %v", err)
 	}
-	if !closed(c.Done()) || !errors.Is(c.Err(), cache.ErrClosed) {
-		t.Fatalf("done after close: %v, err %v", closed(c.Done()), c.Err())
+	if !closed(c.Untrusted()) || !errors.Is(c.Err(), cache.ErrClosed) {
+		t.Fatalf("done after close: %v, err %v", closed(c.Untrusted()), c.Err())
 	}
 	if _, ok := c.Get("not a path"); ok {
 		t.Fatal("Get of a bad path found something")

@@ -82,8 +82,8 @@ func TestRegisterQueryUnregister(t *testing.T) {
 	if _, err := r.Trust(ctx); !errors.Is(err, discovery.ErrClosed) {
 		t.Fatalf("Trust after Close: %v", err)
 	}
-	if !closed(r.Done()) || !errors.Is(r.Err(), discovery.ErrClosed) {
-		t.Fatalf("after Close: Done open or Err %v", r.Err())
+	if !closed(r.Untrusted()) || !errors.Is(r.Err(), discovery.ErrClosed) {
+		t.Fatalf("after Close: Untrusted open or Err %v", r.Err())
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 
 // TestExpiry: the registrar is cut off until the server expires its
 // session; a watcher's cache sees its instance removed; the registration's
-// presence has ended (Done closed). Let through, the instance is made
+// presence has ended (Untrusted closed). Let through, the instance is made
 // again in the new session with its newest fields, and the watcher sees it
 // added. Each round measures, on one clock, the time from the new session
 // (the registrar's Reconnected, as a listener hears it) to the watcher's
@@ -67,7 +67,7 @@ func TestExpiry(t *testing.T) {
 		proxy.Blackhole()
 		next(discovery.Removed)
 		if !closed(done) {
-			t.Fatalf("round %d: the registration's Done is open after the expiry", round)
+			t.Fatalf("round %d: the registration's Untrusted is open after the expiry", round)
 		}
 		i := r.Instance()
 		i.Port = round + 1

@@ -266,13 +266,14 @@ func (r *Registration) Update(ctx context.Context, i Instance, opts ...WriteOpti
 	return nil
 }
 
-// Done returns a channel that is closed when the instance's current
+// Untrusted returns a channel that is closed when the instance's current
 // presence ends: its node was deleted, its session lost, the connection
 // suspended (under connection.StandardPolicy), or the Registration closed.
 // While the instance is not registered it returns a closed channel; Trust
 // waits for the next presence. The registration itself goes on: the node
-// is made again as soon as it can be.
-func (r *Registration) Done() <-chan struct{} { return r.node.Done() }
+// is made again as soon as it can be, and each presence has a channel of
+// its own.
+func (r *Registration) Untrusted() <-chan struct{} { return r.node.Untrusted() }
 
 // Err returns why the instance is not registered at the moment, or nil
 // while it is (see node.Node.Err).
@@ -284,7 +285,7 @@ func (r *Registration) Err() error {
 }
 
 // Trust waits until the instance is registered in the client's current
-// session and returns that presence's Done channel. It fails with ctx's
+// session and returns that presence's Untrusted channel. It fails with ctx's
 // error or ErrClosed.
 func (r *Registration) Trust(ctx context.Context) (<-chan struct{}, error) {
 	if r.isClosed() {

@@ -96,7 +96,7 @@ func (s *ServiceCache) Name() string { return s.name }
 
 // Instances returns the service's instances in the view, sorted by ID
 // (then node name); nodes whose data is not an instance are left out. The
-// view is the last one known: while it is not trusted (Done closed) it
+// view is the last one known: while it is not trusted (Untrusted closed) it
 // may miss changes.
 func (s *ServiceCache) Instances() []Instance {
 	return s.instancesOf(s.c.Snapshot())
@@ -142,15 +142,16 @@ func decodeNode(n cache.Node) decoded {
 // Initialized returns a channel closed once the first load is in.
 func (s *ServiceCache) Initialized() <-chan struct{} { return s.c.Initialized() }
 
-// Done returns a channel closed when the view's current trust period ends
-// (the connection suspended, the session lost, the cache closed); a closed
-// channel while it is not trusted. See cache.Cache.Done.
-func (s *ServiceCache) Done() <-chan struct{} { return s.c.Done() }
+// Untrusted returns a channel closed when the view's current trust period
+// ends (the connection suspended, the session lost, the cache closed); a
+// closed channel while it is not trusted. See cache.Cache.Untrusted.
+func (s *ServiceCache) Untrusted() <-chan struct{} { return s.c.Untrusted() }
 
 // Err returns why the last trust period ended, or nil.
 func (s *ServiceCache) Err() error { return s.c.Err() }
 
-// Trust waits until the view is trusted and returns that period's Done.
+// Trust waits until the view is trusted and returns that period's
+// Untrusted channel.
 // It fails with ctx's error, ErrClosed, or an error wrapping
 // connection.ErrClosed when the client is closed.
 func (s *ServiceCache) Trust(ctx context.Context) (<-chan struct{}, error) {

@@ -31,6 +31,10 @@ var (
 	ErrResigned = errors.New("election: resigned")
 	// ErrInvalidID means a candidate id is empty or not UTF-8.
 	ErrInvalidID = errors.New("election: invalid candidate id")
+	// ErrClosed is returned by every method of an Election after Close
+	// (Observe's channel is closed instead), and by a Campaign or Run
+	// that Close ended.
+	ErrClosed = errors.New("election: closed")
 )
 
 // Layout names: Curator's LeaderLatch and LeaderSelector.
@@ -47,9 +51,17 @@ type Election struct {
 	id     string
 	core   lockcore.Lock
 
-	gate chan struct{} // one Campaign at a time
-	mu   sync.Mutex
-	term *Term
+	gate chan struct{} // one Campaign at a time; Close keeps it
+
+	// closing is cancelled by Close: it ends a Campaign in progress and
+	// every observer.
+	closing     context.Context
+	stopClosing context.CancelFunc
+	observers   sync.WaitGroup
+
+	mu     sync.Mutex
+	term   *Term
+	closed bool
 }
 
 // Option configures an Election.
@@ -105,6 +117,7 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 			return nil, err
 		}
 	}
+	e.closing, e.stopClosing = context.WithCancel(context.Background())
 	return e, nil
 }
 
@@ -122,13 +135,26 @@ func (e *Election) ID() string { return e.id }
 // the next session. It returns an error matching ErrLeading while a term
 // of this Election is live (Done not closed). It never returns a term whose
 // Done is already closed.
+//
+// Close ends a Campaign in progress: it returns an error matching
+// ErrClosed, and its node is deleted as for a cancelled ctx.
 func (e *Election) Campaign(ctx context.Context) (*Term, error) {
+	if e.isClosed() {
+		return nil, e.errorf("campaign", ErrClosed)
+	}
 	select {
 	case e.gate <- struct{}{}:
 	case <-ctx.Done():
 		return nil, e.errorf("campaign", ctx.Err())
+	case <-e.closing.Done():
+		return nil, e.errorf("campaign", ErrClosed)
 	}
 	defer func() { <-e.gate }()
+	// Close cancels the campaign as the caller's ctx would.
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(e.closing, cancel)
+	defer stop()
 	e.mu.Lock()
 	cur := e.term
 	e.mu.Unlock()
@@ -139,8 +165,11 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 		cur.end() // lost: its watcher ends it; make sure before a new node
 	}
 	for {
-		a, err := e.core.Acquire(ctx, true)
+		a, err := e.core.Acquire(actx, true)
 		if err != nil {
+			if ctx.Err() == nil && e.closing.Err() != nil {
+				err = ErrClosed
+			}
 			return nil, e.errorf("campaign", err)
 		}
 		t := e.newTerm(a)
@@ -150,13 +179,66 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, e.errorf("campaign", err)
 			}
+			if e.closing.Err() != nil {
+				return nil, e.errorf("campaign", ErrClosed)
+			}
 			continue
 		}
 		e.mu.Lock()
+		if e.closed {
+			// Close came after the node was made: it did not see this
+			// term, so the term is resigned here, its node deleted.
+			e.mu.Unlock()
+			rctx, rcancel := context.WithTimeout(context.Background(), resignTimeout(t))
+			_ = t.Resign(rctx)
+			rcancel()
+			return nil, e.errorf("campaign", ErrClosed)
+		}
 		e.term = t
 		e.mu.Unlock()
 		return t, nil
 	}
+}
+
+func (e *Election) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+// Close ends the candidate for good: a Campaign in progress returns
+// ErrClosed (its node deleted), the live term is resigned — it ends (Done
+// closes, with ErrResigned) before its node's delete is sent — and every
+// channel of Observe is closed. Close waits for a Campaign in progress to
+// return, for the delete's answer and for the observers' goroutines, as
+// long as ctx allows; if ctx ends first the error wraps ctx's, and a node
+// not yet deleted is deleted in the background while its session lives.
+// The error is the resignation's (see Term.Resign), nil when no term was
+// live. Every method returns ErrClosed afterwards. Close is idempotent.
+func (e *Election) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	t := e.term
+	e.mu.Unlock()
+	e.stopClosing()
+	var errs []error
+	if t != nil {
+		err := t.Resign(ctx)
+		if err != nil && !errors.Is(err, ErrResigned) && !errors.Is(err, ErrTermLost) {
+			errs = append(errs, err) // an ended term is no failure of Close
+		}
+	}
+	select {
+	case e.gate <- struct{}{}: // no Campaign runs, nor will: Close keeps the gate
+	case <-ctx.Done():
+		errs = append(errs, e.errorf("close", ctx.Err()))
+	}
+	e.observers.Wait() // they end at once with e.closing
+	return errors.Join(errs...)
 }
 
 func (e *Election) errorf(op string, err error) error {
@@ -258,6 +340,9 @@ type Participant struct {
 // Participants lists the candidates in line order, the leader first —
 // Go and Curator candidates alike.
 func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
+	if e.isClosed() {
+		return nil, e.errorf("participants", ErrClosed)
+	}
 	ps, err := lockcore.Participants(ctx, e.client, e.path, e.core.Accept)
 	if err != nil {
 		return nil, e.errorf("participants", err)
@@ -274,6 +359,9 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 // id may be empty: Curator's LeaderLatch leads with "" unless given an id,
 // and that is a leader all the same.
 func (e *Election) Leader(ctx context.Context) (string, error) {
+	if e.isClosed() {
+		return "", e.errorf("leader", ErrClosed)
+	}
 	l, _, err := e.look(ctx, false)
 	if err != nil {
 		return "", e.errorf("leader", err)

@@ -36,6 +36,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// On the way out: a live term is resigned, and Run ends with ErrClosed.
+	defer e.Close(context.Background())
 	err = e.Run(ctx, func(ctx context.Context, term *election.Term) error {
 		fmt.Println("leading with token", term.Token())
 		for {

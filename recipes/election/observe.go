@@ -20,13 +20,28 @@ import (
 // node, so that candidates coming and going behind the leader wake no
 // observer. A leader whose term is shorter than a read can be missed (a
 // watch is one-shot: between its notification and the next read the line
-// may move twice). The channel is closed when ctx ends or the client is
+// may move twice). The channel is closed when ctx ends, the Election is
+// closed (at once when Observe is called after Close) or the client is
 // closed, and nothing of Observe runs after that; the watch it waited on
 // stays until it fires, shared by every observer of the path on the
 // client, so calls that end add none.
 func (e *Election) Observe(ctx context.Context) <-chan Participant {
 	out := make(chan Participant)
-	go e.observe(ctx, out)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		close(out)
+		return out
+	}
+	e.observers.Add(1)
+	octx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(e.closing, cancel)
+	go func() {
+		defer e.observers.Done()
+		defer cancel()
+		defer stop()
+		e.observe(octx, out)
+	}()
 	return out
 }
 

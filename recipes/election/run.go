@@ -6,8 +6,10 @@ import (
 	"time"
 )
 
-// RunOption configures Run.
-type RunOption func(*runConfig)
+// RunOption configures Run. An option that does not apply makes Run
+// return its error before it campaigns, as every option type of the
+// library does.
+type RunOption func(*runConfig) error
 
 type runConfig struct {
 	requeue bool
@@ -15,9 +17,14 @@ type runConfig struct {
 
 // WithRequeue makes Run campaign again after each term, as Curator's
 // LeaderSelector.autoRequeue: after fn returns nil, and after a term that
-// was lost. Run then returns only when ctx ends or fn fails while its term
-// lasted.
-func WithRequeue() RunOption { return func(c *runConfig) { c.requeue = true } }
+// was lost. Run then returns only when ctx ends, fn fails while its term
+// lasted, or the Election is closed.
+func WithRequeue() RunOption {
+	return func(c *runConfig) error {
+		c.requeue = true
+		return nil
+	}
+}
 
 // Run campaigns, calls fn with the term while this candidate leads, and
 // resigns the term when fn returns. fn's context is cancelled when the
@@ -28,11 +35,15 @@ func WithRequeue() RunOption { return func(c *runConfig) { c.requeue = true } }
 // can refuse a former leader's (see Term.Token). Without WithRequeue, Run
 // returns fn's error, joined with an error matching ErrTermLost if the
 // term was lost while fn ran. A failed campaign returns its error (ctx's,
-// when it ends first).
+// when it ends first). Close ends Run: a campaign in progress, or the
+// term fn runs under (resigned by Close), and Run returns an error
+// matching ErrClosed, joined with fn's.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, term *Term) error, opts ...RunOption) error {
 	var cfg runConfig
 	for _, o := range opts {
-		o(&cfg)
+		if err := o(&cfg); err != nil {
+			return e.errorf("run", err)
+		}
 	}
 	for {
 		t, err := e.Campaign(ctx)
@@ -40,6 +51,11 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, term *T
 			return err
 		}
 		err, lost := t.run(ctx, fn)
+		if e.isClosed() {
+			// Close resigned the term (fn's context was cancelled with
+			// ErrResigned) or it was lost meanwhile: either way Run is over.
+			return errors.Join(e.errorf("run", ErrClosed), err)
+		}
 		switch {
 		case !cfg.requeue:
 			if lost {
@@ -67,6 +83,9 @@ func (t *Term) run(ctx context.Context, fn func(ctx context.Context, term *Term)
 	rerr := t.Resign(rctx)
 	if errors.Is(rerr, ErrTermLost) {
 		return err, true
+	}
+	if errors.Is(rerr, ErrResigned) && t.e.isClosed() {
+		return err, false // Close resigned it
 	}
 	if rerr != nil {
 		// The term is over all the same, and its node is deleted in the

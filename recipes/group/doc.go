@@ -12,7 +12,7 @@
 // deletes it, with the newest data. The members are read from a cache of
 // the directory (cache.Cache, depth 1): Members is the view, Listen its
 // changes as Joined, Updated and Left events, and the cache's Trust and
-// Done say how far the view can be trusted. Watch follows a group without
+// Untrusted say how far the view can be trusted. Watch follows a group without
 // joining it.
 //
 // # Layouts

@@ -203,13 +203,13 @@ func (g *Group) ID() string { return g.id }
 func (g *Group) Layout() Layout { return g.layout }
 
 // Node returns the node.Node that keeps this member's node ( nil for
-// Watch): its Done closes when the member's presence ends, Trust waits
+// Watch): its Untrusted closes when the member's presence ends, Trust waits
 // for the next one, Path is the node's path. Do not Close it: Close the
 // group.
 func (g *Group) Node() *node.Node { return g.self }
 
-// Cache returns the cache of the group's directory: its Trust, Done and
-// Sync say how far the view can be trusted, as for any cache. Do not
+// Cache returns the cache of the group's directory: its Trust, Untrusted
+// and Sync say how far the view can be trusted, as for any cache. Do not
 // Close it: Close the group.
 func (g *Group) Cache() *cache.Cache { return g.view }
 

@@ -19,10 +19,11 @@
 //
 // The node is present when the Node has made or found it in the client's
 // current session, and the client trusts that session (connection's error
-// policy). Done is a channel closed when the current presence ends — the
-// node was deleted, the session lost, the connection suspended under the
-// standard policy, the Node closed — as a lock's Done is; Trust waits for
-// the next presence; Err says why the node is absent. WaitForInitialCreate
+// policy). Untrusted is a channel closed when the current presence ends —
+// the node was deleted, the session lost, the connection suspended under
+// the standard policy, the Node closed; Trust waits for the next presence
+// and returns its channel (a Node has no Done: it is never over by itself,
+// only when closed); Err says why the node is absent. WaitForInitialCreate
 // waits for the first presence, and returns early with the server's
 // refusal (no permission, TTL nodes not enabled) so that a misconfiguration
 // shows at once.

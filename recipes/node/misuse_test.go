@@ -81,8 +81,8 @@ func TestMisuse(t *testing.T) {
 	if _, err := n.Trust(ctx); !errors.Is(err, node.ErrNotStarted) {
 		t.Errorf("Trust before Start: %v", err)
 	}
-	if !closed(n.Done()) || n.Err() != nil {
-		t.Errorf("before Start: Done closed %v, Err %v", closed(n.Done()), n.Err())
+	if !closed(n.Untrusted()) || n.Err() != nil {
+		t.Errorf("before Start: Untrusted closed %v, Err %v", closed(n.Untrusted()), n.Err())
 	}
 	if err := n.SetData(ctx, []byte("v2")); err != nil {
 		t.Errorf("SetData before Start: %v", err)

@@ -191,12 +191,13 @@ func (n *Node) Data() []byte {
 	return slices.Clone(n.data)
 }
 
-// Done returns a channel that is closed when the node's current presence
-// ends: it was deleted, its session was lost, the client's connection was
-// suspended (under connection.StandardPolicy), or the Node was closed.
-// While the node is absent it returns a closed channel; Trust waits for
-// the next presence. Err says why it ended.
-func (n *Node) Done() <-chan struct{} {
+// Untrusted returns a channel that is closed when the node's current
+// presence ends: it was deleted, its session was lost, the client's
+// connection was suspended (under connection.StandardPolicy), or the Node
+// was closed. While the node is absent it returns a closed channel; Trust
+// waits for the next presence, which has a channel of its own. Err says
+// why it ended.
+func (n *Node) Untrusted() <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.done
@@ -216,8 +217,8 @@ func (n *Node) Err() error {
 }
 
 // Trust waits until the node is present — made, or found, in the current
-// session, which the client trusts — and returns that presence's Done
-// channel, open when Trust returns. It fails with ctx's error, ErrClosed,
+// session, which the client trusts — and returns that presence's
+// Untrusted channel, open when Trust returns. It fails with ctx's error, ErrClosed,
 // or ErrNotStarted.
 func (n *Node) Trust(ctx context.Context) (<-chan struct{}, error) {
 	for {

@@ -14,8 +14,8 @@ import (
 )
 
 // An ephemeral node (the default): made with its data, owned by the
-// client's session, present (Trust, Done), its data replaced by SetData,
-// and deleted by Close, whose Done closes first.
+// client's session, present (Trust, Untrusted), its data replaced by SetData,
+// and deleted by Close, whose Untrusted closes first.
 func TestEphemeral(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)

@@ -67,7 +67,7 @@ func TestTwoClientsOnePath(t *testing.T) {
 	if data, _ := get(t, obs, p); string(data) != "a" {
 		t.Fatalf("the first's node holds %q: overwritten", data)
 	}
-	if closed(a.Done()) {
+	if closed(a.Untrusted()) {
 		t.Fatal("the first's presence ended")
 	}
 	if err := a.Close(ctx); err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
-// Close ends the node's presence (Done closes first), stops the Node's
+// Close ends the node's presence (Untrusted closes first), stops the Node's
 // goroutine and deletes the node it made — that node only: it reads the
 // node (after a sync) and deletes it if its czxid is the one made, at the
 // version read, in its session for an ephemeral node; so a node that was

@@ -223,8 +223,9 @@ func (t *TTLNode) WaitForInitialCreate(ctx context.Context) error {
 // Trust waits until the node is present; see Node.Trust.
 func (t *TTLNode) Trust(ctx context.Context) (<-chan struct{}, error) { return t.node.Trust(ctx) }
 
-// Done is closed when the node's current presence ends; see Node.Done.
-func (t *TTLNode) Done() <-chan struct{} { return t.node.Done() }
+// Untrusted is closed when the node's current presence ends; see
+// Node.Untrusted.
+func (t *TTLNode) Untrusted() <-chan struct{} { return t.node.Untrusted() }
 
 // Err returns why the node is absent; see Node.Err.
 func (t *TTLNode) Err() error { return t.node.Err() }

@@ -24,6 +24,9 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// On the way out: the workers' Takes end (ErrClosed) and the items
+	// they hold go back to their places.
+	defer q.Close(context.Background())
 	for range 8 {
 		go func() {
 			for {

@@ -23,6 +23,9 @@ type Entry struct {
 // Entries lists the items in queue order, taken ones included. Items that
 // vanish while being read are left out; a queue never used has none.
 func (q *Queue) Entries(ctx context.Context) ([]Entry, error) {
+	if q.isClosed() {
+		return nil, q.errorf("entries", ErrClosed)
+	}
 	names, _, err := q.client.Children(ctx, q.entries)
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil, nil
@@ -56,6 +59,9 @@ func (q *Queue) Entries(ctx context.Context) ([]Entry, error) {
 // (Kazoo's len): the children of the entries directory that are items,
 // not any other node an operator may have left there.
 func (q *Queue) Len(ctx context.Context) (int, error) {
+	if q.isClosed() {
+		return 0, q.errorf("len", ErrClosed)
+	}
 	names, _, err := q.client.Children(ctx, q.entries)
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0, nil
@@ -74,6 +80,9 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 
 // Idle returns the number of Go workers waiting in line for an item.
 func (q *Queue) Idle(ctx context.Context) (int, error) {
+	if q.isClosed() {
+		return 0, q.errorf("idle", ErrClosed)
+	}
 	ps, err := lockcore.Participants(ctx, q.client, q.line.Dir, lockcore.MutexKinds)
 	if err != nil {
 		return 0, q.errorf("idle", err)

@@ -36,6 +36,9 @@ var (
 	ErrOutcomeUnknown = errors.New("queue: outcome unknown: the transaction was sent and not answered")
 	// ErrInvalidPriority means a priority outside MinPriority..MaxPriority.
 	ErrInvalidPriority = errors.New("queue: invalid priority")
+	// ErrClosed is returned by every method of a Queue after Close, and
+	// by a Put, Take or TryTake that Close ended.
+	ErrClosed = errors.New("queue: closed")
 )
 
 // Directory names: Kazoo's LockingQueue, and the line of idle Go workers.
@@ -56,6 +59,7 @@ type Queue struct {
 	line    lockcore.Lock // idle workers wait here, one watching the queue
 
 	ensured atomic.Bool
+	c       closer // what Close ends (close.go)
 
 	afterMade    func() // tests: called once a take's taken node is made
 	beforeCreate func() // tests: called as a take's taken node is about to be made
@@ -92,6 +96,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 		taken:   path.Join(p, takenDir),
 		data:    connx.Of(c).DefaultData(),
 	}
+	q.c.init()
 	for _, o := range opts {
 		if err := o(q); err != nil {
 			return nil, err
@@ -162,15 +167,27 @@ func WithPriority(p int) PutOption {
 // must be deleted and made again. (If a worker took the item in the
 // moment before Put withdrew it, Put returns nil: it was delivered.)
 func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
+	cctx, leave, err := q.enter(ctx)
+	if err != nil {
+		return q.errorf("put", err)
+	}
+	defer leave()
+	if err := q.put(cctx, data, opts); err != nil {
+		return q.errorf("put", q.callErr(ctx, err))
+	}
+	return nil
+}
+
+func (q *Queue) put(ctx context.Context, data []byte, opts []PutOption) error {
 	cfg := putConfig{priority: DefaultPriority}
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
-			return q.errorf("put", err)
+			return err
 		}
 	}
 	for range 2 {
 		if err := q.ensure(ctx); err != nil {
-			return q.errorf("put", err)
+			return err
 		}
 		created, err := q.client.Create(ctx, path.Join(q.entries, entryName(cfg.priority)), data, connection.PersistentSequential)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -180,12 +197,9 @@ func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
 		if err == nil {
 			err = q.placed(ctx, created)
 		}
-		if err != nil {
-			return q.errorf("put", err)
-		}
-		return nil
+		return err
 	}
-	return q.errorf("put", errtext.Errorf("%s keeps disappearing: %w", q.entries, zk.ErrNoNode))
+	return errtext.Errorf("%s keeps disappearing: %w", q.entries, zk.ErrNoNode)
 }
 
 // Take waits for the first available item and takes it: it is invisible
@@ -194,6 +208,30 @@ func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
 // the first in line watches the queue. On failure (ctx's end included)
 // nothing taken is kept.
 func (q *Queue) Take(ctx context.Context) (*Item, error) {
+	return q.takeCall(ctx, q.take)
+}
+
+// takeCall runs take as a call Close can end.
+func (q *Queue) takeCall(ctx context.Context, take func(context.Context) (*Item, error)) (*Item, error) {
+	cctx, leave, err := q.enter(ctx)
+	if err != nil {
+		return nil, q.errorf("take", err)
+	}
+	defer leave()
+	it, err := take(cctx)
+	if err != nil {
+		if e := q.callErr(ctx, err); e != err {
+			return nil, q.errorf("take", e)
+		}
+		return nil, err
+	}
+	if !q.track(it) {
+		return nil, q.errorf("take", ErrClosed)
+	}
+	return it, nil
+}
+
+func (q *Queue) take(ctx context.Context) (*Item, error) {
 	if err := q.ensure(ctx); err != nil {
 		return nil, q.errorf("take", err)
 	}
@@ -230,6 +268,10 @@ func (q *Queue) Take(ctx context.Context) (*Item, error) {
 // ErrEmpty without waiting. It still makes requests, and may wait for
 // them up to ctx.
 func (q *Queue) TryTake(ctx context.Context) (*Item, error) {
+	return q.takeCall(ctx, q.tryTake)
+}
+
+func (q *Queue) tryTake(ctx context.Context) (*Item, error) {
 	if err := q.ensure(ctx); err != nil {
 		return nil, q.errorf("take", err)
 	}
@@ -657,6 +699,7 @@ func (it *Item) finish(ctx context.Context, op string, release func(context.Cont
 		return it.errorf(op, ErrFinished)
 	}
 	it.finished = true
+	it.q.untrack(it)
 	err := it.hold.End(ctx, release)
 	if err != nil && errors.Is(err, connection.ErrOutcomeUnknown) {
 		err = errors.Join(ErrOutcomeUnknown, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
@@ -251,20 +252,44 @@ func (c *Counter) Initialize(ctx context.Context, value int64, opts ...WriteOpti
 
 // Close ends the participant: an operation in progress returns an error
 // matching ErrClosed (or, for a write in flight, connection.ErrOutcomeUnknown
-// too), and the marker node is deleted — Close waits for the delete up to
-// the session timeout, then leaves it to the background while the session
-// lives (the marker is ephemeral: it goes with the session anyway). Later
-// operations fail with ErrClosed. Close is idempotent.
-func (c *Counter) Close() error {
+// too), and the marker node is deleted. Close waits for the delete's
+// answer as long as ctx allows (and at most the session timeout); if it
+// does not come, the error says so and the marker is deleted in the
+// background while its session lives (it is ephemeral: it goes with the
+// session anyway). Later operations fail with ErrClosed. Close is
+// idempotent: a second call returns nil.
+func (c *Counter) Close(ctx context.Context) error {
+	var err error
 	c.closeOnce.Do(func() {
 		c.close(ErrClosed)
 		c.gate <- struct{}{} // the operation in progress has ended; the gate stays taken
 		if m := c.m; m != nil {
 			c.m = nil
-			lockcore.Abandon(c.client, m.sess, m.path, m.czxid)
+			err = deleteMarker(ctx, c.client, m)
 		}
 	})
+	if err != nil {
+		return errtext.Errorf("shared: close %s: %w (the marker is deleted in the background)", c.path, err)
+	}
 	return nil
+}
+
+// deleteMarker deletes m in its session, proving after a lost answer that
+// the node is still the marker (connection.DeleteCreated); a delete not
+// answered is handed to the client, which retries it while the session
+// lives.
+func deleteMarker(ctx context.Context, client *connection.Client, m *marker) error {
+	if !connx.Of(client).Live(m.sess) {
+		return nil // it went with its session
+	}
+	dctx, cancel := context.WithTimeout(ctx, lockcore.CleanupTimeout(m.sess))
+	defer cancel()
+	err := client.DeleteCreated(connx.Pin(dctx, m.sess), m.path, m.czxid)
+	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, connection.ErrSessionLost) {
+		return nil
+	}
+	connx.Of(client).GuaranteedDelete(m.sess, m.path, m.czxid)
+	return err
 }
 
 // enter waits for the counter's turn; the context it returns is also

@@ -72,7 +72,7 @@ func TestCounterOperations(t *testing.T) {
 		if err != nil || len(kids) != 1 || !shared.IsMarker(kids[0]) {
 			t.Fatalf("%s: children %v, %v; want one marker", tc.enc, kids, err)
 		}
-		if err := cn.Close(); err != nil {
+		if err := cn.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if kids, _, err := conn.Children(p); err != nil || len(kids) != 0 {
@@ -84,7 +84,7 @@ func TestCounterOperations(t *testing.T) {
 		if _, err := cn.Get(ctx); !errors.Is(err, shared.ErrClosed) {
 			t.Fatalf("%s: Get after Close = %v", tc.enc, err)
 		}
-		if err := cn.Close(); err != nil {
+		if err := cn.Close(ctx); err != nil {
 			t.Fatalf("%s: second Close = %v", tc.enc, err)
 		}
 	}
@@ -259,7 +259,7 @@ func TestCounterMisuse(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the add is waiting for an answer (if not yet, Close ends it before it starts)
 	closed := make(chan struct{})
 	go func() {
-		stuck.Close()
+		stuck.Close(context.Background())
 		close(closed)
 	}()
 	if err := <-errc; !errors.Is(err, shared.ErrClosed) {

@@ -26,7 +26,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer builds.Close()
+	defer builds.Close(context.Background())
 
 	res, err := builds.Increment(ctx)
 	switch {
@@ -52,7 +52,7 @@ func ExampleWithEncoding() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer c.Close()
+	defer c.Close(context.Background())
 	if _, err := c.Add(ctx, -5); err != nil {
 		log.Fatal(err)
 	}

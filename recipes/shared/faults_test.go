@@ -1,6 +1,7 @@
 package shared_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -307,7 +308,7 @@ func TestCounterExactUnderFaults(t *testing.T) {
 
 	// Closed, the participants leave no marker behind.
 	for _, cn := range counters {
-		cn.Close()
+		cn.Close(context.Background())
 	}
 	for _, enc := range encodings {
 		zktest.Eventually(t, 30*time.Second, "no marker is left", func() error {

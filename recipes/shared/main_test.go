@@ -1,6 +1,7 @@
 package shared_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/zkrecipes/zkrecipes/connection"
@@ -26,6 +27,6 @@ func newCounter(t testing.TB, c *connection.Client, path string, opts ...shared.
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cn.Close() })
+	t.Cleanup(func() { cn.Close(context.Background()) })
 	return cn
 }

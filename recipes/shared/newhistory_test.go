@@ -97,7 +97,7 @@ func current(t *testing.T, ctx context.Context, w *shared.Watcher[int32], want i
 	if err != nil || cur.Value != want || cur.Exists() != exists {
 		t.Fatalf("Current after a Sync = %+v, %v; the server holds %d (exists %v)", cur, err, want, exists)
 	}
-	if testkit.Closed(w.Done()) {
+	if testkit.Closed(w.Untrusted()) {
 		return fmt.Errorf("synced, not trusted")
 	}
 	return nil

@@ -48,7 +48,7 @@ func (v *Value[T]) Watch(ctx context.Context) (*Watcher[T], error) {
 // Current returns the value as the watch last saw it, without a request:
 // the seed at version -1 while the node does not exist, an error matching
 // ErrCorrupt when its data do not decode. While the connection is
-// suspended (Done is closed) it is the last value known, which may be
+// suspended (Untrusted is closed) it is the last value known, which may be
 // behind the server's; after the servers' database was replaced, it is
 // the seed until the view has read the node again.
 func (w *Watcher[T]) Current() (Versioned[T], error) {
@@ -176,10 +176,11 @@ func (w *Watcher[T]) forward(events <-chan cache.Event, out chan<- Versioned[T])
 	}
 }
 
-// Done returns a channel closed when the watch's current trust period
-// ends: the connection is suspended, the session lost, the Watcher or the
-// client closed. While it is closed, Current may be behind the server.
-func (w *Watcher[T]) Done() <-chan struct{} { return w.cache.Done() }
+// Untrusted returns a channel closed when the watch's current trust
+// period ends: the connection is suspended, the session lost, the Watcher
+// or the client closed. While it is closed, Current may be behind the
+// server; a new period has a channel of its own.
+func (w *Watcher[T]) Untrusted() <-chan struct{} { return w.cache.Untrusted() }
 
 // Sync waits until Current shows every write committed before Sync was
 // called.

@@ -146,7 +146,7 @@ func TestACLOnEveryNode(t *testing.T) {
 	must(t, err)
 	sc, err := sharedvalue.NewCounter(stranger, base+"/counter/hits")
 	must(t, err)
-	defer sc.Close()
+	defer sc.Close(context.Background())
 	sv, err := sharedvalue.NewValue(stranger, base+"/value", nil)
 	must(t, err)
 	for name, f := range map[string]func() error{

@@ -196,7 +196,7 @@ func TestErrorTextNamesEachPackageOnce(t *testing.T) {
 	add("shared: Add guarded by a resigned term", "shared", err, connection.ErrGuardFailed, election.ErrResigned)
 	_, err = counter.Add(ctx, 1, sharedvalue.WithGuard(nil))
 	add("shared: Add guarded by no hold", "shared", err, connection.ErrGuardFailed, connection.ErrInvalidOption)
-	must(t, counter.Close())
+	must(t, counter.Close(ctx))
 	must(t, kept.Close(ctx))
 	add("node: SetData after Close", "node", kept.SetData(ctx, nil), node.ErrClosed)
 	add("node: Err after Close", "node", kept.Err(), node.ErrClosed)

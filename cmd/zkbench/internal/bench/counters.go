@@ -120,7 +120,7 @@ func runCounter(ctx context.Context, servers []string, path string, n int, d tim
 		if counters[i], err = sharedrecipe.NewCounter(c, path, sharedrecipe.WithRetryPolicy(retry.BoundedExponentialBackoff(5*time.Millisecond, retry.MaxExponentialRetries, 100*time.Millisecond))); err != nil {
 			return 0, err
 		}
-		defer counters[i].Close()
+		defer counters[i].Close(context.Background()) // bounded by the session timeout
 	}
 	var (
 		count    atomic.Int64
