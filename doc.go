@@ -20,13 +20,27 @@
 //   - recipes/shared: shared values, counts and counters in Curator's and
 //     Kazoo's encodings (SharedValue, SharedCount, DistributedAtomicLong,
 //     Kazoo's Counter), whose adds count exactly once under lost answers.
+//   - recipes/cache: a node, a directory or a subtree mirrored in memory
+//     (Curator's CuratorCache, NodeCache, PathChildrenCache, TreeCache),
+//     with events and a trust signal.
+//   - recipes/node, recipes/group, recipes/discovery: a node kept across
+//     lost sessions (PersistentNode, PersistentTtlNode), group membership
+//     (GroupMember, Kazoo's Party), service discovery in
+//     curator-x-discovery's layout.
+//   - recipes/partition: work split among the live members (Kazoo's
+//     SetPartitioner).
+//   - recipes/barrier: barriers and double barriers.
 //   - recipes/naive: the herd-prone one-node lock, for comparison.
 //   - retry: Curator's retry policies on cenkalti/backoff.
 //   - testing/zktest: real ZooKeeper ensembles with fault injection for
 //     tests (its Docker backend is the separate module
 //     testing/zktest/docker).
 //   - cmd/zkrecipes: the command line (a command under a lock or while
-//     leading, a work queue, a counter, inspect, demo, bench).
+//     leading, a work queue, a counter, inspect, watch, register and
+//     discover, a development ZooKeeper, the demo).
+//
+// docs/guide.md walks through one service using five of them
+// (examples/service).
 //
 // # Conventions
 //
