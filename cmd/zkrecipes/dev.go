@@ -211,7 +211,7 @@ func (d *devDir) run(ctx context.Context, port int, delay time.Duration, out, er
 	start := time.Now()
 	ens, err := zkserver.New(opts...)
 	if err != nil {
-		return devStartError(err)
+		return localServerError(err)
 	}
 	defer ens.Close()
 	addrs := ens.Servers()
@@ -296,9 +296,9 @@ func devProxy(ens *zkserver.Ensemble, port int, delay time.Duration) (*zkserver.
 	return proxy, nil
 }
 
-// devStartError is a failed start in the words of a command line user:
-// the test infrastructure's advice on running tests is cut.
-func devStartError(err error) error {
+// localServerError is a failed start of a local server in the words of a
+// command line user: the test infrastructure's advice on tests is cut.
+func localServerError(err error) error {
 	if errors.Is(err, zkserver.ErrNoZooKeeper) {
 		first, _, _ := strings.Cut(err.Error(), "\n")
 		return fmt.Errorf("%s\ninstall java and ZooKeeper: on Debian, apt-get install default-jre-headless libzookeeper-java\n(make demo does it), or set ZOOKEEPER_HOME to an unpacked Apache ZooKeeper release", first)

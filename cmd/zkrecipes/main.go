@@ -273,7 +273,7 @@ func serversOrLocal(flagValue string, n int, out io.Writer, opts ...zkserver.Opt
 	start := time.Now()
 	ens, err := zkserver.New(append([]zkserver.Option{zkserver.WithServers(n)}, opts...)...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, localServerError(err)
 	}
 	fmt.Fprintf(out, "ZooKeeper serving at %s after %v.\n", ens.ConnectString(), time.Since(start).Round(time.Millisecond))
 	return ens.Servers(), func() { ens.Close() }, nil
