@@ -15,10 +15,11 @@ TESTFLAGS ?=
 # line's processes, signals and terminal.
 OLDEST_INTEGRATION ?= ./connection ./recipes/node ./recipes/partition ./cmd/zkrecipes
 
-.PHONY: demo test bench chaos lint api deps
+.PHONY: demo test bench chaos lint api deps deps-demo
 
-## demo: show fair locking, fencing tokens and the herd effect (starts a local ZooKeeper unless ZK_SERVERS is set)
-demo: deps
+## demo: show fair locking, fencing tokens and the herd effect (starts a local ZooKeeper unless ZK_SERVERS is set);
+## installs only what its local server needs, a Java runtime and ZooKeeper (deps-demo)
+demo: deps-demo
 	$(GO) run ./cmd/zkrecipes demo
 
 ## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
@@ -86,8 +87,13 @@ lint:
 api:
 	$(GO) run ./internal/testinfra/apifile/zkapi -write $(API_FILES)
 
+# deps: what the tests, the benchmarks and the fault run need: ZooKeeper, a JDK, Curator and Kazoo.
 deps:
-	@./scripts/install-deps.sh
+	@./scripts/install-deps.sh test
+
+# deps-demo: what a local ZooKeeper needs (make demo, zkrecipes dev): a Java runtime and ZooKeeper's jars.
+deps-demo:
+	@./scripts/install-deps.sh demo
 
 ## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them), then zkrecipes,
 ## Curator, Kazoo and zk.Lock side by side on a local 3-node ensemble (medians of 3 rounds), the

@@ -22,7 +22,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{"inspect"}, {"watch"}, {"counter"}, {"counter", "get"}, {"counter", "add"}, {"counter", "set"},
 		{"register"}, {"discover"},
 		{"barrier"}, {"barrier", "set"}, {"barrier", "remove"}, {"barrier", "wait"}, {"barrier", "enter"}, {"barrier", "leave"},
-		{"demo"}, {"version"}, {"completion"}, {"help"},
+		{"demo"}, {"dev"}, {"version"}, {"completion"}, {"help"},
 	} {
 		name := strings.Join(words, " ")
 		code, help, errOut := runCLI(t, append(append([]string{}, words...), "--help")...)
@@ -121,7 +121,7 @@ func TestCompletion(t *testing.T) {
 		return
 	}
 	for _, tc := range []struct{ words, want string }{
-		{`zkrecipes ""`, "lock semaphore elect queue inspect watch counter register discover barrier demo version completion help"},
+		{`zkrecipes ""`, "lock semaphore elect queue inspect watch counter register discover barrier demo dev version completion help"},
 		{`zkrecipes --servers h:1 lo`, "lock"},
 		{`zkrecipes lock --t`, "--timeout --try"},
 		{`zkrecipes queue ""`, "put take"},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	sharedrecipe "github.com/zkrecipes/zkrecipes/recipes/shared"
@@ -39,7 +40,9 @@ func runCounter(ctx context.Context, args []string, out, errOut io.Writer) error
 const counterEncodings = `The node holds the number as --encoding says: int64, 8 bytes big-endian
 (Curator's DistributedAtomicLong, the default); int32, 4 bytes big-endian
 (Curator's SharedCount, Kazoo's Counter with support_curator=True); text,
-the decimal digits (Kazoo's Counter). An absent or empty node is 0.`
+the decimal digits (Kazoo's Counter). An absent or empty node is 0. Data
+the encoding does not read are refused (exit 1, nothing written), saying
+which encoding reads them and the value it reads.`
 
 var counterAbout = map[string]string{
 	"get": `Prints the number the counter at PATH holds.
@@ -62,7 +65,7 @@ running at the same time may be lost).
 ` + counterEncodings,
 }
 
-func runCounterOp(ctx context.Context, op string, args []string, out io.Writer) error {
+func runCounterOp(ctx context.Context, op string, args []string, out io.Writer) (err error) {
 	argsUsage := map[string]string{"get": "PATH", "add": "PATH [DELTA]", "set": "PATH VALUE"}[op]
 	fs := newFlags("counter "+op, argsUsage, out, counterAbout[op])
 	cf := commonFlagsFor(ctx, fs, connFlags)
@@ -124,10 +127,15 @@ func runCounterOp(ctx context.Context, op string, args []string, out io.Writer) 
 	// which the deferred client.Close ends right after.
 	defer c.Close(context.Background())
 	var res sharedrecipe.Result
+	defer func() {
+		if errors.Is(err, sharedrecipe.ErrCorrupt) {
+			err = encodingHint(ctx, client, op, path, enc, err)
+		}
+	}()
 	switch {
 	case op == "get":
-		n, err := c.Get(ctx)
-		if err != nil {
+		var n int64
+		if n, err = c.Get(ctx); err != nil {
 			return err
 		}
 		_, err = fmt.Fprintln(out, n)
@@ -137,7 +145,7 @@ func runCounterOp(ctx context.Context, op string, args []string, out io.Writer) 
 	case expect != nil && *expect != "":
 		res, err = c.CompareAndSet(ctx, expected, value)
 	default:
-		if err := c.Set(ctx, value); err != nil {
+		if err = c.Set(ctx, value); err != nil {
 			return err
 		}
 		_, err = fmt.Fprintln(out, value)
@@ -148,6 +156,72 @@ func runCounterOp(ctx context.Context, op string, args []string, out io.Writer) 
 	}
 	_, err = fmt.Fprintln(out, res.Post)
 	return err
+}
+
+// counterPeers says which peers write each encoding.
+var counterPeers = map[sharedrecipe.Encoding]string{
+	sharedrecipe.Int64: "8 bytes: Curator's DistributedAtomicLong",
+	sharedrecipe.Int32: "4 bytes: Curator's SharedCount, Kazoo's Counter with support_curator=True",
+	sharedrecipe.Text:  "decimal text: Kazoo's Counter",
+}
+
+// counterReading is a counter's data read in one encoding.
+type counterReading struct {
+	enc sharedrecipe.Encoding
+	n   int64
+}
+
+// counterReadings returns the readings of data in each encoding it fits,
+// int64 first. Empty data fits none here: every encoding reads it as 0.
+func counterReadings(data []byte) []counterReading {
+	var out []counterReading
+	if len(data) == 0 {
+		return nil
+	}
+	for _, e := range []sharedrecipe.Encoding{sharedrecipe.Int64, sharedrecipe.Int32, sharedrecipe.Text} {
+		if n, err := e.Decode(data); err == nil {
+			out = append(out, counterReading{e, n})
+		}
+	}
+	return out
+}
+
+// encodingHint is err, an operation's refusal of the node's data in
+// encoding enc, with what the data are: the value in each encoding that
+// fits them, with the peers that write it and the command that reads it,
+// or that no encoding does. The exit status stays 1: nothing was read as
+// the number asked for, nothing was written.
+func encodingHint(ctx context.Context, client *connection.Client, op, path string, enc sharedrecipe.Encoding, err error) error {
+	data, _, gerr := client.Get(ctx, path)
+	if gerr != nil {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v\n", err)
+	var fits []counterReading
+	for _, r := range counterReadings(data) {
+		if r.enc != enc {
+			fits = append(fits, r)
+		}
+	}
+	if len(fits) == 0 {
+		fmt.Fprintf(&b, "The node's %s are no counter of any encoding (int64, %s; int32, %s; text, %s).",
+			bytesText(len(data)), counterPeers[sharedrecipe.Int64], counterPeers[sharedrecipe.Int32], counterPeers[sharedrecipe.Text])
+		return &exitError{exitFailure, b.String()}
+	}
+	fmt.Fprintf(&b, "The node's %s are not %s data (%s). They read as:\n", bytesText(len(data)), enc, counterPeers[enc])
+	for _, r := range fits {
+		fmt.Fprintf(&b, "  --encoding %-6s %d (%s)\n", r.enc, r.n, counterPeers[r.enc])
+	}
+	fmt.Fprintf(&b, "Give --encoding %s: zkrecipes counter %s --encoding %s %s", fits[0].enc, op, fits[0].enc, path)
+	return &exitError{exitFailure, b.String()}
+}
+
+func bytesText(n int) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // counterOutcome is the error an add or a compare-and-set ends with, with

@@ -19,6 +19,7 @@ var exitDocs = []exitDoc{
 	{"0", "done: the number is printed", "counter get|counter add|counter set"},
 	{"0", "without CMD: registered, then unregistered after SIGINT or SIGTERM (losing the registration is not an error: it is made again)", "register"},
 	{"0", "done; with --watch: interrupted (SIGINT, SIGTERM)", "discover"},
+	{"0", "interrupted (SIGINT, SIGTERM): every server stopped", "dev"},
 	{"0", "done (wait: the barrier is down; leave: no member is in)", "barrier set|barrier remove|barrier wait|barrier leave"},
 	{"0", "without CMD: entered, and every member left", "barrier enter"},
 	{"1", "another failure (a server error, a refused ACL); the message says why", ""},
@@ -43,19 +44,23 @@ var exitDocs = []exitDoc{
 	{"128+n", "signal n ended the wait: 130 for SIGINT (Ctrl-C: zkrecipes dies of it), 143 for SIGTERM", "lock|semaphore|elect|queue take|queue put|counter get|counter add|counter set|register|barrier set|barrier remove|barrier wait|barrier enter|barrier leave"},
 }
 
+// exitNotFor names the commands that a status of every command (commands
+// "") does not apply to: dev connects to no server.
+var exitNotFor = map[string]string{"5": "dev"}
+
 // exitHelp is the "Exit status" section of a command's help ("" for a
 // command with none of its own, such as demo).
 func exitHelp(command string) string {
 	switch command {
 	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect", "watch", "counter get", "counter add", "counter set", "register", "discover",
-		"barrier set", "barrier remove", "barrier wait", "barrier enter", "barrier leave":
+		"barrier set", "barrier remove", "barrier wait", "barrier enter", "barrier leave", "dev":
 	default:
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString("Exit status:\n")
 	for _, d := range exitDocs {
-		if d.commands == "" || containsWord(d.commands, command) {
+		if d.commands == "" && !containsWord(exitNotFor[d.code], command) || containsWord(d.commands, command) {
 			fmt.Fprintf(&b, "  %-6s %s\n", d.code, d.meaning)
 		}
 	}

@@ -27,8 +27,10 @@ has it open) and a double barrier (Curator's DistributedDoubleBarrier,
 Kazoo's DoubleBarrier: open or not, its members). A Curator GroupMember's
 group is named by its members' ids, like any directory: its members show
 as ephemeral nodes (named by UUIDs and not yet joined by a ready node,
-they show as a double barrier filling up, with a note). A plain barrier,
-and a counter only Curator or Kazoo use, are a node with no children:
+they show as a double barrier filling up, with a note). A counter only
+Curator or Kazoo use is a node with no children, told by its data alone:
+decimal digits, or 4 or 8 bytes not all printable, show as a counter with
+a note. A plain barrier, and a node whose data read as no number, are
 "free". Recipes of different kinds at one path, which do not see each
 other's nodes, are flagged with a "warning:" line.
 

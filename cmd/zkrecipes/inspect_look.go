@@ -156,6 +156,11 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 	}
 	switch {
 	case len(fams) == 0 && len(kids) == 0:
+		if ok, err := lookBareCounter(ctx, r, v, st); err != nil {
+			return nil, nil, err
+		} else if ok {
+			return v, nil, nil
+		}
 		v.Kind = kindFree
 		return v, nil, nil
 	case len(fams) == 0:

@@ -21,9 +21,10 @@ import (
 // from the lock families' (inspect_look.go), as a service's is.
 //
 // A counter is told by its Counters' markers (recipes/shared: an
-// ephemeral "_w_<uuid>" child per participant): a counter that only
+// ephemeral "_w_<uuid>" child per participant). A counter that only
 // Curator or Kazoo use, or that no Counter has open, is a node with data
-// and no children, which nothing tells from any other ("free"). A double
+// and no children: it is told by its data alone (bareCounter), and a
+// counter not yet written (Kazoo's starts empty) is "free". A double
 // barrier is told by its ready node, or, before it opens, by children
 // that are all ephemeral and named by UUIDs (36 characters, or Kazoo's 32
 // hex digits) — which a group whose members are named by UUIDs is too,
@@ -89,15 +90,7 @@ func lookCounter(ctx context.Context, r *reader, v *view, kids []string, brief, 
 	if err != nil {
 		return err
 	}
-	info := &counterInfo{Size: len(data), Version: st.Version}
-	for _, e := range []struct {
-		enc sharedrecipe.Encoding
-		to  **int64
-	}{{sharedrecipe.Int64, &info.Int64}, {sharedrecipe.Int32, &info.Int32}, {sharedrecipe.Text, &info.Text}} {
-		if n, err := e.enc.Decode(data); err == nil {
-			*e.to = &n
-		}
-	}
+	info := newCounterInfo(data, st)
 	var markers []string
 	for _, k := range kids {
 		if sharedrecipe.IsMarker(k) {
@@ -128,6 +121,70 @@ func lookCounter(ctx context.Context, r *reader, v *view, kids []string, brief, 
 		v.Notes = append(v.Notes, fmt.Sprintf("%d child node(s) besides the counter's markers", n))
 	}
 	return nil
+}
+
+// newCounterInfo is a counter's value read in each encoding that fits
+// data.
+func newCounterInfo(data []byte, st *zk.Stat) *counterInfo {
+	info := &counterInfo{Size: len(data), Version: st.Version}
+	for _, r := range counterReadings(data) {
+		n := r.n
+		switch r.enc {
+		case sharedrecipe.Int64:
+			info.Int64 = &n
+		case sharedrecipe.Int32:
+			info.Int32 = &n
+		case sharedrecipe.Text:
+			info.Text = &n
+		}
+	}
+	return info
+}
+
+// maxCounterText is the longest data a counter holds: an int64 in
+// decimal, with its sign.
+const maxCounterText = 20
+
+// lookBareCounter reads the node at v.Path, which st says has no children
+// and is not ephemeral, and makes v a counter's view if its data are a
+// counter's (bareCounter). It reads the data only when their length fits
+// a counter, or to watch them with --watch.
+func lookBareCounter(ctx context.Context, r *reader, v *view, st *zk.Stat) (bool, error) {
+	if (st.DataLength < 1 || st.DataLength > maxCounterText) && !r.watch {
+		return false, nil
+	}
+	data, st, err := r.get(ctx, v.Path, true)
+	if errors.Is(err, zk.ErrNoNode) {
+		return false, errMoved
+	}
+	if err != nil || !bareCounter(data) {
+		return false, err
+	}
+	v.Counter = newCounterInfo(data, st)
+	v.fams, v.Kind = []family{famCounter}, kindOf[famCounter]
+	v.Notes = append(v.Notes, "no zkrecipes Counter has it open: a counter told by its data alone (Curator's DistributedAtomicLong or SharedCount, Kazoo's Counter, or any node whose data read as a number)")
+	return true, nil
+}
+
+// bareCounter reports whether data, a node's without children, are taken
+// for a counter's: decimal text (Kazoo's Counter), or 4 or 8 bytes that
+// are not all printable text (Curator's SharedCount and
+// DistributedAtomicLong: a number's high bytes are zeros, or 0xff when it
+// is negative, unless it is huge). Other text — Curator's default data, the
+// host's address, such as "10.0.0.1" — is no counter.
+func bareCounter(data []byte) bool {
+	if _, err := sharedrecipe.Text.Decode(data); err == nil && len(data) > 0 {
+		return true
+	}
+	if len(data) != 4 && len(data) != 8 {
+		return false
+	}
+	for _, b := range data {
+		if b < 0x20 || b > 0x7e {
+			return true
+		}
+	}
+	return false
 }
 
 // lookDouble reads the double barrier at v.Path, whose children are kids:

@@ -1,6 +1,6 @@
 // Command zkrecipes runs the zkrecipes recipes from a shell: a command under
-// a lock or while leading, a work queue, a look at who holds and waits, and
-// a demo. (The benchmarks are a command of their own, cmd/zkbench, which
+// a lock or while leading, a work queue, a look at who holds and waits, a
+// demo, and a local ZooKeeper to develop against. (The benchmarks are a command of their own, cmd/zkbench, which
 // make bench runs.)
 //
 //	zkrecipes lock [--timeout d | --try] [--read|--write] PATH [-- CMD [ARGS...]]
@@ -16,6 +16,7 @@
 //	zkrecipes barrier set|remove|wait|leave PATH
 //	zkrecipes barrier enter --members N PATH [-- CMD [ARGS...]]
 //	zkrecipes demo
+//	zkrecipes dev [--servers 1|3] [--dir DIR] [--port P] [--link-delay D]
 //	zkrecipes version | completion bash|zsh|fish | help [COMMAND]
 //
 // Servers come from --servers (before or after the command) or
@@ -55,6 +56,7 @@ var commands = []command{
 	{name: "discover", summary: "list a service's instances (Curator's ServiceDiscovery), or follow them", run: runDiscover},
 	{name: "barrier", summary: "set, remove or wait at a barrier; enter a double barrier, run a command, leave (Curator's barriers)", run: runBarrier, subcommands: barrierSubcommands},
 	{name: "demo", summary: "show fair locking, fencing tokens and the herd effect, on a local ZooKeeper unless servers are given", run: runDemo},
+	{name: "dev", summary: "start a local ZooKeeper (1 or 3 servers) to develop against, print its ZK_SERVERS, stop it on Ctrl-C", run: runDev},
 	{name: "version", summary: "print the version of zkrecipes and the revision it was built from", run: runVersion},
 }
 
@@ -271,7 +273,7 @@ func serversOrLocal(flagValue string, n int, out io.Writer, opts ...zkserver.Opt
 	start := time.Now()
 	ens, err := zkserver.New(append([]zkserver.Option{zkserver.WithServers(n)}, opts...)...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, localServerError(err)
 	}
 	fmt.Fprintf(out, "ZooKeeper serving at %s after %v.\n", ens.ConnectString(), time.Since(start).Round(time.Millisecond))
 	return ens.Servers(), func() { ens.Close() }, nil

@@ -6,5 +6,5 @@
 // testing package, so that the zkrecipes command's demo and cmd/zkbench
 // can start a ZooKeeper without linking test code. It is the one package
 // of internal/testinfra that the shipped zkrecipes binary links (for its
-// demo's local server).
+// demo's local server, and for zkrecipes dev).
 package zkserver

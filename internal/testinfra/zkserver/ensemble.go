@@ -27,6 +27,9 @@ var (
 	ErrNoLeader = errors.New("zktest: no leader")
 	// ErrClosed means the ensemble was closed.
 	ErrClosed = errors.New("zktest: ensemble closed")
+	// ErrPortInUse means a fixed port (WithClientPort, NewProxyOn) is
+	// taken by another process.
+	ErrPortInUse = errors.New("zktest: port already in use")
 )
 
 // Defaults used when no option says otherwise.
@@ -62,6 +65,8 @@ type config struct {
 	jvmFlags      []string
 	containerGC   time.Duration // znode.container.checkIntervalMs
 	extendedTypes bool          // zookeeper.extendedTypesEnabled: TTL nodes
+	dataDir       string        // WithDataDir: the servers' directories, kept; "" for a temporary one
+	clientPort    int           // WithClientPort: server i's client port is clientPort+i; 0 for free ports
 	logf          func(format string, args ...any)
 }
 
@@ -212,6 +217,35 @@ const ExtendedTypesFlag = "-Dzookeeper.extendedTypesEnabled=true"
 func WithExtendedTypes() Option {
 	return func(c *config) error {
 		c.extendedTypes = true
+		return nil
+	}
+}
+
+// WithDataDir keeps the servers' directories in dir (local backend): dir/1,
+// dir/2, ... each with the server's zoo.cfg, server.log and data. dir is
+// made if missing, and left in place by Close; servers started again on the
+// same dir (with the same number of servers) find the data the last ones
+// wrote. Without it the ensemble runs in a temporary directory that Close
+// removes.
+func WithDataDir(dir string) Option {
+	return func(c *config) error {
+		if dir == "" {
+			return fmt.Errorf("zktest: WithDataDir(%q): want a directory", dir)
+		}
+		c.dataDir = dir
+		return nil
+	}
+}
+
+// WithClientPort puts the client ports on fixed ports of 127.0.0.1 (local
+// backend): server i serves clients on port+i. A port in use is an error
+// matching ErrPortInUse, at once. Without it the servers take free ports.
+func WithClientPort(port int) Option {
+	return func(c *config) error {
+		if port < 1 || port > 65535-8 {
+			return fmt.Errorf("zktest: WithClientPort(%d): want 1 to 65527", port)
+		}
+		c.clientPort = port
 		return nil
 	}
 }

@@ -116,30 +116,37 @@ func startLocal(cfg *config) (Backend, error) {
 			return b, nil
 		}
 		lastErr = err
-		if !errors.Is(err, errPortTaken) {
+		if !errors.Is(err, errPortTaken) || cfg.clientPort > 0 {
 			break
 		}
 	}
 	return nil, lastErr
 }
 
-var errPortTaken = errors.New("zktest: port already in use")
+// errPortTaken is a server's report that its port was taken.
+var errPortTaken = ErrPortInUse
 
 func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
-	dir, err := os.MkdirTemp("", "zktest-")
+	dir, err := serversDir(cfg)
 	if err != nil {
-		return nil, err
-	}
-	n := cfg.servers
-	ports, err := freePorts(4 * n) // client, quorum, election, TLS client
-	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	b := &localBackend{cfg: cfg, install: inst, dir: dir}
+	n := cfg.servers
+	ports, err := freePorts(4 * n) // client, quorum, election, TLS client
+	if err != nil {
+		b.removeDir()
+		return nil, err
+	}
+	if cfg.clientPort > 0 {
+		if err := fixPorts(ports, cfg.clientPort, n); err != nil {
+			b.removeDir()
+			return nil, err
+		}
+	}
 	if cfg.tls {
 		if b.tls, err = makeKeystore(inst.java, dir, cfg.tlsClientAuth); err != nil {
-			os.RemoveAll(dir)
+			b.removeDir()
 			return nil, err
 		}
 	}
@@ -150,7 +157,7 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 		}
 		if cfg.partitions {
 			if b.links, err = newQuorumLinks(n, ports); err != nil {
-				os.RemoveAll(dir)
+				b.removeDir()
 				return nil, err
 			}
 		}
@@ -447,7 +454,51 @@ func (b *localBackend) Close() error {
 		}
 	}
 	b.links.close()
+	return b.removeDir()
+}
+
+// serversDir returns the directory of the servers' directories:
+// WithDataDir's, made if missing, or a new temporary one.
+func serversDir(cfg *config) (string, error) {
+	if cfg.dataDir == "" {
+		return os.MkdirTemp("", "zktest-")
+	}
+	if err := os.MkdirAll(cfg.dataDir, 0o755); err != nil {
+		return "", fmt.Errorf("zktest: data directory: %w", err)
+	}
+	return cfg.dataDir, nil
+}
+
+// removeDir removes the servers' directories unless they are WithDataDir's.
+func (b *localBackend) removeDir() error {
+	if b.cfg.dataDir != "" {
+		return nil
+	}
 	return os.RemoveAll(b.dir)
+}
+
+// fixPorts sets the client ports of ports (every third from 0) to first,
+// first+1, ..., checking that each is free now, and moves a free port that
+// equals one of them out of the way.
+func fixPorts(ports []int, first, n int) error {
+	fixed := map[int]bool{}
+	for i := range n {
+		fixed[first+i] = true
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(first+i)))
+		if err != nil {
+			return fmt.Errorf("%w: 127.0.0.1:%d: %v", ErrPortInUse, first+i, err)
+		}
+		l.Close()
+	}
+	for i, p := range ports {
+		if (i%3 != 0 || i >= 3*n) && fixed[p] {
+			return fmt.Errorf("%w: %d was found free for a server's other ports and is a fixed one", ErrPortInUse, p)
+		}
+	}
+	for i := range n {
+		ports[3*i] = first + i
+	}
+	return nil
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.

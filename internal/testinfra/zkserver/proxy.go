@@ -2,9 +2,12 @@ package zkserver
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -61,14 +64,33 @@ type link struct {
 
 // NewProxy starts a proxy in front of targets (host:port). The caller
 // must Close it.
-func NewProxy(targets []string) (*Proxy, error) { return newProxy(targets, nil) }
+func NewProxy(targets []string) (*Proxy, error) { return newProxy(nil, targets, nil) }
 
-func newProxy(targets []string, wire *wireStats) (*Proxy, error) {
+// NewProxyOn starts a proxy in front of targets that listens on addrs,
+// one address (host:port) per target. An address in use is an error
+// matching ErrPortInUse. The caller must Close it.
+func NewProxyOn(addrs, targets []string) (*Proxy, error) {
+	if len(addrs) != len(targets) {
+		return nil, fmt.Errorf("zktest: NewProxyOn: %d addresses for %d targets", len(addrs), len(targets))
+	}
+	return newProxy(addrs, targets, nil)
+}
+
+// newProxy starts a proxy in front of targets, listening on addrs (nil:
+// free loopback ports).
+func newProxy(addrs, targets []string, wire *wireStats) (*Proxy, error) {
 	p := &Proxy{targets: append([]string(nil), targets...), links: map[*link]struct{}{}, wire: wire}
 	for i, target := range targets {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		addr := "127.0.0.1:0"
+		if addrs != nil {
+			addr = addrs[i]
+		}
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			p.Close()
+			if errors.Is(err, syscall.EADDRINUSE) {
+				return nil, fmt.Errorf("%w: %s: %v", ErrPortInUse, addr, err)
+			}
 			return nil, err
 		}
 		p.listeners = append(p.listeners, l)

@@ -51,7 +51,7 @@ type wireStats struct {
 // NewCountingProxy is NewProxy that also reads the ZooKeeper client
 // protocol's frames on its connections and counts them (ProxyWire).
 func NewCountingProxy(targets []string) (*Proxy, error) {
-	return newProxy(targets, &wireStats{})
+	return newProxy(nil, targets, &wireStats{})
 }
 
 // ProxyWire returns what counting proxy p has counted so far (zero for a
