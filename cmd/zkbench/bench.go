@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/cmd/zkbench/internal/bench"
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 // runBench parses the command line and runs the scenarios it asks for.

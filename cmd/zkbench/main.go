@@ -29,7 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 func main() {

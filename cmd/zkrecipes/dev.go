@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 const devAbout = `Starts a local ZooKeeper ensemble to develop against, on 127.0.0.1: one

@@ -1,6 +1,6 @@
 package zktest
 
-import "github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
+import "github.com/zkrecipes/zkrecipes/internal/zkserver"
 
 // Backup is a copy of an ensemble's database, as an operator keeps one:
 // the snapshots, transaction logs and epochs one server had written when

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 // Proxy is a TCP proxy between clients and an ensemble, one loopback

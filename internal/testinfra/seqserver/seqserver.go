@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 //go:embed CounterServer.java

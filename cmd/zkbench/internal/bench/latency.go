@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 // LatencyConfig says what to run through delayed links: every client's

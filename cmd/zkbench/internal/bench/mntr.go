@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 // triggerMetrics are mntr's sums of the watchers each server triggered, by

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/chaos"
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/zkserver"
+	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
 func main() {
