@@ -25,7 +25,8 @@ func TestGuard(t *testing.T) {
 			}
 			return m, m.Unlock
 		},
-		Lost: mutex.ErrLockLost,
+		Released: mutex.ErrUnlocked,
+		Lost:     mutex.ErrLockLost,
 	})
 }
 
