@@ -322,7 +322,7 @@ func (h *Hold) unwatched(err error) {
 func (h *Hold) periodLost() error {
 	why := context.Cause(h.Trusted)
 	if why == nil {
-		why = h.Session.Err() // not reached: called once the period ended
+		return h.cfg.Lost // the period lasts: End of a hold over already asks
 	}
 	return errtext.Errorf("%w: %w", h.cfg.Lost, why)
 }
