@@ -550,11 +550,9 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 // ErrNodeGone means the node of a hold was deleted by someone else (or,
 // heard as a deletion, with its session): a hold about to begin has
 // nothing to hold, and a hold's context has it in its cause when it ended
-// so. Like every error of lockcore that reaches a recipe's caller, its
-// text names no package: it is read as part of the recipe's message
-// ("mutex: lock lost: ...: node deleted: <path>"), and lockcore is not a
-// package the caller knows.
-var ErrNodeGone = errors.New("node deleted")
+// so. It is connection.ErrNodeDeleted, the sentinel a recipe's caller
+// matches: lockcore is not a package the caller knows.
+var ErrNodeGone = connection.ErrNodeDeleted
 
 // park waits for one of the attempt's watches (its own node's among
 // them) to fire, the session's end or ctx, and tells the waiter what

@@ -26,7 +26,8 @@ func TestGuard(t *testing.T) {
 			}
 			return m, m.Unlock
 		},
-		Lost: mutex.ErrLockLost,
+		Released: mutex.ErrUnlocked,
+		Lost:     mutex.ErrLockLost,
 	})
 }
 

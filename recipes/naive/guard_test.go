@@ -18,7 +18,8 @@ func TestGuard(t *testing.T) {
 			}
 			return l, l.Unlock
 		},
-		Fixed: true,
-		Lost:  naive.ErrLockLost,
+		Fixed:    true,
+		Released: naive.ErrUnlocked,
+		Lost:     naive.ErrLockLost,
 	})
 }

@@ -22,7 +22,8 @@ func TestGuardOfWriteSide(t *testing.T) {
 			}
 			return w, w.Unlock
 		},
-		Lost: rwlock.ErrLockLost,
+		Released: rwlock.ErrUnlocked,
+		Lost:     rwlock.ErrLockLost,
 	})
 }
 

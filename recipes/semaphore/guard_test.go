@@ -22,6 +22,7 @@ func TestGuardOfLease(t *testing.T) {
 			}
 			return leases[0], leases[0].Release
 		},
-		Lost: semaphore.ErrLeaseLost,
+		Released: semaphore.ErrReleased,
+		Lost:     semaphore.ErrLeaseLost,
 	})
 }
