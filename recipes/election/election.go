@@ -114,6 +114,9 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 		},
 	}
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("election: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(e); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // RunOption configures Run. An option that does not apply makes Run
@@ -42,6 +45,9 @@ func WithRequeue() RunOption {
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, term *Term) error, opts ...RunOption) error {
 	var cfg runConfig
 	for _, o := range opts {
+		if o == nil {
+			return e.errorf("run", errtext.Errorf("nil option: %w", connection.ErrInvalidOption))
+		}
 		if err := o(&cfg); err != nil {
 			return e.errorf("run", err)
 		}

@@ -109,6 +109,9 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 		},
 	}
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("mutex: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(m); err != nil {
 			return nil, err
 		}

@@ -104,6 +104,9 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 	}
 	o := options{mode: DefaultMode}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("node: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

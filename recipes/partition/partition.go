@@ -157,6 +157,9 @@ func New(client *connection.Client, path string, items []string, opts ...Option)
 	}
 	o := options{boundary: DefaultTimeBoundary, split: KazooSplit}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("partition: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

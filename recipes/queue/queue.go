@@ -99,6 +99,9 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 	}
 	q.c.init()
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("queue: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(q); err != nil {
 			return nil, err
 		}
@@ -182,6 +185,9 @@ func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
 func (q *Queue) put(ctx context.Context, data []byte, opts []PutOption) error {
 	cfg := putConfig{priority: DefaultPriority}
 	for _, o := range opts {
+		if o == nil {
+			return errtext.Errorf("queue: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(&cfg); err != nil {
 			return err
 		}

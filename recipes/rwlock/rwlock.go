@@ -98,6 +98,9 @@ func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 	rw.write.core.Relist = true
 	rw.write.core.Window = 2
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("rwlock: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(rw); err != nil {
 			return nil, err
 		}

@@ -98,6 +98,9 @@ func New(c *connection.Client, p string, maxLeases int, opts ...Option) (*Semaph
 	}
 	s := &Semaphore{client: c, path: p, max: maxLeases, data: connx.Of(c).DefaultData()}
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("semaphore: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(s); err != nil {
 			return nil, err
 		}
