@@ -244,3 +244,15 @@ func CPUTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// VerifyNoGoroutinesSince fails t if a goroutine started since before
+// (goleak.IgnoreCurrent) still runs — except the two that go-zookeeper
+// starts for each connection of a client, when a client of the test
+// reconnects meanwhile (a loaded machine makes that happen): they belong
+// to that client, not to what the test closed.
+func VerifyNoGoroutinesSince(t testing.TB, before goleak.Option) {
+	t.Helper()
+	goleak.VerifyNone(t, before,
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"))
+}
