@@ -395,7 +395,7 @@ func releaseBeforeNextHolder(t *testing.T, ens *zktest.Ensemble, k Kind) {
 		n     int
 		delay time.Duration
 	}{
-		{"NoFaults", 50, 0},
+		{"NoFaults", 100, 0},
 		{"ReleaserAnswersDelayed", 3, 1500 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
