@@ -318,7 +318,13 @@ func TestDoubleRoundsUnderFaults(t *testing.T) {
 		}
 		v := viewOf(t, zc, dir)
 		if v.ready == nil || len(v.members) != n {
-			t.Fatalf("round %d, all entered: %d member nodes, ready %v", r, len(v.members), v.ready != nil)
+			var nodes []string
+			for name, st := range v.members {
+				nodes = append(nodes, fmt.Sprintf("%s (czxid %#x, owner %#x)", name, st.Czxid, st.EphemeralOwner))
+			}
+			t.Fatalf("round %d, all entered: %d member nodes, ready %v; entered %+v; nodes %v; sessions A %#x B %#x C %#x; lost in Enter %v, in Leave %v; violations %v",
+				r, len(v.members), v.ready != nil, es, nodes, cA.Session().ID(), cB.Session().ID(), cC.Session().ID(),
+				log.lostEnter, log.lostLeave, log.violations)
 		}
 		var snapshot []string
 		for name, st := range v.members {
