@@ -322,9 +322,11 @@ func TestDoubleRoundsUnderFaults(t *testing.T) {
 			for name, st := range v.members {
 				nodes = append(nodes, fmt.Sprintf("%s (czxid %#x, owner %#x)", name, st.Czxid, st.EphemeralOwner))
 			}
-			t.Fatalf("round %d, all entered: %d member nodes, ready %v; entered %+v; nodes %v; sessions A %#x B %#x C %#x; lost in Enter %v, in Leave %v; violations %v",
-				r, len(v.members), v.ready != nil, es, nodes, cA.Session().ID(), cB.Session().ID(), cC.Session().ID(),
-				log.lostEnter, log.lostLeave, log.violations)
+			log.mu.Lock()
+			seen := fmt.Sprintf("lost in Enter %v, in Leave %v; violations %v", log.lostEnter, log.lostLeave, log.violations)
+			log.mu.Unlock()
+			t.Fatalf("round %d, all entered: %d member nodes, ready %v; entered %+v; nodes %v; sessions A %#x B %#x C %#x; %s",
+				r, len(v.members), v.ready != nil, es, nodes, cA.Session().ID(), cB.Session().ID(), cC.Session().ID(), seen)
 		}
 		var snapshot []string
 		for name, st := range v.members {
