@@ -10,6 +10,10 @@ FUZZTIME  ?= 5s
 FUZZ_TARGETS = connection:FuzzValidatePath internal/lockcore:FuzzParse \
 	internal/lockcore:FuzzContenderOrder recipes/queue:FuzzParseEntry
 TESTFLAGS ?=
+# The packages whose -race tests take longest, in that order: make test starts them first, so
+# that the packages running last, two at a time, are short ones (go test starts the packages'
+# tests in the order it is given them).
+TEST_FIRST ?= ./recipes/cache ./connection ./recipes/election ./recipes/mutex ./cmd/zkrecipes
 # The packages whose integration tests run with the oldest Go too (see test): the session
 # owner's supervisor and watchdog, the recipes whose workers wait on timers, and the command
 # line's processes, signals and terminal.
@@ -40,7 +44,8 @@ demo: deps-demo
 ## runs once more (scripts/known-race.py)
 test: deps
 	@out=$$(mktemp); \
-	{ $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$($(GO) list ./... | grep -v /internal/testinfra/chaos) 2>&1; echo $$? > $$out.rc; } | tee $$out; \
+	pkgs=$$($(GO) list $(TEST_FIRST) ./... | awk '!seen[$$0]++' | grep -v /internal/testinfra/chaos); \
+	{ $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$pkgs 2>&1; echo $$? > $$out.rc; } | tee $$out; \
 	rc=$$(cat $$out.rc); rm -f $$out.rc; \
 	if [ $$rc -ne 0 ]; then \
 		again=$$(python3 scripts/known-race.py < $$out) && [ -n "$$again" ] || { rm -f $$out; exit 1; }; \
