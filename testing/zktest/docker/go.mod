@@ -65,3 +65,5 @@ require (
 )
 
 require github.com/zkrecipes/zkrecipes v1.0.0
+
+replace github.com/zkrecipes/zkrecipes => ../../..
