@@ -108,7 +108,8 @@ deps:
 deps-demo:
 	@./scripts/install-deps.sh demo
 
-## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them), then zkrecipes,
+## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them), the cache's
+## first view of a 100,011-node subtree checked node for node (TestScaleTree at its full size), then zkrecipes,
 ## Curator, Kazoo and zk.Lock side by side on a local 3-node ensemble (medians of 3 rounds), the
 ## cache against CuratorCache and both TreeCaches included, and the latency-bound lock scenarios
 ## again on a second ensemble whose every link is delayed 0 and 250 µs one way (--link-delay),
@@ -121,4 +122,5 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
 	$(GO) test -run '^$$' -bench Rebalance -benchtime 1x ./recipes/partition
+	ZKRECIPES_SCALE=full $(GO) test -count=1 -v -run '^TestScaleTree$$' ./recipes/cache
 	$(GO) run ./cmd/zkbench --rounds 3 --link-delay 0,250us --docs docs
