@@ -149,8 +149,8 @@ func TestRunDiscoverySmoke(t *testing.T) {
 //
 // Its windows are short (300 ms), and the server make installs
 // (ZooKeeper 3.8.0) sometimes holds a session's lone write until another
-// request reaches it (ZOOKEEPER-4537, fixed in 3.8.1): measured here about
-// once in two minutes of contention, for up to a ping interval. A window
+// request reaches it, for up to a ping interval (ZOOKEEPER-4537, fixed in
+// 3.8.1). A window
 // that falls in such a stall counts nothing; so a run whose counts are not
 // all positive is run once more, and the test fails only if that one is
 // short too.
@@ -182,9 +182,7 @@ func TestRunScaleSmoke(t *testing.T) {
 		// the probe sees them. Its memory figures are make bench's: they
 		// are differences of the runtime's page-grained counts, and a few
 		// hundred waiters may fit in spans the scenarios before them
-		// freed (200 zk.Lock waiters measured 128 KiB of heap and stacks
-		// in one run, a megabyte in others), so no bound of them is
-		// checked here.
+		// freed, so no bound of them is checked here.
 		if d := r.Idle[impl]; d.Waiters != 200 || d.Watches < 200 || d.Threads < 200 {
 			t.Fatalf("%s idle waiters: %+v", impl, d)
 		}
