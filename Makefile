@@ -26,40 +26,53 @@ OLDEST_INTEGRATION ?= ./recipes/node ./recipes/partition ./cmd/zkrecipes
 # waits on go-zookeeper and the servers alone, the same under every Go.
 OLDEST_CONNECTION_RUN ?= Watchdog|Suspen|Lost|Silen|Close|Guard|Expir|Timeout|ServerLag|Ping
 
-.PHONY: demo test bench chaos lint api deps deps-demo
+.PHONY: demo test test-race test-norace test-oldest bench chaos lint api deps deps-demo
 
 ## demo: show fair locking, fencing tokens and the herd effect (starts a local ZooKeeper unless ZK_SERVERS is set);
 ## installs only what its local server needs, a Java runtime and ZooKeeper (deps-demo)
 demo: deps-demo
 	$(GO) run ./cmd/zkrecipes demo
 
+# Packages the -race pass tests at once, and tests of one package at once (t.Parallel): most
+# integration tests wait on servers and timeouts, not on the CPU.
+TEST_P ?= 3
+TEST_PARALLEL ?= 4
+
 ## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
-## (the Docker backend's module too: its tests skip, saying why, without a Docker engine), and
-## then, with the oldest supported Go ($(GO_OLDEST), without -race), what can differ between Go
-## versions: the build and vet of every package, every unit test (-short: the tests against real
-## servers skip), and the integration tests of the packages whose code leans on what Go versions
-## changed — timers (Go 1.23 made their channels unbuffered and Stop/Reset synchronous), child
-## processes and signals: the connection's tests of its timers (OLDEST_CONNECTION_RUN) and
-## $(OLDEST_INTEGRATION) (with ZKRECIPES_SKIP_HEAVY set, their longest fault tests skip there,
-## having run once);
-## the short fault run (internal/testinfra/chaos) runs without it: go-zookeeper v1.0.4 reads its last zxid
-## unsynchronised while it re-registers watches on a reconnect, a race inside the dependency
-## that the fault run's many reconnects make the detector report (go-zookeeper/zk#35, open);
-## so do the tests that skip under -race for that race (scripts/race-skipped.sh lists them), but
-## for those of $(OLDEST_INTEGRATION), which the oldest Go runs;
-## a package of the rest that fails with that race alone, or with go-zookeeper's other own race (a
-## call that gave up on a closed handle reads its response as the late answer is decoded into it),
-## runs once more (scripts/known-race.py)
+## (test-race), and then two streams side by side, each printing its output when it ends:
+## test-norace — what runs without -race: the short fault run (internal/testinfra/chaos), as
+## go-zookeeper v1.0.4 reads its last zxid unsynchronised while it re-registers watches on a
+## reconnect, a race inside the dependency that the fault run's many reconnects make the detector
+## report (go-zookeeper/zk#35, open); the tests that skip under -race for that race
+## (scripts/race-skipped.sh lists them) but for those of $(OLDEST_INTEGRATION), which the oldest Go
+## runs; the Docker backend's module (its tests skip, saying why, without a Docker engine); and
+## fuzzing — and test-oldest — with the oldest supported Go ($(GO_OLDEST), without -race), what can
+## differ between Go versions: the build and vet of every package, every unit test (-short: the
+## tests against real servers skip), and the integration tests of the packages whose code leans on
+## what Go versions changed — timers (Go 1.23 made their channels unbuffered and Stop/Reset
+## synchronous), child processes and signals: the connection's tests of its timers
+## (OLDEST_CONNECTION_RUN) and $(OLDEST_INTEGRATION) (with ZKRECIPES_SKIP_HEAVY set, their longest
+## fault tests skip there, having run once)
 test: deps
+	@$(MAKE) --no-print-directory test-race
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-norace test-oldest
+
+## test-race: every test with -race; a package that fails with go-zookeeper's own race alone (above),
+## or with its other own race (a call that gave up on a closed handle reads its response as the late
+## answer is decoded into it), runs once more (scripts/known-race.py)
+test-race:
 	@out=$$(mktemp); \
 	pkgs=$$($(GO) list $(TEST_FIRST) ./... | awk '!seen[$$0]++' | grep -v /internal/testinfra/chaos); \
-	{ $(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$pkgs 2>&1; echo $$? > $$out.rc; } | tee $$out; \
+	{ $(GO) test -race -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TESTFLAGS) $$pkgs 2>&1; echo $$? > $$out.rc; } | tee $$out; \
 	rc=$$(cat $$out.rc); rm -f $$out.rc; \
 	if [ $$rc -ne 0 ]; then \
 		again=$$(python3 scripts/known-race.py < $$out) && [ -n "$$again" ] || { rm -f $$out; exit 1; }; \
 		echo "== go-zookeeper's own race (go-zookeeper/zk#35) failed $$again; once more"; \
 		$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$again || { rm -f $$out; exit 1; }; \
 	fi; rm -f $$out
+
+test-norace:
+	@echo "== the short fault run, without -race"
 	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./internal/testinfra/chaos
 	@echo "== the tests that skip under -race (go-zookeeper/zk#35), without it, but for $(OLDEST_INTEGRATION)'s (the oldest Go runs them)"
 	@scripts/race-skipped.sh $(OLDEST_INTEGRATION) | while read -r pkg run; do \
@@ -69,6 +82,8 @@ test: deps
 	@echo "== fuzzing, $(FUZZTIME) inputs per target (the seeds also run in every go test)"
 	@for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done
+
+test-oldest:
 	@echo "== the oldest supported Go, $(GO_OLDEST): the build, vet and unit tests of every package, the connection's tests of its timers, the integration tests of $(OLDEST_INTEGRATION)"
 	GOTOOLCHAIN=$(GO_OLDEST) $(GO) vet ./...
 	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -short -count=1 -timeout 10m $(TESTFLAGS) ./...

@@ -46,6 +46,35 @@ def say(line):
         sys.stdout.flush()
 
 
+def serve(commands, ready=None):
+    """Says READY (then calls ready, if given), then answers each line of
+    stdin until quit (or its end): commands maps a command's name to a
+    function of its arguments that returns the answer line. An unknown
+    command, and an exception, are answered with ERROR, and the driver
+    keeps serving."""
+    say("READY")
+    if ready is not None:
+        ready()
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd:
+            continue
+        if cmd[0] == "quit":
+            break
+        handle = commands.get(cmd[0])
+        if handle is None:
+            say("ERROR unknown command " + cmd[0])
+            continue
+        try:
+            say(handle(cmd[1:]))
+        except Exception as e:  # report, keep serving
+            say("ERROR %r" % (e,))
+
+
+def timeout_arg(args):
+    return float(args[0]) if args else None
+
+
 def main():
     hosts, path = sys.argv[1], sys.argv[2]
     kind = sys.argv[3] if len(sys.argv) > 3 else "lock"
@@ -53,146 +82,98 @@ def main():
     client.start(timeout=20)
     if kind in ("counter", "curatorcounter"):
         serve_counter(client.Counter(path, support_curator=(kind == "curatorcounter")))
-        client.stop()
-        client.close()
-        return
-    if kind == "queue":
+    elif kind == "queue":
         serve_queue(client.LockingQueue(path))
-        client.stop()
-        client.close()
-        return
-    if kind == "writer":
+    elif kind == "writer":
         serve_writer(client)
-        client.stop()
-        client.close()
-        return
-    if kind in ("party", "shallowparty"):
+    elif kind in ("party", "shallowparty"):
         make = client.Party if kind == "party" else client.ShallowParty
         serve_party(make(path, identifier=sys.argv[4]))
-        client.stop()
-        client.close()
-        return
-    if kind == "partitioner":
+    elif kind == "partitioner":
         serve_partitioner(client, path, sys.argv[4], sys.argv[5].split(","), float(sys.argv[6]))
-        client.stop()
-        client.close()
-        return
-    if kind in ("barrier", "doublebarrier"):
+    elif kind in ("barrier", "doublebarrier"):
         serve_barrier(client, path, kind, sys.argv[4:])
-        client.stop()
-        client.close()
-        return
-    if kind == "write":
+    elif kind == "write":
         # Curator-layout readers and writers block a Kazoo writer.
-        lock = client.WriteLock(path, "kazoo", extra_lock_patterns=["__WRIT__", "__READ__"])
+        serve_lock(client.WriteLock(path, "kazoo", extra_lock_patterns=["__WRIT__", "__READ__"]))
     else:
         # "-lock-" makes Kazoo see Curator-layout (and zkrecipes) contenders.
-        lock = client.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
-    say("READY")
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            if cmd[0] == "acquire":
-                timeout = float(cmd[1]) if len(cmd) > 1 else None
-                try:
-                    lock.acquire(timeout=timeout)
-                    say("ACQUIRED")
-                except LockTimeout:
-                    say("TIMEOUT")
-            elif cmd[0] == "release":
-                lock.release()
-                say("RELEASED")
-            elif cmd[0] == "contenders":
-                say("CONTENDERS " + ",".join(lock.contenders()))
-            elif cmd[0] == "quit":
-                break
-            else:
-                say("ERROR unknown command " + cmd[0])
-        except Exception as e:  # report, keep serving
-            say("ERROR %r" % (e,))
+        serve_lock(client.Lock(path, "kazoo", extra_lock_patterns=["-lock-"]))
     client.stop()
     client.close()
 
 
-def serve_queue(queue):
-    say("READY")
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
+def serve_lock(lock):
+    def acquire(args):
         try:
-            if cmd[0] == "put":
-                priority = int(cmd[2]) if len(cmd) > 2 else 100
-                queue.put(cmd[1].encode(), priority=priority)
-                say("PUT")
-            elif cmd[0] == "get":
-                timeout = float(cmd[1]) if len(cmd) > 1 else None
-                value = queue.get(timeout=timeout)
-                say("TIMEOUT" if value is None else "ITEM " + value.decode())
-            elif cmd[0] == "consume":
-                say("CONSUMED %s" % queue.consume())
-            elif cmd[0] == "release":
-                say("RELEASED %s" % queue.release())
-            elif cmd[0] == "len":
-                say("LEN %d" % len(queue))
-            elif cmd[0] == "quit":
-                break
-            else:
-                say("ERROR unknown command " + cmd[0])
-        except Exception as e:  # report, keep serving
-            say("ERROR %r" % (e,))
+            lock.acquire(timeout=timeout_arg(args))
+            return "ACQUIRED"
+        except LockTimeout:
+            return "TIMEOUT"
+
+    def release(args):
+        lock.release()
+        return "RELEASED"
+
+    serve({
+        "acquire": acquire,
+        "release": release,
+        "contenders": lambda args: "CONTENDERS " + ",".join(lock.contenders()),
+    })
+
+
+def serve_queue(queue):
+    def put(args):
+        priority = int(args[1]) if len(args) > 1 else 100
+        queue.put(args[0].encode(), priority=priority)
+        return "PUT"
+
+    def get(args):
+        value = queue.get(timeout=timeout_arg(args))
+        return "TIMEOUT" if value is None else "ITEM " + value.decode()
+
+    serve({
+        "put": put,
+        "get": get,
+        "consume": lambda args: "CONSUMED %s" % queue.consume(),
+        "release": lambda args: "RELEASED %s" % queue.release(),
+        "len": lambda args: "LEN %d" % len(queue),
+    })
 
 
 def serve_counter(counter):
-    say("READY")
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            if cmd[0] == "add":
-                delta, n = int(cmd[1]), int(cmd[2])
-                ok = failed = 0
-                for _ in range(n):
-                    try:
-                        counter += delta
-                        ok += 1
-                    except Exception:  # the add may or may not have applied
-                        failed += 1
-                say("ADDED %d 0 %d" % (ok, failed))
-            elif cmd[0] == "get":
-                say("VALUE %d" % counter.value)
-            elif cmd[0] == "quit":
-                break
-            else:
-                say("ERROR unknown command " + cmd[0])
-        except Exception as e:  # report, keep serving
-            say("ERROR %r" % (e,))
+    def add(args):
+        nonlocal counter
+        delta, n = int(args[0]), int(args[1])
+        ok = failed = 0
+        for _ in range(n):
+            try:
+                counter += delta
+                ok += 1
+            except Exception:  # the add may or may not have applied
+                failed += 1
+        return "ADDED %d 0 %d" % (ok, failed)
+
+    serve({
+        "add": add,
+        "get": lambda args: "VALUE %d" % counter.value,
+    })
 
 
 def serve_party(party):
-    say("READY")
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            if cmd[0] == "join":
-                party.join()
-                say("JOINED")
-            elif cmd[0] == "leave":
-                party.leave()
-                say("LEFT")
-            elif cmd[0] == "members":
-                say("MEMBERS " + ",".join(sorted(party)))
-            elif cmd[0] == "quit":
-                break
-            else:
-                say("ERROR unknown command " + cmd[0])
-        except Exception as e:  # report, keep serving
-            say("ERROR %r" % (e,))
+    def join(args):
+        party.join()
+        return "JOINED"
+
+    def leave(args):
+        party.leave()
+        return "LEFT"
+
+    serve({
+        "join": join,
+        "leave": leave,
+        "members": lambda args: "MEMBERS " + ",".join(sorted(party)),
+    })
 
 
 def serve_partitioner(client, path, identifier, items, boundary):
@@ -226,93 +207,67 @@ def serve_partitioner(client, path, identifier, items, boundary):
                 continue
             changed.wait(0.2)
 
-    say("READY")
+    def finish(args):
+        stop.set()
+        worker.join()
+        part.finish()
+        return "FINISHED"
+
     worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            if cmd[0] == "state":
-                say(state_line())
-            elif cmd[0] == "finish":
-                stop.set()
-                worker.join()
-                part.finish()
-                say("FINISHED")
-            elif cmd[0] == "quit":
-                break
-            else:
-                say("ERROR unknown command " + cmd[0])
-        except Exception as e:  # report, keep serving
-            say("ERROR %r" % (e,))
+    serve({
+        "state": lambda args: state_line(),
+        "finish": finish,
+    }, ready=worker.start)
     stop.set()
     worker.join()
 
 
 def serve_writer(client):
-    say("READY")
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            if cmd[0] == "create":
-                flags = [a for a in cmd[1:] if a.startswith("-")]
-                args = [a for a in cmd[1:] if not a.startswith("-")]
-                value = args[1].encode() if len(args) > 1 else b""
-                created = client.create(args[0], value, ephemeral="-ephemeral" in flags,
-                                        sequence="-sequence" in flags, makepath=True)
-                say("CREATED " + created)
-            elif cmd[0] == "set":
-                say("SET %d" % client.set(cmd[1], cmd[2].encode()).version)
-            elif cmd[0] == "delete":
-                client.delete(cmd[1])
-                say("DELETED")
-            elif cmd[0] == "session":
-                say("SESSION %x" % client.client_id[0])
-            elif cmd[0] == "quit":
-                break
-            else:
-                say("ERROR unknown command " + cmd[0])
-        except Exception as e:  # report, keep serving
-            say("ERROR %r" % (e,))
+    def create(args):
+        flags = [a for a in args if a.startswith("-")]
+        rest = [a for a in args if not a.startswith("-")]
+        value = rest[1].encode() if len(rest) > 1 else b""
+        return "CREATED " + client.create(rest[0], value, ephemeral="-ephemeral" in flags,
+                                          sequence="-sequence" in flags, makepath=True)
+
+    def delete(args):
+        client.delete(args[0])
+        return "DELETED"
+
+    serve({
+        "create": create,
+        "set": lambda args: "SET %d" % client.set(args[0], args[1].encode()).version,
+        "delete": delete,
+        "session": lambda args: "SESSION %x" % client.client_id[0],
+    })
 
 
 def serve_barrier(client, path, kind, args):
+    session = {"session": lambda args: "SESSION %x" % client.client_id[0]}
     if kind == "barrier":
         barrier = client.Barrier(path)
-    else:
-        barrier = client.DoubleBarrier(path, int(args[0]))
-    say("READY")
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        try:
-            if cmd[0] == "set" and kind == "barrier":
-                barrier.create()
-                say("RAISED")
-            elif cmd[0] == "remove" and kind == "barrier":
-                say("REMOVED %s" % barrier.remove())
-            elif cmd[0] == "wait" and kind == "barrier":
-                timeout = float(cmd[1]) if len(cmd) > 1 else None
-                say("PASSED" if barrier.wait(timeout) else "TIMEOUT")
-            elif cmd[0] == "enter" and kind == "doublebarrier":
-                barrier.enter()
-                say("ENTERED %s" % barrier.participating)
-            elif cmd[0] == "leave" and kind == "doublebarrier":
-                barrier.leave()
-                say("LEFT")
-            elif cmd[0] == "session":
-                say("SESSION %x" % client.client_id[0])
-            elif cmd[0] == "quit":
-                break
-            else:
-                say("ERROR unknown command " + cmd[0])
-        except Exception as e:  # report, keep serving
-            say("ERROR %r" % (e,))
+
+        def raise_(args):
+            barrier.create()
+            return "RAISED"
+
+        serve(dict(session, **{
+            "set": raise_,
+            "remove": lambda args: "REMOVED %s" % barrier.remove(),
+            "wait": lambda args: "PASSED" if barrier.wait(timeout_arg(args)) else "TIMEOUT",
+        }))
+        return
+    barrier = client.DoubleBarrier(path, int(args[0]))
+
+    def enter(args):
+        barrier.enter()
+        return "ENTERED %s" % barrier.participating
+
+    def leave(args):
+        barrier.leave()
+        return "LEFT"
+
+    serve(dict(session, enter=enter, leave=leave))
 
 
 if __name__ == "__main__":
