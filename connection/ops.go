@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
@@ -104,7 +105,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 			err = op(ctx, zc)
 			unknown = unknown || noAnswer(err) || isUnanswered(err)
 		}
-		if noAnswer(err) && c.takeTooLarge(tooLargeKey(what, c.server(path))) {
+		if noAnswer(err) && c.takeTooLarge(wire.TooLargeKey(what, c.server(path))) {
 			// The answer came and was too long for the client's buffer;
 			// asking again would only drop the next connection too.
 			return retry.Permanent(errtext.Errorf("%w (%d bytes): %w", ErrResponseTooLarge, c.opts.maxBufferSize, err))

@@ -11,12 +11,13 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
 // ProtectedPrefix starts the name of every protected node, as in Curator:
 // "_c_" + a 36-character UUID + "-" + the caller's name.
-const ProtectedPrefix = "_c_"
+const ProtectedPrefix = wire.ProtectedPrefix
 
 // protectedIDLen is the length of "_c_<uuid>-".
 const protectedIDLen = len(ProtectedPrefix) + 36 + 1
@@ -119,7 +120,7 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 		}
 		if then != nil && attempt == 1 {
 			if tr := c.trackerOf(zc); tr != nil {
-				if forget := tr.whenWritten(spath, nil, then); forget != nil {
+				if forget := tr.WhenWritten(spath, nil, then); forget != nil {
 					defer forget()
 				}
 			}
@@ -150,14 +151,14 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 			if err != nil {
 				return retry.Permanent(c.opErr(sess, err))
 			}
-			st = createdStat{czxid: stat.Czxid, owner: stat.EphemeralOwner}
+			st = wire.Created{Czxid: stat.Czxid, Owner: stat.EphemeralOwner}
 		}
-		out.Czxid = st.czxid
-		if mode.ephemeral() && st.owner != sess.ID() {
+		out.Czxid = st.Czxid
+		if mode.ephemeral() && st.Owner != sess.ID() {
 			// go-zookeeper ran the create in another session than sess
 			// (CURATOR-604's double holders).
 			_ = c.run(ctx, func() error { return zc.Delete(created, -1) })
-			return retry.Permanent(errtext.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.owner, sess.ID()))
+			return retry.Permanent(errtext.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.Owner, sess.ID()))
 		}
 		return nil
 	}, func(err error, next time.Duration) {
@@ -193,7 +194,7 @@ func (c *Client) cleanupAbandoned(zc *zk.Conn, created string, err error, sdir, 
 
 // trackerOf returns the tracker of handle zc, nil if zc is no longer the
 // client's.
-func (c *Client) trackerOf(zc *zk.Conn) *tracker {
+func (c *Client) trackerOf(zc *zk.Conn) *wire.Tracker {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.zc != zc {
@@ -202,17 +203,17 @@ func (c *Client) trackerOf(zc *zk.Conn) *tracker {
 	return c.tr
 }
 
-// createdStat returns what the create2 reply said of the node at spath,
+// wire.Created returns what the create2 reply said of the node at spath,
 // if handle zc is still the client's and it was sent as create2.
-func (c *Client) createdStat(zc *zk.Conn, spath string) (createdStat, bool) {
+func (c *Client) createdStat(zc *zk.Conn, spath string) (wire.Created, bool) {
 	c.mu.Lock()
 	tr := c.tr
 	current := c.zc == zc
 	c.mu.Unlock()
 	if !current {
-		return createdStat{}, false
+		return wire.Created{}, false
 	}
-	return tr.takeCreated(spath)
+	return tr.TakeCreated(spath)
 }
 
 // findProtected looks in server directory sdir for the child with the

@@ -321,7 +321,7 @@ var errPark = errors.New("lockcore: park")
 //     watches are the client's own, and after a reconnect of the same
 //     session the client registers them again itself, at a zxid no newer
 //     than the last it heard while every watch was registered
-//     (connection's restore.go): a node deleted while it was cut off fires
+//     (internal/wire's restore.go): a node deleted while it was cut off fires
 //     NodeDeleted then.
 //   - No other session. The request goes only in the session that made
 //     our node (WatchData refuses any other: ErrSessionLost restarts the
