@@ -225,3 +225,107 @@ func CodeErr(code int32) error {
 	}
 	return errtext.Errorf("connection: server error %s", strconv.Itoa(int(code)))
 }
+
+// EncodeCreate2 is a create2 request (its xid to be filled): a create
+// whose reply carries the new node's Stat (ZooKeeper 3.5+). Its body is
+// a create's: path, data, ACL (a vector of perms, scheme, id) and flags.
+func EncodeCreate2(path string, data []byte, acl []zk.ACL, flags int32) []byte {
+	b := make([]byte, 12, 12+4+len(path)+4+len(data)+4+len(acl)*32+4)
+	binary.BigEndian.PutUint32(b[8:12], opCreate2)
+	b = appendString(b, path)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
+	b = append(b, data...)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(acl)))
+	for _, a := range acl {
+		b = binary.BigEndian.AppendUint32(b, uint32(a.Perms))
+		b = appendString(b, a.Scheme)
+		b = appendString(b, a.ID)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(flags))
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	return b
+}
+
+// DecodeCreate2 reads the body of a create2 reply: the node's path (its
+// sequence suffix included) and its Stat.
+func DecodeCreate2(body []byte) (path string, stat *zk.Stat, err error) {
+	d := &dec{b: body}
+	p := d.bytes()
+	st := d.stat()
+	if d.bad || p == nil {
+		return "", nil, errInjectedProtocol
+	}
+	return string(p), st, nil
+}
+
+// EncodeGetChildren2 is a getChildren2 request (its xid to be filled) of
+// server path path, without a watch.
+func EncodeGetChildren2(path string) []byte {
+	b := make([]byte, 12, 12+4+len(path)+1)
+	binary.BigEndian.PutUint32(b[8:12], opGetChildren2)
+	b = appendString(b, path)
+	b = append(b, 0) // watch
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	return b
+}
+
+// DecodeGetChildren2 reads the body of a getChildren2 reply: the
+// children's names and the node's Stat.
+func DecodeGetChildren2(body []byte) (children []string, stat *zk.Stat, err error) {
+	d := &dec{b: body}
+	n := d.i32()
+	if d.bad || n < 0 || int(n) > len(d.b)/4 {
+		return nil, nil, errInjectedProtocol
+	}
+	children = make([]string, n)
+	for i := range children {
+		children[i] = string(d.bytes())
+	}
+	stat = d.stat()
+	if d.bad {
+		return nil, nil, errInjectedProtocol
+	}
+	return children, stat, nil
+}
+
+// ReplyErr is the error go-zookeeper returns for a reply's error code,
+// the same value for the codes it knows (zk.ErrNoNode, zk.ErrNodeExists,
+// ...) and the same text for the others, so that a request of the
+// tracker's own fails as go-zookeeper's own would.
+func ReplyErr(code int32) error {
+	switch code {
+	case 0:
+		return nil
+	case -100:
+		return zk.ErrAPIError
+	case -101:
+		return zk.ErrNoNode
+	case -102:
+		return zk.ErrNoAuth
+	case -103:
+		return zk.ErrBadVersion
+	case -108:
+		return zk.ErrNoChildrenForEphemerals
+	case -110:
+		return zk.ErrNodeExists
+	case -111:
+		return zk.ErrNotEmpty
+	case -112:
+		return zk.ErrSessionExpired
+	case -114:
+		return zk.ErrInvalidACL
+	case -115:
+		return zk.ErrAuthFailed
+	case -116:
+		return zk.ErrClosing
+	case -117:
+		return zk.ErrNothing
+	case -118:
+		return zk.ErrSessionMoved
+	case -123:
+		return zk.ErrReconfigDisabled
+	case -8:
+		return zk.ErrBadArguments
+	}
+	return errtext.Errorf("unknown error: %d", code)
+}

@@ -21,11 +21,13 @@
 //   - holds a resumed connection unrestored until every watch pending on
 //     the handle was registered again (ExpectWatches, Restored,
 //     ReRegister), and keeps the zxids go-zookeeper would read racily;
-//   - sends requests go-zookeeper cannot send — a multiRead, a setWatches
-//     of the client's choosing, a sync (EncodeMultiRead, EncodeSetWatches,
-//     EncodeSync) — on go-zookeeper's own connection, and hands their
-//     replies to a callback (Send, Done) before go-zookeeper reads the
-//     stream.
+//   - sends requests of its own on go-zookeeper's connection — those
+//     go-zookeeper cannot send (a multiRead, a setWatches of the client's
+//     choosing, a sync: EncodeMultiRead, EncodeSetWatches, EncodeSync), and
+//     those the client must not spend a goroutine waiting for (a create2,
+//     a getChildren2: EncodeCreate2, EncodeGetChildren2) — and hands their
+//     replies to a callback before go-zookeeper reads the stream (Send,
+//     SendWritten, Done; ReplyErr maps an error code as go-zookeeper does).
 //
 // docs/architecture.md shows where it sits: a recipe's request goes
 // through connection.Client to go-zookeeper's handle, whose every byte

@@ -81,7 +81,8 @@ func isInjectedXid(xid int32) bool { return xid <= injXidBase }
 // goroutine, or wherever the connection is found failed, and must not
 // block or call the client.
 type injected struct {
-	done func(zxid int64, code int32, body []byte, err error)
+	done    func(zxid int64, code int32, body []byte, err error)
+	written func() // called by the writer as it writes the request; nil for none
 }
 
 // errInjectLost fails an injected request whose connection failed before
@@ -108,6 +109,15 @@ type Done func(zxid int64, code int32, body []byte, err error)
 // returns an error (then never). Send never blocks on the socket.
 func (t *Tracker) Send(session int64, b []byte, done Done) error {
 	return t.inject(session, b, &injected{done: done})
+}
+
+// SendWritten is Send that also calls written, once, as the request is
+// written — from the connection's writer, before the bytes go, so that a
+// request written on the connection after written was called (one of
+// go-zookeeper's, or one sent with Send) goes out behind it. written is
+// not called when the request is never written; it must not block.
+func (t *Tracker) SendWritten(session int64, b []byte, written func(), done Done) error {
+	return t.inject(session, b, &injected{done: done, written: written})
 }
 
 // inject queues request b (a whole frame, its xid field to be filled) on
@@ -193,6 +203,14 @@ func (c *trackedConn) flush() {
 		c.mu.Lock()
 		q := c.queue
 		c.queue = nil
+		if n := batchOf(q); n < len(q) {
+			// The rest after these bytes: go-zookeeper's writes (its
+			// pings) take their turn in between, and a server that
+			// reads slowly (it stops reading a connection with many
+			// requests outstanding) gets each batch within the write's
+			// deadline.
+			q, c.queue = q[:n], q[n:]
+		}
 		if len(q) == 0 || c.dead || !c.out.atBoundary() {
 			c.flushing = false
 			c.queue = append(q, c.queue...)
@@ -204,12 +222,23 @@ func (c *trackedConn) flush() {
 			return
 		}
 		now := int64(c.t.mono()) + 1
-		var buf []byte
+		var (
+			buf     []byte
+			written []func()
+		)
 		for _, e := range q {
 			c.out.feed(e.b, func([]byte) { c.sent = append(c.sent, sentReq{at: now, inj: e.r, xid: e.xid}) })
 			buf = append(buf, e.b...)
+			if e.r.written != nil {
+				written = append(written, e.r.written)
+			}
 		}
 		c.mu.Unlock()
+		for _, f := range written {
+			// Under wmu and no other lock of the connection's: what f
+			// sends is written after these bytes.
+			f()
+		}
 		err := c.writeOwn(buf)
 		c.wmu.Unlock()
 		if err != nil {
@@ -217,6 +246,21 @@ func (c *trackedConn) flush() {
 			return
 		}
 	}
+}
+
+// maxBatch bounds the bytes of one write of the tracker's own.
+const maxBatch = 64 << 10
+
+// batchOf returns how many of the requests of q, at least one, the writer
+// writes at once.
+func batchOf(q []queued) int {
+	size := 0
+	for i, e := range q {
+		if size += len(e.b); size > maxBatch && i > 0 {
+			return i
+		}
+	}
+	return len(q)
 }
 
 // ownWriteBound bounds a write of the tracker's own before the session

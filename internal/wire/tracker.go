@@ -137,7 +137,8 @@ const maxCreated = 1 << 16
 // WhenWritten has f called, once, when a create of spath (a protected
 // name before its sequence, or a plain path) is written — with data, if
 // data is not nil: a create of the same path with other data is not it.
-// It is called from the writer, so f must not block. It returns the
+// It is called from the writer, so f must not block; it may send
+// requests (Send), which go out behind the create. It returns the
 // function that forgets f (and only f), or nil, registering nothing, when
 // another f waits for a create of spath: a path has one at a time.
 func (t *Tracker) WhenWritten(spath string, data []byte, f func()) (forget func()) {
@@ -168,24 +169,22 @@ type writtenHook struct {
 	id   uint64
 }
 
-// wrote is told that a create of spath with data is being written.
-func (t *Tracker) wrote(spath, data []byte) {
+// wrote is told that a create of spath with data is being written, and
+// returns the WhenWritten function waiting for it, if any, for the writer
+// to call once it holds no lock of the connection's: the function may
+// send requests of its own (Send) behind the create.
+func (t *Tracker) wrote(spath, data []byte) func() {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if len(t.written) == 0 {
-		t.mu.Unlock()
-		return
+		return nil
 	}
 	h, ok := t.written[string(spath)]
-	if ok && h.data != nil && !bytes.Equal(h.data, data) {
-		ok = false // another create of the path: not the one awaited
+	if !ok || h.data != nil && !bytes.Equal(h.data, data) {
+		return nil // none, or another create of the path: not the one awaited
 	}
-	if ok {
-		delete(t.written, string(spath))
-	}
-	t.mu.Unlock()
-	if ok {
-		h.f()
-	}
+	delete(t.written, string(spath))
+	return h.f
 }
 
 // TakeCreated returns, once, the Stat of the node a create2 made at path.
@@ -288,6 +287,14 @@ var errSpent = errors.New("connection: handle's session ended; a new handle open
 
 // errClosed refuses a dial on a handle the client closed (Close).
 var errClosed = errors.New("connection: client closed")
+
+// Closed reports whether Close was called: the handle ended, and a
+// request of the tracker's own that fails now fails for that.
+func (t *Tracker) Closed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
 
 // Retire marks the handle spent: it will not connect again.
 func (t *Tracker) Retire() { t.spent.Store(true) }
@@ -405,8 +412,9 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	handshaken := c.out.frames > 0
 	var xid int32
 	auth := false
+	var written func() // a WhenWritten function told of this create
 	if c.out.atBoundary() && handshaken && len(b) >= 12 {
-		c.noteCreate(b)
+		written = c.noteCreate(b)
 		c.rewriteGuards(b)
 		c.noteSetWatches(b)
 		xid = int32(binary.BigEndian.Uint32(b[4:8]))
@@ -426,6 +434,11 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 		key = ""
 	})
 	c.mu.Unlock()
+	if written != nil {
+		// Before the bytes go: a request it sends is queued behind them
+		// (the writer of those waits for wmu).
+		written()
+	}
 	n, err := c.Conn.Write(b)
 	if err != nil && handshaken {
 		c.failInjected()
@@ -458,17 +471,17 @@ func (t *Tracker) mayConnect(b []byte) bool {
 }
 
 // noteCreate handles a whole create request at the start of b as it is
-// written — [len][xid][opcode][path][data][acl][flags]: it tells
-// WhenWritten's callers, and turns a create of a protected name into a
-// create2. go-zookeeper writes each request with one Write, so the header
+// written — [len][xid][opcode][path][data][acl][flags]: it returns the
+// WhenWritten function waiting for it, and turns a create of a protected
+// name into a create2. go-zookeeper writes each request with one Write, so the header
 // is here when the frame is ours to change. c.mu is held.
-func (c *trackedConn) noteCreate(b []byte) {
+func (c *trackedConn) noteCreate(b []byte) (written func()) {
 	if len(b) < 16 || int32(binary.BigEndian.Uint32(b[8:12])) != opCreate {
-		return
+		return nil
 	}
 	n := int(int32(binary.BigEndian.Uint32(b[12:16])))
 	if n <= 0 || 16+n > len(b) {
-		return
+		return nil
 	}
 	path, rest := b[16:16+n], b[16+n:]
 	var data []byte
@@ -477,15 +490,16 @@ func (c *trackedConn) noteCreate(b []byte) {
 			data = rest[4 : 4+m]
 		}
 	}
-	c.t.wrote(path, data)
+	written = c.t.wrote(path, data)
 	if !protectedPath(path) {
-		return
+		return written
 	}
 	binary.BigEndian.PutUint32(b[8:12], opCreate2)
 	if c.create2 == nil {
 		c.create2 = map[int32]bool{}
 	}
 	c.create2[int32(binary.BigEndian.Uint32(b[4:8]))] = true
+	return written
 }
 
 // requestKey names a whole request at the start of b for tooLarge: its
