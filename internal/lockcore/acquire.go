@@ -100,8 +100,9 @@ type firstListing struct {
 	err      error
 }
 
-// send is CreateProtectedThen's then: it must not block. The listing
-// costs one goroutine (ChildrenThen), which ends when it is answered.
+// send is CreateProtectedThen's then: it must not block. The listing is
+// answered through a callback (ChildrenThen): no goroutine of its own
+// while the client has a session.
 func (f *firstListing) send(ctx context.Context, c *connection.Client, dir string) {
 	f.sent.Store(true)
 	connx.Of(c).ChildrenThen(ctx, dir, func(children []string, stat *zk.Stat, err error) {
