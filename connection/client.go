@@ -333,7 +333,7 @@ func (c *Client) handle(ev connEvent) {
 		c.sessionUpLocked(ev.sessionID, ev.timeout)
 	case ev.state == zk.StateDisconnected:
 		c.zkUp = false
-		c.suspendLocked()
+		c.suspendLocked(errtext.Errorf("%w: the connection to the server was lost", ErrSuspended))
 	case ev.state == zk.StateExpired:
 		// The server says so. go-zookeeper would go on to open a new
 		// session on the same handle and send the old session's queued
@@ -372,12 +372,14 @@ func (c *Client) authRefusedLocked(err error) {
 }
 
 // suspendLocked reports Suspended: the connection is lost, or the server
-// has not answered for long (watchdog); the session may still live.
-func (c *Client) suspendLocked() {
+// has not answered for long (watchdog); the session may still live. why
+// is the cause of the end of the connected period (StandardPolicy): it
+// wraps ErrSuspended, or the session's loss when Lost follows at once.
+func (c *Client) suspendLocked(why error) {
 	if c.session != nil && c.state.IsConnected() {
 		// Distrust first: a listener told Suspended finds holds untrusted.
 		if c.opts.errorPolicy == StandardPolicy {
-			c.session.distrust()
+			c.session.distrust(why)
 		}
 		c.setStateLocked(Suspended)
 	}
@@ -541,7 +543,7 @@ func (c *Client) watchdogLocked() {
 	case silence >= c.lostAfter():
 		c.localExpiryLocked(silence)
 	case silence >= c.suspendAfter():
-		c.suspendLocked()
+		c.suspendLocked(errtext.Errorf("%w: no answer from the server for %v", ErrSuspended, silence.Round(time.Millisecond)))
 	case c.zkUp && c.restoredLocked():
 		// Answers came back on the same connection (the watchdog had
 		// suspended it, go-zookeeper had not), or on a new one whose
@@ -576,8 +578,13 @@ func (c *Client) resumeLocked() {
 // is declared Lost, and its handle is closed so that it can never come
 // back: a lock holder told "lost" must not find its old node alive later.
 func (c *Client) localExpiryLocked(silence time.Duration) {
-	c.suspendLocked() // Suspended always comes before Lost, as in Curator
-	c.sessionLostLocked(errtext.Errorf("%w: no answer from the server for %v (session timeout %v)", ErrSessionLost, silence.Round(time.Millisecond), c.session.timeout))
+	why := errtext.Errorf("%w: no answer from the server for %v (session timeout %v)", ErrSessionLost, silence.Round(time.Millisecond), c.session.timeout)
+	// Suspended always comes before Lost, as in Curator. A period that was
+	// still trusted ends here with the session, not with a suspension:
+	// the process did not run while the session's time ran out (a stop,
+	// a pause), and the session is what was lost.
+	c.suspendLocked(why)
+	c.sessionLostLocked(why)
 	c.replaceHandleLocked()
 }
 

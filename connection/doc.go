@@ -19,7 +19,9 @@
 //     opens a new session: a new Session value, RECONNECTED after LOST.
 //   - An error policy: under StandardPolicy (the default) SUSPENDED already
 //     ends the trust in a hold (Session.Untrusted); under SessionPolicy
-//     only LOST does.
+//     only LOST does. A hold says which ended it: ErrSuspended or
+//     ErrSessionLost (or ErrNodeDeleted when its node was deleted), one
+//     cause, the first.
 //   - Operations that take a context, apply the namespace, the ACL provider
 //     and the retry policy, and never retry across a lost session:
 //     Create (WithParents, WithTTL), CreateProtected (Curator's protected

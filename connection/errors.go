@@ -67,16 +67,36 @@ var (
 	ErrNewHistory = errors.New("connection: new history: the servers' database was replaced")
 	// ErrSessionLost means the session an operation or a hold depended on
 	// is gone: the server expired it, the client stayed cut off for longer
-	// than the session timeout, or the client was closed. It is never
-	// retried: ephemeral nodes and watches of that session are gone.
+	// than the session timeout, or the client was closed (the error then
+	// wraps ErrClosed too). It is never retried: ephemeral nodes and
+	// watches of that session are gone, or go when the server expires it.
+	// A hold ended by a suspension says ErrSuspended instead, even when the
+	// session is lost later: a hold has one cause, the first.
 	ErrSessionLost = errors.New("connection: session lost")
+	// ErrSuspended means a hold ended because the client's connection was
+	// suspended under StandardPolicy: the client stopped hearing from the
+	// server, and the session may still live — its ephemeral nodes with
+	// it — or may expire at any moment without the client knowing. It is
+	// the cause of a hold's end (its Err, its Context's cause, and a
+	// guarded Multi's refusal with ErrGuardFailed), not an operation's
+	// error, and it does not mean ErrSessionLost: a suspension ends a hold
+	// (another participant may hold the lock soon), not the session.
+	// Under SessionPolicy a suspension ends no hold.
+	ErrSuspended = errors.New("connection: suspended")
+	// ErrNodeDeleted means the node of a hold (or of a kept node, a
+	// barrier's member) was deleted while its session lived, by another
+	// client or an operator — also when another node was made at its path
+	// since. The hold is over; the session, and the client's other holds,
+	// are not.
+	ErrNodeDeleted = errors.New("connection: node deleted")
 	// ErrGuardFailed means a transaction fenced by a hold (Multi with a
 	// Guard) was not applied, because the hold was over: released, lost
 	// (its session ended, or could no longer be trusted under the error
 	// policy), its node gone, or never held. Nothing of the transaction
 	// was applied. The error also wraps the hold's own cause where the
-	// hold knows it (mutex.ErrLockLost, queue.ErrItemLost...), and the
-	// server's answer to the guard's check where there was one.
+	// hold knows it (mutex.ErrLockLost and ErrSuspended, queue.ErrItemLost
+	// and ErrSessionLost...), and the server's answer to the guard's check
+	// where there was one.
 	ErrGuardFailed = errors.New("connection: hold over: guarded write refused")
 	// ErrHoldUnsettled is what a guard's hold says while it cannot tell
 	// whether it lasts: its node's watch reported a change of the data,

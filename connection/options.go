@@ -71,6 +71,9 @@ func newOptions(opts []Option) (*options, error) {
 		maxRequestSize: DefaultMaxRequestSize,
 	}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("%w: nil option", ErrInvalidOption)
+		}
 		if err := opt(o); err != nil {
 			return nil, err
 		}

@@ -18,15 +18,15 @@ type Session struct {
 	done chan struct{} // closed when the session is lost
 
 	mu        sync.Mutex
-	period    context.Context    // of the current connected period; cancelled when it ends (policy) or the session does
-	endPeriod context.CancelFunc // cancels period
-	resumed   chan struct{}      // closed when a new period begins, or the session ends; closed while trusted
-	err       error              // why it ended
+	period    context.Context         // of the current connected period; cancelled when it ends (policy) or the session does
+	endPeriod context.CancelCauseFunc // cancels period, with why it ended
+	resumed   chan struct{}           // closed when a new period begins, or the session ends; closed while trusted
+	err       error                   // why it ended
 }
 
 func newSession(id int64, timeout time.Duration, history int) *Session {
 	s := &Session{id: id, timeout: timeout, history: history, resumed: closedChan, done: make(chan struct{})}
-	s.period, s.endPeriod = context.WithCancel(context.Background())
+	s.period, s.endPeriod = context.WithCancelCause(context.Background())
 	return s
 }
 
@@ -50,7 +50,10 @@ func (s *Session) Trust(ctx context.Context) (<-chan struct{}, error) {
 
 // Trusted is Trust with the period as a context: it is cancelled when
 // Untrusted closes. A recipe ties a hold to it with context.AfterFunc, which
-// costs no goroutine while the hold lasts.
+// costs no goroutine while the hold lasts. Its cause (context.Cause) says
+// why the period ended, once: an error wrapping ErrSuspended when the
+// connection was suspended under StandardPolicy (the session may live on),
+// or the session's own error (Err) when the session ended first.
 func (s *Session) Trusted(ctx context.Context) (context.Context, error) {
 	for {
 		s.mu.Lock()
@@ -115,12 +118,12 @@ func (s *Session) Err() error {
 }
 
 // distrust closes the current period's Untrusted channel (Suspended
-// under StandardPolicy).
-func (s *Session) distrust() {
+// under StandardPolicy), with why as the period's cause.
+func (s *Session) distrust(why error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.period.Err() == nil {
-		s.endPeriod()
+		s.endPeriod(why)
 		s.resumed = make(chan struct{})
 	}
 }
@@ -134,7 +137,7 @@ func (s *Session) retrust() {
 		return
 	}
 	if s.period.Err() != nil {
-		s.period, s.endPeriod = context.WithCancel(context.Background())
+		s.period, s.endPeriod = context.WithCancelCause(context.Background())
 		closeOnce(s.resumed)
 	}
 }
@@ -147,8 +150,9 @@ func closeOnce(c chan struct{}) {
 	}
 }
 
-// end records why the session ended and closes Untrusted and Done once.
-// It reports whether this call ended it.
+// end records why the session ended and closes Untrusted and Done once;
+// a period still trusted ends with err as its cause. It reports whether
+// this call ended it.
 func (s *Session) end(err error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -156,7 +160,7 @@ func (s *Session) end(err error) bool {
 		return false
 	}
 	s.err = err
-	s.endPeriod()
+	s.endPeriod(err)
 	closeOnce(s.resumed)
 	close(s.done)
 	return true

@@ -10,7 +10,7 @@ const (
 	Connected State = iota + 1
 	// Suspended: the connection was lost; the session may still be alive
 	// on the server. Under the standard error policy a lock holder must
-	// already treat its lock as lost.
+	// already treat its lock as lost: the hold ends, with ErrSuspended.
 	Suspended
 	// Reconnected: the client is connected again, with the same session
 	// after Suspended, or with a new one after Lost. With the same session

@@ -64,7 +64,8 @@ func TestTLS(t *testing.T) {
 	}
 	t.Logf("untrusted: %v", err)
 
-	if _, err := zktest.Start(t).SecureServers(); !errors.Is(err, zktest.ErrNoTLS) {
+	// The package's shared ensemble is one started without WithTLS.
+	if _, err := shared.Ensemble(t).SecureServers(); !errors.Is(err, zktest.ErrNoTLS) {
 		t.Fatalf("SecureServers without WithTLS = %v, want ErrNoTLS", err)
 	}
 }

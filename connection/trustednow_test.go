@@ -42,7 +42,7 @@ func TestTrustedNowMeasuresSilence(t *testing.T) {
 			t.Fatalf("%v: trusted after a silence of %v", tc.policy, tc.limit)
 		}
 		clock -= time.Second // answered again: only the state decides now
-		s.distrust()
+		s.distrust(ErrSuspended)
 		if got, want := c.trustedNow(s), tc.policy == SessionPolicy; got != want {
 			t.Fatalf("%v: suspended: trusted %v, want %v", tc.policy, got, want)
 		}

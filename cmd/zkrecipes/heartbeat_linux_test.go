@@ -26,9 +26,11 @@ func TestCtrlZLongerThanHalfSessionTimeout(t *testing.T) {
 		t.Skip("no bash for job control")
 	}
 	ens := shared.Ensemble(t)
-	// Stopped 2.5s: past the guardian's 2s, short of the 4s the server needs to
-	// expire the session (--policy session: a suspension is no loss).
-	j := stopJob(t, "sleep 2.5;", "--servers", ens.ConnectString(), "--session-timeout", "4s", "--policy", "session", ens.Root(t)+"/job")
+	// Stopped 3.5s: past the guardian's 3s, short of the 6s the server needs to
+	// expire the session (--policy session: a suspension is no loss), with
+	// 2.5s to spare for a loaded machine to continue the processes and for
+	// zkrecipes to hear from the server again.
+	j := stopJob(t, "sleep 3.5;", "--servers", ens.ConnectString(), "--session-timeout", "6s", "--policy", "session", ens.Root(t)+"/job")
 	r, master, screen, got, status := j.r, j.master, j.screen, j.got, j.status
 	zktest.Eventually(t, 10*time.Second, "fg", func() error {
 		if b, _ := os.ReadFile(status); !strings.Contains(string(b), "ended") {

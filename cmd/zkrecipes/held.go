@@ -9,14 +9,12 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
-// Why a hold was lost, in the words of what happened. The recipes' lost
-// errors all wrap connection.ErrSessionLost, also when under the standard
-// policy the connection was only SUSPENDED: the hold is over then (no one
-// can tell whether the session will come back in time), but saying
-// "session lost" would be wrong.
+// Why a hold was lost, in the words of what happened: a hold's cause wraps
+// connection.ErrSuspended, connection.ErrSessionLost or
+// connection.ErrNodeDeleted, and the command says it for a reader who may
+// not know ZooKeeper's states.
 var (
 	errLostSuspended = errors.New("connection suspended — counted as lost under the standard policy")
 	errLostSession   = errors.New("session lost (expired, or cut off from the servers for longer than the session timeout)")
@@ -24,19 +22,19 @@ var (
 )
 
 // lossCause maps the cause of a hold's end to what happened: the node
-// deleted, the connection suspended (the session still alive) under the
-// standard policy, or the session lost. A cause that is not a loss (a
-// release) is kept.
-func lossCause(cause error, policy connection.ErrorPolicy, sessionAlive bool) error {
+// deleted, the connection suspended under the standard policy (the
+// session may live on), or the session lost. A cause that is none of
+// them (a release) is kept.
+func lossCause(cause error) error {
 	switch {
-	case !errors.Is(cause, connection.ErrSessionLost):
-		return cause
-	case errors.Is(cause, lockcore.ErrNodeGone):
+	case errors.Is(cause, connection.ErrNodeDeleted):
 		return errLostNode
-	case policy == connection.StandardPolicy && sessionAlive:
+	case errors.Is(cause, connection.ErrSuspended):
 		return errLostSuspended
+	case errors.Is(cause, connection.ErrSessionLost):
+		return errLostSession
 	}
-	return errLostSession
+	return cause
 }
 
 // explained is a hold whose Context's cause, once it is lost, is
@@ -52,8 +50,8 @@ type explained struct {
 }
 
 // explainLoss wraps h, just taken on c. The session it was taken in is
-// the client's current one, unless h is already over (then nothing is
-// mapped to a suspension).
+// the client's current one, unless h is already over (then trustedNow
+// says no).
 func explainLoss(h hold, c *connection.Client) *explained {
 	sess := c.Session()
 	select {
@@ -61,16 +59,13 @@ func explainLoss(h hold, c *connection.Client) *explained {
 		sess = nil
 	default:
 	}
-	policy := connx.Of(c).ErrorPolicy()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	e := &explained{hold: h, ctx: ctx, cancel: cancel, client: c, sess: sess}
 	if sess != nil {
 		e.timeout = sess.Timeout()
 	}
-	// For a lock's hold this runs as the hold ends, before its Done
-	// closes: it must be quick, and only reads the session's state.
 	e.stop = context.AfterFunc(h.Context(), func() {
-		cancel(lossCause(context.Cause(h.Context()), policy, sess != nil && sess.Err() == nil))
+		cancel(lossCause(context.Cause(h.Context())))
 	})
 	return e
 }

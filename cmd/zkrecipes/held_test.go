@@ -8,31 +8,25 @@ import (
 	"testing"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 )
 
 func TestLossCause(t *testing.T) {
-	nodeGone := fmt.Errorf("%w: %w: /x/_c_a-lock-0000000001 (by another client, or with its session)", mutex.ErrLockLost, lockcore.ErrNodeGone)
+	lost := func(why error) error { return fmt.Errorf("%w: %w", mutex.ErrLockLost, why) }
 	for _, tc := range []struct {
-		cause  error
-		policy connection.ErrorPolicy
-		alive  bool
-		want   error
+		cause error
+		want  error
 	}{
-		{mutex.ErrLockLost, connection.StandardPolicy, true, errLostSuspended},
-		{mutex.ErrLockLost, connection.StandardPolicy, false, errLostSession},
-		{mutex.ErrLockLost, connection.SessionPolicy, false, errLostSession},
-		// Under the session policy a hold ends only with its session.
-		{mutex.ErrLockLost, connection.SessionPolicy, true, errLostSession},
-		{nodeGone, connection.StandardPolicy, true, errLostNode},
-		{nodeGone, connection.SessionPolicy, false, errLostNode},
+		{lost(connection.ErrSuspended), errLostSuspended},
+		{lost(connection.ErrSessionLost), errLostSession},
+		{lost(fmt.Errorf("%w: %w", connection.ErrSessionLost, connection.ErrClosed)), errLostSession},
+		{lost(fmt.Errorf("%w: /x/_c_a-lock-0000000001", connection.ErrNodeDeleted)), errLostNode},
 		// Not a loss: kept.
-		{lockcore.ErrReleased, connection.StandardPolicy, true, lockcore.ErrReleased},
-		{context.Canceled, connection.StandardPolicy, true, context.Canceled},
+		{mutex.ErrUnlocked, mutex.ErrUnlocked},
+		{context.Canceled, context.Canceled},
 	} {
-		if got := lossCause(tc.cause, tc.policy, tc.alive); !errors.Is(got, tc.want) {
-			t.Errorf("lossCause(%v, %v, alive %v) = %v, want %v", tc.cause, tc.policy, tc.alive, got, tc.want)
+		if got := lossCause(tc.cause); !errors.Is(got, tc.want) {
+			t.Errorf("lossCause(%v) = %v, want %v", tc.cause, got, tc.want)
 		}
 	}
 	if !strings.Contains(errLostSuspended.Error(), "connection suspended — counted as lost under the standard policy") {

@@ -115,7 +115,7 @@ func runLock(ctx context.Context, args []string, out, errOut io.Writer) error {
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.Background(), cf.sessionTimeout)
 		defer cancel()
-		if err := m.Unlock(rctx); err != nil && !errors.Is(err, connection.ErrSessionLost) {
+		if err := m.Unlock(rctx); err != nil && !errors.Is(err, mutex.ErrLockLost) && !errors.Is(err, rwlock.ErrLockLost) && !errors.Is(err, connection.ErrSessionLost) {
 			fmt.Fprintf(errOut, "zkrecipes lock: release %s: %v\n", path, err)
 		}
 	}()

@@ -138,7 +138,8 @@ func TestLockLostStopsCommand(t *testing.T) {
 	root := ens.Root(t)
 	p := ens.Proxy(t)
 	marker := filepath.Join(t.TempDir(), "term")
-	script := fmt.Sprintf(`trap 'echo TERM > %s; exit 0' TERM; while :; do sleep 0.05; done`, marker)
+	up := marker + ".up"
+	script := fmt.Sprintf(`trap 'echo TERM > %s; exit 0' TERM; : > %s; while :; do sleep 0.05; done`, marker, up)
 	done := make(chan struct{})
 	var code int
 	var errOut string
@@ -154,7 +155,10 @@ func TestLockLostStopsCommand(t *testing.T) {
 		}
 		return err
 	})
-	time.Sleep(200 * time.Millisecond) // the command is running
+	zktest.Eventually(t, 10*time.Second, "the command runs, its TERM trap set", func() error {
+		_, err := os.Stat(up)
+		return err
+	})
 	p.Blackhole()
 	<-done
 	p.Restore()

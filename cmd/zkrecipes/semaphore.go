@@ -102,7 +102,7 @@ func runSemaphore(ctx context.Context, args []string, out, errOut io.Writer) err
 		rctx, cancel := context.WithTimeout(context.Background(), cf.sessionTimeout)
 		defer cancel()
 		for _, l := range got {
-			if err := l.Release(rctx); err != nil && !errors.Is(err, connection.ErrSessionLost) {
+			if err := l.Release(rctx); err != nil && !errors.Is(err, semaphore.ErrLeaseLost) && !errors.Is(err, connection.ErrSessionLost) {
 				fmt.Fprintf(errOut, "zkrecipes semaphore: release %s: %v\n", l.Node(), err)
 			}
 		}

@@ -13,7 +13,6 @@ package connx
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 
 	"github.com/go-zookeeper/zk"
@@ -105,16 +104,10 @@ type Plumbing interface {
 	NewGuard(path string, s *connection.Session, over func() error) *connection.Guard
 }
 
-// base is the calls that need no client.
-var base = mustOf(nil)
-
-func mustOf(c *connection.Client) Plumbing {
-	p, ok := conntypes.Plumbing(c).(Plumbing)
-	if !ok {
-		panic(fmt.Sprintf("connx: the connection's plumbing (%T) does not implement connx.Plumbing", conntypes.Plumbing(c)))
-	}
-	return p
-}
+// base is the calls that need no client. Making it asserts the
+// connection's plumbing to Plumbing as the program starts: a signature that
+// drifted panics at once, naming the missing method.
+var base = Of(nil)
 
 // Of returns c's calls for the library's own packages.
 func Of(c *connection.Client) Plumbing { return conntypes.Plumbing(c).(Plumbing) }

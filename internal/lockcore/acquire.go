@@ -6,7 +6,6 @@ import (
 	"path"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -551,121 +550,9 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 // ErrNodeGone means the node of a hold was deleted by someone else (or,
 // heard as a deletion, with its session): a hold about to begin has
 // nothing to hold, and a hold's context has it in its cause when it ended
-// so. Like every error of lockcore that reaches a recipe's caller, its
-// text names no package: it is read as part of the recipe's message
-// ("mutex: lock lost: ...: node deleted: <path>"), and lockcore is not a
-// package the caller knows.
-var ErrNodeGone = errors.New("node deleted")
-
-// park waits for one of the attempt's watches (its own node's among
-// them) to fire, the session's end or ctx, and tells the waiter what
-// fired (woke): await goes on from there. A watch a wait gives up on
-// stays pending until its node changes (see connection.Watch); it is
-// shared, so giving up and waiting again adds none.
-//
-// A waiter idles here, and costs what it waits with. The attempt is the
-// Hook of each of its watches while it parks, and a watch that fires
-// sends on the attempt's one wake channel: the select waits on three
-// channels, whatever the number of watches, and the watches make none —
-// where a select on each watch's Done made a channel per watch and held a
-// runtime waiting record per channel. After a wake, the watches are
-// looked at in order, our own node's first, so that a deletion of our
-// node is seen before any later event (see await); a wake with nothing
-// fired (a hook's send left from an earlier park) waits again. The
-// waiter's frames, and its callers', are what its goroutine's stack
-// holds: the select is here, not in a function of its own, and what
-// follows a wake is in woke.
-func (t *attempt) park(ctx context.Context) error {
-	if t.wake == nil {
-		t.wake = make(chan struct{}, 1)
-	}
-	for {
-		if i, ok := t.fired(); ok {
-			t.woke(i)
-			return nil
-		}
-		t.hooks(true)
-		select {
-		case <-t.wake:
-		case <-t.a.Session.Done():
-			t.hooks(false)
-			return errRestart
-		case <-ctx.Done():
-			t.hooks(false)
-			return ctx.Err()
-		}
-		t.hooks(false)
-	}
-}
-
-// fired returns the first of the attempt's watches that fired: our own
-// node's (-1), then those of w.watching in order.
-func (t *attempt) fired() (int, bool) {
-	w := &t.w
-	if w.own != nil && connx.Fired(w.own) {
-		return -1, true
-	}
-	for i, x := range w.watching {
-		if connx.Fired(x.w) {
-			return i, true
-		}
-	}
-	return 0, false
-}
-
-// hooks makes the attempt the Hook of its watches (on), or no longer. A
-// watch that fired already calls WatchFired at once.
-func (t *attempt) hooks(on bool) {
-	w := &t.w
-	if w.own != nil {
-		if on {
-			connx.AddHook(w.own, t)
-		} else {
-			connx.RemoveHook(w.own, t)
-		}
-	}
-	for _, x := range w.watching {
-		if on {
-			connx.AddHook(x.w, t)
-		} else {
-			connx.RemoveHook(x.w, t)
-		}
-	}
-}
-
-// WatchFired wakes park: the attempt is the Hook of its watches while it
-// parks. It runs on go-zookeeper's receive loop, and never blocks: a wake
-// already pending says it all.
-func (t *attempt) WatchFired(*connection.Watch, zk.Event) {
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
-}
-
-// woke tells the waiter that its watch i fired (-1: our own node's), and
-// sets where await goes on from.
-//
-//go:noinline
-func (t *attempt) woke(i int) {
-	w := &t.w
-	var (
-		next  step
-		names []string
-	)
-	switch {
-	case i < 0:
-		next = w.ownFired()
-	case w.watching[i].w.Event().Type == zk.EventNotWatching:
-		next = stepRestart // the session ended
-	case w.watching[i].w.Event().Type == zk.EventNodeDeleted:
-		next, names = w.deleted(w.watching[i].name)
-	default:
-		next, names = w.changed(w.watching[i].name)
-	}
-	t.next, t.names = next, names
-	t.ownByRead = t.ownByRead || next == stepList && w.own == nil && !w.line
-}
+// so. It is connection.ErrNodeDeleted, the sentinel a recipe's caller
+// matches: lockcore is not a package the caller knows.
+var ErrNodeGone = connection.ErrNodeDeleted
 
 // restartOn turns a lost session into errRestart and passes other errors.
 func restartOn(err error) error {
@@ -681,62 +568,3 @@ func removeName(cs []Contender, name string) []Contender {
 	}
 	return cs
 }
-
-// Abandon deletes a node of session sess that its owner gives up on —
-// a failed attempt, a lease or a take never handed out — with a fresh,
-// bounded context, in sess only, and only if it is still the node created
-// at czxid (connection.DeleteCreated); if that fails while the session
-// lives, the client keeps trying in the background (GuaranteedDelete). A
-// node of a session that has ended went with it.
-func Abandon(c *connection.Client, sess *connection.Session, path string, czxid int64) {
-	select {
-	case <-sess.Done():
-		return // the node went with its session
-	default:
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout(sess))
-	defer cancel()
-	err := c.DeleteCreated(connx.Pin(ctx, sess), path, czxid)
-	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
-		connx.Of(c).GuaranteedDelete(sess, path, czxid)
-	}
-}
-
-// CleanupTimeout bounds a cleanup request of session s: its timeout, at
-// least a second.
-func CleanupTimeout(s *connection.Session) time.Duration {
-	return max(s.Timeout(), time.Second)
-}
-
-// Release deletes the node of a hold, in its session, proving after a
-// lost answer that it is still the node the hold made
-// (connection.DeleteCreated). If the session that owned it is gone, the
-// node went with it, and the error wraps ErrSessionLost. Any other error
-// leaves the node's fate to the caller (Hold.End deletes it in the
-// background).
-func Release(ctx context.Context, c *connection.Client, a Acquired) error {
-	lost := func() error { return errtext.Errorf("release %s: %w", a.Path, connection.ErrSessionLost) }
-	if !connx.Of(c).Live(a.Session) {
-		return lost()
-	}
-	err := c.DeleteCreated(connx.Pin(ctx, a.Session), a.Path, a.Token)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, zk.ErrNoNode):
-		// Gone already: our own earlier attempt whose answer was lost
-		// (a clean release), or the end of the session — possibly one
-		// go-zookeeper replaced before the client noticed, in which case
-		// the delete ran in the new session. Only the first is a release.
-		if !connx.Of(c).Live(a.Session) {
-			return lost()
-		}
-		return nil
-	case errors.Is(err, connection.ErrSessionLost):
-		return lost()
-	}
-	return err
-}
-
-// Release deletes the node of a hold of l (see the function Release).
-func (l *Lock) Release(ctx context.Context, a Acquired) error { return Release(ctx, l.Client, a) }

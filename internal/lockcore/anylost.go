@@ -3,6 +3,8 @@ package lockcore
 import (
 	"context"
 	"sync"
+
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // AfterFunc arranges to call f once ctx is done, and returns a function
@@ -46,11 +48,12 @@ func NewAnyLost(onLost func(cause error)) *AnyLost {
 }
 
 // Add watches one more hold, whose context is ctx: if it ends first,
-// Context's cause is cause (an error made in advance: nothing is asked of
-// the lock at that moment). A hold that has already ended counts at once
-// (or a moment later: see AfterFunc). After Stop, Add watches nothing.
+// Context's cause wraps cause (made in advance, it says which hold; nil
+// when the hold's own cause says enough) and the hold's own cause (why it
+// ended), read from the hold without asking the lock anything. A hold that has already ended counts at once (or a
+// moment later: see AfterFunc). After Stop, Add watches nothing.
 func (a *AnyLost) Add(ctx context.Context, cause error) {
-	stop := AfterFunc(ctx, func() { a.end(cause, true) })
+	stop := AfterFunc(ctx, func() { a.end(withHoldCause(cause, ctx), true) })
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.stopped {
@@ -58,6 +61,25 @@ func (a *AnyLost) Add(ctx context.Context, cause error) {
 		return
 	}
 	a.stops = append(a.stops, stop)
+}
+
+// withHoldCause is cause wrapping why the hold of ctx ended, when it
+// says: a hold's context tells its hooks the cause it ends with before
+// its cause is set.
+func withHoldCause(cause error, ctx context.Context) error {
+	var why error
+	if h, ok := ctx.(interface{ ending() error }); ok {
+		why = h.ending()
+	} else {
+		why = context.Cause(ctx)
+	}
+	switch {
+	case why == nil:
+		return cause
+	case cause == nil:
+		return why
+	}
+	return errtext.Errorf("%w: %w", cause, why)
 }
 
 func (a *AnyLost) end(cause error, lost bool) {

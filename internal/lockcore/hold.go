@@ -20,8 +20,9 @@ import (
 var RevokeMessage = []byte("__REVOKE__")
 
 // ErrReleased is the cause of a hold's context after the hold was
-// released, unless the recipe names its own (HoldConfig.Released). It
-// names no package (see ErrNodeGone).
+// released, unless the recipe names its own (HoldConfig.Released), as
+// every recipe does. It names no package: lockcore is not a package the
+// caller knows.
 var ErrReleased = errors.New("lock released")
 
 // Hold is one held lock: the node, the lost-lock signal and the context of
@@ -55,6 +56,7 @@ type Hold struct {
 
 	mu       sync.Mutex
 	over     bool      // the hold has ended; ctx is cancelled
+	ending   error     // the cause it ends with, set before the hooks run
 	hooks    []*func() // AfterFunc's, run when it ends
 	stopLost func() bool
 	wg       sync.WaitGroup // the node watcher's and the revocation watcher's goroutines
@@ -69,9 +71,9 @@ type Hold struct {
 
 // HoldConfig is what a recipe tells a hold.
 type HoldConfig struct {
-	// Lost is the cause when the hold can no longer be trusted (its
-	// session's trusted period ended, or its node was deleted by someone
-	// else); it should wrap connection.ErrSessionLost.
+	// Lost is the recipe's sentinel for a hold that can no longer be
+	// trusted ("mutex: lock lost"). It wraps nothing: the cause of a lost
+	// hold wraps it and what happened, once (see Hold.Cause).
 	Lost error
 	// Released is the cause after a release; ErrReleased if nil.
 	Released error
@@ -95,9 +97,10 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 	h.ctx = holdContext{ctx, h}
 	h.mu.Lock() // the period may be over already: its function waits for stopLost
 	h.stopLost = context.AfterFunc(a.Trusted, func() {
-		if h.finish(cfg.Lost) {
+		cause := h.periodLost()
+		if h.finish(cause) {
 			connx.Of(c).Logger().Warn("zkrecipes hold lost", "node", a.Path, "session", fmt.Sprintf("%#x", a.Session.ID()),
-				"token", a.Token, "cause", cfg.Lost, "session_error", a.Session.Err())
+				"token", a.Token, "cause", cause)
 			h.deleteLater()
 		}
 	})
@@ -123,7 +126,7 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 		// data, is set again by rewatch.)
 		select {
 		case <-a.Own.Done():
-			if h.finish(errtext.Errorf("%w: the watch of its node %s fired as it began", cfg.Lost, a.Path)) {
+			if h.finish(h.lostWith(errtext.Errorf("the watch of its node %s fired as it began", a.Path))) {
 				h.deleteLater()
 			}
 		default:
@@ -207,6 +210,14 @@ func (c holdContext) AfterFunc(f func()) (stop func() bool) {
 	}
 }
 
+// ending returns the cause the hold ends with, known to the hooks of
+// AfterFunc before Context's cause is: they run before it is cancelled.
+func (c holdContext) ending() error {
+	c.h.mu.Lock()
+	defer c.h.mu.Unlock()
+	return c.h.ending
+}
+
 // finish ends the hold with cause, once: the hooks run, then Done closes,
 // before it returns — so that whoever sees Done closed sees the hooks'
 // work done (a multi-lock's Done closed). It reports whether this call
@@ -217,7 +228,7 @@ func (h *Hold) finish(cause error) bool {
 		h.mu.Unlock()
 		return false
 	}
-	h.over = true
+	h.over, h.ending = true, cause
 	hooks, stopLost := h.hooks, h.stopLost
 	h.hooks = nil
 	h.mu.Unlock()
@@ -241,12 +252,17 @@ func (h *Hold) nodeEvent(ev zk.Event) {
 	}
 	switch ev.Type {
 	case zk.EventNodeDeleted:
-		if h.finish(errtext.Errorf("%w: %w: %s (by another client, or with its session)", h.cfg.Lost, ErrNodeGone, h.Path)) {
+		if h.finish(h.lostWith(errtext.Errorf("%w: %s", ErrNodeGone, h.Path))) {
 			connx.Of(h.client).Logger().Warn("zkrecipes hold lost: its node was deleted", "node", h.Path,
 				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token)
 		}
 	case zk.EventNotWatching:
-		h.finish(h.cfg.Lost) // the session ended; the node went with it
+		// The session ended; the node went with it.
+		why := h.Session.Err()
+		if why == nil {
+			why = errtext.Errorf("%w: the watch of its node ended: %w", connection.ErrSessionLost, ev.Err)
+		}
+		h.finish(h.lostWith(why))
 	default:
 		h.unsure.Store(true)
 		h.mu.Lock()
@@ -272,7 +288,7 @@ func (h *Hold) rewatch() {
 	case errors.Is(err, zk.ErrNoNode):
 		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted})
 	case err == nil && stat.Czxid != h.Token:
-		if h.finish(errtext.Errorf("%w: %w: %s was made again (czxid %#x, owner %#x)", h.cfg.Lost, ErrNodeGone, h.Path, stat.Czxid, stat.EphemeralOwner)) {
+		if h.finish(h.lostWith(errtext.Errorf("%w: %s was made again (czxid %#x, owner %#x)", ErrNodeGone, h.Path, stat.Czxid, stat.EphemeralOwner))) {
 			connx.Of(h.client).Logger().Warn("zkrecipes hold lost: its node was replaced", "node", h.Path,
 				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token, "czxid", stat.Czxid)
 		}
@@ -293,11 +309,34 @@ func (h *Hold) rewatch() {
 // the session lives. A hold that ended already (its read failed because it
 // did) is left as it is.
 func (h *Hold) unwatched(err error) {
-	if h.finish(errtext.Errorf("%w: the watch of its node %s could not be set: %w", h.cfg.Lost, h.Path, err)) {
+	if h.finish(h.lostWith(errtext.Errorf("the watch of its node %s could not be set: %w", h.Path, err))) {
 		connx.Of(h.client).Logger().Warn("zkrecipes hold lost: its node's watch could not be set", "node", h.Path,
 			"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token, "error", err)
 		h.deleteLater()
 	}
+}
+
+// periodLost is the cause of a hold lost with its trusted period: the
+// recipe's lost sentinel wrapping the period's cause — a suspension
+// (connection.ErrSuspended) or the session's end (its error, wrapping
+// connection.ErrSessionLost).
+func (h *Hold) periodLost() error {
+	why := context.Cause(h.Trusted)
+	if why == nil {
+		return h.cfg.Lost // the period lasts: End of a hold over already asks
+	}
+	return errtext.Errorf("%w: %w", h.cfg.Lost, why)
+}
+
+// lostWith is the cause of a hold lost for why — its node deleted, its
+// watch ended — unless its trusted period had already ended: a hold has
+// one cause, the first, and a period that ended before why was heard
+// ended the hold first (its AfterFunc may not have run yet).
+func (h *Hold) lostWith(why error) error {
+	if h.Trusted.Err() != nil {
+		return h.periodLost()
+	}
+	return errtext.Errorf("%w: %w", h.cfg.Lost, why)
 }
 
 // Done is closed when the hold can no longer be trusted, or was released.
@@ -341,14 +380,24 @@ func (h *Hold) guardErr() error {
 	if cause := h.Cause(); cause != nil {
 		return cause
 	}
-	return h.cfg.Lost // the period ended; Done follows
+	return h.periodLost() // the period ended; Done follows
 }
 
 // Context is cancelled when Done closes; its cause says why. It has an
 // AfterFunc method that runs its function synchronously (see holdContext).
 func (h *Hold) Context() context.Context { return h.ctx }
 
-// Cause is why the hold ended (nil while it lasts).
+// Cause is why the hold ended, nil while it lasts; it is Context's cause,
+// set once, when the hold ends. It wraps the recipe's released sentinel
+// (HoldConfig.Released) after a release, and otherwise its lost one
+// (HoldConfig.Lost) and what happened first:
+//   - connection.ErrSuspended: the connection was suspended under the
+//     standard policy; the session may live on;
+//   - the session's error, wrapping connection.ErrSessionLost (and
+//     connection.ErrClosed after the client's Close): the session ended;
+//   - connection.ErrNodeDeleted: its node was deleted while the session
+//     lived;
+//   - the error of a watch of its node that could not be set.
 func (h *Hold) Cause() error { return context.Cause(h.ctx) }
 
 // End ends the hold, then releases its node with release (nil: ends it
@@ -367,7 +416,7 @@ func (h *Hold) Cause() error { return context.Cause(h.ctx) }
 // release failed.
 func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) error) error {
 	if h.Lost() {
-		if h.finish(h.cfg.Lost) {
+		if h.finish(h.periodLost()) {
 			h.deleteLater() // the period ended, and its function came second
 		}
 		h.wg.Wait()

@@ -41,6 +41,7 @@ type Holder struct {
 	mu    sync.Mutex
 	hold  *Hold
 	count int
+	last  *Hold // the hold that ended last, while none is held: Err and Context say why it ended
 }
 
 // HolderConfig is what a recipe tells its Holder.
@@ -64,7 +65,8 @@ type HolderConfig struct {
 	// The recipe's sentinels.
 	ErrLocked    error // TryLock would wait
 	ErrNotLocked error // Unlock without a hold
-	ErrLockLost  error // the hold was lost before Unlock or reentry
+	ErrLockLost  error // the hold was lost before Unlock or reentry; wraps nothing (HoldConfig.Lost)
+	ErrUnlocked  error // the cause of a hold ended by Unlock (HoldConfig.Released)
 	// ErrHeld, if set, makes the lock non-reentrant: Lock on a held lock
 	// returns it.
 	ErrHeld error
@@ -151,7 +153,7 @@ func (h *Holder) begin(ctx context.Context, a *Acquired, err error) (bool, error
 	if err != nil {
 		return true, h.errorf("lock", err)
 	}
-	hold := NewHold(h.client, *a, HoldConfig{Lost: h.cfg.ErrLockLost, OnRevoke: h.cfg.OnRevoke})
+	hold := NewHold(h.client, *a, HoldConfig{Lost: h.cfg.ErrLockLost, Released: h.cfg.ErrUnlocked, OnRevoke: h.cfg.OnRevoke})
 	if hold.Lost() {
 		// The period Acquire confirmed ended in the meantime, or the
 		// node was deleted.
@@ -162,7 +164,7 @@ func (h *Holder) begin(ctx context.Context, a *Acquired, err error) (bool, error
 		return false, nil
 	}
 	h.mu.Lock()
-	h.hold, h.count = hold, 1
+	h.hold, h.count, h.last = hold, 1, nil
 	h.mu.Unlock()
 	return true, nil
 }
@@ -197,7 +199,7 @@ func (h *Holder) Unlock(ctx context.Context) error {
 		h.mu.Unlock()
 		return nil
 	}
-	h.hold, h.count = nil, 0
+	h.hold, h.count, h.last = nil, 0, cur
 	h.mu.Unlock()
 	if err := cur.End(ctx, h.cfg.Release); err != nil {
 		return h.errorf("unlock", err)
@@ -217,7 +219,7 @@ func (h *Holder) current() *Hold {
 func (h *Holder) endLost(hold *Hold) error {
 	h.mu.Lock()
 	if h.hold == hold {
-		h.hold, h.count = nil, 0
+		h.hold, h.count, h.last = nil, 0, hold
 	}
 	h.mu.Unlock()
 	return hold.End(context.Background(), nil) // lost: sends nothing
@@ -286,13 +288,38 @@ func (h *Holder) Done() <-chan struct{} {
 	return closedChan
 }
 
-// Context is cancelled when Done closes, with the reason as its cause;
-// when nothing is held it is already cancelled with ErrNotLocked.
+// Context is cancelled when Done closes, with the reason as its cause
+// (Hold.Cause). When nothing is held it is already cancelled: with the
+// cause of the hold that ended last (its Unlock's ErrUnlocked, or how it
+// was lost), or with ErrNotLocked when there was none.
 func (h *Holder) Context() context.Context {
-	if cur := h.current(); cur != nil {
+	h.mu.Lock()
+	cur, last := h.hold, h.last
+	h.mu.Unlock()
+	switch {
+	case cur != nil:
 		return cur.Context()
+	case last != nil:
+		return last.Context()
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(h.cfg.ErrNotLocked)
 	return ctx
+}
+
+// Err is nil while Done is open, and then Context's cause, as a
+// context's Err is: why the current hold ended (lost, and not yet noticed
+// by Lock or Unlock), why the last one ended when nothing is held, or
+// ErrNotLocked when there was none.
+func (h *Holder) Err() error {
+	h.mu.Lock()
+	cur, last := h.hold, h.last
+	h.mu.Unlock()
+	switch {
+	case cur != nil:
+		return cur.Cause()
+	case last != nil:
+		return last.Cause()
+	}
+	return h.cfg.ErrNotLocked
 }

@@ -104,8 +104,11 @@ func TestProxyDelayIsPrecise(t *testing.T) {
 		t.Errorf("%d delayed chunks counted, want %d", late.Chunks, 2*len(delayed))
 	}
 	// Robust on a loaded machine: the runtime's timers would add 1-2 ms
-	// per round trip; a precise delay adds about 500 µs.
-	if added < 2*d-20*time.Microsecond || added > 2*d+300*time.Microsecond {
+	// per round trip; a precise delay adds about 500 µs. A chunk's delay
+	// runs from the moment it was read, so the proxy's own forwarding,
+	// part of the round trip without delay, can fall within it: the delay
+	// may add up to that much less.
+	if added < 2*d-base[len(base)/2]-20*time.Microsecond || added > 2*d+300*time.Microsecond {
 		t.Errorf("the delay added %v to the p50 round trip, want about %v", added, 2*d)
 	}
 }

@@ -27,7 +27,8 @@ const (
 // ensemble's addresses to cut, blackhole or delay its traffic.
 //
 // A blackhole drops bytes, so a connection that lost bytes is closed on
-// Restore (as a real network would reset it); the client reconnects. The
+// Restore (as a real network would reset it), and never delivers a byte
+// read after the hole; the client reconnects. The
 // server hears nothing from a blackholed client, so a blackhole longer
 // than the session timeout expires the session on the server.
 type Proxy struct {
@@ -351,12 +352,23 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 					p.session = proxiedSession{id: id, passwd: pw, target: l.target}
 				}
 			}
+			// A connection that lost bytes has a hole in its stream: once
+			// the proxy forwards again (Restore, which closes it, or a
+			// Delay) nothing after the hole may reach the other side,
+			// or a peer would read a stream with a piece missing (a
+			// ZooKeeper follower logs a proposal after a gap, and applies
+			// it without those before). It is reset, as a real network
+			// would.
+			reset := !drop && l.lost && mode == modeForward
 			if drop {
 				l.lost = true
-			} else if !toClient {
+			} else if !toClient && !reset {
 				p.lastUp = time.Now().Add(delay)
 			}
 			p.mu.Unlock()
+			if reset {
+				break
+			}
 			if !drop {
 				c := chunk{data: append([]byte(nil), buf[:n]...), due: now.Add(delay), delayed: delay > 0}
 				if l.wire != nil {

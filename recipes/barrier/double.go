@@ -103,8 +103,8 @@ func (d *Double) Node() string {
 // deleted before Enter returns (in the background if the servers do not
 // answer), so that nobody counts a member that is not waiting. When the
 // member's node goes first — its session ends, or another client deletes
-// it — the error wraps ErrMemberLost (and connection.ErrSessionLost for
-// the first): the member does not count, and may Enter again. A session
+// it — the error wraps ErrMemberLost and connection.ErrSessionLost or
+// connection.ErrNodeDeleted: the member does not count, and may Enter again. A session
 // that is only suspended does not end the wait. On a member that is in
 // the barrier already, Enter fails with ErrEntered.
 func (d *Double) Enter(ctx context.Context) error {
@@ -281,7 +281,7 @@ func (d *Double) lost(m *member) error {
 	if !connx.Of(d.client).Live(m.Session) {
 		return errtext.Errorf("%w: %w", ErrMemberLost, connection.ErrSessionLost)
 	}
-	return errtext.Errorf("%w: its node %s was deleted by another client", ErrMemberLost, m.Path)
+	return errtext.Errorf("%w: %w: %s, by another client", ErrMemberLost, connection.ErrNodeDeleted, m.Path)
 }
 
 // waitErr is the error a wait ends with after a request failed with err:

@@ -11,7 +11,8 @@ var (
 	// ErrMemberLost means a member's node went while it was entering,
 	// inside or leaving a double barrier: its session ended (the error
 	// then wraps connection.ErrSessionLost too) or another client deleted
-	// it. The member no longer counts: the others neither wait for it
+	// it (connection.ErrNodeDeleted). A suspension does not end a
+	// membership. The member no longer counts: the others neither wait for it
 	// nor count it as arrived. It is out of the barrier; Enter makes it
 	// a member again, with a new node.
 	ErrMemberLost = errors.New("barrier: membership lost")

@@ -318,7 +318,15 @@ func TestDoubleRoundsUnderFaults(t *testing.T) {
 		}
 		v := viewOf(t, zc, dir)
 		if v.ready == nil || len(v.members) != n {
-			t.Fatalf("round %d, all entered: %d member nodes, ready %v", r, len(v.members), v.ready != nil)
+			var nodes []string
+			for name, st := range v.members {
+				nodes = append(nodes, fmt.Sprintf("%s (czxid %#x, owner %#x)", name, st.Czxid, st.EphemeralOwner))
+			}
+			log.mu.Lock()
+			seen := fmt.Sprintf("lost in Enter %v, in Leave %v; violations %v", log.lostEnter, log.lostLeave, log.violations)
+			log.mu.Unlock()
+			t.Fatalf("round %d, all entered: %d member nodes, ready %v; entered %+v; nodes %v; sessions A %#x B %#x C %#x; %s",
+				r, len(v.members), v.ready != nil, es, nodes, cA.Session().ID(), cB.Session().ID(), cC.Session().ID(), seen)
 		}
 		var snapshot []string
 		for name, st := range v.members {

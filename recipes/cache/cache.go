@@ -79,6 +79,9 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 	}
 	o := options{maxDepth: -1, concurrency: DefaultConcurrency}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("cache: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

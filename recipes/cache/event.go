@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -127,6 +128,9 @@ func WithBuffer(n int) ListenOption {
 func (c *Cache) Listen(ctx context.Context, opts ...ListenOption) (<-chan Event, error) {
 	o := listenOptions{buffer: DefaultBuffer}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("cache: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

@@ -133,8 +133,8 @@ func mustCreate(t testing.TB, conn *zk.Conn, p string, data []byte) {
 // skipReconnectsUnderRace skips a test whose reconnects make the race
 // detector report go-zookeeper's own race: go-zookeeper v1.0.4 reads its
 // last zxid unsynchronised while it registers the watches again on a
-// reconnect (go-zookeeper/zk#35, open). make test runs these tests without
-// -race, with the oldest supported Go.
+// reconnect (go-zookeeper/zk#35, open). make test runs these tests again
+// without -race (scripts/race-skipped.sh finds them by this call).
 func skipReconnectsUnderRace(t *testing.T) {
 	t.Helper()
 	if raceDetector {

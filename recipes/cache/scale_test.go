@@ -125,21 +125,15 @@ const wideChildren = 70_000
 // drops its connection ("Packet len … is out of range").
 const javaMaxPacket = 0xfffff
 
-// TestScaleWideDirectory: a directory of 70,000 children whose listing,
-// 1.4 MB, is longer than the Java client reads by default. ZooKeeper
-// 3.8.0 sends it: its jute.maxbuffer bounds what it reads, not what it
-// answers. A cache on a client that accepts any size (the default) holds
-// the whole directory and follows its changes. A cache on a client bounded
-// to the Java client's limit (WithMaxBufferSize) keeps the directory's
-// node with Err wrapping connection.ErrResponseTooLarge and none of its
-// children, holds the rest of the tree, follows its changes, and is
-// trusted again after the one connection drop the answer costs.
-func TestScaleWideDirectory(t *testing.T) {
-	skipScaleHeavy(t)
-	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wide, other := root+"/wide", root+"/other"
+// wideDirectory writes, under a root of the test's own, a directory
+// ("wide") of 70,000 children whose listing, 1.4 MB, is longer than the
+// Java client reads by default (ZooKeeper 3.8.0 sends it: its
+// jute.maxbuffer bounds what it reads, not what it answers), and a small
+// subtree beside it ("other"), and returns the three paths.
+func wideDirectory(t *testing.T, ens *zktest.Ensemble, conn *zk.Conn) (root, wide, other string) {
+	t.Helper()
+	root = ens.Root(t)
+	wide, other = root+"/wide", root+"/other"
 	kids := make([]string, wideChildren)
 	for i := range kids {
 		kids[i] = fmt.Sprintf("%s/member-%09d", wide, i) // 16-byte names: 20 bytes each in a listing
@@ -148,133 +142,151 @@ func TestScaleWideDirectory(t *testing.T) {
 	if _, stat, err := conn.Children(wide); err != nil || stat.NumChildren != wideChildren {
 		t.Fatalf("list the directory: %v, %v", err, stat)
 	}
+	return root, wide, other
+}
 
-	t.Run("unbounded", func(t *testing.T) {
-		followLarge(t, ens, conn, root, []change{
-			{"set", wide},
-			{"set", wide + "/member-000000000"},
-			{"set", wide + "/member-000069999"},
-			{"delete", wide + "/member-000035000"},
-			{"create", wide + "/member-000070000"},
-			{"set", other + "/x"},
-		})
+// TestScaleWideDirectory: a cache of wideDirectory's tree on a client
+// that accepts any size (the default) holds the whole directory and
+// follows its changes.
+func TestScaleWideDirectory(t *testing.T) {
+	skipScaleHeavy(t)
+	ens := shared.Ensemble(t)
+	conn := ens.Conn(t)
+	root, wide, other := wideDirectory(t, ens, conn)
+	followLarge(t, ens, conn, root, []change{
+		{"set", wide},
+		{"set", wide + "/member-000000000"},
+		{"set", wide + "/member-000069999"},
+		{"delete", wide + "/member-000035000"},
+		{"create", wide + "/member-000070000"},
+		{"set", other + "/x"},
+	})
+}
+
+// TestScaleWideDirectoryOnBoundedClient: a cache of wideDirectory's tree
+// on a client bounded to the Java client's limit (WithMaxBufferSize)
+// keeps the directory's node with Err wrapping
+// connection.ErrResponseTooLarge and none of its children, holds the rest
+// of the tree, follows its changes, and is trusted again after the one
+// connection drop the answer costs.
+func TestScaleWideDirectoryOnBoundedClient(t *testing.T) {
+	skipScaleHeavy(t)
+	// Each too-large listing drops the connection: a reconnect.
+	skipReconnectsUnderRace(t)
+	ens := shared.Ensemble(t)
+	conn := ens.Conn(t)
+	root, wide, other := wideDirectory(t, ens, conn)
+	client := open(t, ens.Servers(), connection.WithMaxBufferSize(javaMaxPacket))
+	ctx := ctxFor(t, 2*time.Minute)
+	c := newCache(t, client, root)
+	rec := record(t, c)
+	start := time.Now()
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("first view in %v: %d nodes, %d reads", time.Since(start).Round(time.Millisecond), c.Stats().Nodes, c.Stats().Reads)
+	checkBounded := func(when string) {
+		t.Helper()
+		n, ok := c.Get(wide)
+		if !ok || !errors.Is(n.Err, connection.ErrResponseTooLarge) {
+			t.Fatalf("%s: the directory: %v, Err %v; want Err wrapping ErrResponseTooLarge", when, ok, n.Err)
+		}
+		if kids, _ := c.Children(wide); len(kids) != 0 {
+			t.Fatalf("%s: %d children of the directory in the view", when, len(kids))
+		}
+		want := readTree(t, conn, other, -1)
+		for _, p := range []string{root, wide} {
+			data, stat, err := conn.Get(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[p] = tnode{data, *stat}
+		}
+		if d := diff(nodesOf(c.Snapshot()), want); d != "" {
+			t.Fatalf("%s: the view differs from the server:\n%s", when, d)
+		}
+	}
+	checkBounded("first view")
+	// The error is told: the directory's node in its event carries it.
+	rec.waitFor(t, "the directory with its error", func(ev cache.Event) bool {
+		return (ev.Type == cache.Created || ev.Type == cache.Changed) && ev.Path == wide && errors.Is(ev.Node.Err, connection.ErrResponseTooLarge)
 	})
 
-	t.Run("bounded", func(t *testing.T) {
-		// Each too-large listing drops the connection: a reconnect.
-		skipReconnectsUnderRace(t)
-		client := open(t, ens.Servers(), connection.WithMaxBufferSize(javaMaxPacket))
-		ctx := ctxFor(t, 2*time.Minute)
-		c := newCache(t, client, root)
-		rec := record(t, c)
-		start := time.Now()
-		if _, err := c.Trust(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("first view in %v: %d nodes, %d reads", time.Since(start).Round(time.Millisecond), c.Stats().Nodes, c.Stats().Reads)
-		checkBounded := func(when string) {
-			t.Helper()
-			n, ok := c.Get(wide)
-			if !ok || !errors.Is(n.Err, connection.ErrResponseTooLarge) {
-				t.Fatalf("%s: the directory: %v, Err %v; want Err wrapping ErrResponseTooLarge", when, ok, n.Err)
-			}
-			if kids, _ := c.Children(wide); len(kids) != 0 {
-				t.Fatalf("%s: %d children of the directory in the view", when, len(kids))
-			}
-			want := readTree(t, conn, other, -1)
-			for _, p := range []string{root, wide} {
-				data, stat, err := conn.Get(p)
-				if err != nil {
-					t.Fatal(err)
+	// since returns the events from mark on, as "TYPE /path" (the
+	// path under root), once the last is want's last.
+	since := func(mark int, want []string) []string {
+		t.Helper()
+		var got []string
+		zktest.Eventually(t, 30*time.Second, "events "+strings.Join(want, ", "), func() error {
+			got = got[:0]
+			for _, ev := range rec.all()[mark:] {
+				s := ev.Type.String()
+				if ev.Path != "" {
+					s += " " + strings.TrimPrefix(ev.Path, root)
 				}
-				want[p] = tnode{data, *stat}
+				got = append(got, s)
 			}
-			if d := diff(nodesOf(c.Snapshot()), want); d != "" {
-				t.Fatalf("%s: the view differs from the server:\n%s", when, d)
-			}
-		}
-		checkBounded("first view")
-		// The error is told: the directory's node in its event carries it.
-		rec.waitFor(t, "the directory with its error", func(ev cache.Event) bool {
-			return (ev.Type == cache.Created || ev.Type == cache.Changed) && ev.Path == wide && errors.Is(ev.Node.Err, connection.ErrResponseTooLarge)
-		})
-
-		// since returns the events from mark on, as "TYPE /path" (the
-		// path under root), once the last is want's last.
-		since := func(mark int, want []string) []string {
-			t.Helper()
-			var got []string
-			zktest.Eventually(t, 30*time.Second, "events "+strings.Join(want, ", "), func() error {
-				got = got[:0]
-				for _, ev := range rec.all()[mark:] {
-					s := ev.Type.String()
-					if ev.Path != "" {
-						s += " " + strings.TrimPrefix(ev.Path, root)
-					}
-					got = append(got, s)
-				}
-				if len(got) < len(want) || got[len(got)-1] != want[len(want)-1] {
-					return fmt.Errorf("events %v", got)
-				}
-				return nil
-			})
-			return got
-		}
-
-		// Changes elsewhere are followed. A new child of the directory
-		// is not seen (no listing, so no child watch), and costs nothing.
-		mark := len(rec.all())
-		reads := c.Stats().Reads
-		if _, err := conn.Set(other+"/x", []byte("bounded"), -1); err != nil {
-			t.Fatal(err)
-		}
-		mustCreate(t, conn, wide+"/member-000070001", nil)
-		mustCreate(t, conn, other+"/z", []byte("z"))
-		if err := c.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		want := []string{"CHANGED /other/x", "CREATED /other/z"}
-		if got := since(mark, want); !slices.Equal(got, want) {
-			t.Fatalf("events %v, want %v", got, want)
-		}
-		checkBounded("after changes elsewhere")
-		t.Logf("changes elsewhere: %d reads", c.Stats().Reads-reads)
-
-		// A change of the directory's data is followed, and lists it
-		// again: in vain, at the cost of one connection drop (Untrusted,
-		// then Trusted).
-		mark = len(rec.all())
-		if _, err := conn.Set(wide, []byte("bounded"), -1); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Trust(ctx); err != nil {
-			t.Fatal(err)
-		}
-		want = []string{"CHANGED /wide", "UNTRUSTED", "TRUSTED"}
-		if got := since(mark, want); !slices.Equal(got, want) {
-			t.Fatalf("events %v, want %v", got, want)
-		}
-		evs := rec.all()
-		if ev := evs[mark]; !errors.Is(ev.Node.Err, connection.ErrResponseTooLarge) || string(ev.Node.Data) != "bounded" {
-			t.Fatalf("Changed %s: data %q, Err %v", ev.Path, ev.Node.Data, ev.Node.Err)
-		}
-		if ev := evs[mark+1]; !errors.Is(ev.Err, cache.ErrSuspended) {
-			t.Fatalf("Untrusted with %v, want ErrSuspended", ev.Err)
-		}
-		checkBounded("after the directory changed")
-		zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
-			if d := diffReplay(replay(rec.all()), c.Snapshot()); d != "" {
-				return errors.New(d)
+			if len(got) < len(want) || got[len(got)-1] != want[len(want)-1] {
+				return fmt.Errorf("events %v", got)
 			}
 			return nil
 		})
-		if bad := checkOrder(rec.all(), root); len(bad) > 0 {
-			t.Fatalf("order:\n%s", strings.Join(bad, "\n"))
+		return got
+	}
+
+	// Changes elsewhere are followed. A new child of the directory
+	// is not seen (no listing, so no child watch), and costs nothing.
+	mark := len(rec.all())
+	reads := c.Stats().Reads
+	if _, err := conn.Set(other+"/x", []byte("bounded"), -1); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, conn, wide+"/member-000070001", nil)
+	mustCreate(t, conn, other+"/z", []byte("z"))
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"CHANGED /other/x", "CREATED /other/z"}
+	if got := since(mark, want); !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	checkBounded("after changes elsewhere")
+	t.Logf("changes elsewhere: %d reads", c.Stats().Reads-reads)
+
+	// A change of the directory's data is followed, and lists it
+	// again: in vain, at the cost of one connection drop (Untrusted,
+	// then Trusted).
+	mark = len(rec.all())
+	if _, err := conn.Set(wide, []byte("bounded"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"CHANGED /wide", "UNTRUSTED", "TRUSTED"}
+	if got := since(mark, want); !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+	evs := rec.all()
+	if ev := evs[mark]; !errors.Is(ev.Node.Err, connection.ErrResponseTooLarge) || string(ev.Node.Data) != "bounded" {
+		t.Fatalf("Changed %s: data %q, Err %v", ev.Path, ev.Node.Data, ev.Node.Err)
+	}
+	if ev := evs[mark+1]; !errors.Is(ev.Err, cache.ErrSuspended) {
+		t.Fatalf("Untrusted with %v, want ErrSuspended", ev.Err)
+	}
+	checkBounded("after the directory changed")
+	zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
+		if d := diffReplay(replay(rec.all()), c.Snapshot()); d != "" {
+			return errors.New(d)
 		}
+		return nil
 	})
+	if bad := checkOrder(rec.all(), root); len(bad) > 0 {
+		t.Fatalf("order:\n%s", strings.Join(bad, "\n"))
+	}
 }
 
 // skipScaleHeavy skips a scale test when ZKRECIPES_SKIP_HEAVY is set: make

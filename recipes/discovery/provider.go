@@ -92,6 +92,9 @@ func withClock(now func() time.Time) ProviderOption {
 func (d *Discovery) Provider(ctx context.Context, service string, opts ...ProviderOption) (*Provider, error) {
 	o := providerOptions{down: DefaultDownPolicy}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("discovery: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

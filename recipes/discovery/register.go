@@ -70,6 +70,9 @@ func (d *Discovery) Register(ctx context.Context, i Instance, opts ...RegisterOp
 	}
 	var o registerOptions
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("discovery: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

@@ -73,6 +73,9 @@ func (d *Discovery) Cache(service string, opts ...CacheOption) (*ServiceCache, e
 	}
 	var o cacheOptions
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("discovery: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 )
 
@@ -66,7 +67,7 @@ func TestCloseEndsTermObserversAndUse(t *testing.T) {
 	// Everything the Election started has ended: what runs now was
 	// running before the campaign, apart from beta's waiting candidacy,
 	// which has returned.
-	goleak.VerifyNone(t, before)
+	testkit.VerifyNoGoroutinesSince(t, before)
 
 	if _, err := a.Campaign(ctx); !errors.Is(err, election.ErrClosed) {
 		t.Errorf("Campaign after Close = %v, want ErrClosed", err)

@@ -19,7 +19,10 @@
 //     (the standard policy, the default) or LOST (the session policy). The
 //     client learns of LOST no later than the server can expire the
 //     session, so a term's Done closes before another candidate can be
-//     elected.
+//     elected. Err then says why: ErrTermLost and connection.ErrSuspended
+//     for a suspension (the session may live on), connection.ErrSessionLost
+//     for a lost session, connection.ErrNodeDeleted for a node another
+//     client deleted; ErrResigned after Resign.
 //   - A lost term's node is deleted while its session lives (under the
 //     standard policy a suspended session may come back, and with it the
 //     node, which would leave the election without a leader), and the

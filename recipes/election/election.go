@@ -3,7 +3,6 @@ package election
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"sync"
 	"unicode/utf8"
@@ -22,12 +21,14 @@ var (
 	// ErrLeading is returned by Campaign while this Election's term is
 	// still live: one Election is one candidate, with one node.
 	ErrLeading = errors.New("election: already leading")
-	// ErrTermLost is the cause of a term's Context when its session (or
-	// the session's trust) was lost, and what Resign returns then. It
-	// wraps connection.ErrSessionLost.
-	ErrTermLost = fmt.Errorf("election: term lost: %w", connection.ErrSessionLost)
-	// ErrResigned is the cause of a term's Context after Resign, and what
-	// a second Resign returns.
+	// ErrTermLost is the cause of a term's Context (its Err) when the term
+	// could no longer be trusted, and what Resign returns then. The cause
+	// also wraps what happened: connection.ErrSuspended,
+	// connection.ErrSessionLost or connection.ErrNodeDeleted (see
+	// Term.Err).
+	ErrTermLost = errors.New("election: term lost")
+	// ErrResigned is the cause of a term's Context (its Err) after Resign,
+	// and what a second Resign returns.
 	ErrResigned = errors.New("election: resigned")
 	// ErrInvalidID means a candidate id is empty or not UTF-8.
 	ErrInvalidID = errors.New("election: invalid candidate id")
@@ -113,6 +114,9 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 		},
 	}
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("election: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(e); err != nil {
 			return nil, err
 		}
@@ -279,9 +283,20 @@ func (t *Term) end() {
 // connection's error policy, or after Resign.
 func (t *Term) Done() <-chan struct{} { return t.hold.Done() }
 
-// Context is the term's: cancelled when Done closes, with ErrTermLost or
-// ErrResigned as its cause.
+// Context is the term's: cancelled when Done closes, with Err as its
+// cause.
 func (t *Term) Context() context.Context { return t.hold.Context() }
+
+// Err returns nil while the term lasts, and then why it ended, as
+// Context's cause does: ErrResigned after Resign, or ErrTermLost wrapping
+// what happened first —
+//   - connection.ErrSuspended: the connection was suspended under
+//     connection.StandardPolicy; the session may live on, but another
+//     candidate may lead soon;
+//   - connection.ErrSessionLost: the session ended (expired, cut off for
+//     its timeout, or the client closed: connection.ErrClosed too);
+//   - connection.ErrNodeDeleted: another client deleted the term's node.
+func (t *Term) Err() error { return t.hold.Cause() }
 
 // Token is the term's fencing token: the czxid of its node, strictly
 // increasing across successive leaders of the election.

@@ -3,11 +3,13 @@ package election_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 func TestNewRefusesBadInput(t *testing.T) {
@@ -177,7 +179,18 @@ func TestObserveDeliversEveryChange(t *testing.T) {
 		if i > 0 {
 			terms[i] = <-waiting[i]
 		}
-		time.Sleep(100 * time.Millisecond) // each term is seen
+		// Each term lasts until it can be seen: a leader whose term is
+		// shorter than the observer's read can be missed (Observe's doc).
+		// The observer's client reads it as leader, and then the
+		// observer's own read has a margin.
+		zktest.Eventually(t, 10*time.Second, "the observer's client reads "+ids[i]+" leading", func() error {
+			l, err := obs.Leader(ctx)
+			if err == nil && l != ids[i] {
+				err = fmt.Errorf("leader %q", l)
+			}
+			return err
+		})
+		time.Sleep(300 * time.Millisecond)
 		if err := terms[i].Resign(ctx); err != nil {
 			t.Fatal(err)
 		}

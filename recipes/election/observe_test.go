@@ -40,11 +40,8 @@ func TestCancelledObserveLeavesNothing(t *testing.T) {
 	// Every Observe has returned (its channel is closed): a goroutine
 	// started since and still running was left by its reads (before the
 	// shared watch, one per call, parked on its watch channel) — unless it
-	// is one of the two go-zookeeper starts for each connection, when a
-	// client of the test reconnects (a loaded machine makes that happen).
-	goleak.VerifyNone(t, before,
-		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
-		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"))
+	// is one of go-zookeeper's for a client of the test that reconnected.
+	testkit.VerifyNoGoroutinesSince(t, before)
 	if n := c.Stats().PendingWatches; n > 1 {
 		t.Errorf("%d pending watches on the client after %d cancelled Observe calls, want at most 1", n, calls)
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
 // RunOption configures Run. An option that does not apply makes Run
@@ -28,19 +31,23 @@ func WithRequeue() RunOption {
 
 // Run campaigns, calls fn with the term while this candidate leads, and
 // resigns the term when fn returns. fn's context is cancelled when the
-// term ends (Done closes), with the term's cause (ErrTermLost), or when
-// ctx ends; fn should return then, since another candidate may lead from
-// that moment on. A cancelled context does not recall a write already on
-// its way: fn should send term.Token() with its writes, so that the store
-// can refuse a former leader's (see Term.Token). Without WithRequeue, Run
-// returns fn's error, joined with an error matching ErrTermLost if the
-// term was lost while fn ran. A failed campaign returns its error (ctx's,
-// when it ends first). Close ends Run: a campaign in progress, or the
-// term fn runs under (resigned by Close), and Run returns an error
-// matching ErrClosed, joined with fn's.
+// term ends (Done closes), with the term's cause (Term.Err: ErrTermLost
+// and what happened), or when ctx ends; fn should return then, since
+// another candidate may lead from that moment on. A cancelled context
+// does not recall a write already on its way: fn should send term.Token()
+// with its writes, so that the store can refuse a former leader's (see
+// Term.Token). Without WithRequeue, Run returns fn's error, joined with
+// the term's cause — an error matching ErrTermLost — if the term was lost
+// while fn ran. A failed campaign returns its error (ctx's, when it ends
+// first). Close ends Run: a campaign in progress, or the term fn runs
+// under (resigned by Close), and Run returns an error matching ErrClosed,
+// joined with fn's.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, term *Term) error, opts ...RunOption) error {
 	var cfg runConfig
 	for _, o := range opts {
+		if o == nil {
+			return e.errorf("run", errtext.Errorf("nil option: %w", connection.ErrInvalidOption))
+		}
 		if err := o(&cfg); err != nil {
 			return e.errorf("run", err)
 		}
@@ -58,21 +65,21 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, term *T
 		}
 		switch {
 		case !cfg.requeue:
-			if lost {
-				return errors.Join(e.errorf("run", ErrTermLost), err)
+			if lost != nil {
+				return errors.Join(e.errorf("run", lost), err)
 			}
 			return err
 		case ctx.Err() != nil:
 			return errors.Join(e.errorf("run", ctx.Err()), err)
-		case err != nil && !lost:
+		case err != nil && lost == nil:
 			return err
 		}
 	}
 }
 
-// run runs fn under the term and resigns after it; lost reports whether
-// the term was lost first.
-func (t *Term) run(ctx context.Context, fn func(ctx context.Context, term *Term) error) (err error, lost bool) {
+// run runs fn under the term and resigns after it; lost is the term's
+// cause if it was lost first, nil otherwise.
+func (t *Term) run(ctx context.Context, fn func(ctx context.Context, term *Term) error) (err error, lost error) {
 	fctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(t.Context(), func() { cancel(context.Cause(t.Context())) })
 	err = fn(fctx, t)
@@ -82,17 +89,20 @@ func (t *Term) run(ctx context.Context, fn func(ctx context.Context, term *Term)
 	defer rcancel()
 	rerr := t.Resign(rctx)
 	if errors.Is(rerr, ErrTermLost) {
-		return err, true
+		if cause := t.Err(); errors.Is(cause, ErrTermLost) {
+			return err, cause
+		}
+		return err, rerr // resigned, and the session was lost before the delete's answer
 	}
 	if errors.Is(rerr, ErrResigned) && t.e.isClosed() {
-		return err, false // Close resigned it
+		return err, nil // Close resigned it
 	}
 	if rerr != nil {
 		// The term is over all the same, and its node is deleted in the
 		// background while its session lives: report the failure.
-		return errors.Join(err, rerr), false
+		return errors.Join(err, rerr), nil
 	}
-	return err, false
+	return err, nil
 }
 
 func resignTimeout(t *Term) time.Duration {

@@ -172,6 +172,9 @@ func check(client *connection.Client, dir string, opts []Option) (options, error
 	}
 	o.layout = DefaultLayout
 	for _, opt := range opts {
+		if opt == nil {
+			return o, errtext.Errorf("group: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return o, err
 		}

@@ -58,8 +58,12 @@ var (
 	ErrHeld = errors.New("multilock: already held")
 	// ErrLost is the cause of Context after one of the locks was lost, and
 	// what Lock's error matches when a lock it took was lost before it
-	// could return.
+	// could return. The cause also wraps the lost lock's own (its Err):
+	// mutex.ErrLockLost and connection.ErrSuspended, say.
 	ErrLost = errors.New("multilock: a lock was lost")
+	// ErrUnlocked is the Err, and the Context's cause, of a hold that
+	// Unlock ended.
+	ErrUnlocked = errors.New("multilock: unlocked")
 )
 
 // releaseTimeout bounds the releases a failed Lock makes, and an Unlock
@@ -75,6 +79,7 @@ type Multi struct {
 
 	mu   sync.Mutex
 	lost *lockcore.AnyLost // the signal of the current hold; nil when not held
+	last *lockcore.AnyLost // the signal of the hold that ended last, while none is held
 }
 
 // New returns a Multi of locks, which it will take in the order of their
@@ -178,7 +183,7 @@ func (m *Multi) Lock(ctx context.Context) error {
 		return m.failLost(ctx, lost, holds, j)
 	}
 	m.mu.Lock()
-	m.lost = lost
+	m.lost, m.last = lost, nil
 	m.mu.Unlock()
 	return nil
 }
@@ -187,7 +192,7 @@ func (m *Multi) Lock(ctx context.Context) error {
 // Lock took so far) has ended, or -1.
 func (m *Multi) firstLost(lost *lockcore.AnyLost, holds []context.Context) int {
 	if cause := context.Cause(lost.Context()); cause != nil {
-		if j := slices.Index(m.causes, cause); j >= 0 && j < len(holds) {
+		if j := slices.IndexFunc(m.causes, func(c error) bool { return errors.Is(cause, c) }); j >= 0 && j < len(holds) {
 			return j
 		}
 	}
@@ -258,12 +263,14 @@ func (m *Multi) Unlock(ctx context.Context) error {
 	defer m.leave()
 	m.mu.Lock()
 	lost := m.lost
-	m.lost = nil
+	if lost != nil {
+		m.lost, m.last = nil, lost
+	}
 	m.mu.Unlock()
 	if lost == nil {
 		return ErrNotLocked
 	}
-	lost.Stop(errReleased)
+	lost.Stop(ErrUnlocked)
 	var errs []error
 	for i := len(m.locks) - 1; i >= 0; i-- {
 		if err := unlock(ctx, m.locks[i]); err != nil {
@@ -295,8 +302,6 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
-var errReleased = errors.New("multilock: released")
-
 // closedChan is what Done returns when nothing is held.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
@@ -311,17 +316,32 @@ func (m *Multi) Done() <-chan struct{} {
 	return closedChan
 }
 
-// Context is cancelled when Done closes: its cause matches ErrLost, with
-// the lost lock's server path, when a lock was lost. When the Multi does
-// not hold, it is already cancelled with ErrNotLocked.
+// Context is cancelled when Done closes, with Err as its cause. When the
+// Multi does not hold, it is already cancelled: with the cause of the
+// last hold's end, or with ErrNotLocked when there was none.
 func (m *Multi) Context() context.Context {
-	if lost := m.current(); lost != nil {
+	m.mu.Lock()
+	lost, last := m.lost, m.last
+	m.mu.Unlock()
+	switch {
+	case lost != nil:
 		return lost.Context()
+	case last != nil:
+		return last.Context()
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(ErrNotLocked)
 	return ctx
 }
+
+// Err returns nil while the Multi holds every lock, and then why its hold
+// ended, as Context's cause does: ErrUnlocked after Unlock, or, when a
+// lock was lost, an error matching ErrLost, with the lost lock's server
+// path, and that lock's own Err — its recipe's lost error and what
+// happened: connection.ErrSuspended, connection.ErrSessionLost or
+// connection.ErrNodeDeleted. When the Multi does not hold it says why the
+// last hold ended, or matches ErrNotLocked if there was none.
+func (m *Multi) Err() error { return context.Cause(m.Context()) }
 
 // Locks returns the locks in the order they are taken.
 func (m *Multi) Locks() []Lock { return slices.Clone(m.locks) }

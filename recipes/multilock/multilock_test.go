@@ -200,11 +200,16 @@ func TestDoneWhenOneIsLost(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Done still open after one lock's session was cut off")
 	}
-	if !errors.Is(context.Cause(mctx), multilock.ErrLost) {
-		t.Fatalf("cause %v, want ErrLost", context.Cause(mctx))
+	// The standard policy: the lock was lost when its connection was
+	// suspended, and the Multi's cause says so.
+	if cause := context.Cause(mctx); !errors.Is(cause, multilock.ErrLost) || !errors.Is(cause, mutex.ErrLockLost) || !errors.Is(cause, connection.ErrSuspended) {
+		t.Fatalf("cause %v, want ErrLost, mutex.ErrLockLost and connection.ErrSuspended", cause)
+	}
+	if err := m.Err(); err != context.Cause(mctx) {
+		t.Fatalf("Err = %v, want the Context's cause %v", err, context.Cause(mctx))
 	}
 	p.Restore()
-	if err := m.Unlock(ctx); !errors.Is(err, connection.ErrSessionLost) {
-		t.Fatalf("Unlock with a lost lock = %v, want one wrapping ErrSessionLost", err)
+	if err := m.Unlock(ctx); !errors.Is(err, connection.ErrSuspended) || errors.Is(err, connection.ErrSessionLost) {
+		t.Fatalf("Unlock with a lost lock = %v, want one wrapping ErrSuspended, not ErrSessionLost", err)
 	}
 }

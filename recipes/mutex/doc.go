@@ -22,7 +22,11 @@
 //     longer be trusted under the connection's error policy: at SUSPENDED
 //     (the standard policy, the default) or LOST (the session policy). The
 //     client learns of LOST no later than the server can expire the session,
-//     so Done closes before another contender can acquire.
+//     so Done closes before another contender can acquire. Err then says
+//     why: ErrLockLost and connection.ErrSuspended for a suspension (the
+//     session may live on), connection.ErrSessionLost for a lost session,
+//     connection.ErrNodeDeleted for a node another client deleted;
+//     ErrUnlocked after Unlock.
 //   - Token is a fencing token: the czxid of the lock node, strictly
 //     increasing across successive holders. Pass it to the storage the lock
 //     protects and let it refuse older tokens.

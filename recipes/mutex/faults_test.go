@@ -140,16 +140,22 @@ func checkHolderLearnsFirst(t *testing.T, ens *zktest.Ensemble, root string, pol
 		t.Logf("holder's Done %v after the fault began; the waiter acquired %v after it",
 			time.Duration(d-cut.UnixNano()).Round(time.Millisecond), got.at.Sub(cut).Round(time.Millisecond))
 	}
-	if !errors.Is(context.Cause(hctx), mutex.ErrLockLost) {
-		t.Fatalf("holder's context cause = %v, want ErrLockLost", context.Cause(hctx))
+	// One cause, the first: the suspension under the standard policy,
+	// the session's loss under the session policy.
+	want, other := connection.ErrSuspended, connection.ErrSessionLost
+	if policy == connection.SessionPolicy {
+		want, other = other, want
+	}
+	if cause := context.Cause(hctx); !errors.Is(cause, mutex.ErrLockLost) || !errors.Is(cause, want) || errors.Is(cause, other) {
+		t.Fatalf("holder's context cause = %v, want ErrLockLost and %v, not %v", cause, want, other)
 	}
 	// The server's view: the holder's node is gone.
 	if ok, _, err := ens.Conn(t).Exists(node); err != nil || ok {
 		t.Fatalf("holder's node %s: exists=%v err=%v", node, ok, err)
 	}
 	// Unlock reports the loss and frees the Mutex.
-	if err := holder.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) || !errors.Is(err, connection.ErrSessionLost) {
-		t.Fatalf("Unlock after the loss = %v, want ErrLockLost", err)
+	if err := holder.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) || !errors.Is(err, want) {
+		t.Fatalf("Unlock after the loss = %v, want ErrLockLost and %v", err, want)
 	}
 	if holder.Held() {
 		t.Fatal("the Mutex still holds after reporting the loss")

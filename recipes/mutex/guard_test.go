@@ -13,22 +13,8 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/guardtest"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 )
-
-func TestGuard(t *testing.T) {
-	guardtest.Run(t, shared, guardtest.Kind{
-		Take: func(ctx context.Context, t *testing.T, c *connection.Client, path string) (guardtest.Hold, func(context.Context) error) {
-			m := newMutex(t, c, path)
-			if err := m.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			return m, m.Unlock
-		},
-		Lost: mutex.ErrLockLost,
-	})
-}
 
 // TestGuardOfReentrantHold: a reentrant Lock keeps the hold, and its
 // guard; the guard commits until the last Unlock, and not after, nor once

@@ -3,7 +3,6 @@ package mutex
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"time"
 
@@ -21,11 +20,16 @@ var (
 	// ErrNotLocked is returned by Unlock when this Mutex does not hold the
 	// lock.
 	ErrNotLocked = errors.New("mutex: not locked")
-	// ErrLockLost is returned by Unlock when the session that held the
-	// lock was lost before the release: the lock was already gone, and
-	// another participant may have held it since. It wraps
-	// connection.ErrSessionLost.
-	ErrLockLost = fmt.Errorf("mutex: lock lost: %w", connection.ErrSessionLost)
+	// ErrLockLost means the hold ended before Unlock: it could no longer
+	// be trusted, and another participant may have held the lock since.
+	// Unlock (or Lock on the lost hold) returns it, and a lost hold's Err
+	// and Context's cause wrap it. The error also wraps what happened —
+	// connection.ErrSuspended, connection.ErrSessionLost or
+	// connection.ErrNodeDeleted (docs/safety.md, "Why a hold ended").
+	ErrLockLost = errors.New("mutex: lock lost")
+	// ErrUnlocked is the Err, and the Context's cause, of a hold that
+	// Unlock ended.
+	ErrUnlocked = errors.New("mutex: unlocked")
 )
 
 // lockName is Curator's mutex node name: "<prefix>lock-<seq>".
@@ -105,6 +109,9 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 		},
 	}
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("mutex: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(m); err != nil {
 			return nil, err
 		}
@@ -117,6 +124,7 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 		ErrLocked:    ErrLocked,
 		ErrNotLocked: ErrNotLocked,
 		ErrLockLost:  ErrLockLost,
+		ErrUnlocked:  ErrUnlocked,
 		OnRevoke:     m.onRevoke,
 	})
 	return m, nil
@@ -184,9 +192,20 @@ func (m *Mutex) Node() string { return m.h.Node() }
 func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 
 // Context returns a context for the work done under the current hold: it
-// is cancelled when Done closes, with ErrLockLost (or a release) as its
-// cause. When the lock is not held it is already cancelled.
+// is cancelled when Done closes, with Err as its cause. When the lock is
+// not held it is already cancelled.
 func (m *Mutex) Context() context.Context { return m.h.Context() }
+
+// Err returns nil while the current hold lasts, and then why it ended, as
+// Context's cause does: an error matching ErrUnlocked after Unlock, or
+// ErrLockLost and what happened — connection.ErrSuspended (the connection
+// was suspended under connection.StandardPolicy; the session may live
+// on), connection.ErrSessionLost (the session ended; connection.ErrClosed
+// too when the client was closed) or connection.ErrNodeDeleted (another
+// client deleted the lock node). A hold has one cause, the first. When
+// nothing is held Err says why the last hold ended, or matches
+// ErrNotLocked if there was none.
+func (m *Mutex) Err() error { return m.h.Err() }
 
 // Participant is one contender of the lock as ZooKeeper shows it.
 // Participants lists the holder first, then the waiters in queue order.

@@ -13,7 +13,6 @@ package naive
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 
 	"github.com/go-zookeeper/zk"
@@ -35,8 +34,13 @@ var (
 	// already: the naive lock is not reentrant.
 	ErrHeld = errors.New("naive: already held (not reentrant)")
 	// ErrLockLost is returned by Unlock (and Lock) when the hold was lost
-	// before the release.
-	ErrLockLost = fmt.Errorf("naive: lock lost: %w", connection.ErrSessionLost)
+	// before the release. It, and a lost hold's Err, wraps what happened:
+	// connection.ErrSuspended, connection.ErrSessionLost or
+	// connection.ErrNodeDeleted (see Err).
+	ErrLockLost = errors.New("naive: lock lost")
+	// ErrUnlocked is the Err, and the Context's cause, of a hold that
+	// Unlock ended.
+	ErrUnlocked = errors.New("naive: unlocked")
 )
 
 // Lock is one participant of a naive lock: the node at path itself.
@@ -67,6 +71,7 @@ func New(c *connection.Client, path string) (*Lock, error) {
 		ErrLocked:    ErrLocked,
 		ErrNotLocked: ErrNotLocked,
 		ErrLockLost:  ErrLockLost,
+		ErrUnlocked:  ErrUnlocked,
 		ErrHeld:      ErrHeld,
 	})
 	return l, nil
@@ -189,6 +194,15 @@ func (l *Lock) Guard() *connection.Guard { return l.h.Guard() }
 // released; when nothing is held it is already closed.
 func (l *Lock) Done() <-chan struct{} { return l.h.Done() }
 
-// Context is cancelled when Done closes, with the reason as its cause;
-// when nothing is held it is already cancelled with ErrNotLocked.
+// Context is cancelled when Done closes, with Err as its cause; when
+// nothing is held it is already cancelled.
 func (l *Lock) Context() context.Context { return l.h.Context() }
+
+// Err returns nil while the current hold lasts, and then why it ended, as
+// Context's cause does: ErrUnlocked after Unlock, or ErrLockLost wrapping
+// connection.ErrSuspended (suspended under connection.StandardPolicy; the
+// session may live on), connection.ErrSessionLost (the session ended) or
+// connection.ErrNodeDeleted (another client deleted the node). When
+// nothing is held it says why the last hold ended, or matches
+// ErrNotLocked if there was none.
+func (l *Lock) Err() error { return l.h.Err() }

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"sync"
@@ -29,10 +30,11 @@ var (
 	// ErrSuspended is why the node is absent while the client's
 	// connection is suspended under the standard error policy: the node
 	// may go at any moment, and the client would not hear of it.
-	ErrSuspended = errors.New("node: connection suspended")
+	// It wraps connection.ErrSuspended.
+	ErrSuspended = fmt.Errorf("node: %w", connection.ErrSuspended)
 	// ErrDeleted is why the node is absent after someone else deleted it;
-	// it is made again at once.
-	ErrDeleted = errors.New("node: deleted by someone else")
+	// it is made again at once. It wraps connection.ErrNodeDeleted.
+	ErrDeleted = fmt.Errorf("node: %w by someone else", connection.ErrNodeDeleted)
 	// ErrOccupied is why the node is absent while the path holds a node
 	// that is not this Node's: another session's ephemeral node (which
 	// goes with its session), a persistent node where an ephemeral one is
@@ -102,6 +104,9 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 	}
 	o := options{mode: DefaultMode}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("node: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

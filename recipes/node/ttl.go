@@ -100,6 +100,9 @@ func NewTTL(client *connection.Client, path string, data []byte, ttl time.Durati
 	n.keep = true
 	o := ttlOptions{name: DefaultTouchName, interval: ttl / 2}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("node: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

@@ -43,7 +43,9 @@
 // the hold can no longer be trusted — its session lost, its connection
 // suspended under the standard error policy, its node deleted — before
 // another member can take it (docs/safety.md says how far before, and
-// what no client can know in time); Context, cancelled with it; and
+// what no client can know in time); Context, cancelled with it; Err, which
+// says why (connection.ErrSuspended, connection.ErrSessionLost,
+// connection.ErrNodeDeleted, or ErrReleased); and
 // Token, the czxid of its node, which grows with every later holder, for
 // the storage to refuse writes of an older holder. Kazoo has none of
 // them: its partitioner turns to FAILURE when the session is lost,

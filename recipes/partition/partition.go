@@ -22,11 +22,12 @@ var (
 	// changed: the set is split again once it is released.
 	ErrRebalance = errors.New("partition: members changed")
 	// ErrItemLost is why an item's hold ended when it could no longer be
-	// trusted: its session was lost, its connection suspended under the
-	// standard policy, or its lock node deleted by someone else. Another
-	// member may take the item from then on. It wraps
-	// connection.ErrSessionLost.
-	ErrItemLost = fmt.Errorf("partition: item lost: %w", connection.ErrSessionLost)
+	// trusted. Another member may take the item from then on. The error
+	// (Item.Err) also wraps what happened: connection.ErrSuspended (its
+	// connection suspended under the standard policy; the session may live
+	// on), connection.ErrSessionLost (its session was lost) or
+	// connection.ErrNodeDeleted (its lock node deleted by someone else).
+	ErrItemLost = errors.New("partition: item lost")
 	// ErrReleased is the cause of an item's context after its share was
 	// released.
 	ErrReleased = errors.New("partition: released")
@@ -156,6 +157,9 @@ func New(client *connection.Client, path string, items []string, opts ...Option)
 	}
 	o := options{boundary: DefaultTimeBoundary, split: KazooSplit}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("partition: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package partition_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -164,7 +165,12 @@ func TestClientClosed(t *testing.T) {
 		if !closed(it.Done()) {
 			t.Fatalf("%s still trusted after the client closed", it.Name)
 		}
+		// Why it ended: its session, with the client's Close.
+		if err := it.Err(); !errors.Is(err, partition.ErrItemLost) || !errors.Is(err, connection.ErrClosed) || errors.Is(err, connection.ErrSuspended) || err != context.Cause(it.Context()) {
+			t.Fatalf("%s: Err %v, Context cause %v; want one error matching ErrItemLost and connection.ErrClosed", it.Name, err, context.Cause(it.Context()))
+		}
 	}
+	t.Logf("the share ended with: %v", s.Err())
 	_ = s.Release(ctxFor(t, 5*time.Second))
 	if _, err := p.Acquire(ctxFor(t, 20*time.Second)); !errors.Is(err, connection.ErrClosed) {
 		t.Fatalf("Acquire after the client closed: %v, want connection.ErrClosed", err)

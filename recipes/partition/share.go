@@ -45,11 +45,14 @@ type Item struct {
 // other member holds the item before it closes: stop writing to it then.
 func (it *Item) Done() <-chan struct{} { return it.hold.Done() }
 
-// Context is cancelled when Done closes; its cause says why (ErrItemLost,
+// Context is cancelled when Done closes; its cause is Err (ErrItemLost,
 // ErrReleased).
 func (it *Item) Context() context.Context { return it.hold.Context() }
 
-// Err returns why Done closed, or nil while the hold lasts.
+// Err returns nil while the hold lasts, and then why Done closed, as
+// Context's cause does: ErrReleased, or ErrItemLost and what happened
+// (connection.ErrSuspended, connection.ErrSessionLost,
+// connection.ErrNodeDeleted).
 func (it *Item) Err() error { return it.hold.Cause() }
 
 // Items returns the share's items, in the set's order.

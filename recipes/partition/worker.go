@@ -291,7 +291,7 @@ func (p *Partitioner) take(items []string, gen uint64) (*Share, error) {
 		})
 		it := &Item{Name: item, Token: a.Token, Node: a.Path, hold: h}
 		s.items = append(s.items, it)
-		s.give.Add(h.Context(), errtext.Errorf("%w: %s", ErrItemLost, item))
+		s.give.Add(h.Context(), nil) // the item's cause names it
 		if h.Lost() {
 			return fail(errChanged) // its period ended already: allocate again
 		}

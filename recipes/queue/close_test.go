@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 )
 
@@ -87,7 +88,7 @@ func TestCloseReleasesTakesAndEndsCalls(t *testing.T) {
 			t.Fatalf("%s after Close: %v, %v: want nothing", dir, children, err)
 		}
 	}
-	goleak.VerifyNone(t, before)
+	testkit.VerifyNoGoroutinesSince(t, before)
 
 	for _, want := range []string{"b", "c"} {
 		it, err := other.TryTake(ctx)

@@ -27,7 +27,9 @@
 // Honest about distributed reality: an Item's Done channel closes when the
 // take can no longer be trusted under the connection's error policy —
 // before another worker can take it — and Consume after that fails with
-// ErrItemLost: the item was (or will be) delivered again. Token is the
+// ErrItemLost: the item was (or will be) delivered again. Item.Err says
+// what happened: connection.ErrSuspended, connection.ErrSessionLost or
+// connection.ErrNodeDeleted (docs/safety.md, "Why a hold ended"). Token is the
 // czxid of the taken node, increasing from take to take of one item, for
 // a downstream system that must refuse a stale worker's result.
 //

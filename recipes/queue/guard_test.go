@@ -1,7 +1,6 @@
 package queue_test
 
 import (
-	"context"
 	"errors"
 	"path"
 	"sync"
@@ -11,29 +10,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/guardtest"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 )
-
-func TestGuardOfTakenItem(t *testing.T) {
-	guardtest.Run(t, shared, guardtest.Kind{
-		Setup: func(ctx context.Context, t *testing.T, c *connection.Client, path string) {
-			if err := newQueue(t, c, path).Put(ctx, []byte("item")); err != nil {
-				t.Fatal(err)
-			}
-		},
-		Take: func(ctx context.Context, t *testing.T, c *connection.Client, path string) (guardtest.Hold, func(context.Context) error) {
-			it, err := newQueue(t, c, path).Take(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return it, it.Release
-		},
-		Fixed:    true,
-		Released: queue.ErrFinished,
-		Lost:     queue.ErrItemLost,
-	})
-}
 
 // TestGuardOfWorkerWhoseTakenNodeAnotherWorkerOfItsClientRemakes: two
 // workers on one client (one session). A has taken the queue's only item

@@ -3,7 +3,6 @@ package queue
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -21,12 +20,14 @@ var (
 	// ErrEmpty is returned by TryTake when no item is available.
 	ErrEmpty = errors.New("queue: no item available")
 	// ErrItemLost is returned by Consume and Release when the take was
-	// lost with its session (or the session's trust) before: the item is
-	// back in the queue, and another worker may process it. It wraps
-	// connection.ErrSessionLost.
-	ErrItemLost = fmt.Errorf("queue: item lost: %w", connection.ErrSessionLost)
+	// lost before: the item is back in the queue, and another worker may
+	// process it. It, and a lost take's Err, wraps what happened:
+	// connection.ErrSuspended, connection.ErrSessionLost or
+	// connection.ErrNodeDeleted (see Item.Err).
+	ErrItemLost = errors.New("queue: item lost")
 	// ErrFinished is returned by Consume and Release on an item that was
-	// consumed or released before, and is the cause of its Context then.
+	// consumed or released before, and is its Err (its Context's cause)
+	// then.
 	ErrFinished = errors.New("queue: item already consumed or released")
 	// ErrOutcomeUnknown is returned by Consume and Release, together with
 	// the error that says why (which also matches
@@ -98,6 +99,9 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 	}
 	q.c.init()
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("queue: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(q); err != nil {
 			return nil, err
 		}
@@ -181,6 +185,9 @@ func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
 func (q *Queue) put(ctx context.Context, data []byte, opts []PutOption) error {
 	cfg := putConfig{priority: DefaultPriority}
 	for _, o := range opts {
+		if o == nil {
+			return errtext.Errorf("queue: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(&cfg); err != nil {
 			return err
 		}
@@ -667,8 +674,17 @@ func (it *Item) Guard() *connection.Guard { return it.hold.Guard() }
 func (it *Item) Done() <-chan struct{} { return it.hold.Done() }
 
 // Context returns a context for the item's processing: cancelled when Done
-// closes, with ErrItemLost or ErrFinished as its cause.
+// closes, with Err as its cause.
 func (it *Item) Context() context.Context { return it.hold.Context() }
+
+// Err returns nil while the take lasts, and then why it ended, as
+// Context's cause does: ErrFinished after Consume or Release, or
+// ErrItemLost wrapping what happened first — connection.ErrSuspended (the
+// connection was suspended under connection.StandardPolicy; the session
+// may live on), connection.ErrSessionLost (the session ended) or
+// connection.ErrNodeDeleted (another client deleted the taken node). A
+// lost item is delivered again.
+func (it *Item) Err() error { return it.hold.Cause() }
 
 // Consume removes the item from the queue (Kazoo's consume): its entry
 // and its taken node go in one transaction, in the take's session only.

@@ -35,7 +35,9 @@ func TestTakeAndTryTakeOfOneClientUnderLostAnswers(t *testing.T) {
 	ctx := ctxFor(t, 2*time.Minute)
 	obs := ens.Conn(t)
 	p := ens.Proxy(t)
-	c := open(t, p.Servers(), connection.WithSessionTimeout(5*time.Second))
+	// A session long enough to outlast the reconnects the dropped answers
+	// cause on a loaded machine: the test is about one session.
+	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
 	sess := c.Session()
 	qa, qb := newQueue(t, c, path), newQueue(t, c, path)
 	putter := newQueue(t, open(t, ens.Servers()), path)

@@ -15,7 +15,7 @@
 // writer waits for it, and writers never starve.
 //
 // Each side (ReadLock, WriteLock) has the mutex's contract: Lock, TryLock,
-// Unlock, Done, Context, Token; it is reentrant per RWMutex value. A holder
+// Unlock, Done, Context, Err, Token; it is reentrant per RWMutex value. A holder
 // of the write side may take the read side (a downgrade): as in Curator,
 // the read node is then made at the writer's place in the queue
 // (_c_<uuid>-__READ__<the writer's sequence>, a plain ephemeral node), so

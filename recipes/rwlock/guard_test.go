@@ -1,7 +1,6 @@
 package rwlock_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -9,22 +8,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/guardtest"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 )
-
-func TestGuardOfWriteSide(t *testing.T) {
-	guardtest.Run(t, shared, guardtest.Kind{
-		Take: func(ctx context.Context, t *testing.T, c *connection.Client, path string) (guardtest.Hold, func(context.Context) error) {
-			w := newRW(t, c, path).WriteLock()
-			if err := w.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			return w, w.Unlock
-		},
-		Lost: rwlock.ErrLockLost,
-	})
-}
 
 // TestGuardOfReadSide: readers' guards commit side by side; a reader's
 // guard fails once it unlocks.

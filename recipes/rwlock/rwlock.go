@@ -3,7 +3,6 @@ package rwlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path"
 	"time"
 
@@ -23,9 +22,14 @@ var (
 	// ErrNotLocked is returned by Unlock when the side is not held.
 	ErrNotLocked = errors.New("rwlock: not locked")
 	// ErrLockLost is returned by Lock and Unlock when the side's hold was
-	// lost (its Done closed) before; the hold is then ended. It wraps
-	// connection.ErrSessionLost.
-	ErrLockLost = fmt.Errorf("rwlock: lock lost: %w", connection.ErrSessionLost)
+	// lost (its Done closed) before; the hold is then ended. It, and a
+	// lost hold's Err, wraps what happened: connection.ErrSuspended,
+	// connection.ErrSessionLost or connection.ErrNodeDeleted (see
+	// Side.Err).
+	ErrLockLost = errors.New("rwlock: lock lost")
+	// ErrUnlocked is the Err, and the Context's cause, of a side's hold
+	// that Unlock ended.
+	ErrUnlocked = errors.New("rwlock: unlocked")
 	// ErrUpgrade is returned at once by the write side's Lock while this
 	// RWMutex holds the read side: the writer would wait for itself.
 	ErrUpgrade = errors.New("rwlock: write lock asked while holding the read lock (upgrade)")
@@ -94,6 +98,9 @@ func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 	rw.write.core.Relist = true
 	rw.write.core.Window = 2
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("rwlock: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(rw); err != nil {
 			return nil, err
 		}
@@ -109,6 +116,7 @@ func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 			ErrLocked:    ErrLocked,
 			ErrNotLocked: ErrNotLocked,
 			ErrLockLost:  ErrLockLost,
+			ErrUnlocked:  ErrUnlocked,
 		})
 	}
 	return rw, nil
@@ -209,8 +217,17 @@ func (s *Side) Held() bool { return s.h.Held() }
 // released; when the side is not held it is already closed.
 func (s *Side) Done() <-chan struct{} { return s.h.Done() }
 
-// Context is cancelled when Done closes.
+// Context is cancelled when Done closes, with Err as its cause.
 func (s *Side) Context() context.Context { return s.h.Context() }
+
+// Err returns nil while this side's hold lasts, and then why it ended, as
+// Context's cause does: ErrUnlocked after Unlock, or ErrLockLost wrapping
+// connection.ErrSuspended (suspended under connection.StandardPolicy; the
+// session may live on), connection.ErrSessionLost (the session ended) or
+// connection.ErrNodeDeleted (another client deleted the node). When the
+// side is not held it says why its last hold ended, or matches
+// ErrNotLocked if there was none.
+func (s *Side) Err() error { return s.h.Err() }
 
 // Token returns the fencing token of this side's hold: its node's czxid.
 // Write tokens strictly increase across successive writers; 0 when not

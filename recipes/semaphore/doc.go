@@ -16,7 +16,9 @@
 // adds lease nodes, so when it sees at most the maximum after its own
 // create, no one else can add one before it lets the mutex go, and
 // leases can only leave meanwhile. A lease is released by deleting its
-// node, and lost with its session (its Done closes as a lock's does).
+// node, and lost as a lock's hold is: its Done closes, and its Err says why
+// (ErrLeaseLost and connection.ErrSuspended, connection.ErrSessionLost or
+// connection.ErrNodeDeleted).
 //
 // The maximum is a number, or a shared count node (Curator's SharedCount:
 // a 4-byte big-endian integer) whose changes wake the waiting acquirer.

@@ -30,6 +30,7 @@ type Mutex struct {
 
 	mu    sync.Mutex
 	lease *Lease
+	last  *Lease // the lease Unlock ended last, while none is held
 }
 
 // NewMutex returns a mutex on sem, which must have exactly one lease (a
@@ -76,7 +77,7 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	if err != nil {
 		return err
 	}
-	m.lease = got[0]
+	m.lease, m.last = got[0], nil
 	return nil
 }
 
@@ -89,7 +90,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return errtext.Errorf("semaphore: unlock %s: %w", m.sem.path, ErrNotLocked)
 	}
 	err := m.lease.Release(ctx)
-	m.lease = nil // over, whatever the answer (Lease.Release)
+	m.lease, m.last = nil, m.lease // over, whatever the answer (Lease.Release)
 	return err
 }
 
@@ -107,18 +108,37 @@ func (m *Mutex) Done() <-chan struct{} {
 	return m.lease.Done()
 }
 
-// Context is the lease's context, cancelled when Done closes with the
-// reason as its cause; when nothing is held it is already cancelled with
-// ErrNotLocked.
+// Context is the lease's context, cancelled when Done closes with Err as
+// its cause. When nothing is held it is already cancelled: with the cause
+// of the last lease's end, or with ErrNotLocked when there was none.
 func (m *Mutex) Context() context.Context {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.lease == nil {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		cancel(ErrNotLocked)
-		return ctx
+	switch {
+	case m.lease != nil:
+		return m.lease.Context()
+	case m.last != nil:
+		return m.last.Context()
 	}
-	return m.lease.Context()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotLocked)
+	return ctx
+}
+
+// Err returns nil while the lease lasts, and then why it ended (see
+// Lease.Err): ErrReleased after Unlock, or ErrLeaseLost and what
+// happened. When nothing is held it says why the last lease ended, or
+// matches ErrNotLocked if there was none.
+func (m *Mutex) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.lease != nil:
+		return m.lease.Err()
+	case m.last != nil:
+		return m.last.Err()
+	}
+	return ErrNotLocked
 }
 
 // Guard returns the lease's guard (Lease.Guard); when nothing is held, a

@@ -3,7 +3,6 @@ package semaphore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"path"
 	"slices"
@@ -28,12 +27,14 @@ var (
 	// ErrTooMany is returned when more leases are asked for in one call
 	// than the fixed maximum: they could never all be granted.
 	ErrTooMany = errors.New("semaphore: more leases asked for than exist")
-	// ErrLeaseLost is returned by Release when the lease was lost with its
-	// session (or its session's trust) before; it wraps
-	// connection.ErrSessionLost.
-	ErrLeaseLost = fmt.Errorf("semaphore: lease lost: %w", connection.ErrSessionLost)
-	// ErrReleased is returned by Release on a lease released before.
-	ErrReleased = errors.New("semaphore: lease already released")
+	// ErrLeaseLost is returned by Release when the lease was lost before.
+	// It, and a lost lease's Err, wraps what happened:
+	// connection.ErrSuspended, connection.ErrSessionLost or
+	// connection.ErrNodeDeleted (see Lease.Err).
+	ErrLeaseLost = errors.New("semaphore: lease lost")
+	// ErrReleased is the Err of a lease after its Release, and what a
+	// second Release returns.
+	ErrReleased = errors.New("semaphore: lease released")
 	// ErrBadCount means the shared count node does not hold a 4-byte count
 	// (the error matches shared.ErrCorrupt too).
 	ErrBadCount = errors.New("semaphore: shared count node is not a 4-byte count")
@@ -97,6 +98,9 @@ func New(c *connection.Client, p string, maxLeases int, opts ...Option) (*Semaph
 	}
 	s := &Semaphore{client: c, path: p, max: maxLeases, data: connx.Of(c).DefaultData()}
 	for _, o := range opts {
+		if o == nil {
+			return nil, errtext.Errorf("semaphore: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := o(s); err != nil {
 			return nil, err
 		}
@@ -203,7 +207,7 @@ func (l *Lease) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		hold := lockcore.NewHold(l.sem.client, a, lockcore.HoldConfig{Lost: ErrLeaseLost})
+		hold := lockcore.NewHold(l.sem.client, a, lockcore.HoldConfig{Lost: ErrLeaseLost, Released: ErrReleased})
 		if !hold.Lost() {
 			l.a, l.hold = a, hold
 			return nil
@@ -362,8 +366,16 @@ type Lease struct {
 // trust ended under the connection's error policy), or was released.
 func (l *Lease) Done() <-chan struct{} { return l.hold.Done() }
 
-// Context is cancelled when Done closes.
+// Context is cancelled when Done closes, with Err as its cause.
 func (l *Lease) Context() context.Context { return l.hold.Context() }
+
+// Err returns nil while the lease lasts, and then why it ended, as
+// Context's cause does: ErrReleased after Release, or ErrLeaseLost
+// wrapping connection.ErrSuspended (suspended under
+// connection.StandardPolicy; the session may live on),
+// connection.ErrSessionLost (the session ended) or
+// connection.ErrNodeDeleted (another client deleted the lease node).
+func (l *Lease) Err() error { return l.hold.Cause() }
 
 // Token returns the lease node's czxid: a fencing token that grows with
 // every lease granted at this semaphore.

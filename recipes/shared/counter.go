@@ -132,6 +132,9 @@ func NewCounter(c *connection.Client, path string, opts ...Option) (*Counter, er
 	}
 	o := counterOptions{encoding: Int64, policy: DefaultRetryPolicy()}
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errtext.Errorf("shared: nil option: %w", connection.ErrInvalidOption)
+		}
 		if err := opt(&o); err != nil {
 			return nil, err
 		}

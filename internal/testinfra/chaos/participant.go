@@ -403,9 +403,10 @@ func (pt *participant) kept(done <-chan struct{}, node string) error {
 }
 
 // endCause says why a hold ended, from its context's cause. A hold whose
-// node another client deleted has lockcore.ErrNodeGone in its cause; a
-// release's cause is the recipe's released error, which none of them makes
-// a session loss.
+// node another client deleted has lockcore.ErrNodeGone in its cause; one
+// that could no longer be trusted, connection.ErrSuspended (the standard
+// policy) or connection.ErrSessionLost; a release's cause is the recipe's
+// released error, which is none of them.
 func endCause(ctx context.Context) string {
 	cause := context.Cause(ctx)
 	switch {
@@ -413,7 +414,7 @@ func endCause(ctx context.Context) string {
 		return ""
 	case errors.Is(cause, lockcore.ErrNodeGone):
 		return endDeleted
-	case errors.Is(cause, connection.ErrSessionLost):
+	case lostHold(cause):
 		return endLost
 	default:
 		return endReleased
@@ -429,13 +430,20 @@ func outcome(err, over error, mayKeep bool) string {
 		return outOK
 	case errors.Is(err, connection.ErrOutcomeUnknown):
 		return outUnknown
-	case errors.Is(err, connection.ErrSessionLost):
+	case lostHold(err):
 		return outLost
 	case mayKeep && over != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
 		return outNotBegun
 	default:
 		return outOther
 	}
+}
+
+// lostHold reports whether err says the hold could no longer be trusted:
+// its connection suspended under the standard policy, or its session
+// lost.
+func lostHold(err error) bool {
+	return errors.Is(err, connection.ErrSuspended) || errors.Is(err, connection.ErrSessionLost)
 }
 
 func joinText(a, b string) string {

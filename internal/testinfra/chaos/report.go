@@ -103,7 +103,7 @@ type ReleaseReport struct {
 	Short    int // with a deadline of a few milliseconds, not a generous one
 	OK       int // nil
 	Unknown  int // connection.ErrOutcomeUnknown: sent, answer lost
-	Lost     int // connection.ErrSessionLost: the hold was lost first
+	Lost     int // connection.ErrSuspended or ErrSessionLost: the hold was lost first
 	// NotBegun counts releases whose context ended before a lock's Unlock
 	// took its turn: nothing sent, the hold kept and still trusted; the
 	// participant released again.

@@ -38,7 +38,7 @@ const (
 const (
 	outOK       = "ok"        // nil: the node was released
 	outUnknown  = "unknown"   // connection.ErrOutcomeUnknown: sent, no answer
-	outLost     = "lost"      // connection.ErrSessionLost: the hold was lost before
+	outLost     = "lost"      // connection.ErrSuspended or ErrSessionLost: the hold was lost before
 	outNotBegun = "not begun" // the context ended before the release began: nothing sent, still held
 	outOther    = "other"     // anything else (Err says what)
 )

@@ -157,14 +157,14 @@ func operatorDelete(t *testing.T, ens *zktest.Ensemble, k Kind) {
 		t.Fatal("the hold did not end after its node was deleted")
 	}
 	_, err = c.Multi(ctx, g, set(root+"/state", "a"))
-	refused(t, "guarded transaction once the holder heard of the deletion", err, k.Lost)
+	refused(t, "guarded transaction once the holder heard of the deletion", err, k.Lost, connection.ErrNodeDeleted)
 
 	b, releaseB := k.Take(ctx, t, c, path)
 	if k.Fixed && b.Guard().Path() != g.Path() {
 		t.Fatalf("the next holder's node %s is not at the first's path %s", b.Guard().Path(), g.Path())
 	}
 	_, err = c.Multi(ctx, g, set(root+"/state", "a"))
-	refused(t, "the first holder's guarded transaction once another participant of its client holds", err, k.Lost)
+	refused(t, "the first holder's guarded transaction once another participant of its client holds", err, k.Lost, connection.ErrNodeDeleted)
 	if _, err := c.Multi(ctx, b.Guard(), set(root+"/state", "b")); err != nil {
 		t.Fatalf("the next holder's guarded transaction: %v", err)
 	}
@@ -222,7 +222,9 @@ func cutOff(t *testing.T, ens *zktest.Ensemble, k Kind) {
 		t.Logf("A's transaction sent into the cut: %v", err)
 	}
 	_, err := ac.Multi(ctx, g, set(root+"/state", "a, sent again"))
-	refused(t, "A's transaction sent again after the network healed", err, k.Lost)
+	// The standard policy: A's hold ended at the suspension that came
+	// before its session's loss, and says so.
+	refused(t, "A's transaction sent again after the network healed", err, k.Lost, connection.ErrSuspended)
 	_, err = ac.Multi(ctx, a.Guard(), set(root+"/state", "a, new"))
 	refused(t, "A's new guarded transaction after the network healed", err)
 	if _, err := bc.Multi(ctx, b.Guard(), set(root+"/state", "b")); err != nil {

@@ -234,10 +234,13 @@ func TestErrorTextNamesEachPackageOnce(t *testing.T) {
 	checkErrorText(t, cases)
 }
 
-// TestErrorTextAfterSessionLoss: every kind of hold is lost with its
-// session (a blackhole past the session timeout); the release that comes
-// after, and the hold's Context cause, name each package once and match
-// the recipe's lost sentinel and connection.ErrSessionLost.
+// TestErrorTextAfterSessionLoss: every kind of hold is cut off until its
+// session is lost (a blackhole past the session timeout), under the
+// standard policy, so that each hold ended at the suspension before it;
+// the release that comes after, and the hold's Context cause, name each
+// package once, match the recipe's lost sentinel and
+// connection.ErrSuspended — the first cause — and not
+// connection.ErrSessionLost, which is the session's error.
 func TestErrorTextAfterSessionLoss(t *testing.T) {
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
@@ -282,14 +285,15 @@ func TestErrorTextAfterSessionLoss(t *testing.T) {
 		cases = append(cases, errCase{name, err, pkg, want})
 	}
 	sl := connection.ErrSessionLost
+	su := connection.ErrSuspended
 	// What Unlock's error and the Context's cause match. A Multi's cause
 	// names the lock it lost; its Unlock joins the locks' own errors.
 	lost := map[string][]error{
-		"mutex": {mutex.ErrLockLost, sl}, "naive": {naive.ErrLockLost, sl},
-		"rwlock read": {rwlock.ErrLockLost, sl}, "rwlock write": {rwlock.ErrLockLost, sl},
-		"semaphore mutex": {semaphore.ErrLeaseLost, sl}, "multilock": {mutex.ErrLockLost, sl},
+		"mutex": {mutex.ErrLockLost, su}, "naive": {naive.ErrLockLost, su},
+		"rwlock read": {rwlock.ErrLockLost, su}, "rwlock write": {rwlock.ErrLockLost, su},
+		"semaphore mutex": {semaphore.ErrLeaseLost, su}, "multilock": {mutex.ErrLockLost, su},
 	}
-	lostCause := map[string][]error{"multilock": {multilock.ErrLost}}
+	lostCause := map[string][]error{"multilock": {multilock.ErrLost, mutex.ErrLockLost, su}}
 	pkgOf := map[string]string{
 		"mutex": "mutex", "naive": "naive", "rwlock read": "rwlock", "rwlock write": "rwlock",
 		"semaphore mutex": "semaphore", "multilock": "multilock",
@@ -303,12 +307,17 @@ func TestErrorTextAfterSessionLoss(t *testing.T) {
 		add(name+": Context cause", pkgOf[name], context.Cause(l.(contexter).Context()), cause...)
 		add(name+": Unlock after session loss", pkgOf[name], l.Unlock(ctx), lost[name]...)
 	}
-	add("semaphore: Context cause", "semaphore", context.Cause(leases[0].Context()), semaphore.ErrLeaseLost, sl)
-	add("semaphore: Release after session loss", "semaphore", leases[0].Release(ctx), semaphore.ErrLeaseLost, sl)
-	add("election: Context cause", "election", context.Cause(term.Context()), election.ErrTermLost, sl)
-	add("election: Resign after session loss", "election", term.Resign(ctx), election.ErrTermLost, sl)
-	add("queue: Context cause", "queue", context.Cause(it.Context()), queue.ErrItemLost, sl)
-	add("queue: Consume after session loss", "queue", it.Consume(ctx), queue.ErrItemLost, sl)
+	add("semaphore: Context cause", "semaphore", context.Cause(leases[0].Context()), semaphore.ErrLeaseLost, su)
+	add("semaphore: Release after session loss", "semaphore", leases[0].Release(ctx), semaphore.ErrLeaseLost, su)
+	add("election: Context cause", "election", context.Cause(term.Context()), election.ErrTermLost, su)
+	add("election: Resign after session loss", "election", term.Resign(ctx), election.ErrTermLost, su)
+	add("queue: Context cause", "queue", context.Cause(it.Context()), queue.ErrItemLost, su)
+	add("queue: Consume after session loss", "queue", it.Consume(ctx), queue.ErrItemLost, su)
+	for _, tc := range cases {
+		if errors.Is(tc.err, sl) {
+			t.Errorf("%s: %v matches ErrSessionLost: a hold has one cause, the suspension that came first", tc.name, tc.err)
+		}
+	}
 	add("connection: the session's error", "connection", sess.Err(), sl)
 	checkErrorText(t, cases)
 }
@@ -340,8 +349,8 @@ func TestErrorTextOfDeletedNodesAndLostAnswers(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the hold did not end when its node was deleted")
 	}
-	add("mutex: Context cause after its node was deleted", "mutex", context.Cause(m.Context()), mutex.ErrLockLost)
-	add("mutex: Unlock after its node was deleted", "mutex", m.Unlock(ctx), mutex.ErrLockLost)
+	add("mutex: Context cause after its node was deleted", "mutex", context.Cause(m.Context()), mutex.ErrLockLost, connection.ErrNodeDeleted)
+	add("mutex: Unlock after its node was deleted", "mutex", m.Unlock(ctx), mutex.ErrLockLost, connection.ErrNodeDeleted)
 
 	// Releases whose answers come after their deadlines.
 	m2, err := mutex.New(c, root+"/slow")

@@ -13,11 +13,15 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/barrier"
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
+	"github.com/zkrecipes/zkrecipes/recipes/group"
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
+	"github.com/zkrecipes/zkrecipes/recipes/partition"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
@@ -515,4 +519,79 @@ func TestFullDirectory(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestNilOptionIsRefused: a nil option is refused with ErrInvalidOption,
+// naming the package once, never a panic — for every option type of the
+// library.
+func TestNilOptionIsRefused(t *testing.T) {
+	c := open(t)
+	ctx := testkit.Ctx(t, 30*time.Second)
+	root := shared.Ensemble(t).Root(t)
+	q, err := queue.New(c, root+"/q")
+	must(t, err)
+	e, err := election.New(c, root+"/e", "id")
+	must(t, err)
+	t.Cleanup(func() { q.Close(context.Background()); e.Close(context.Background()) })
+	d, err := discovery.New(c, root+"/services")
+	must(t, err)
+	for name, f := range map[string]func() error{
+		"connection.Open": func() error { _, err := connection.Open(ctx, []string{"x:1"}, nil); return err },
+		"connection.Create": func() error {
+			_, err := c.Create(ctx, root+"/n", nil, connection.Persistent, nil)
+			return err
+		},
+		"mutex.New":     func() error { _, err := mutex.New(c, root+"/m", nil); return err },
+		"rwlock.New":    func() error { _, err := rwlock.New(c, root+"/rw", nil); return err },
+		"semaphore.New": func() error { _, err := semaphore.New(c, root+"/s", 1, nil); return err },
+		"election.New":  func() error { _, err := election.New(c, root+"/e2", "id", nil); return err },
+		"election.Run": func() error {
+			return e.Run(ctx, func(context.Context, *election.Term) error { return nil }, nil)
+		},
+		"queue.New": func() error { _, err := queue.New(c, root+"/q2", nil); return err },
+		"queue.Put": func() error { return q.Put(ctx, nil, nil) },
+		"node.New":  func() error { _, err := node.New(c, root+"/n", nil, nil); return err },
+		"node.NewTTL": func() error {
+			_, err := node.NewTTL(c, root+"/t", nil, time.Minute, nil)
+			return err
+		},
+		"cache.New":    func() error { _, err := cache.New(c, root+"/c", nil); return err },
+		"cache.Listen": func() error { return cacheListen(ctx, c, root+"/c2") },
+		"group.New":    func() error { _, err := group.New(c, root+"/g", "m", nil); return err },
+		"partition.New": func() error {
+			_, err := partition.New(c, root+"/p", []string{"a"}, nil)
+			return err
+		},
+		"discovery.Register": func() error {
+			_, err := d.Register(ctx, discovery.Instance{Name: "s", ID: "i"}, nil)
+			return err
+		},
+		"discovery.Cache":    func() error { _, err := d.Cache("s", nil); return err },
+		"discovery.Provider": func() error { _, err := d.Provider(ctx, "s", nil); return err },
+		"shared.NewCounter": func() error {
+			_, err := sharedvalue.NewCounter(c, root+"/k", nil)
+			return err
+		},
+	} {
+		err := call(f)
+		if !errors.Is(err, connection.ErrInvalidOption) {
+			t.Errorf("%s with a nil option: %v, want ErrInvalidOption", name, err)
+			continue
+		}
+		pkg := strings.SplitN(name, ".", 2)[0]
+		if n := strings.Count(err.Error(), pkg+":"); n != 1 {
+			t.Errorf("%s with a nil option: %q names %q %d times, want once", name, err, pkg, n)
+		}
+	}
+}
+
+// cacheListen makes a cache and listens with a nil option.
+func cacheListen(ctx context.Context, c *connection.Client, p string) error {
+	ca, err := cache.New(c, p)
+	if err != nil {
+		return err
+	}
+	defer ca.Close()
+	_, err = ca.Listen(ctx, nil)
+	return err
 }

@@ -211,6 +211,29 @@ func ServerSessions(t testing.TB, ens *zktest.Ensemble) map[int64]bool {
 	return out
 }
 
+// ServerHasSession reports whether a server of ens still holds session id
+// — in its session tracker, its ephemeral nodes or its connections (the
+// dump four-letter word; the leader's lists every live session) — whether
+// or not a connection of the session is open now, which ServerSessions
+// needs: a session the server has not expired yet, while its client is cut
+// off.
+func ServerHasSession(t testing.TB, ens *zktest.Ensemble, id int64) bool {
+	t.Helper()
+	want := fmt.Sprintf("0x%x", id)
+	for _, addr := range ens.Servers() {
+		dump, err := zktest.FourLetter(addr, "dump", 5*time.Second)
+		if err != nil {
+			continue // a server down holds no session
+		}
+		for _, field := range strings.FieldsFunc(dump, func(r rune) bool { return !strings.ContainsRune("0123456789abcdefx", r) }) {
+			if field == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // CPUTime is the CPU time the process used so far, user and system: what
 // the code under test cost this side, apart from the servers' time and the
 // machine's load.
@@ -220,4 +243,16 @@ func CPUTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// VerifyNoGoroutinesSince fails t if a goroutine started since before
+// (goleak.IgnoreCurrent) still runs — except the two that go-zookeeper
+// starts for each connection of a client, when a client of the test
+// reconnects meanwhile (a loaded machine makes that happen): they belong
+// to that client, not to what the test closed.
+func VerifyNoGoroutinesSince(t testing.TB, before goleak.Option) {
+	t.Helper()
+	goleak.VerifyNone(t, before,
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).sendLoop"),
+		goleak.IgnoreAnyFunction("github.com/go-zookeeper/zk.(*Conn).recvLoop"))
 }

@@ -64,6 +64,6 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-require github.com/zkrecipes/zkrecipes v0.0.0
+require github.com/zkrecipes/zkrecipes v1.0.0
 
 replace github.com/zkrecipes/zkrecipes => ../../..

@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 // Waiters that give up and queue again, many times, behind a holder that
 // does not move: their watches, set in one setWatches after each listing
@@ -23,7 +23,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
-	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -68,7 +67,7 @@ func TestWaitersGivingUpKeepOneWatchPerNode(t *testing.T) {
 	obs := ens.Conn(t)
 	hc, wc := open(t, ens.Servers()), open(t, ens.Servers())
 	ctx := ctxFor(t, 3*time.Minute)
-	h := newMutex(t, hc, lock)
+	h := newLock(t, hc, lock)
 	if err := h.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +83,7 @@ func TestWaitersGivingUpKeepOneWatchPerNode(t *testing.T) {
 		})
 		return kids
 	}
-	stay := []*mutex.Mutex{newMutex(t, wc, lock), newMutex(t, wc, lock)}
+	stay := []*testLock{newLock(t, wc, lock), newLock(t, wc, lock)}
 	stayErr := make(chan error, 2)
 	for i, m := range stay {
 		go func() { stayErr <- m.Lock(ctx) }()
@@ -92,11 +91,11 @@ func TestWaitersGivingUpKeepOneWatchPerNode(t *testing.T) {
 	}
 	before := wc.Stats()
 	const quitters, rounds = 6, 40
-	quit := make([]*mutex.Mutex, quitters)
+	quit := make([]*testLock, quitters)
 	var wg sync.WaitGroup
 	errs := make(chan error, quitters)
 	for i := range quit {
-		quit[i] = newMutex(t, wc, lock)
+		quit[i] = newLock(t, wc, lock)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -161,7 +160,7 @@ func TestWaitersGivingUpKeepOneWatchPerNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var holder *mutex.Mutex
+		var holder *testLock
 		for _, m := range stay {
 			if m.Held() {
 				holder = m
@@ -211,7 +210,7 @@ func TestWaitersGivingUpDuringHandoffsLeaveNoWatch(t *testing.T) {
 	view := ens.Conn(t)
 	clients := []*connection.Client{open(t, ens.Servers()), open(t, ens.Servers())}
 	ctx := ctxFor(t, 3*time.Minute)
-	log := &holdLog{holding: map[*mutex.Mutex]<-chan struct{}{}}
+	log := &holdLog{holding: map[*testLock]<-chan struct{}{}}
 	var (
 		wg       sync.WaitGroup
 		errMu    sync.Mutex
@@ -230,7 +229,7 @@ func TestWaitersGivingUpDuringHandoffsLeaveNoWatch(t *testing.T) {
 		if i >= 6 {
 			c = clients[1]
 		}
-		m := newMutex(t, c, lock)
+		m := newLock(t, c, lock)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

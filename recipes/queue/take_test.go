@@ -1,10 +1,9 @@
 package queue_test
 
-// Tests of ownership and release (docs/locks.md, "Ownership and release")
-// for the work queue, whose taken nodes sit at fixed paths: a take ends
-// before its release is sent, an unanswered release is never taken as not
-// done, workers (not sessions) own taken nodes, and a delete of a taken
-// node is never re-sent blind after a lost answer.
+// Takes of the work queue, whose taken nodes sit at fixed paths: Consume
+// with a short deadline ends the take, and workers of one client never
+// hold one item together. The contract every hold keeps is holdtest's
+// (hold_test.go).
 
 import (
 	"context"
@@ -79,102 +78,10 @@ func finishWithShortDeadline(t *testing.T, finish func(*queue.Item, context.Cont
 	takenGone(t, obs, path+"/taken/"+it.Name(), it.Token())
 }
 
-// TestReleaseWithShortDeadlineEndsTheTake: see finishWithShortDeadline.
-func TestReleaseWithShortDeadlineEndsTheTake(t *testing.T) {
-	t.Parallel()
-	finishWithShortDeadline(t, (*queue.Item).Release)
-}
-
 // TestConsumeWithShortDeadlineEndsTheTake: see finishWithShortDeadline.
 func TestConsumeWithShortDeadlineEndsTheTake(t *testing.T) {
 	t.Parallel()
 	finishWithShortDeadline(t, (*queue.Item).Consume)
-}
-
-// TestReleaseEndsTheTakeBeforeAnotherWorkerTakesIt: two workers on their
-// own clients hand one item back and forth: one releases it while the
-// other waits in Take. At the moment the other's Take returns the item,
-// the released take's Done (open before Release) must be closed — with
-// no fault, and with the releasing client's answers delayed 1.5 s (its
-// session stays trusted).
-func TestReleaseEndsTheTakeBeforeAnotherWorkerTakesIt(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name  string
-		n     int
-		delay time.Duration
-	}{
-		{"no faults", 100, 0},
-		{"releaser's answers delayed 1.5s", 3, 1500 * time.Millisecond},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			ens := shared.Ensemble(t)
-			path := ens.Root(t) + "/q"
-			obs := ens.Conn(t)
-			ctx := ctxFor(t, 2*time.Minute)
-			var qs [2]*queue.Queue
-			var ps [2]*zktest.Proxy
-			for i := range qs {
-				ps[i] = ens.Proxy(t)
-				qs[i] = newQueue(t, open(t, ps[i].Servers(), connection.WithSessionTimeout(10*time.Second)), path)
-			}
-			if err := qs[0].Put(ctx, []byte("the one item")); err != nil {
-				t.Fatal(err)
-			}
-			it, err := qs[0].TryTake(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			type result struct {
-				it         *queue.Item
-				err        error
-				lostClosed bool
-			}
-			holder, bad := 0, 0
-			for i := range tc.n {
-				waiter := 1 - holder
-				prevDone := it.Done()
-				if closed(prevDone) {
-					t.Fatalf("handover %d: the take ended before its Release; the check would prove nothing", i)
-				}
-				res := make(chan result, 1)
-				go func() {
-					next, err := qs[waiter].Take(ctx)
-					res <- result{next, err, closed(prevDone)} // at the instant Take returned
-				}()
-				zktest.Eventually(t, 10*time.Second, "the other worker waits in line", func() error {
-					kids, _, err := obs.Children(path + "/takers")
-					if err == nil && len(kids) != 1 {
-						err = fmt.Errorf("%d in line", len(kids))
-					}
-					return err
-				})
-				if tc.delay > 0 {
-					ps[holder].DelayReplies(tc.delay)
-				}
-				rerr := it.Release(ctx)
-				ps[holder].Restore()
-				r := <-res
-				if rerr != nil || r.err != nil {
-					t.Fatalf("handover %d: Release = %v, Take = %v", i, rerr, r.err)
-				}
-				if r.it.Name() != it.Name() {
-					t.Fatalf("handover %d: took %s, want %s", i, r.it.Name(), it.Name())
-				}
-				if !r.lostClosed {
-					bad++
-				}
-				it, holder = r.it, waiter
-			}
-			if err := it.Consume(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if bad > 0 {
-				t.Errorf("in %d of %d handovers another worker took the item while the released take's Done was open", bad, tc.n)
-			}
-		})
-	}
 }
 
 // TestWorkersOfOneClientNeverHoldOneItemTogether: two workers (two Queue
@@ -282,86 +189,5 @@ func TestWorkersOfOneClientNeverHoldOneItemTogether(t *testing.T) {
 	}
 	if len(deleted) > 0 {
 		t.Errorf("%d times a worker's Release deleted the taken node of the other's open take, e.g. %v", len(deleted), deleted[:min(len(deleted), 3)])
-	}
-}
-
-// TestReleaseWithLostAnswerLeavesTheNextTakeAlone: worker A's Release
-// applies and its answer is lost (replies dropped); worker C, on another
-// client, takes the item meanwhile; then A's connection comes back with
-// the same session. A must not delete C's taken node (a blind retry of
-// the delete would): C's node stays on the server, C's take stays open,
-// and a third worker finds nothing to take.
-func TestReleaseWithLostAnswerLeavesTheNextTakeAlone(t *testing.T) {
-	t.Parallel()
-	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/q"
-	p := ens.Proxy(t)
-	ac := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
-	a := newQueue(t, ac, path)
-	cc := open(t, ens.Servers())
-	wc := newQueue(t, cc, path)
-	third := newQueue(t, open(t, ens.Servers()), path)
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, 30*time.Second)
-	if err := a.Put(ctx, []byte("x")); err != nil {
-		t.Fatal(err)
-	}
-	it, err := a.TryTake(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess := ac.Session()
-	taken := path + "/taken/" + it.Name()
-
-	p.DropReplies()
-	released := make(chan error, 1)
-	go func() {
-		rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		released <- it.Release(rctx)
-	}()
-	takenGone(t, obs, taken, it.Token()) // A's delete applied; its answer is lost
-	cit, err := wc.TryTake(ctx)
-	if err != nil {
-		t.Fatalf("worker C's TryTake of the released item: %v", err)
-	}
-	if cit.Name() != it.Name() {
-		t.Fatalf("worker C took %s, want %s", cit.Name(), it.Name())
-	}
-	p.Restore() // A's connection closes and comes back in the same session
-	select {
-	case err := <-released:
-		t.Logf("A's Release: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("A's Release did not return")
-	}
-	if ac.Session() != sess {
-		t.Fatal("A's session did not survive; the test proves nothing")
-	}
-
-	// Nothing signals that A has stopped trying: watch C's node for a
-	// second after A's Release returned.
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		ok, st, err := obs.Exists(taken)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok || st.Czxid != cit.Token() {
-			t.Fatalf("worker C's taken node %s was deleted by A's Release while C's take is open (Lost closed: %v)", taken, closed(cit.Done()))
-		}
-	}
-	if closed(cit.Done()) {
-		t.Error("worker C's take ended")
-	}
-	if dit, err := third.TryTake(ctx); !errors.Is(err, queue.ErrEmpty) {
-		if err == nil {
-			t.Errorf("a third worker took %s while worker C's take of it is open", dit.Name())
-			_ = dit.Release(ctx)
-		} else {
-			t.Errorf("a third worker's TryTake = %v, want ErrEmpty", err)
-		}
-	}
-	if err := cit.Consume(ctx); err != nil {
-		t.Errorf("worker C's Consume: %v", err)
 	}
 }

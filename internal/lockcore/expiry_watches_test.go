@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 import (
 	"errors"
@@ -45,7 +45,7 @@ func TestSessionEndsAroundWaitersSetWatches(t *testing.T) {
 	for round := range 3 {
 		releaseWhileSilent := round == 2
 		lock := path.Join(root, fmt.Sprint("lock", round))
-		h, w := newMutex(t, hc, lock), newMutex(t, wc, lock)
+		h, w := newLock(t, hc, lock), newLock(t, wc, lock)
 		if err := h.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 import (
 	"context"
@@ -15,7 +15,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
-	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -56,7 +55,7 @@ func TestWaiterAndPredecessorDeletedTogetherNeverHolds(t *testing.T) {
 		errMu.Unlock()
 	}
 	for i := range n {
-		m := newMutex(t, c, lock)
+		m := newLock(t, c, lock)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -75,7 +74,7 @@ func TestWaiterAndPredecessorDeletedTogetherNeverHolds(t *testing.T) {
 					after[i].Add(1)
 				}
 				time.Sleep(time.Millisecond)
-				if err := m.Unlock(ctx); err != nil && !errors.Is(err, mutex.ErrLockLost) {
+				if err := m.Unlock(ctx); err != nil && !errors.Is(err, errLockLost) {
 					fail(fmt.Errorf("participant %d: Unlock: %w", i, err))
 					return
 				}

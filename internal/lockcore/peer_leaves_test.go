@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ func TestKazooPredecessorLeavesBeforeWatches(t *testing.T) {
 	obs := ens.Conn(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	kazoo := peertest.Kazoo(t, ens.ConnectString(), lock)
-	h := newMutex(t, open(t, ens.Servers()), lock)
+	h := newLock(t, open(t, ens.Servers()), lock)
 	if err := h.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestKazooPredecessorLeavesBeforeWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	g := newMutex(t, open(t, p.Servers()), lock)
+	g := newLock(t, open(t, p.Servers()), lock)
 	kids := func() []string {
 		k, _, err := obs.Children(lock)
 		if err != nil {

@@ -1,9 +1,11 @@
-package mutex_test
+package lockcore_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/recipes/mutex"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/retry"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -56,7 +58,7 @@ func TestOwnSoonWatchFailsThenNodeDeleted(t *testing.T) {
 				connection.WithRetryPolicy(tc.retry))
 			ctx := ctxFor(t, time.Minute)
 			obs := ens.Conn(t)
-			m := newMutex(t, a, root+"/lock")
+			m := newLock(t, a, root+"/lock")
 			// The directory's first node (number 0) holds without a
 			// listing: take it once, so that the next one is decided by
 			// the first listing.
@@ -89,7 +91,7 @@ func TestOwnSoonWatchFailsThenNodeDeleted(t *testing.T) {
 				_, gerr := a.Multi(ctx, m.Guard())
 				t.Fatalf("the hold's node was deleted 5 s ago and Done is still open (a guarded write: %v)", gerr)
 			}
-			if err := m.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) {
+			if err := m.Unlock(ctx); !errors.Is(err, errLockLost) {
 				t.Errorf("Unlock after the loss: %v, want ErrLockLost", err)
 			}
 		})
@@ -117,7 +119,7 @@ func TestRewatchFailsThenNodeDeleted(t *testing.T) {
 		connection.WithRetryPolicy(retry.NTimes(0, 0)))
 	ctx := ctxFor(t, time.Minute)
 	obs := ens.Conn(t)
-	m := newMutex(t, a, root+"/lock")
+	m := newLock(t, a, root+"/lock")
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,7 @@ func TestRewatchFailsThenNodeDeleted(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("the hold's node was deleted 5 s ago and Done is still open")
 	}
-	if err := m.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) {
+	if err := m.Unlock(ctx); !errors.Is(err, errLockLost) {
 		t.Errorf("Unlock after the loss: %v, want ErrLockLost", err)
 	}
 }
@@ -184,7 +186,7 @@ func TestFastPathHoldersAgainstTheServer(t *testing.T) {
 	)
 	var wg sync.WaitGroup
 	for i := range 6 {
-		m := newMutex(t, clients[i%2], lock)
+		m := newLock(t, clients[i%2], lock)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -237,7 +239,7 @@ func TestUnlockBeforeTheOwnWatchIsAnswered(t *testing.T) {
 	p := ens.Proxy(t)
 	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, time.Minute)
-	m1, m2 := newMutex(t, c, lock), newMutex(t, c, lock)
+	m1, m2 := newLock(t, c, lock), newLock(t, c, lock)
 	if err := m1.Lock(ctx); err != nil { // number 0, without a listing
 		t.Fatal(err)
 	}
@@ -274,4 +276,97 @@ func TestUnlockBeforeTheOwnWatchIsAnswered(t *testing.T) {
 		}
 		return err
 	})
+}
+
+// TestWaiterNeverHoldsWithoutItsNode: a waiter watches its own node and
+// never holds once that node is gone. An operator asks a waiter to let go
+// (writes __REVOKE__ to its node, as Curator's Revoker does) and clears the
+// lock directory (waiter's node, then holder's) in one transaction. The
+// waiter's own-node watch fires for the data change — a one-shot watch that
+// then says nothing of the deletion that followed — so a watch fired by a
+// data change is no proof that the node is still there: were it taken for
+// one, a waiter that meets the predecessor's deletion first would take the
+// 0-RTT handoff and Lock would return nil with no node on the server (any
+// newcomer holding the lock too).
+//
+// Whether the waiter meets the predecessor's deletion first is a race
+// between the client's receive loop (which has the notifications in hand)
+// and the waiter's goroutine, then Go's random choice among ready cases.
+// On a busy machine the receive loop runs on: the test runs with
+// GOMAXPROCS=1 for that (not in parallel with other tests), over ten
+// rounds.
+func TestWaiterNeverHoldsWithoutItsNode(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	obs := ens.Conn(t)
+	hc := open(t, ens.Servers())
+	p := ens.Proxy(t)
+	wc := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 3*time.Minute)
+	bad := 0
+	const rounds = 10
+	for i := range rounds {
+		lock := path.Join(root, "lock", string(rune('a'+i)))
+		h := newLock(t, hc, lock)
+		w := newLock(t, wc, lock)
+		if err := h.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		hnode := h.Node()
+		// A node that is no contender keeps the directory (a container)
+		// from going when the contenders are deleted.
+		if _, err := obs.Create(lock+"/keep", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		p.DelayReplies(400 * time.Millisecond)
+		errc := make(chan error, 1)
+		go func() { errc <- w.Lock(ctx) }()
+		// Wait until the waiter has set both its watches (its own node's
+		// and its predecessor's): the answer to the last is still held
+		// back by the proxy.
+		sid := wc.Session().ID()
+		zktest.Eventually(t, 10*time.Second, "the waiter's two watches on the server", func() error {
+			if n := testkit.ServerWatches(t, ens, sid); n < 2 {
+				return fmt.Errorf("%d watches", n)
+			}
+			return nil
+		})
+		kids, _, err := obs.Children(lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wnode string
+		for _, k := range kids {
+			if path.Join(lock, k) != hnode && k != "keep" {
+				wnode = path.Join(lock, k)
+			}
+		}
+		// From now on what the server sends comes at once, right behind
+		// the answer still held back.
+		p.DelayReplies(0)
+		if _, err := obs.Multi(
+			&zk.SetDataRequest{Path: wnode, Data: []byte("__REVOKE__"), Version: -1},
+			&zk.DeleteRequest{Path: wnode, Version: -1},
+			&zk.DeleteRequest{Path: hnode, Version: -1},
+		); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errc; err != nil {
+			t.Fatalf("round %d: waiter's Lock: %v", i, err)
+		}
+		ok, st, err := obs.Exists(w.Node())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || st.Czxid != w.Token() {
+			bad++
+			t.Errorf("round %d: Lock returned nil holding %s, which is not on the server (its old node %s was deleted before the holder's)", i, w.Node(), wnode)
+		}
+		uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = w.Unlock(uctx)
+		_ = h.Unlock(uctx)
+		cancel()
+	}
+	t.Logf("%d of %d rounds held without a node", bad, rounds)
 }

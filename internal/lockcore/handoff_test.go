@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
-	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -38,7 +37,7 @@ func TestZeroRTTHandoffCannotBeFooled(t *testing.T) {
 }
 
 type contender struct {
-	m      *mutex.Mutex
+	m      *testLock
 	proxy  *zktest.Proxy
 	cancel context.CancelFunc
 	locked chan error // the result of its Lock
@@ -70,7 +69,7 @@ func checkHandoff(t *testing.T, rng *rand.Rand) {
 		c := open(t, p.Servers(), connection.WithSessionTimeout(time.Second))
 		lctx, cancel := context.WithCancel(ctx)
 		t.Cleanup(cancel)
-		ct := &contender{m: newMutex(t, c, lock), proxy: p, cancel: cancel, locked: make(chan error, 1)}
+		ct := &contender{m: newLock(t, c, lock), proxy: p, cancel: cancel, locked: make(chan error, 1)}
 		go func() { ct.locked <- ct.m.Lock(lctx) }()
 		queued(i + 1)
 		ahead[i] = ct
@@ -80,7 +79,7 @@ func checkHandoff(t *testing.T, rng *rand.Rand) {
 	}
 	ahead[0].held = true
 
-	w := newMutex(t, open(t, ens.Servers()), lock)
+	w := newLock(t, open(t, ens.Servers()), lock)
 	wLocked := make(chan error, 1)
 	type snapshot struct {
 		first      bool
@@ -127,7 +126,7 @@ func checkHandoff(t *testing.T, rng *rand.Rand) {
 				if err != nil {
 					return err
 				}
-				if slices.ContainsFunc(ps, func(p mutex.Participant) bool { return p.Path == ct.m.Node() }) {
+				if slices.ContainsFunc(ps, func(p lockcore.Participant) bool { return p.Path == ct.m.Node() }) {
 					return errors.New("still queued")
 				}
 				return nil

@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 // Lock nodes whose data an operator writes: a waiter's watches set in one
 // setWatches at its listing's zxid fire NodeDataChanged for a node
@@ -23,7 +23,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
-	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -65,7 +64,7 @@ func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 	met := 0
 	for round := range 4 {
 		lock := path.Join(root, fmt.Sprint("lock", round))
-		h, w1, w2 := newMutex(t, hc, lock), newMutex(t, hc, lock), newMutex(t, wc, lock)
+		h, w1, w2 := newLock(t, hc, lock), newLock(t, hc, lock), newLock(t, wc, lock)
 		if err := h.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +191,7 @@ func TestOperatorWritesUnderContention(t *testing.T) {
 		open(t, ens.Servers()),
 	}
 	const n = 8
-	log := &holdLog{holding: map[*mutex.Mutex]<-chan struct{}{}}
+	log := &holdLog{holding: map[*testLock]<-chan struct{}{}}
 	var (
 		stop, clean atomic.Bool
 		after       [n]atomic.Int32
@@ -208,7 +207,7 @@ func TestOperatorWritesUnderContention(t *testing.T) {
 	}
 	ctx := ctxFor(t, 3*time.Minute)
 	for i := range n {
-		m := newMutex(t, clients[i%2], lock)
+		m := newLock(t, clients[i%2], lock)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -231,7 +230,7 @@ func TestOperatorWritesUnderContention(t *testing.T) {
 					after[i].Add(1)
 				}
 				log.unlocking(m)
-				if err := m.Unlock(ctx); err != nil && !errors.Is(err, mutex.ErrLockLost) && !errors.Is(err, connection.ErrOutcomeUnknown) {
+				if err := m.Unlock(ctx); err != nil && !errors.Is(err, errLockLost) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 					fail(fmt.Errorf("participant %d: Unlock: %w", i, err))
 					return
 				}

@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 import (
 	"errors"
@@ -37,7 +37,7 @@ func TestWaiterWhoseSetWatchesAnswerIsLost(t *testing.T) {
 	wc := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
 	for _, round := range []string{"release", "own deleted", "cut"} {
 		lock := path.Join(root, round[:3])
-		h, w := newMutex(t, hc, lock), newMutex(t, wc, lock)
+		h, w := newLock(t, hc, lock), newLock(t, wc, lock)
 		if err := h.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}

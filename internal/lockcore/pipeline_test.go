@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 // Tests of the first listing sent right behind the create, and of a hold
 // handed out before its node's watch is answered (internal/lockcore,
@@ -16,7 +16,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
-	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 )
 
 // Opcodes of the client protocol, as the counting proxy reports them.
@@ -49,7 +48,7 @@ func TestFirstListingGoesBehindTheCreate(t *testing.T) {
 	}
 	defer p.Close()
 	ctx := ctxFor(t, 30*time.Second)
-	m := newMutex(t, open(t, p.Servers()), lock)
+	m := newLock(t, open(t, p.Servers()), lock)
 	// The directory's first node holds without a listing: take it first.
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
@@ -133,8 +132,8 @@ func TestFirstListingGoesBehindTheCreate(t *testing.T) {
 // TestNodeDeletedBeforeItsWatchEndsTheHold tries to break the hold handed
 // out before its node's watch is answered: an operator deletes every node
 // of the lock the moment it appears, from a session with no delay, while
-// the mutex's connection is delayed by 5 ms each way — so the deletion
-// lands between the mutex's listing (right behind its create) and its
+// the lock's connection is delayed by 5 ms each way — so the deletion
+// lands between the lock's listing (right behind its create) and its
 // node's watch (sent once the create is answered). Every Lock that
 // returns must see its hold end within seconds, lost because its node is
 // gone; none may hold a node that is not there. At the end no node is
@@ -149,7 +148,7 @@ func TestNodeDeletedBeforeItsWatchEndsTheHold(t *testing.T) {
 	}
 	p := ens.Proxy(t)
 	p.Delay(5 * time.Millisecond)
-	m := newMutex(t, open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second)), lock)
+	m := newLock(t, open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second)), lock)
 
 	stop := make(chan struct{})
 	var deleter sync.WaitGroup
@@ -188,10 +187,10 @@ func TestNodeDeletedBeforeItsWatchEndsTheHold(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatalf("a hold of %s, deleted by the operator, is still on after 5 s", node)
 		}
-		if cause := context.Cause(m.Context()); !errors.Is(cause, mutex.ErrLockLost) {
+		if cause := context.Cause(m.Context()); !errors.Is(cause, errLockLost) {
 			t.Errorf("the hold of %s ended with %v, want ErrLockLost", node, cause)
 		}
-		if err := m.Unlock(context.Background()); !errors.Is(err, mutex.ErrLockLost) && !errors.Is(err, mutex.ErrNotLocked) {
+		if err := m.Unlock(context.Background()); !errors.Is(err, errLockLost) && !errors.Is(err, errNotLocked) {
 			t.Errorf("Unlock of a lost hold = %v", err)
 		}
 	}

@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 // Tests of a waiter's watches set in one setWatches right after its
 // listing (internal/lockcore, Lock.await: "The watches of a listing, in
@@ -23,7 +23,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
-	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -76,12 +75,12 @@ func TestWaiterSetsItsWatchesInOneRequest(t *testing.T) {
 	}
 	defer p.Close()
 	ctx := ctxFor(t, time.Minute)
-	h := newMutex(t, open(t, ens.Servers()), lock)
+	h := newLock(t, open(t, ens.Servers()), lock)
 	if err := h.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wc := open(t, p.Servers())
-	w1, w2 := newMutex(t, wc, lock), newMutex(t, wc, lock)
+	w1, w2 := newLock(t, wc, lock), newLock(t, wc, lock)
 	var (
 		mu  sync.Mutex
 		ops = map[int32]int{}
@@ -156,12 +155,12 @@ func TestWaiterSetsItsWatchesInOneRequest(t *testing.T) {
 // of every participant between its Lock and its Unlock.
 type holdLog struct {
 	mu       sync.Mutex
-	holding  map[*mutex.Mutex]<-chan struct{}
+	holding  map[*testLock]<-chan struct{}
 	overlaps []string
 	locks    int
 }
 
-func (l *holdLog) locked(m *mutex.Mutex, who string) {
+func (l *holdLog) locked(m *testLock, who string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.locks++
@@ -175,7 +174,7 @@ func (l *holdLog) locked(m *mutex.Mutex, who string) {
 	}
 }
 
-func (l *holdLog) unlocking(m *mutex.Mutex) {
+func (l *holdLog) unlocking(m *testLock) {
 	l.mu.Lock()
 	delete(l.holding, m)
 	l.mu.Unlock()
@@ -207,7 +206,7 @@ func TestContendedHandoffsUnderFaults(t *testing.T) {
 		open(t, ens.Servers()),
 	}
 	counts := []int{5, 3, 2}
-	log := &holdLog{holding: map[*mutex.Mutex]<-chan struct{}{}}
+	log := &holdLog{holding: map[*testLock]<-chan struct{}{}}
 	var (
 		stop     atomic.Bool
 		clean    atomic.Bool      // the faults are over
@@ -223,7 +222,7 @@ func TestContendedHandoffsUnderFaults(t *testing.T) {
 		for range counts[ci] {
 			i := k
 			k++
-			m := newMutex(t, c, lock)
+			m := newLock(t, c, lock)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -246,7 +245,7 @@ func TestContendedHandoffsUnderFaults(t *testing.T) {
 						after[i].Add(1)
 					}
 					log.unlocking(m)
-					if err := m.Unlock(ctx); err != nil && !errors.Is(err, mutex.ErrLockLost) && !errors.Is(err, connection.ErrOutcomeUnknown) {
+					if err := m.Unlock(ctx); err != nil && !errors.Is(err, errLockLost) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 						errMu.Lock()
 						errs = append(errs, fmt.Errorf("participant %d: Unlock: %w", i, err))
 						errMu.Unlock()
@@ -331,7 +330,7 @@ func TestOperatorDeletionsUnderContention(t *testing.T) {
 		errMu.Unlock()
 	}
 	for i := range n {
-		m := newMutex(t, c, lock)
+		m := newLock(t, c, lock)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -362,7 +361,7 @@ func TestOperatorDeletionsUnderContention(t *testing.T) {
 						return
 					}
 				}
-				if err := m.Unlock(ctx); err != nil && !errors.Is(err, mutex.ErrLockLost) {
+				if err := m.Unlock(ctx); err != nil && !errors.Is(err, errLockLost) {
 					fail(fmt.Errorf("participant %d: Unlock: %w", i, err))
 					return
 				}
@@ -422,8 +421,8 @@ func TestNodesGoneBetweenListingAndWatches(t *testing.T) {
 	met := 0
 	for round := range 6 {
 		lock := path.Join(root, fmt.Sprint("lock", round))
-		h := newMutex(t, hc, lock)
-		w := newMutex(t, wc, lock)
+		h := newLock(t, hc, lock)
+		w := newLock(t, wc, lock)
 		if err := h.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 // The parked waiter (internal/lockcore: attempt, park, the attempt as the
 // Hook of its watches) under wake-ups that come between the attempt's
@@ -23,11 +23,10 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
-	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// TestParkedWaitersSharingWatchesUnderCancelsAndWrites: ten mutexes on
+// TestParkedWaitersSharingWatchesUnderCancelsAndWrites: ten locks on
 // one lock, eight of them on one client (whose answers are delayed by 0,
 // 1 or 2 ms in turn, so that events come between a waiter's steps), so that a waiter's own watch and the
 // watches of the two waiters behind it (Exclusive watches P and PP) are one
@@ -99,7 +98,7 @@ func TestParkedWaitersSharingWatchesUnderCancelsAndWrites(t *testing.T) {
 			c = cb
 		}
 		steady := i%2 == 0
-		m := newMutex(t, c, lock)
+		m := newLock(t, c, lock)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -185,7 +184,7 @@ func TestCancelRacingPredecessorDeletion(t *testing.T) {
 	var won, cancelled int
 	for r := range rounds {
 		lock := path.Join(root, fmt.Sprint("lock", r))
-		h, w := newMutex(t, hc, lock), newMutex(t, wc, lock)
+		h, w := newLock(t, hc, lock), newLock(t, wc, lock)
 		if err := h.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +282,7 @@ func TestSessionExpiresWhileParked(t *testing.T) {
 	for round := range 3 {
 		releaseWhileSilent := round == 2
 		lock := path.Join(root, fmt.Sprint("lock", round))
-		h, w, w2 := newMutex(t, hc, lock), newMutex(t, wc, lock), newMutex(t, wc, lock)
+		h, w, w2 := newLock(t, hc, lock), newLock(t, wc, lock), newLock(t, wc, lock)
 		if err := h.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -366,7 +365,7 @@ func TestSessionExpiresWhileParked(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d: Lock = %v", round, err)
 			}
-			var m *mutex.Mutex
+			var m *testLock
 			switch {
 			case w.Held() && w2.Held():
 				t.Fatalf("round %d: both waiters hold", round)
@@ -417,7 +416,7 @@ func TestFirstListingAnswerLost(t *testing.T) {
 	wc := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
 	for _, round := range []string{"release", "held", "cancel", "cancel listing"} {
 		lock := path.Join(root, strings.ReplaceAll(round, " ", "-"))
-		h, w := newMutex(t, hc, lock), newMutex(t, wc, lock)
+		h, w := newLock(t, hc, lock), newLock(t, wc, lock)
 		if err := h.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -550,15 +549,15 @@ func TestCloseWhileManyParked(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := ctxFor(t, 2*time.Minute)
-	h := newMutex(t, hc, lock)
+	h := newLock(t, hc, lock)
 	if err := h.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	const waiters = 12
 	errc := make(chan error, waiters)
-	ms := make([]*mutex.Mutex, waiters)
+	ms := make([]*testLock, waiters)
 	for i := range waiters {
-		ms[i] = newMutex(t, wc, lock)
+		ms[i] = newLock(t, wc, lock)
 		go func() { errc <- ms[i].Lock(ctx) }()
 	}
 	zktest.Eventually(t, 20*time.Second, "the waiters' nodes", func() error {
@@ -629,7 +628,7 @@ func TestManyParkedWaitersRequeueAfterExpiry(t *testing.T) {
 	ctx := ctxFor(t, 3*time.Minute)
 	hc := open(t, ens.Servers())
 	wc := open(t, p.Servers(), connection.WithSessionTimeout(3*time.Second))
-	h := newMutex(t, hc, lock)
+	h := newLock(t, hc, lock)
 	if err := h.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -643,7 +642,7 @@ func TestManyParkedWaitersRequeueAfterExpiry(t *testing.T) {
 		done    atomic.Int32
 	)
 	for i := range waiters {
-		m := newMutex(t, wc, lock)
+		m := newLock(t, wc, lock)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -1,4 +1,4 @@
-package mutex_test
+package lockcore_test
 
 import (
 	"fmt"
@@ -33,7 +33,7 @@ func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 	}
 	defer p.Close()
 	ctx := ctxFor(t, 2*time.Minute)
-	h := newMutex(t, open(t, ens.Servers()), lock)
+	h := newLock(t, open(t, ens.Servers()), lock)
 	if err := h.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 			return err
 		})
 	}
-	a, b := newMutex(t, pc, lock), newMutex(t, pc, lock)
+	a, b := newLock(t, pc, lock), newLock(t, pc, lock)
 	ea, eb := make(chan error, 1), make(chan error, 1)
 	go func() { ea <- a.Lock(ctx) }()
 	queued(2)

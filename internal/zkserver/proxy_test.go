@@ -1,0 +1,105 @@
+package zkserver
+
+import (
+	"errors"
+	"net"
+	"os"
+	"testing"
+	"time"
+)
+
+// TestLinkThatLostBytesNeverDeliversMore: a connection whose bytes a
+// blackhole dropped has a hole in its stream, and nothing sent after the
+// hole may reach the other side — once the proxy forwards again, it is
+// reset, not resumed. Restore switches the mode back to forward before it
+// closes such connections; bytes read in between (the state this test
+// holds the proxy in) must not be delivered: a ZooKeeper follower handed
+// a proposal after a gap logs it, and applies it without those before it.
+func TestLinkThatLostBytesNeverDeliversMore(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	// What the server reads, chunk by chunk; closed at the end of the
+	// stream.
+	got := make(chan []byte, 16)
+	go func() {
+		defer close(got)
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer s.Close()
+		for {
+			b := make([]byte, 64)
+			n, err := s.Read(b)
+			if n > 0 {
+				got <- b[:n]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	p, err := NewProxy([]string{ln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Servers()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lost := func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for l := range p.links {
+			if l.lost {
+				return true
+			}
+		}
+		return false
+	}
+	write := func(s string) {
+		t.Helper()
+		if _, err := c.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("before ")
+	time.Sleep(100 * time.Millisecond) // forwarded before the blackhole
+	p.Blackhole()
+	write("dropped ")
+	for deadline := time.Now().Add(10 * time.Second); !lost(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the blackhole never dropped the bytes")
+		}
+	}
+	// Forwarding again, the lost connection not closed yet: Restore
+	// between its switch of mode and its closing of the connections.
+	p.mu.Lock()
+	p.mode = modeForward
+	p.mu.Unlock()
+	write("after")
+	var read []byte
+	timeout := time.After(10 * time.Second)
+	for ended := false; !ended; {
+		select {
+		case b, ok := <-got:
+			read = append(read, b...)
+			ended = !ok
+		case <-timeout:
+			t.Fatalf("the connection with a hole was left open; the server read %q", read)
+		}
+	}
+	if string(read) != "before " {
+		t.Fatalf("the server read %q; want only what came before the hole, %q", read, "before ")
+	}
+	// The client's side is reset too.
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the client's side of a connection with a hole is still open: %v", err)
+	}
+}
