@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -323,4 +325,230 @@ func TestProtectedCreateOfLargeDataAndACLsMatchesTheServer(t *testing.T) {
 			t.Errorf("node's ACL %v, want %v", gotACL, acl)
 		}
 	}
+}
+
+// TestProtectedCreatesIssuedWhileDisconnectedKeepTheirPromises: creates
+// made while the client has no connection (go-zookeeper holds them for
+// the session's next one) keep what the wire path keeps: each is told
+// its node and czxid, its then is called once as it is written, the
+// listing sent from then names the node, and a create whose caller gave
+// up meanwhile leaves no node.
+func TestProtectedCreatesIssuedWhileDisconnectedKeepTheirPromises(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	ctx := ctxFor(t, time.Minute)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
+	obs := ens.Conn(t)
+	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
+		t.Fatal(err)
+	}
+	p.Cut()
+	time.Sleep(200 * time.Millisecond)
+	const n = 20
+	type result struct {
+		got     connection.Created
+		err     error
+		thens   atomic.Int32
+		listed  chan []string
+		listErr error
+		gaveUp  bool
+	}
+	results := make([]*result, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		r := &result{listed: make(chan []string, 2), gaveUp: i%2 == 1}
+		results[i] = r
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx := ctx
+			if r.gaveUp {
+				var cancel context.CancelFunc
+				cctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+				defer cancel()
+			}
+			r.got, r.err = connx.Of(c).CreateProtectedThen(cctx, root+"/d/n-", nil, connection.EphemeralSequential, func() {
+				r.thens.Add(1)
+				connx.Of(c).ChildrenThen(ctx, root+"/d", func(kids []string, _ *zk.Stat, err error) {
+					if err != nil {
+						r.listErr = err
+					}
+					r.listed <- kids
+				})
+			})
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	p.Restore()
+	wg.Wait()
+	for i, r := range results {
+		if r.gaveUp {
+			if r.err == nil {
+				t.Errorf("create %d: answered while cut off", i)
+			}
+			continue
+		}
+		if r.err != nil {
+			t.Errorf("create %d: %v", i, r.err)
+			continue
+		}
+		if th := r.thens.Load(); th != 1 {
+			t.Errorf("create %d: then called %d times", i, th)
+			continue
+		}
+		var kids []string
+		select {
+		case kids = <-r.listed:
+		case <-time.After(10 * time.Second):
+			t.Errorf("create %d: its listing not answered", i)
+			continue
+		}
+		if r.listErr == nil && !slices.Contains(kids, path.Base(r.got.Path)) {
+			t.Errorf("create %d: the listing sent behind it does not name %s", i, r.got.Path)
+		}
+		_, st, err := obs.Get(r.got.Path)
+		if err != nil {
+			t.Errorf("create %d: %v", i, err)
+		} else if st.Czxid != r.got.Czxid || st.EphemeralOwner != r.got.Session.ID() {
+			t.Errorf("create %d: told czxid %#x session %#x, node has %#x %#x", i, r.got.Czxid, r.got.Session.ID(), st.Czxid, st.EphemeralOwner)
+		}
+	}
+	zktest.Eventually(t, 20*time.Second, "only the nodes of the creates that returned", func() error {
+		kids, _, err := obs.Children(root + "/d")
+		if err != nil {
+			return err
+		}
+		if len(kids) != n/2 {
+			return fmt.Errorf("%d nodes, want %d", len(kids), n/2)
+		}
+		return nil
+	})
+}
+
+// TestListingOnTheWireOfManyChildren: a listing sent on the wire
+// (ChildrenThen while connected) of a directory whose answer spans many
+// reads returns what Children returns; over the client's buffer bound it
+// fails with ErrResponseTooLarge, and the next requests are answered.
+func TestListingOnTheWireOfManyChildren(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	obs := ens.Conn(t)
+	dir := root + "/many"
+	if _, err := obs.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 2500
+	var reqs []any
+	for i := range n {
+		reqs = append(reqs, &zk.CreateRequest{Path: fmt.Sprintf("%s/%s-%05d", dir, strings.Repeat("c", 60), i), Acl: zk.WorldACL(zk.PermAll)})
+		if len(reqs) == 250 {
+			if _, err := obs.Multi(reqs...); err != nil {
+				t.Fatal(err)
+			}
+			reqs = nil
+		}
+	}
+	list := func(c *connection.Client) ([]string, error) {
+		got := make(chan struct{})
+		var kids []string
+		var lerr error
+		connx.Of(c).ChildrenThen(ctx, dir, func(k []string, _ *zk.Stat, err error) { kids, lerr = k, err; close(got) })
+		select {
+		case <-got:
+		case <-time.After(20 * time.Second):
+			t.Fatal("listing not answered")
+		}
+		return kids, lerr
+	}
+	c := open(t, ens.Servers())
+	want, _, err := c.Children(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		kids, err := list(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(kids, want) {
+			t.Fatalf("listing on the wire: %d children, Children: %d", len(kids), len(want))
+		}
+	}
+	b := open(t, ens.Servers(), connection.WithMaxBufferSize(32<<10))
+	if _, err := list(b); !errors.Is(err, connection.ErrResponseTooLarge) {
+		t.Errorf("listing over the buffer bound: %v, want ErrResponseTooLarge", err)
+	}
+	if _, _, err := b.Children(ctx, root); err != nil {
+		t.Errorf("a listing after one over the bound: %v", err)
+	}
+	if _, err := b.CreateProtected(ctx, root+"/after-", nil, connection.EphemeralSequential); err != nil {
+		t.Errorf("a create after a listing over the bound: %v", err)
+	}
+}
+
+// TestProtectedCreatesAcrossAnExpiryAreOfTheirSession: creates in flight
+// when the server expires the session each either fail or return a node
+// of the session they name, which exists; no other node is left.
+func TestProtectedCreatesAcrossAnExpiryAreOfTheirSession(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	ctx := ctxFor(t, time.Minute)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(4*time.Second))
+	obs := ens.Conn(t)
+	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
+		t.Fatal(err)
+	}
+	p.DelayReplies(500 * time.Millisecond)
+	const n = 60
+	got := make([]connection.Created, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i*10) * time.Millisecond)
+			got[i], errs[i] = c.CreateProtected(ctx, root+"/d/n-", nil, connection.EphemeralSequential)
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := p.ExpireSession(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	p.DelayReplies(0)
+	wg.Wait()
+	mine := map[string]bool{}
+	for i := range n {
+		if errs[i] != nil {
+			continue
+		}
+		mine[path.Base(got[i].Path)] = true
+		_, st, err := obs.Get(got[i].Path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			if got[i].Session.Err() == nil {
+				t.Errorf("create %d: node %s gone while its session %#x lives", i, got[i].Path, got[i].Session.ID())
+			}
+		case err != nil:
+			t.Fatal(err)
+		case st.EphemeralOwner != got[i].Session.ID():
+			t.Errorf("create %d: node %s owned by %#x, told %#x", i, got[i].Path, st.EphemeralOwner, got[i].Session.ID())
+		}
+	}
+	zktest.Eventually(t, 20*time.Second, "no node but those of creates that returned", func() error {
+		kids, _, err := obs.Children(root + "/d")
+		if err != nil {
+			return err
+		}
+		for _, k := range kids {
+			if !mine[k] {
+				return fmt.Errorf("node %s of no create left (%d nodes, %d creates returned one)", k, len(kids), len(mine))
+			}
+		}
+		return nil
+	})
 }
