@@ -552,3 +552,129 @@ func TestProtectedCreatesAcrossAnExpiryAreOfTheirSession(t *testing.T) {
 		return nil
 	})
 }
+
+// TestProtectedCreatesUnderChangingFaults: protected creates and the
+// listings sent behind them, many at once and with contexts that end at
+// any point, while the link is delayed, silenced, cut, or loses its
+// answers in turn. Every then is called at most once and every listing
+// answered exactly once; a create that returned a node names one of its
+// session, owned by it while it lives; once every caller has returned and
+// the link is healthy, only the nodes of creates that returned one are
+// left; and closing the client leaves no goroutine.
+func TestProtectedCreatesUnderChangingFaults(t *testing.T) {
+	testkit.SkipHeavy(t)
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	p := ens.Proxy(t)
+	obs := ens.Conn(t)
+	before := goleak.IgnoreCurrent()
+	c, err := connection.Open(ctx, p.Servers(), connection.WithSessionTimeout(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		returned = map[string]connection.Created{}
+		thens    atomic.Int32
+		sent     atomic.Int32
+		answered atomic.Int32
+		twice    atomic.Int32
+		wg       sync.WaitGroup
+	)
+	stop := make(chan struct{})
+	for w := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cctx, cancel := context.WithTimeout(ctx, time.Duration(1+(w*7+k*13)%400)*time.Millisecond)
+				var calls atomic.Int32
+				got, err := connx.Of(c).CreateProtectedThen(cctx, root+"/d/n-", nil, connection.EphemeralSequential, func() {
+					thens.Add(1)
+					if calls.Add(1) > 1 {
+						twice.Add(1)
+					}
+					sent.Add(1)
+					var once atomic.Int32
+					connx.Of(c).ChildrenThen(cctx, root+"/d", func([]string, *zk.Stat, error) {
+						answered.Add(1)
+						if once.Add(1) > 1 {
+							twice.Add(1)
+						}
+					})
+				})
+				cancel()
+				if err == nil {
+					mu.Lock()
+					returned[path.Base(got.Path)] = got
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	faults := []func(){
+		func() { p.Delay(50 * time.Millisecond) },
+		p.Blackhole,
+		func() { p.DelayReplies(300 * time.Millisecond) },
+		p.DropReplies,
+		p.Cut,
+	}
+	for i := range 10 {
+		time.Sleep(400 * time.Millisecond)
+		faults[i%len(faults)]()
+		time.Sleep(time.Duration(200+100*(i%3)) * time.Millisecond)
+		p.Restore()
+	}
+	close(stop)
+	wg.Wait()
+	if tw := twice.Load(); tw != 0 {
+		t.Errorf("a then or a listing's then called more than once (%d)", tw)
+	}
+	zktest.Eventually(t, 20*time.Second, "every listing answered", func() error {
+		if s, a := sent.Load(), answered.Load(); s != a {
+			return fmt.Errorf("%d listings sent, %d answered", s, a)
+		}
+		return nil
+	})
+	zktest.Eventually(t, 20*time.Second, "only nodes of creates that returned one", func() error {
+		kids, _, err := obs.Children(root + "/d")
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range kids {
+			if _, ok := returned[k]; !ok {
+				return fmt.Errorf("node %s of no create that returned (%d nodes, %d returned)", k, len(kids), len(returned))
+			}
+		}
+		return nil
+	})
+	mu.Lock()
+	for name, got := range returned {
+		_, st, err := obs.Get(root + "/d/" + name)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			if got.Session.Err() == nil {
+				t.Errorf("node %s gone while its session %#x lives", name, got.Session.ID())
+			}
+		case err != nil:
+			t.Error(err)
+		case st.EphemeralOwner != got.Session.ID() || st.Czxid != got.Czxid:
+			t.Errorf("node %s: owner %#x czxid %#x, told %#x %#x", name, st.EphemeralOwner, st.Czxid, got.Session.ID(), got.Czxid)
+		}
+	}
+	t.Logf("%d creates returned a node, %d listings sent", len(returned), sent.Load())
+	mu.Unlock()
+	c.Close()
+	testkit.VerifyNoGoroutinesSince(t, before)
+}
