@@ -678,3 +678,104 @@ func TestProtectedCreatesUnderChangingFaults(t *testing.T) {
 	c.Close()
 	testkit.VerifyNoGoroutinesSince(t, before)
 }
+
+// TestProtectedCreatesWithCredentialsAcrossReconnects: a client with
+// credentials whose ACL grants the creator alone makes protected nodes
+// and lists behind them while its connection is cut and restored: every
+// create is made with the creator's ACL (never refused for want of
+// credentials on a new connection), its listing names it, and a client
+// without the credentials cannot read it.
+func TestProtectedCreatesWithCredentialsAcrossReconnects(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	ctx := ctxFor(t, time.Minute)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(8*time.Second),
+		connection.WithDigestAuth("wire", "secret"), connection.WithACL(zk.AuthACL(zk.PermAll)))
+	obs := ens.Conn(t)
+	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(150 * time.Millisecond):
+			}
+			p.Cut()
+			time.Sleep(time.Duration(20+k%3*30) * time.Millisecond)
+			p.Restore()
+		}
+	}()
+	for i := range 20 {
+		listed := make(chan []string, 1)
+		got, err := connx.Of(c).CreateProtectedThen(ctx, root+"/d/n-", nil, connection.EphemeralSequential, func() {
+			connx.Of(c).ChildrenThen(ctx, root+"/d", func(kids []string, _ *zk.Stat, _ error) { listed <- kids })
+		})
+		if err != nil {
+			t.Errorf("create %d: %v", i, err)
+			continue
+		}
+		if _, _, err := obs.Get(got.Path); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("create %d: a client without credentials reads %s: %v, want zk.ErrNoAuth", i, got.Path, err)
+		}
+		if _, _, err := c.Get(ctx, got.Path); err != nil && got.Session.Err() == nil {
+			t.Errorf("create %d: its client cannot read %s: %v", i, got.Path, err)
+		}
+		select {
+		case <-listed:
+		case <-time.After(10 * time.Second):
+			t.Errorf("create %d: its listing not answered", i)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	p.Restore()
+}
+
+// TestProtectedCreateAndListingUnderANamespace: under a namespace, a
+// protected create made on the wire is told its path without the
+// namespace, and the listing sent behind it names it.
+func TestProtectedCreateAndListingUnderANamespace(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	ctx := ctxFor(t, time.Minute)
+	c := open(t, ens.Servers(), connection.WithNamespace(root+"/ns"))
+	obs := ens.Conn(t)
+	if err := c.EnsurePath(ctx, "/locks"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		listed := make(chan []string, 1)
+		got, err := connx.Of(c).CreateProtectedThen(ctx, "/locks/lock-", []byte("x"), connection.EphemeralSequential, func() {
+			connx.Of(c).ChildrenThen(ctx, "/locks", func(kids []string, _ *zk.Stat, err error) {
+				if err != nil {
+					t.Errorf("listing %d: %v", i, err)
+				}
+				listed <- kids
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(got.Path, "/locks/") {
+			t.Errorf("create told %s, want a path under /locks in the namespace", got.Path)
+		}
+		if _, st, err := obs.Get(root + "/ns" + got.Path); err != nil || st.Czxid != got.Czxid {
+			t.Errorf("node %s under the namespace: %v", got.Path, err)
+		}
+		select {
+		case kids := <-listed:
+			if !slices.Contains(kids, path.Base(got.Path)) {
+				t.Errorf("listing behind the create %v does not name %s", kids, got.Path)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("listing not answered")
+		}
+	}
+}
