@@ -696,36 +696,40 @@ func TestProtectedCreatesWithCredentialsAcrossReconnects(t *testing.T) {
 	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for k := 0; ; k++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(150 * time.Millisecond):
-			}
-			p.Cut()
-			time.Sleep(time.Duration(20+k%3*30) * time.Millisecond)
-			p.Restore()
+	for i := range 8 {
+		type result struct {
+			got connection.Created
+			err error
 		}
-	}()
-	for i := range 20 {
 		listed := make(chan []string, 1)
-		got, err := connx.Of(c).CreateProtectedThen(ctx, root+"/d/n-", nil, connection.EphemeralSequential, func() {
-			connx.Of(c).ChildrenThen(ctx, root+"/d", func(kids []string, _ *zk.Stat, _ error) { listed <- kids })
-		})
-		if err != nil {
-			t.Errorf("create %d: %v", i, err)
+		res := make(chan result, 1)
+		create := func() {
+			got, err := connx.Of(c).CreateProtectedThen(ctx, root+"/d/n-", nil, connection.EphemeralSequential, func() {
+				connx.Of(c).ChildrenThen(ctx, root+"/d", func(kids []string, _ *zk.Stat, _ error) { listed <- kids })
+			})
+			res <- result{got, err}
+		}
+		// Issued while cut off (held for the next connection, whose
+		// credentials go first), or in flight as the link is cut.
+		if i%2 == 0 {
+			p.Cut()
+			go create()
+			time.Sleep(30 * time.Millisecond)
+		} else {
+			go create()
+			p.Cut()
+		}
+		p.Restore()
+		r := <-res
+		if r.err != nil {
+			t.Errorf("create %d: %v", i, r.err)
 			continue
 		}
-		if _, _, err := obs.Get(got.Path); !errors.Is(err, zk.ErrNoAuth) {
-			t.Errorf("create %d: a client without credentials reads %s: %v, want zk.ErrNoAuth", i, got.Path, err)
+		if _, _, err := obs.Get(r.got.Path); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("create %d: a client without credentials reads %s: %v, want zk.ErrNoAuth", i, r.got.Path, err)
 		}
-		if _, _, err := c.Get(ctx, got.Path); err != nil && got.Session.Err() == nil {
-			t.Errorf("create %d: its client cannot read %s: %v", i, got.Path, err)
+		if _, _, err := c.Get(ctx, r.got.Path); err != nil && r.got.Session.Err() == nil {
+			t.Errorf("create %d: its client cannot read %s: %v", i, r.got.Path, err)
 		}
 		select {
 		case <-listed:
@@ -733,9 +737,6 @@ func TestProtectedCreatesWithCredentialsAcrossReconnects(t *testing.T) {
 			t.Errorf("create %d: its listing not answered", i)
 		}
 	}
-	close(stop)
-	wg.Wait()
-	p.Restore()
 }
 
 // TestProtectedCreateAndListingUnderANamespace: under a namespace, a
