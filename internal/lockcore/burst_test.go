@@ -152,3 +152,108 @@ func burstOverFaultyLink(t *testing.T, timeout, before, fault time.Duration, dro
 		return nil
 	})
 }
+
+// TestBurstOfWaitersAcrossADatabaseRestore: waiters of one client join a
+// held lock at once, and while their creates and listings are in flight
+// the ensemble's database is replaced by a backup taken before they
+// joined: sessions go and new ones come, in a history where their nodes
+// never were. No two waiters hold at once (in the process, and as the
+// holder's client lists the lock), every waiter ends holding or with its
+// context's error, and no node is left.
+func TestBurstOfWaitersAcrossADatabaseRestore(t *testing.T) {
+	testkit.SkipHeavy(t)
+	ens := zktest.Start(t)
+	ens.RequireFaults(t)
+	ctx := ctxFor(t, 3*time.Minute)
+	lock := "/restoreburst/lock"
+	hc := open(t, ens.Servers(), connection.WithSessionTimeout(3*time.Second))
+	wc := open(t, ens.Servers(), connection.WithSessionTimeout(3*time.Second))
+	h := newLock(t, hc, lock)
+	if err := h.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	backup, err := ens.Backup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 120
+	var (
+		holders      atomic.Int32
+		mu           sync.Mutex
+		fails        []string
+		wg           sync.WaitGroup
+		held, gaveUp atomic.Int32
+	)
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		fails = append(fails, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	for i := range waiters {
+		m := newLock(t, wc, lock)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wctx := ctx
+			if i%4 == 0 {
+				var cancel context.CancelFunc
+				wctx, cancel = context.WithTimeout(ctx, time.Duration(200+30*i)*time.Millisecond)
+				defer cancel()
+			}
+			if err := m.Lock(wctx); err != nil {
+				if wctx.Err() == nil {
+					fail("waiter %d: Lock: %v", i, err)
+				}
+				gaveUp.Add(1)
+				return
+			}
+			if n := holders.Add(1); n != 1 {
+				fail("waiter %d: %d holders in the process", i, n)
+			}
+			if kids, _, err := wc.Children(ctx, lock); err == nil && !closed(m.Done()) {
+				cs := lockcore.Sort(kids, lockcore.MutexKinds)
+				if len(cs) == 0 || path.Join(lock, cs[0].Name) != m.Node() {
+					fail("waiter %d: holds %s, its client lists %v first", i, m.Node(), cs[:min(1, len(cs))])
+				}
+			}
+			holders.Add(-1)
+			_ = m.Unlock(ctx)
+			held.Add(1)
+		}()
+	}
+	time.Sleep(150 * time.Millisecond)
+	if err := ens.RestoreBackup(backup); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(90 * time.Second):
+		testkit.LogGoroutines(t, "waiters still waiting")
+		t.Fatalf("%d held and %d gave up of %d waiters within 90 s of the restore", held.Load(), gaveUp.Load(), waiters)
+	}
+	t.Logf("%d held, %d gave up", held.Load(), gaveUp.Load())
+	mu.Lock()
+	for _, f := range fails {
+		t.Error(f)
+	}
+	mu.Unlock()
+	obs := ens.Conn(t)
+	zktest.Eventually(t, 20*time.Second, "no waiter's node left", func() error {
+		kids, _, err := obs.Children(lock)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		if len(kids) > 1 {
+			return fmt.Errorf("%d left, such as %v", len(kids), kids[0])
+		}
+		if len(kids) == 1 && h.Held() && path.Join(lock, kids[0]) == h.Node() {
+			return nil // the first holder's, if it still holds
+		}
+		if len(kids) == 1 {
+			return fmt.Errorf("left %v", kids[0])
+		}
+		return nil
+	})
+}
