@@ -60,6 +60,12 @@ func TestBurstOfWaitersOfTwoClientsAcrossALeaderKill(t *testing.T) {
 		}
 		return path.Join(lock, kids[0]), nil
 	}
+	var leader int
+	zktest.Eventually(t, 30*time.Second, "a leader", func() error {
+		var err error
+		leader, err = ens.Leader()
+		return err
+	})
 	const waiters = 200
 	for i := range waiters {
 		c := a
@@ -98,7 +104,6 @@ func TestBurstOfWaitersOfTwoClientsAcrossALeaderKill(t *testing.T) {
 		}()
 	}
 	time.Sleep(100 * time.Millisecond)
-	leader := ens.MustLeader(t)
 	if err := ens.Kill(leader); err != nil {
 		t.Fatal(err)
 	}
