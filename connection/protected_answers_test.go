@@ -780,3 +780,44 @@ func TestProtectedCreateAndListingUnderANamespace(t *testing.T) {
 		}
 	}
 }
+
+// TestProtectedCreateRefusedFailsAlikeOnBothPaths: a protected create the
+// server refuses (an ACL of an unknown scheme) fails with the server's
+// error, zk.ErrInvalidACL, whether it went on the wire (connected) or
+// through go-zookeeper (issued while cut off), and leaves no node; a
+// TTL or container mode is refused before anything is sent.
+func TestProtectedCreateRefusedFailsAlikeOnBothPaths(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	ctx := ctxFor(t, time.Minute)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second),
+		connection.WithACL([]zk.ACL{{Perms: zk.PermAll, Scheme: "nosuchscheme", ID: "x"}}))
+	obs := ens.Conn(t)
+	if _, err := obs.Create(root+"/d", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateProtected(ctx, root+"/d/n-", nil, connection.EphemeralSequential); !errors.Is(err, zk.ErrInvalidACL) {
+		t.Errorf("on the wire: %v, want zk.ErrInvalidACL", err)
+	}
+	p.Cut()
+	time.Sleep(200 * time.Millisecond)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.CreateProtected(ctx, root+"/d/n-", nil, connection.EphemeralSequential)
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	p.Restore()
+	if err := <-errc; !errors.Is(err, zk.ErrInvalidACL) {
+		t.Errorf("through go-zookeeper: %v, want zk.ErrInvalidACL", err)
+	}
+	for _, mode := range []connection.Mode{connection.Container, connection.PersistentTTL, connection.PersistentSequentialTTL} {
+		if _, err := c.CreateProtected(ctx, root+"/d/n-", nil, mode); !errors.Is(err, connection.ErrInvalidOption) {
+			t.Errorf("mode %v: %v, want ErrInvalidOption", mode, err)
+		}
+	}
+	if kids, _, err := obs.Children(root + "/d"); err != nil || len(kids) != 0 {
+		t.Errorf("left %v (%v)", kids, err)
+	}
+}
