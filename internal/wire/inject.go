@@ -115,7 +115,10 @@ func (t *Tracker) Send(session int64, b []byte, done Done) error {
 // written — from the connection's writer, before the bytes go, so that a
 // request written on the connection after written was called (one of
 // go-zookeeper's, or one sent with Send) goes out behind it. written is
-// not called when the request is never written; it must not block.
+// not called for a request dropped before its turn to be written; when it
+// was called and the write then fails, the connection closes and the
+// request is answered with the connection's error, as one whose answer
+// was lost. It must not block.
 func (t *Tracker) SendWritten(session int64, b []byte, written func(), done Done) error {
 	return t.inject(session, b, &injected{done: done, written: written})
 }
