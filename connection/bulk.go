@@ -2,14 +2,12 @@ package connection
 
 import (
 	"context"
-	"encoding/binary"
-	"math"
-	"strconv"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // Reads in bulk, with their watches: ReadWatchMany.
@@ -40,7 +38,7 @@ import (
 // watchSink's, sink.go): go-zookeeper does not know them. Their notifications reach the client as every
 // notification does (go-zookeeper hands every one to the event callback,
 // watcher or not), and after a reconnect of the same session the client
-// registers them again itself (restore.go).
+// registers them again itself (internal/wire/restore.go).
 //
 // A node's listing in a multiRead has no Stat; the node's getData, in the
 // same request, gives it (the same state).
@@ -56,20 +54,13 @@ type (
 // (ZooKeeper before 3.6): read one node at a time.
 var errBulkUnsupported = conntypes.ErrBulkUnsupported
 
-// Bounds of one request. ZooKeeper refuses a request longer than its
-// jute.maxbuffer (1 MiB less a byte by default); go-zookeeper splits its
-// setWatches at 128 KiB, as the Java client does. A multiRead's reply has
-// no bound on the server; maxBulkOps keeps it, for nodes of a few hundred
-// bytes and listings of a few hundred names, around a megabyte.
+// Bounds of one request: wire.MaxRequest bytes, and maxBulkOps reads. A
+// multiRead's reply has no bound on the server; maxBulkOps keeps it, for
+// nodes of a few hundred bytes and listings of a few hundred names, around
+// a megabyte.
 const (
-	maxBulkRequest = 128 << 10
+	maxBulkRequest = wire.MaxRequest
 	maxBulkOps     = 1024
-)
-
-const (
-	opMultiRead = 22
-	opError     = -1
-	zUnimpl     = -6
 )
 
 // readMany reads the nodes of reads, in one or a few multiRead
@@ -104,7 +95,7 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 	tr, same := c.tr, c.zc == zc
 	c.mu.Unlock()
 	if !same {
-		return nil, errNotConnected
+		return nil, wire.ErrNotConnected
 	}
 	out := make([]bulkResult, len(reads))
 	spaths := make([]string, len(reads))
@@ -140,15 +131,15 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 	}
 	answers := make(chan *chunk, len(chunks))
 	for _, ch := range chunks {
-		b := encodeMultiRead(reads[ch.lo:ch.hi], spaths[ch.lo:ch.hi])
-		r := &injected{done: func(zxid int64, code int32, body []byte, err error) {
+		b := wire.EncodeMultiRead(reads[ch.lo:ch.hi], spaths[ch.lo:ch.hi])
+		done := func(zxid int64, code int32, body []byte, err error) {
 			ch.zxid, ch.code, ch.err = zxid, code, err
 			if err == nil {
 				ch.body = append([]byte(nil), body...)
 			}
 			answers <- ch
-		}}
-		if err := tr.inject(sess.ID(), b, r); err != nil {
+		}
+		if err := tr.Send(sess.ID(), b, done); err != nil {
 			ch.err = err
 			answers <- ch
 		}
@@ -164,13 +155,13 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 		switch {
 		case ch.err != nil:
 			return nil, c.bulkErr(sess, ch.err)
-		case ch.code == zUnimpl:
+		case ch.code == wire.CodeUnimplemented:
 			c.bulkOff.Store(true)
 			return nil, errBulkUnsupported
 		case ch.code != 0:
-			return nil, errtext.Errorf("connection: reads in bulk: %w", codeErr(ch.code))
+			return nil, errtext.Errorf("connection: reads in bulk: %w", wire.CodeErr(ch.code))
 		}
-		if err := decodeMultiRead(ch.body, reads[ch.lo:ch.hi], out[ch.lo:ch.hi]); err != nil {
+		if err := wire.DecodeMultiRead(ch.body, reads[ch.lo:ch.hi], out[ch.lo:ch.hi]); err != nil {
 			// A server that does not know the request answers it without
 			// a body (ZooKeeper before 3.6 skips an unknown opcode):
 			// bulk reads are off for this client.
@@ -215,16 +206,16 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 			}
 		}
 		frames = append(frames, f)
-		b := encodeSetWatches(rel, data, nil, child)
-		r := &injected{done: func(_ int64, code int32, _ []byte, err error) {
+		b := wire.EncodeSetWatches(rel, data, nil, child)
+		answer := func(_ int64, code int32, _ []byte, err error) {
 			if err == nil && code != 0 {
-				err = codeErr(code)
+				err = wire.CodeErr(code)
 			}
 			settle(err == nil)
 			f.err = err
 			done <- f
-		}}
-		if err := tr.inject(sess.ID(), b, r); err != nil {
+		}
+		if err := tr.Send(sess.ID(), b, answer); err != nil {
 			settle(false)
 			f.err = err
 		} else {
@@ -338,7 +329,7 @@ func (c *Client) ownPaths(zc *zk.Conn) (data, child []string) {
 	}
 	c.ownPendingLocked(zc, func(spath string, kind watchKind) {
 		if seen != nil {
-			k := restoreKey{spath, kind}
+			k := restoreKey{Path: spath, Kind: kind}
 			if _, dup := seen[k]; dup {
 				return
 			}
@@ -351,219 +342,4 @@ func (c *Client) ownPaths(zc *zk.Conn) (data, child []string) {
 		}
 	})
 	return data, child
-}
-
-// reRegister sends the own watches of the handle again on the connection
-// whose handshake was just answered, as go-zookeeper does its own: the
-// zxid written is the tracker's goodZxid (noteSetWatches), and the
-// connection is restored once they are answered too (restore.go). It is
-// called from the handshake's callback, before go-zookeeper's loops run:
-// it only queues the frames (inject.go), which the connection's writer
-// writes once go-zookeeper's credentials are answered on it.
-func (t *tracker) reRegister(data, child []string) {
-	send := func(d, ch []string) {
-		b := encodeSetWatches(math.MaxInt64, d, nil, ch)
-		_ = t.inject(t.first.Load(), b, &injected{done: func(int64, int32, []byte, error) {}})
-	}
-	var d, ch []string
-	size := 0
-	for _, p := range data {
-		d = append(d, p)
-		if size += 4 + len(p); size > maxBulkRequest {
-			send(d, ch)
-			d, ch, size = nil, nil, 0
-		}
-	}
-	for _, p := range child {
-		ch = append(ch, p)
-		if size += 4 + len(p); size > maxBulkRequest {
-			send(d, ch)
-			d, ch, size = nil, nil, 0
-		}
-	}
-	if len(d)+len(ch) > 0 {
-		send(d, ch)
-	}
-}
-
-// Encoding (jute): int32 and int64 big-endian, a bool one byte, a string
-// or a buffer an int32 length then bytes (-1: null), a vector an int32
-// count then its items.
-
-func appendString(b []byte, s string) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
-	return append(b, s...)
-}
-
-// encodeMultiRead is a multiRead request (its xid to be filled): for
-// each node a MultiHeader (type, done false, err -1) and a GetDataRequest
-// (path, watch false), then a GetChildrenRequest if its children are
-// asked for; a MultiHeader (-1, true, -1) ends it.
-func encodeMultiRead(reads []bulkRead, spaths []string) []byte {
-	b := make([]byte, 12, 64+len(reads)*64)
-	binary.BigEndian.PutUint32(b[8:12], opMultiRead)
-	op := func(code int32, p string) {
-		b = binary.BigEndian.AppendUint32(b, uint32(code))
-		b = append(b, 0)
-		b = binary.BigEndian.AppendUint32(b, math.MaxUint32) // err -1
-		b = appendString(b, p)
-		b = append(b, 0) // watch: the server ignores it here
-	}
-	for i, r := range reads {
-		op(opGetData, spaths[i])
-		if r.Children {
-			op(opGetChildren, spaths[i])
-		}
-	}
-	b = binary.BigEndian.AppendUint32(b, math.MaxUint32)
-	b = append(b, 1)
-	b = binary.BigEndian.AppendUint32(b, math.MaxUint32)
-	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
-	return b
-}
-
-// encodeSetWatches is a setWatches request (its xid to be filled).
-func encodeSetWatches(rel int64, data, exist, child []string) []byte {
-	b := make([]byte, 12, 40)
-	binary.BigEndian.PutUint32(b[8:12], opSetWatches)
-	b = binary.BigEndian.AppendUint64(b, uint64(rel))
-	for _, list := range [][]string{data, exist, child} {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(list)))
-		for _, p := range list {
-			b = appendString(b, p)
-		}
-	}
-	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
-	return b
-}
-
-// dec reads jute values from a reply body.
-type dec struct {
-	b   []byte
-	bad bool
-}
-
-func (d *dec) take(n int) []byte {
-	if d.bad || n < 0 || len(d.b) < n {
-		d.bad = true
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *dec) i32() int32 {
-	v := d.take(4)
-	if v == nil {
-		return 0
-	}
-	return int32(binary.BigEndian.Uint32(v))
-}
-
-func (d *dec) i64() int64 {
-	v := d.take(8)
-	if v == nil {
-		return 0
-	}
-	return int64(binary.BigEndian.Uint64(v))
-}
-
-func (d *dec) bytes() []byte {
-	n := d.i32()
-	if n < 0 {
-		return nil
-	}
-	return d.take(int(n))
-}
-
-func (d *dec) stat() *zk.Stat {
-	return &zk.Stat{Czxid: d.i64(), Mzxid: d.i64(), Ctime: d.i64(), Mtime: d.i64(),
-		Version: d.i32(), Cversion: d.i32(), Aversion: d.i32(), EphemeralOwner: d.i64(),
-		DataLength: d.i32(), NumChildren: d.i32(), Pzxid: d.i64()}
-}
-
-// decodeMultiRead reads a MultiResponse to encodeMultiRead(reads) into
-// out: per op a MultiHeader (type, done, err) and the op's response
-// (GetDataResponse: data, Stat; GetChildrenResponse: names;
-// ErrorResponse: err), then the closing header.
-func decodeMultiRead(body []byte, reads []bulkRead, out []bulkResult) error {
-	d := &dec{b: body}
-	head := func() (typ int32, done bool, code int32) {
-		typ = d.i32()
-		if v := d.take(1); v != nil {
-			done = v[0] != 0
-		}
-		return typ, done, d.i32()
-	}
-	for i, r := range reads {
-		kinds := []int32{opGetData}
-		if r.Children {
-			kinds = append(kinds, opGetChildren)
-		}
-		for _, want := range kinds {
-			typ, done, _ := head()
-			if d.bad || done {
-				return errInjectedProtocol
-			}
-			var err error
-			switch typ {
-			case opError:
-				err = codeErr(d.i32())
-			case want:
-			default:
-				return errInjectedProtocol
-			}
-			switch {
-			case want == opGetData && err != nil:
-				out[i].Err = err
-			case want == opGetData:
-				if data := d.bytes(); data != nil && !r.ListOnly {
-					out[i].Data = append([]byte(nil), data...)
-				}
-				out[i].Stat = d.stat()
-			case err != nil:
-				out[i].ChildErr = err
-			default:
-				n := d.i32()
-				if n < 0 || int(n) > len(d.b)/4 {
-					return errInjectedProtocol
-				}
-				names := make([]string, n)
-				for j := range names {
-					names[j] = string(d.bytes())
-				}
-				out[i].Children = names
-			}
-		}
-		if r.Children && out[i].ChildErr == nil && out[i].Err != nil {
-			// A listing without the node's Stat: taken as its error.
-			out[i].Children, out[i].ChildErr = nil, out[i].Err
-		}
-	}
-	if typ, done, _ := head(); d.bad || typ != -1 || !done {
-		return errInjectedProtocol
-	}
-	return nil
-}
-
-// codeErr is go-zookeeper's error for a ZooKeeper error code.
-func codeErr(code int32) error {
-	switch code {
-	case -101:
-		return zk.ErrNoNode
-	case -102:
-		return zk.ErrNoAuth
-	case -4:
-		return zk.ErrConnectionClosed
-	case -112:
-		return zk.ErrSessionExpired
-	case -118:
-		return zk.ErrSessionMoved
-	case -8:
-		return zk.ErrBadArguments
-	case zUnimpl:
-		return errBulkUnsupported
-	}
-	return errtext.Errorf("connection: server error %s", strconv.Itoa(int(code)))
 }

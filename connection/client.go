@@ -14,6 +14,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // Client owns a ZooKeeper session at a time: it connects, reconnects,
@@ -30,7 +31,7 @@ type Client struct {
 	zc        *zk.Conn        // newest go-zookeeper handle
 	zcEvents  <-chan zk.Event // its event channel: closed as its loop ends
 	gen       int             // its generation; events of older handles are ignored
-	tr        *tracker        // its tracker
+	tr        *wire.Tracker   // its tracker
 	authed    bool            // zc has sent the client's credentials
 	authing   bool            // a goroutine is sending them
 	authAgain bool            // zc has a session again since they were sent: send them again if they failed
@@ -73,7 +74,7 @@ type Client struct {
 	// asked fails.
 	tooLarge sync.Map
 
-	guards guardTable // the guards of guarded transactions in flight (Guard)
+	guards wire.Guards // the guards of guarded transactions in flight (Guard)
 
 	notifications atomic.Int64 // watch notifications received, all handles
 	replies       atomic.Int64 // replies received, all handles
@@ -101,7 +102,7 @@ type connEvent struct {
 	authFailed bool  // synthetic: sending them failed; the next session tries again
 	refused    error // with authFailed: the server refused them (ErrAuthFailed)
 	watchdog   bool  // synthetic: time for the watchdog to look at the silence
-	restored   bool  // synthetic: the connection's watches are registered again (restore.go)
+	restored   bool  // synthetic: the connection's watches are registered again (internal/wire/restore.go)
 	history    bool  // synthetic: the answer to a history check (history.go): zxid, or err
 	zxid       int64
 	err        error
@@ -171,17 +172,21 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 // connects in the background and reports through the event queue.
 func (c *Client) dialLocked() error {
 	c.gen++
-	gen, tr := c.gen, newTracker()
+	gen := c.gen
+	tr := wire.New(wire.Config{
+		Notifications: &c.notifications,
+		Replies:       &c.replies,
+		Handshake:     wire.HandshakeBound(c.opts.sessionTimeout, len(c.servers), c.opts.dialTimeout),
+		MaxReply:      c.opts.maxBufferSize,
+		TooLarge:      c.noteTooLarge,
+		Guards:        &c.guards,
+		OnRestored:    func() { c.events.push(connEvent{gen: gen, restored: true}) },
+	})
 	var self atomic.Pointer[zk.Conn] // the handle, for its callback
-	tr.notifications, tr.replies = &c.notifications, &c.replies
-	tr.handshake = handshakeBound(c.opts.sessionTimeout, len(c.servers), c.opts.dialTimeout)
-	tr.maxReply, tr.tooLarge = c.opts.maxBufferSize, c.noteTooLarge
-	tr.guards = &c.guards
-	tr.onRestored = func() { c.events.push(connEvent{gen: gen, restored: true}) }
 	dial := c.opts.dial
 	timeout := c.opts.dialTimeout
 	zopts := []func(*zk.Conn){
-		zk.WithDialer(tr.dialer(func(network, addr string, _ time.Duration) (net.Conn, error) {
+		zk.WithDialer(tr.Dialer(func(network, addr string, _ time.Duration) (net.Conn, error) {
 			refused := func(err error) {
 				c.opts.logger.Error("zookeeper TLS handshake refused", "server", addr, "error", err)
 				select {
@@ -207,12 +212,12 @@ func (c *Client) dialLocked() error {
 					// Before go-zookeeper sends the watches again: what
 					// it will send.
 					zc := self.Load()
-					tr.expectWatches(c.restoreKeys(zc))
+					tr.ExpectWatches(c.restoreKeys(zc))
 					if zc != nil {
-						tr.reRegister(c.ownPaths(zc))
+						tr.ReRegister(c.ownPaths(zc))
 					}
 				}
-				c.events.push(connEvent{gen: gen, state: ev.State, sessionID: tr.sessionID.Load(), timeout: tr.timeout()})
+				c.events.push(connEvent{gen: gen, state: ev.State, sessionID: tr.SessionID(), timeout: tr.Timeout()})
 			} else if zc := self.Load(); zc != nil {
 				c.watchEvent(zc, ev) // no watch is set before Connect returns
 			}
@@ -244,9 +249,9 @@ const endHandleBound = 5 * time.Second
 // a write blocked on a server that stopped reading fails at once — and
 // waits for its writers; then go-zookeeper's loop, whose event channel
 // closes as it ends, is waited for, up to endHandleBound.
-func (c *Client) endHandle(zc *zk.Conn, tr *tracker, events <-chan zk.Event) {
+func (c *Client) endHandle(zc *zk.Conn, tr *wire.Tracker, events <-chan zk.Event) {
 	zc.Close()
-	tr.close()
+	tr.Close()
 	t := time.NewTimer(endHandleBound)
 	defer t.Stop()
 	for {
@@ -299,7 +304,7 @@ func (c *Client) handle(ev connEvent) {
 		c.watchdogLocked()
 	case ev.authed:
 		c.authed, c.authing = true, false
-		c.sessionUpLocked(c.tr.sessionID.Load(), c.tr.timeout())
+		c.sessionUpLocked(c.tr.SessionID(), c.tr.Timeout())
 	case ev.authFailed:
 		c.authing = false
 		if ev.refused != nil {
@@ -313,7 +318,7 @@ func (c *Client) handle(ev connEvent) {
 	case ev.history:
 		c.historyAnsweredLocked(ev)
 	case ev.restored:
-		if c.zkUp && c.session != nil && c.tr.silence() < c.suspendAfter() {
+		if c.zkUp && c.session != nil && c.tr.Silence() < c.suspendAfter() {
 			c.resumeLocked()
 		}
 	case ev.state == zk.StateHasSession:
@@ -385,7 +390,7 @@ func (c *Client) suspendLocked(why error) {
 func (c *Client) sessionUpLocked(id int64, timeout time.Duration) {
 	c.zkUp = true
 	if c.session != nil && c.session.id == id {
-		if c.tr.silence() < c.suspendAfter() && c.restoredLocked() {
+		if c.tr.Silence() < c.suspendAfter() && c.restoredLocked() {
 			c.resumeLocked()
 		}
 		return
@@ -445,7 +450,7 @@ func (c *Client) sessionLostLocked(why error) {
 // tracker refuses to let it open another session, so nothing issued for
 // the old session ever runs in a new one.
 func (c *Client) replaceHandleLocked() {
-	c.tr.retire()
+	c.tr.Retire()
 	c.retireHistoryLocked(c.tr)
 	old, oldTr, oldEvents := c.zc, c.tr, c.zcEvents
 	c.wg.Add(1)
@@ -517,7 +522,7 @@ func (c *Client) watchdogWaitLocked() time.Duration {
 	if c.closed || c.session == nil || c.opts.noLocalExpiry {
 		return poll
 	}
-	silence := c.tr.silence()
+	silence := c.tr.Silence()
 	if c.state.IsConnected() {
 		return max(c.suspendAfter()-silence, time.Millisecond)
 	}
@@ -533,7 +538,7 @@ func (c *Client) watchdogLocked() {
 	if c.opts.noLocalExpiry {
 		return
 	}
-	silence := c.tr.silence()
+	silence := c.tr.Silence()
 	switch {
 	case silence >= c.lostAfter():
 		c.localExpiryLocked(silence)
@@ -548,10 +553,11 @@ func (c *Client) watchdogLocked() {
 }
 
 // restoredLocked reports whether the current connection's watches are
-// registered again (restore.go). Restored by the safety net means the
-// client's bookkeeping and go-zookeeper's disagree: it is logged.
+// registered again (internal/wire/restore.go). Restored by the safety net
+// means the client's bookkeeping and go-zookeeper's disagree: it is
+// logged.
 func (c *Client) restoredLocked() bool {
-	ok, byNet := c.tr.restored(c.suspendAfter())
+	ok, byNet := c.tr.Restored(c.suspendAfter())
 	if ok && byNet && c.state == Suspended {
 		c.opts.logger.Warn("zookeeper watches not seen registered again; reconnected without that proof")
 	}
@@ -648,7 +654,7 @@ func (c *Client) live(s *Session) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.session == s && c.tr.sessionID.Load() == s.ID()
+	return c.session == s && c.tr.SessionID() == s.ID()
 }
 
 // trustedNow reports whether holds taken in session s can be trusted at
@@ -679,7 +685,7 @@ func (c *Client) trustedNow(s *Session) bool {
 		}
 		limit = c.suspendAfter()
 	}
-	return c.opts.noLocalExpiry || c.tr.silence() < limit
+	return c.opts.noLocalExpiry || c.tr.Silence() < limit
 }
 
 // WaitSession returns the current session, waiting for the next one when

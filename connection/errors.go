@@ -1,6 +1,10 @@
 package connection
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/zkrecipes/zkrecipes/internal/wire"
+)
 
 // Errors of the connection manager. Match them with errors.Is. Errors the
 // server returns for an operation (zk.ErrNoNode, zk.ErrNodeExists,
@@ -35,7 +39,7 @@ var (
 	// children to list, a node with too much data. It is not retried. The
 	// client's connection drops once on such an answer (go-zookeeper reads
 	// no further) and reconnects within the session.
-	ErrResponseTooLarge = errors.New("connection: answer larger than the client's buffer")
+	ErrResponseTooLarge = wire.ErrReplyTooLarge
 	// ErrOutcomeUnknown means a write was sent and its answer never came:
 	// the caller's context ended while it was in flight, or the connection
 	// was lost and no retry in the same session settled it. The write may

@@ -15,10 +15,5 @@ func (c *Client) CreatedPending() int {
 	c.mu.Lock()
 	tr := c.tr
 	c.mu.Unlock()
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return len(tr.created)
+	return tr.CreatedPending()
 }
-
-// HandshakeBound is how long a connection waits for its handshake's answer.
-var HandshakeBound = handshakeBound

@@ -2,9 +2,7 @@ package connection
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -118,120 +116,14 @@ func (g *Guard) Err() error {
 	return g.session.Err()
 }
 
+// lasts reports whether the hold is still on, as the tracker asks when it
+// writes a transaction the guard fences (wire.Guards).
+func (g *Guard) lasts() bool { return g.over() == nil && g.session.Err() == nil }
+
 // guardFailed is the error of a guard whose hold is over: it matches
 // ErrGuardFailed and the hold's cause.
 func guardFailed(g *Guard, why error) error {
 	return errtext.Errorf("connection: multi guarded by %s: %w: %w", g.path, ErrGuardFailed, why)
-}
-
-// Guard tokens: the version a guard's check leaves the client with. A
-// token is at most -2, a version no node has (ZooKeeper compares any
-// version but -1), so a check the tracker does not resolve fails.
-const (
-	firstGuardToken = -2
-	guardTokens     = 1 << 30
-)
-
-// guardTable holds the guards of the transactions in flight, by token.
-type guardTable struct {
-	mu   sync.Mutex
-	next uint32
-	m    map[int32]guardEntry
-}
-
-type guardEntry struct {
-	spath   string // the node's server path
-	session int64  // the hold's session
-	g       *Guard
-}
-
-// add registers a guard and returns its token.
-func (t *guardTable) add(e guardEntry) int32 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.m == nil {
-		t.m = map[int32]guardEntry{}
-	}
-	for {
-		tok := int32(firstGuardToken - int64(t.next%guardTokens))
-		t.next++
-		if _, taken := t.m[tok]; !taken {
-			t.m[tok] = e
-			return tok
-		}
-	}
-}
-
-func (t *guardTable) remove(tok int32) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.m, tok)
-}
-
-// resolve is what the tracker asks when it writes a guard's check of
-// server path spath with token tok on a handle of session: the version to
-// write, -1, if the guard is registered for that node and session and its
-// hold is still on; otherwise false, and the token goes out as it is.
-func (t *guardTable) resolve(tok int32, spath string, session int64) (int32, bool) {
-	t.mu.Lock()
-	e, ok := t.m[tok]
-	t.mu.Unlock()
-	if !ok || e.spath != spath || e.session != session || session == 0 {
-		return 0, false
-	}
-	if e.g.over() != nil || e.g.session.Err() != nil {
-		return 0, false
-	}
-	return -1, true
-}
-
-// ZooKeeper opcodes of a transaction.
-const (
-	opCheck = 13
-	opMulti = 14
-)
-
-// rewriteGuards resolves the guards' checks of a whole multi request at
-// the start of b: [len][xid][opcode][ops...], each op a header (type
-// int32, done bool, err int32) and its body; a check's body is its path
-// (int32 length, bytes) and version (int32). Multi sends the guards' checks
-// first, so only the leading checks are read. A request it cannot read
-// whole is left alone: its tokens then fail on the server. c.mu is held.
-func (c *trackedConn) rewriteGuards(b []byte) {
-	if c.t.guards == nil || len(b) < 12 || int32(binary.BigEndian.Uint32(b[8:12])) != opMulti {
-		return
-	}
-	if !c.t.restoredNow(c.conn) {
-		// A resumed connection whose watches are not registered again:
-		// the notification that the hold's node was deleted (or made
-		// again by another) may still be to come. The tokens stay, and
-		// the transaction fails (ErrGuardFailed).
-		return
-	}
-	size := int(int32(binary.BigEndian.Uint32(b[0:4])))
-	if size < 8 || 4+size > len(b) {
-		return
-	}
-	end, session := 4+size, c.t.first.Load()
-	for i := 12; i+9+4 <= end; {
-		if int32(binary.BigEndian.Uint32(b[i:i+4])) != opCheck || b[i+4] != 0 {
-			return // the first op that is not a check, or the end marker
-		}
-		i += 9
-		n := int(int32(binary.BigEndian.Uint32(b[i : i+4])))
-		i += 4
-		if n < 0 || i+n+4 > end {
-			return
-		}
-		spath := string(b[i : i+n])
-		i += n
-		if tok := int32(binary.BigEndian.Uint32(b[i : i+4])); tok <= firstGuardToken {
-			if v, ok := c.t.guards.resolve(tok, spath, session); ok {
-				binary.BigEndian.PutUint32(b[i:i+4], uint32(v))
-			}
-		}
-		i += 4
-	}
 }
 
 // guarded is a Multi's guards, registered for one transaction.
@@ -311,7 +203,7 @@ func (gs *guarded) register(c *Client, sess *Session) []any {
 	checks := make([]any, len(gs.guards))
 	for i, g := range gs.guards {
 		sp := c.server(g.path)
-		tok := c.guards.add(guardEntry{spath: sp, session: sess.ID(), g: g})
+		tok := c.guards.Add(sp, sess.ID(), g.lasts)
 		gs.tokens = append(gs.tokens, tok)
 		checks[i] = &zk.CheckVersionRequest{Path: sp, Version: tok}
 	}
@@ -320,7 +212,7 @@ func (gs *guarded) register(c *Client, sess *Session) []any {
 
 func (gs *guarded) unregister(c *Client) {
 	for _, tok := range gs.tokens {
-		c.guards.remove(tok)
+		c.guards.Remove(tok)
 	}
 }
 

@@ -1,7 +1,6 @@
 package connection
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // A replaced database is a new history.
@@ -40,18 +40,6 @@ import (
 // within the session timeout, is resumed as the same session, and no
 // client can tell (docs/connection.md).
 
-// opSync is ZooKeeper's sync request.
-const opSync = 9
-
-// encodeSync returns a sync request of path, its xid to be filled.
-func encodeSync(path string) []byte {
-	b := make([]byte, 12, 16+len(path))
-	binary.BigEndian.PutUint32(b[8:12], opSync)
-	b = appendString(b, path)
-	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
-	return b
-}
-
 // checkHistoryLocked sends the sync that tells whether session id, just
 // established on the current handle, is in the client's history; its
 // answer comes back as a history event, and the session is reported then
@@ -66,13 +54,13 @@ func (c *Client) checkHistoryLocked(id int64, timeout time.Duration) {
 	}
 	c.checking, c.checkSent = id, now
 	gen := c.gen
-	r := &injected{done: func(zxid int64, code int32, _ []byte, err error) {
+	done := func(zxid int64, code int32, _ []byte, err error) {
 		if err == nil && code != 0 {
-			err = codeErr(code)
+			err = wire.CodeErr(code)
 		}
 		c.events.push(connEvent{gen: gen, history: true, sessionID: id, timeout: timeout, zxid: zxid, err: err})
-	}}
-	if err := c.tr.inject(id, encodeSync("/"), r); err != nil {
+	}
+	if err := c.tr.Send(id, wire.EncodeSync("/"), done); err != nil {
 		c.checking = 0 // the watchdog tries again (retryHistoryLocked)
 		c.opts.logger.Debug("zookeeper history check not sent", "session", fmt.Sprintf("%#x", id), "error", err)
 	}
@@ -83,7 +71,7 @@ func (c *Client) checkHistoryLocked(id int64, timeout time.Duration) {
 func (c *Client) historyAnsweredLocked(ev connEvent) {
 	c.checking = 0
 	switch {
-	case c.session != nil || !c.zkUp || c.tr.sessionID.Load() != ev.sessionID:
+	case c.session != nil || !c.zkUp || c.tr.SessionID() != ev.sessionID:
 		return // not the session of the handle's connection any more
 	case errors.Is(ev.err, zk.ErrConnectionClosed), errors.Is(ev.err, zk.ErrSessionExpired), errors.Is(ev.err, zk.ErrSessionMoved):
 		// The connection failed under it: the next connection of the
@@ -116,7 +104,7 @@ func (c *Client) retryHistoryLocked() {
 	if c.session != nil || c.histZxid == 0 || !c.zkUp || !c.authed {
 		return
 	}
-	id := c.tr.sessionID.Load()
+	id := c.tr.SessionID()
 	if id == 0 {
 		return
 	}
@@ -129,15 +117,15 @@ func (c *Client) retryHistoryLocked() {
 	if c.checkOf == id && time.Since(c.checkFirst) >= c.opts.sessionTimeout {
 		c.opts.logger.Warn("zookeeper history check unanswered for the session timeout; the session is taken to be in the same history",
 			"session", fmt.Sprintf("%#x", id))
-		c.newSessionLocked(id, c.tr.timeout())
+		c.newSessionLocked(id, c.tr.Timeout())
 		return
 	}
-	c.checkHistoryLocked(id, c.tr.timeout())
+	c.checkHistoryLocked(id, c.tr.Timeout())
 }
 
 // retireHistoryLocked records the zxids a retired handle heard: they are
 // of the current history. c.mu is held.
-func (c *Client) retireHistoryLocked(t *tracker) {
-	c.histZxid = max(c.histZxid, t.seenZxid.Load())
+func (c *Client) retireHistoryLocked(t *wire.Tracker) {
+	c.histZxid = max(c.histZxid, t.SeenZxid())
 	c.checking = 0 // a check of its session is of no use now
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
@@ -104,7 +105,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 			err = op(ctx, zc)
 			unknown = unknown || noAnswer(err) || isUnanswered(err)
 		}
-		if noAnswer(err) && c.takeTooLarge(tooLargeKey(what, c.server(path))) {
+		if noAnswer(err) && c.takeTooLarge(wire.TooLargeKey(what, c.server(path))) {
 			// The answer came and was too long for the client's buffer;
 			// asking again would only drop the next connection too.
 			return retry.Permanent(errtext.Errorf("%w (%d bytes): %w", ErrResponseTooLarge, c.opts.maxBufferSize, err))
@@ -526,18 +527,22 @@ func (c *Client) Children(ctx context.Context, path string) (children []string, 
 	return children, stat, err
 }
 
-// childrenThen is Children on a goroutine of the client, that calls then
-// with the result; then must not block. It costs one goroutine where a
-// Children on a goroutine of the caller's costs two (a call whose context
-// can end runs go-zookeeper's request on a goroutine of its own, to return
-// when the context ends): its go-zookeeper request runs on that goroutine
-// itself, so that when ctx ends then is called once the request was
-// answered or its connection lost, with its result, or, between retries,
-// with ctx's error. Close waits for it. A listing sent beside another
-// request (createProtectedThen) uses it: a burst of such requests is a
-// burst of goroutines, and the runtime keeps a goroutine's descriptor for
-// good once made.
+// childrenThen lists path's children off the caller's goroutine and calls
+// then, once, with the result; then must not block. A listing sent beside
+// another request (createProtectedThen) uses it, and a burst of such
+// requests must not be a burst of goroutines (the runtime keeps a
+// goroutine's descriptor for good once made). While the client has a
+// session the listing is one request on the wire (childrenOnWire): no
+// goroutine, no retry, then called from the connection's goroutines with
+// its answer or the failure of its connection. Otherwise it is Children
+// on a goroutine of the client, whose go-zookeeper request runs on that
+// goroutine itself, so that when ctx ends then is called once the request
+// was answered or its connection lost, with its result, or, between
+// retries, with ctx's error. Close waits for it.
 func (c *Client) childrenThen(ctx context.Context, path string, then func(children []string, stat *zk.Stat, err error)) {
+	if c.childrenOnWire(ctx, path, then) {
+		return
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

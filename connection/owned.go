@@ -74,7 +74,7 @@ func (c *Client) claimThen(ctx context.Context, path string, data []byte, hooks 
 	if hooks.Written != nil {
 		if zc, s, err := c.current(ctx); err == nil && s == sess {
 			if tr := c.trackerOf(zc); tr != nil {
-				if forget := tr.whenWritten(c.server(path), data, hooks.Written); forget != nil {
+				if forget := tr.WhenWritten(c.server(path), data, hooks.Written); forget != nil {
 					defer forget()
 				}
 			}

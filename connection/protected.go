@@ -11,12 +11,13 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
 // ProtectedPrefix starts the name of every protected node, as in Curator:
 // "_c_" + a 36-character UUID + "-" + the caller's name.
-const ProtectedPrefix = "_c_"
+const ProtectedPrefix = wire.ProtectedPrefix
 
 // protectedIDLen is the length of "_c_<uuid>-".
 const protectedIDLen = len(ProtectedPrefix) + 36 + 1
@@ -63,15 +64,17 @@ func (c *Client) CreateProtected(ctx context.Context, path string, data []byte, 
 
 // createProtectedThen is CreateProtected that calls then, once, as its
 // first create request is written on the connection, before the answer —
-// from the connection's writer, so then must not block (it starts a
-// goroutine for its requests). A request sent from then on goes out on the same connection behind the create (go-zookeeper
-// writes a handle's requests in the order they were made), and ZooKeeper
-// handles one connection's requests in order. So a read sent in then,
-// answered on that connection, sees the create if it applied — the create
-// and the read cost one round trip, not two. Nothing holds if the
-// connection changed in between: the caller must check what it reads (a
-// listing that names the new node was taken after the create). then is not
-// called when the request was never written.
+// from the connection's writer, so then must not block (it sends its
+// requests on the wire, or starts a goroutine for them). A request sent
+// from then goes out on the same connection behind the create (the
+// tracker writes a connection's requests, go-zookeeper's and its own, in
+// the order they were made), and ZooKeeper handles one connection's
+// requests in order. So a read sent in then, answered on that connection,
+// sees the create if it applied — the create and the read cost one round
+// trip, not two. Nothing holds if the connection changed in between: the
+// caller must check what it reads (a listing that names the new node was
+// taken after the create). then is not called when the request was never
+// written.
 func (c *Client) createProtectedThen(ctx context.Context, path string, data []byte, mode Mode, then func()) (Created, error) {
 	return c.createProtected(ctx, path, data, mode, then)
 }
@@ -117,20 +120,41 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 				return nil
 			}
 		}
-		if then != nil && attempt == 1 {
-			if tr := c.trackerOf(zc); tr != nil {
-				if forget := tr.whenWritten(spath, nil, then); forget != nil {
-					defer forget()
+		var written func() // then, on the first attempt only
+		if attempt == 1 {
+			written, then = then, nil
+		}
+		abandoned := func(created string, err error) { c.cleanupAbandoned(zc, created, err, c.server(dir), id) }
+		created, st, onWire, err := c.createOnWire(ctx, zc, sess, spath, data, mode, written, abandoned)
+		noParent := onWire && errors.Is(err, zk.ErrNoNode)
+		if noParent {
+			// A parent is missing: go-zookeeper's path below makes it
+			// and creates again. The create was written, and written
+			// called.
+			onWire, written = false, nil
+		}
+		if !onWire {
+			if written != nil {
+				if tr := c.trackerOf(zc); tr != nil {
+					if forget := tr.WhenWritten(spath, nil, written); forget != nil {
+						defer forget()
+					}
 				}
 			}
+			created, err = valueThen(c, ctx, func() (string, error) {
+				// Not cancellable: it returns when the server answers or
+				// the connection closes, and only then is its outcome
+				// known.
+				bg := context.Background()
+				if noParent {
+					if err := c.createParents(bg, zc, spath, Container); err != nil {
+						return "", err
+					}
+					return c.createRaw(bg, zc, spath, data, mode)
+				}
+				return c.createWithParents(bg, zc, spath, data, mode, Container)
+			}, abandoned)
 		}
-		created, err := valueThen(c, ctx, func() (string, error) {
-			// Not cancellable: it returns when the server answers or the
-			// connection closes, and only then is its outcome known.
-			return c.createWithParents(context.Background(), zc, spath, data, mode, Container)
-		}, func(created string, err error) {
-			c.cleanupAbandoned(zc, created, err, c.server(dir), id)
-		})
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
 			handedOff = true
 			return retry.Permanent(err)
@@ -139,7 +163,10 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 			return c.mapErr(err)
 		}
 		out = Created{Path: c.client(created), Session: sess}
-		st, ok := c.createdStat(zc, created)
+		ok := onWire // its reply carried the node's Stat
+		if !ok {
+			st, ok = c.createdStat(zc, created)
+		}
 		if !ok {
 			// No create2 reply was read (the handle was replaced, or the
 			// reply forgotten): one read settles the owner and the czxid.
@@ -150,14 +177,14 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 			if err != nil {
 				return retry.Permanent(c.opErr(sess, err))
 			}
-			st = createdStat{czxid: stat.Czxid, owner: stat.EphemeralOwner}
+			st = wire.Created{Czxid: stat.Czxid, Owner: stat.EphemeralOwner}
 		}
-		out.Czxid = st.czxid
-		if mode.ephemeral() && st.owner != sess.ID() {
+		out.Czxid = st.Czxid
+		if mode.ephemeral() && st.Owner != sess.ID() {
 			// go-zookeeper ran the create in another session than sess
 			// (CURATOR-604's double holders).
 			_ = c.run(ctx, func() error { return zc.Delete(created, -1) })
-			return retry.Permanent(errtext.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.owner, sess.ID()))
+			return retry.Permanent(errtext.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.Owner, sess.ID()))
 		}
 		return nil
 	}, func(err error, next time.Duration) {
@@ -193,7 +220,7 @@ func (c *Client) cleanupAbandoned(zc *zk.Conn, created string, err error, sdir, 
 
 // trackerOf returns the tracker of handle zc, nil if zc is no longer the
 // client's.
-func (c *Client) trackerOf(zc *zk.Conn) *tracker {
+func (c *Client) trackerOf(zc *zk.Conn) *wire.Tracker {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.zc != zc {
@@ -202,17 +229,17 @@ func (c *Client) trackerOf(zc *zk.Conn) *tracker {
 	return c.tr
 }
 
-// createdStat returns what the create2 reply said of the node at spath,
+// wire.Created returns what the create2 reply said of the node at spath,
 // if handle zc is still the client's and it was sent as create2.
-func (c *Client) createdStat(zc *zk.Conn, spath string) (createdStat, bool) {
+func (c *Client) createdStat(zc *zk.Conn, spath string) (wire.Created, bool) {
 	c.mu.Lock()
 	tr := c.tr
 	current := c.zc == zc
 	c.mu.Unlock()
 	if !current {
-		return createdStat{}, false
+		return wire.Created{}, false
 	}
-	return tr.takeCreated(spath)
+	return tr.TakeCreated(spath)
 }
 
 // findProtected looks in server directory sdir for the child with the

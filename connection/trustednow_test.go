@@ -1,8 +1,13 @@
 package connection
 
 import (
+	"encoding/binary"
+	"io"
+	"net"
 	"testing"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // TestTrustedNowMeasuresSilence: TrustedNow follows the silence of the
@@ -17,9 +22,8 @@ func TestTrustedNowMeasuresSilence(t *testing.T) {
 		limit  time.Duration // session timeout 3s
 	}{{StandardPolicy, 2 * time.Second}, {SessionPolicy, 3*time.Second - 250*time.Millisecond}} {
 		clock := 100 * time.Second
-		tr := newTracker()
-		tr.mono = func() time.Duration { return clock }
-		tr.lastHeard.Store(int64(clock) + 1) // answered now
+		tr := wire.New(wire.Config{Clock: func() time.Duration { return clock }})
+		answeredHandshake(t, tr, 0x1234) // answered now
 		s := newSession(0x1234, 3*time.Second, 0)
 		c := &Client{tr: tr, session: s, state: Connected, opts: &options{errorPolicy: tc.policy}}
 
@@ -47,4 +51,52 @@ func TestTrustedNowMeasuresSilence(t *testing.T) {
 			t.Fatalf("%v: an ended session trusted", tc.policy)
 		}
 	}
+}
+
+// answeredHandshake has tr's handle dial a connection, write a connect
+// request and read the server's answer, which opens session: the server
+// last heard from the handle at the request's send time.
+func answeredHandshake(t *testing.T, tr *wire.Tracker, session int64) {
+	t.Helper()
+	frame := func(body []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	}
+	answer := binary.BigEndian.AppendUint32(nil, 0)      // protocolVersion
+	answer = binary.BigEndian.AppendUint32(answer, 3000) // timeOut
+	answer = binary.BigEndian.AppendUint64(answer, uint64(session))
+	answer = binary.BigEndian.AppendUint32(answer, 16) // passwd
+	answer = append(answer, make([]byte, 16)...)
+	conn, err := tr.Dialer(func(string, string, time.Duration) (net.Conn, error) {
+		return &handshakeConn{in: frame(answer)}, nil
+	})("tcp", "x", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(frame(make([]byte, 44))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(conn, make([]byte, 4+len(answer))); err != nil {
+		t.Fatal(err)
+	}
+	if tr.SessionID() != session {
+		t.Fatalf("session %#x after the handshake, want %#x", tr.SessionID(), session)
+	}
+}
+
+// handshakeConn is a server's end that takes every write and answers
+// with in.
+type handshakeConn struct {
+	net.Conn
+	in []byte
+}
+
+func (c *handshakeConn) Write(b []byte) (int, error) { return len(b), nil }
+func (c *handshakeConn) Close() error                { return nil }
+func (c *handshakeConn) Read(b []byte) (int, error) {
+	if len(c.in) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, c.in)
+	c.in = c.in[n:]
+	return n, nil
 }

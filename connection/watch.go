@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // Watch is a one-shot watch on a node, made by GetWatch (its data),
@@ -250,13 +251,14 @@ type watchKey struct {
 	kind  watchKind
 }
 
-// watchKind is what a watch waits for, as go-zookeeper files it.
-type watchKind uint8
+// watchKind is what a watch waits for, as go-zookeeper files it: the
+// tracker names the watches it waits to see registered again the same way.
+type watchKind = wire.WatchKind
 
 const (
-	dataWatch  watchKind = iota // GetWatch: the node's data changes or it goes
-	childWatch                  // ChildrenWatch: a child comes or goes, or the node goes
-	existWatch                  // ExistsWatch: the node comes, or changes or goes
+	dataWatch  = wire.DataWatch  // GetWatch: the node's data changes or it goes
+	childWatch = wire.ChildWatch // ChildrenWatch: a child comes or goes, or the node goes
+	existWatch = wire.ExistWatch // ExistsWatch: the node comes, or changes or goes
 )
 
 // arm records a new Watch of key whose read is about to be sent.

@@ -4,14 +4,15 @@ import (
 	"context"
 
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // watchData sets a data watch on each of paths, as GetWatch would have
 // right after a read of the tree made at zxid relative, in one request:
 // a setWatches (opcode 101) with relative as its relativeZxid, whose
 // watches the client keeps itself (bulk.go) and registers again after a
-// reconnect of the session (restore.go). The watches are returned in the
-// order of paths, and the server handles them in that order
+// reconnect of the session (internal/wire/restore.go). The watches are
+// returned in the order of paths, and the server handles them in that order
 // (DataTree.setWatches of ZooKeeper 3.8):
 //
 //   - a node that is missing fires its watch at once with NodeDeleted;
@@ -28,7 +29,8 @@ import (
 // (the read shows it); a relative older than the read's only adds
 // spurious wake-ups — and the client writes into a setWatches no zxid
 // newer than the last it heard while its watches were registered
-// (restore.go), so relative should be that of a read of this client.
+// (internal/wire/restore.go), so relative should be that of a read of
+// this client.
 // Unlike GetWatch, a missing node is not an error: it fires the watch. A
 // node created after relative at a path that was empty then fires
 // NodeDataChanged, its mzxid being newer.
@@ -84,7 +86,7 @@ func (c *Client) watchData(ctx context.Context, sess *Session, relative int64, p
 	tr, same := c.tr, c.zc == zc
 	c.mu.Unlock()
 	if !same {
-		return nil, c.watchSetErr(sess, errNotConnected)
+		return nil, c.watchSetErr(sess, wire.ErrNotConnected)
 	}
 	ws := make([]*Watch, len(spaths))
 	var (
@@ -106,16 +108,16 @@ func (c *Client) watchData(ctx context.Context, sess *Session, relative int64, p
 		return ws, nil
 	}
 	answered := make(chan error, 1) // the callback never blocks
-	r := &injected{done: func(_ int64, code int32, _ []byte, err error) {
+	done := func(_ int64, code int32, _ []byte, err error) {
 		if err == nil && code != 0 {
-			err = codeErr(code)
+			err = wire.CodeErr(code)
 		}
 		for i, k := range keys {
 			c.armed(k, armed[i], err == nil)
 		}
 		answered <- err
-	}}
-	if err := tr.inject(sess.ID(), encodeSetWatches(relative, send, nil, nil), r); err != nil {
+	}
+	if err := tr.Send(sess.ID(), wire.EncodeSetWatches(relative, send, nil, nil), done); err != nil {
 		for i, k := range keys {
 			c.armed(k, armed[i], false)
 		}

@@ -99,8 +99,9 @@ type firstListing struct {
 	err      error
 }
 
-// send is CreateProtectedThen's then: it must not block. The listing
-// costs one goroutine (ChildrenThen), which ends when it is answered.
+// send is CreateProtectedThen's then: it must not block. The listing is
+// answered through a callback (ChildrenThen): no goroutine of its own
+// while the client has a session.
 func (f *firstListing) send(ctx context.Context, c *connection.Client, dir string) {
 	f.sent.Store(true)
 	connx.Of(c).ChildrenThen(ctx, dir, func(children []string, stat *zk.Stat, err error) {
@@ -320,7 +321,7 @@ var errPark = errors.New("lockcore: park")
 //     watches are the client's own, and after a reconnect of the same
 //     session the client registers them again itself, at a zxid no newer
 //     than the last it heard while every watch was registered
-//     (connection's restore.go): a node deleted while it was cut off fires
+//     (internal/wire's restore.go): a node deleted while it was cut off fires
 //     NodeDeleted then.
 //   - No other session. The request goes only in the session that made
 //     our node (WatchData refuses any other: ErrSessionLost restarts the

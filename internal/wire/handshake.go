@@ -1,4 +1,4 @@
-package connection
+package wire
 
 import "time"
 
@@ -22,10 +22,10 @@ import "time"
 // handshake asked for one: the one the silent server may have made has
 // nothing in it, and expires).
 
-// handshakeBound is how long a connection waits for the answer to its
+// HandshakeBound is how long a connection waits for the answer to its
 // handshake: the session timeout shared among the servers, as in the Java
 // client, and never less than the dial timeout.
-func handshakeBound(sessionTimeout time.Duration, servers int, dialTimeout time.Duration) time.Duration {
+func HandshakeBound(sessionTimeout time.Duration, servers int, dialTimeout time.Duration) time.Duration {
 	return max(sessionTimeout/time.Duration(max(servers, 1)), dialTimeout)
 }
 

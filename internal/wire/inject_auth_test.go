@@ -1,4 +1,4 @@
-package connection
+package wire
 
 import (
 	"encoding/binary"

@@ -1,8 +1,10 @@
-package connection
+package wire
 
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 )
 
 // TestInjectedAnsweredOutOfOrder: ZooKeeper answers an auth packet at once
@@ -56,7 +58,7 @@ func TestInjectedAnsweredOutOfOrder(t *testing.T) {
 // TestDecodeMultiReadOddReplies: truncated, corrupted and random reply
 // bodies give an error, never a panic or an allocation beyond the body.
 func TestDecodeMultiReadOddReplies(t *testing.T) {
-	reads := []bulkRead{{Path: "/a", Children: true}, {Path: "/b"}, {Path: "/c", Children: true, ListOnly: true}}
+	reads := []conntypes.BulkRead{{Path: "/a", Children: true}, {Path: "/b"}, {Path: "/c", Children: true, ListOnly: true}}
 	// A well-formed body to cut and corrupt: getData ok, getChildren
 	// ok, getData NoNode (an ErrorResult), getData ok, getChildren ok.
 	var b []byte
@@ -82,13 +84,13 @@ func TestDecodeMultiReadOddReplies(t *testing.T) {
 	b = binary.BigEndian.AppendUint32(b, 0)
 	head(-1, -1)
 	b[len(b)-5] = 1 // done
-	out := make([]bulkResult, len(reads))
-	if err := decodeMultiRead(b, reads, out); err != nil {
+	out := make([]conntypes.BulkResult[struct{}], len(reads))
+	if err := DecodeMultiRead(b, reads, out); err != nil {
 		t.Fatalf("well-formed body: %v", err)
 	}
 	for n := range len(b) {
-		out := make([]bulkResult, len(reads))
-		if err := decodeMultiRead(b[:n], reads, out); err == nil {
+		out := make([]conntypes.BulkResult[struct{}], len(reads))
+		if err := DecodeMultiRead(b[:n], reads, out); err == nil {
 			t.Fatalf("body cut at %d of %d: no error", n, len(b))
 		}
 	}
@@ -99,7 +101,7 @@ func TestDecodeMultiReadOddReplies(t *testing.T) {
 			seed = seed*1664525 + 1013904223
 			c[int(seed>>8)%len(c)] = byte(seed >> 24)
 		}
-		out := make([]bulkResult, len(reads))
-		_ = decodeMultiRead(c, reads, out)
+		out := make([]conntypes.BulkResult[struct{}], len(reads))
+		_ = DecodeMultiRead(c, reads, out)
 	}
 }

@@ -1,4 +1,4 @@
-package connection
+package wire
 
 import (
 	"encoding/binary"
@@ -67,7 +67,7 @@ func TestTrackerUsesSendTimeOfAnsweredRequest(t *testing.T) {
 	if got := tr.sessionID.Load(); got != 0x1234 {
 		t.Fatalf("session %x, want 1234", got)
 	}
-	if got := tr.timeout(); got != 4*time.Second {
+	if got := tr.Timeout(); got != 4*time.Second {
 		t.Fatalf("timeout %v, want 4s", got)
 	}
 	if got := heard(); got != 100*time.Second {
@@ -151,20 +151,20 @@ func TestTrackerUpgradesProtectedCreates(t *testing.T) {
 		t.Fatal("a plain create was changed")
 	}
 	read(create2Reply(7, name+"0000000003", 0x1234, 0x99))
-	st, ok := tr.takeCreated(name + "0000000003")
-	if !ok || st.czxid != 0x1234 || st.owner != 0x99 {
+	st, ok := tr.TakeCreated(name + "0000000003")
+	if !ok || st.Czxid != 0x1234 || st.Owner != 0x99 {
 		t.Fatalf("create2 stat %+v, %v; want czxid 1234, owner 99", st, ok)
 	}
-	if _, ok := tr.takeCreated(name + "0000000003"); ok {
+	if _, ok := tr.TakeCreated(name + "0000000003"); ok {
 		t.Fatal("a create2 stat was taken twice")
 	}
 	// Thousands of creates in flight at once (waiters queueing together)
 	// keep every result until its caller collects it.
 	for i := range 10000 {
-		tr.putCreated(fmt.Sprintf("%s%010d", name, i), createdStat{czxid: int64(i)})
+		tr.putCreated(fmt.Sprintf("%s%010d", name, i), Created{Czxid: int64(i)})
 	}
 	for i := range 10000 {
-		if st, ok := tr.takeCreated(fmt.Sprintf("%s%010d", name, i)); !ok || st.czxid != int64(i) {
+		if st, ok := tr.TakeCreated(fmt.Sprintf("%s%010d", name, i)); !ok || st.Czxid != int64(i) {
 			t.Fatalf("create %d of 10,000 in flight: %+v, %v", i, st, ok)
 		}
 	}
@@ -191,7 +191,7 @@ func (nopConn) Close() error                { return nil }
 
 func TestTrackerAllowsOneSessionPerHandle(t *testing.T) {
 	tr := newTracker()
-	dial := tr.dialer(func(string, string, time.Duration) (net.Conn, error) { return nopConn{}, nil })
+	dial := tr.Dialer(func(string, string, time.Duration) (net.Conn, error) { return nopConn{}, nil })
 	handshake := func(session int64) error {
 		c, err := dial("tcp", "x", time.Second)
 		if err != nil {
@@ -258,10 +258,10 @@ func TestRequestPath(t *testing.T) {
 		b    []byte
 		want string
 	}{
-		{req(4, "/a/b"), tooLargeKey("get", "/a/b")},
-		{req(12, "/a/b"), tooLargeKey("children", "/a/b")},
-		{req(8, "/a/b"), tooLargeKey("children", "/a/b")},
-		{req(3, "/a/b"), tooLargeKey("exists", "/a/b")},
+		{req(4, "/a/b"), TooLargeKey("get", "/a/b")},
+		{req(12, "/a/b"), TooLargeKey("children", "/a/b")},
+		{req(8, "/a/b"), TooLargeKey("children", "/a/b")},
+		{req(3, "/a/b"), TooLargeKey("exists", "/a/b")},
 		{req(5, "/a/b"), "opcode 5 /a/b"},
 		{req(11, ""), ""},
 	} {

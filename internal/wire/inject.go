@@ -1,4 +1,4 @@
-package connection
+package wire
 
 import (
 	"encoding/binary"
@@ -50,7 +50,7 @@ import (
 //     handshake callback (which registers the client's own watches again).
 //     The tracker counts its writers: the client's Close closes the
 //     handle's connections, which fails a write in progress at once, and
-//     waits for them (tracker.close).
+//     waits for them (Tracker.Close).
 //   - Every write of the tracker's own has a deadline (two thirds of the
 //     session timeout, go-zookeeper's own bound): a stuck socket fails the
 //     connection rather than block go-zookeeper's loops waiting for the
@@ -81,16 +81,47 @@ func isInjectedXid(xid int32) bool { return xid <= injXidBase }
 // goroutine, or wherever the connection is found failed, and must not
 // block or call the client.
 type injected struct {
-	done func(zxid int64, code int32, body []byte, err error)
+	done    func(zxid int64, code int32, body []byte, err error)
+	written func() // called by the writer as it writes the request; nil for none
 }
 
 // errInjectLost fails an injected request whose connection failed before
 // its reply was read.
 var errInjectLost = errtext.Errorf("connection: connection lost before the answer: %w", zk.ErrConnectionClosed)
 
-// errNotConnected refuses an injected request while the handle has no
-// connection with its session.
-var errNotConnected = errtext.Errorf("connection: not connected: %w", zk.ErrConnectionClosed)
+// ErrNotConnected refuses a request of the tracker's own (Send) while the
+// handle has no connection with its session.
+var ErrNotConnected = errtext.Errorf("connection: not connected: %w", zk.ErrConnectionClosed)
+
+// Done is told the answer to a request of the tracker's own (Send): the
+// reply's zxid, error code and body (valid during the call only), or err
+// when no reply was read. It runs on go-zookeeper's receive goroutine, or
+// wherever the connection is found failed, and must not block or call the
+// client.
+type Done func(zxid int64, code int32, body []byte, err error)
+
+// Send queues request b (a whole frame, its xid field to be filled) on
+// the handle's current connection, provided the handle's session is
+// session: the requests go-zookeeper cannot send (EncodeMultiRead,
+// EncodeSetWatches, EncodeSync). done is called exactly once, with the
+// reply or the failure of the connection (an error wrapping
+// zk.ErrConnectionClosed: the request is never sent again), unless Send
+// returns an error (then never). Send never blocks on the socket.
+func (t *Tracker) Send(session int64, b []byte, done Done) error {
+	return t.inject(session, b, &injected{done: done})
+}
+
+// SendWritten is Send that also calls written, once, as the request is
+// written — from the connection's writer, before the bytes go, so that a
+// request written on the connection after written was called (one of
+// go-zookeeper's, or one sent with Send) goes out behind it. written is
+// not called for a request dropped before its turn to be written; when it
+// was called and the write then fails, the connection closes and the
+// request is answered with the connection's error, as one whose answer
+// was lost. It must not block.
+func (t *Tracker) SendWritten(session int64, b []byte, written func(), done Done) error {
+	return t.inject(session, b, &injected{done: done, written: written})
+}
 
 // inject queues request b (a whole frame, its xid field to be filled) on
 // the handle's current connection, provided the handle's session is
@@ -98,20 +129,20 @@ var errNotConnected = errtext.Errorf("connection: not connected: %w", zk.ErrConn
 // credentials are answered there. r.done is called exactly once, unless
 // inject returns an error (then never). inject never blocks on the
 // socket.
-func (t *tracker) inject(session int64, b []byte, r *injected) error {
+func (t *Tracker) inject(session int64, b []byte, r *injected) error {
 	if t.spent.Load() || session == 0 || t.first.Load() != session {
-		return errNotConnected
+		return ErrNotConnected
 	}
 	t.mu.Lock()
 	c := t.cur
 	t.mu.Unlock()
 	if c == nil {
-		return errNotConnected
+		return ErrNotConnected
 	}
 	return c.inject(b, r)
 }
 
-func (t *tracker) nextInjXid() int32 {
+func (t *Tracker) nextInjXid() int32 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.injXid = (t.injXid + 1) % (1 << 29)
@@ -127,12 +158,12 @@ type queued struct {
 
 func (c *trackedConn) inject(b []byte, r *injected) error {
 	if len(b) < 12 || int(binary.BigEndian.Uint32(b[0:4])) != len(b)-4 {
-		return errtext.Errorf("%w: malformed injected request", ErrInvalidOption)
+		return errMalformed
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.dead || c.out.frames == 0 {
-		return errNotConnected
+		return ErrNotConnected
 	}
 	xid := c.t.nextInjXid()
 	binary.BigEndian.PutUint32(b[4:8], uint32(xid))
@@ -175,6 +206,14 @@ func (c *trackedConn) flush() {
 		c.mu.Lock()
 		q := c.queue
 		c.queue = nil
+		if n := batchOf(q); n < len(q) {
+			// The rest after these bytes: go-zookeeper's writes (its
+			// pings) take their turn in between, and a server that
+			// reads slowly (it stops reading a connection with many
+			// requests outstanding) gets each batch within the write's
+			// deadline.
+			q, c.queue = q[:n], q[n:]
+		}
 		if len(q) == 0 || c.dead || !c.out.atBoundary() {
 			c.flushing = false
 			c.queue = append(q, c.queue...)
@@ -186,12 +225,23 @@ func (c *trackedConn) flush() {
 			return
 		}
 		now := int64(c.t.mono()) + 1
-		var buf []byte
+		var (
+			buf     []byte
+			written []func()
+		)
 		for _, e := range q {
 			c.out.feed(e.b, func([]byte) { c.sent = append(c.sent, sentReq{at: now, inj: e.r, xid: e.xid}) })
 			buf = append(buf, e.b...)
+			if e.r.written != nil {
+				written = append(written, e.r.written)
+			}
 		}
 		c.mu.Unlock()
+		for _, f := range written {
+			// Under wmu and no other lock of the connection's: what f
+			// sends is written after these bytes.
+			f()
+		}
 		err := c.writeOwn(buf)
 		c.wmu.Unlock()
 		if err != nil {
@@ -201,6 +251,21 @@ func (c *trackedConn) flush() {
 	}
 }
 
+// maxBatch bounds the bytes of one write of the tracker's own.
+const maxBatch = 64 << 10
+
+// batchOf returns how many of the requests of q, at least one, the writer
+// writes at once.
+func batchOf(q []queued) int {
+	size := 0
+	for i, e := range q {
+		if size += len(e.b); size > maxBatch && i > 0 {
+			return i
+		}
+	}
+	return len(q)
+}
+
 // ownWriteBound bounds a write of the tracker's own before the session
 // timeout is known.
 const ownWriteBound = 10 * time.Second
@@ -208,7 +273,7 @@ const ownWriteBound = 10 * time.Second
 // writeOwn writes b, whole frames of the tracker's own, with a deadline;
 // c.wmu is held.
 func (c *trackedConn) writeOwn(b []byte) error {
-	d := c.t.timeout() * 2 / 3
+	d := c.t.Timeout() * 2 / 3
 	if d <= 0 {
 		d = ownWriteBound
 	}
@@ -252,7 +317,7 @@ func (c *trackedConn) Close() error {
 // every connection it has is closed (a write in progress on one fails at
 // once, whatever its deadline), and close returns once every writer of
 // the tracker's own requests has returned. It is idempotent.
-func (t *tracker) close() {
+func (t *Tracker) Close() {
 	t.spent.Store(true)
 	t.mu.Lock()
 	t.closed = true
@@ -340,7 +405,7 @@ func (c *trackedConn) pingZxid(zxid []byte) {
 }
 
 // sawZxid raises seenZxid to zxid.
-func (t *tracker) sawZxid(zxid int64) {
+func (t *Tracker) sawZxid(zxid int64) {
 	for {
 		old := t.seenZxid.Load()
 		if zxid <= old || t.seenZxid.CompareAndSwap(old, zxid) {
@@ -352,7 +417,7 @@ func (t *tracker) sawZxid(zxid int64) {
 // raiseLastZxid writes into the connect request at the start of b
 // ([len][protocolVersion int32][lastZxidSeen int64]...) the newest zxid
 // of a reply, if go-zookeeper's is older (it is 0: hideZxid).
-func (t *tracker) raiseLastZxid(b []byte) {
+func (t *Tracker) raiseLastZxid(b []byte) {
 	const at = 4 + 4
 	if len(b) < at+8 {
 		return
@@ -433,7 +498,7 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 			if c.t.maxReply > 0 && l > c.t.maxReply {
 				rd.frames++
 				rd.skip = 4 + l
-				c.injectedReply(xid, nil, errtext.Errorf("%w (%d bytes, the client's bound %d)", ErrResponseTooLarge, l, c.t.maxReply))
+				c.injectedReply(xid, nil, errtext.Errorf("%w (%d bytes, the client's bound %d)", ErrReplyTooLarge, l, c.t.maxReply))
 				continue
 			}
 			if avail >= 4+l {
@@ -516,6 +581,13 @@ func (c *trackedConn) injectedReply(xid int32, frame []byte, err error) {
 	}
 	r.done(zxid, int32(binary.BigEndian.Uint32(frame[12:16])), frame[16:], nil)
 }
+
+// errMalformed refuses a request that is not a whole frame.
+var errMalformed = errors.New("connection: malformed request of the tracker's own")
+
+// ErrReplyTooLarge fails a request of the tracker's own whose reply is
+// longer than Config.MaxReply (connection.ErrResponseTooLarge).
+var ErrReplyTooLarge = errors.New("connection: answer larger than the client's buffer")
 
 // errInjectedProtocol is a reply that does not parse.
 var errInjectedProtocol = errors.New("connection: malformed reply to a bulk request")

@@ -1,4 +1,4 @@
-package connection
+package wire
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// tracker watches the bytes of one go-zookeeper connection handle (all of
+// Tracker watches the bytes of one go-zookeeper connection handle (all of
 // its TCP connections, one after another) to learn what go-zookeeper does
 // not expose:
 //
@@ -60,13 +60,13 @@ import (
 // knows the node's czxid (the fencing token) and its owner without a read.
 //
 // And it decides, as each guarded transaction is written, whether its
-// hold is still on (Guard, guard.go): a transaction written after its hold
+// hold is still on (Guards, guards.go): a transaction written after its hold
 // ended carries a check no node passes.
 //
 // And it sends requests of its own on go-zookeeper's connection, which
-// go-zookeeper cannot send (multiRead, setWatches: inject.go, bulk.go),
+// go-zookeeper cannot send (multiRead, setWatches, sync: inject.go, codec.go),
 // and takes their replies out of the stream before go-zookeeper reads it.
-type tracker struct {
+type Tracker struct {
 	sessionID atomic.Int64 // of the newest handshake; 0 after an expiry answer
 	first     atomic.Int64 // the handle's one session, once it has one
 	spent     atomic.Bool  // that session ended: no new handshake, no new dial
@@ -89,11 +89,11 @@ type tracker struct {
 
 	// guards resolves the checks of guarded transactions as they are
 	// written (Guard); nil in unit tests of other things.
-	guards *guardTable
+	guards *Guards
 
 	mu         sync.Mutex
-	created    map[string]createdStat // server path -> Stat of a create2 reply
-	written    map[string]writtenHook // server path of a create -> called once it is written (whenWritten)
+	created    map[string]Created     // server path -> Stat of a create2 reply
+	written    map[string]writtenHook // server path of a create -> called once it is written (WhenWritten)
 	writtenSeq uint64
 	restore    restoreState // the current connection's setWatches (restore.go)
 	// goodZxid is the newest zxid of a reply heard on a restored
@@ -119,9 +119,10 @@ type tracker struct {
 	creds int
 }
 
-// createdStat is what a create2 reply says of the new node.
-type createdStat struct {
-	czxid, owner int64
+// Created is what a create2 reply says of the new node: its czxid (the
+// fencing token) and its ephemeral owner.
+type Created struct {
+	Czxid, Owner int64
 }
 
 // maxCreated bounds the create2 results not yet collected: their callers
@@ -133,13 +134,14 @@ type createdStat struct {
 // (10,000 and more) keep their results rather than paying a read each.
 const maxCreated = 1 << 16
 
-// whenWritten has f called, once, when a create of spath (a protected
+// WhenWritten has f called, once, when a create of spath (a protected
 // name before its sequence, or a plain path) is written — with data, if
 // data is not nil: a create of the same path with other data is not it.
-// It is called from the writer, so f must not block. It returns the
+// It is called from the writer, so f must not block; it may send
+// requests (Send), which go out behind the create. It returns the
 // function that forgets f (and only f), or nil, registering nothing, when
 // another f waits for a create of spath: a path has one at a time.
-func (t *tracker) whenWritten(spath string, data []byte, f func()) (forget func()) {
+func (t *Tracker) WhenWritten(spath string, data []byte, f func()) (forget func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, taken := t.written[spath]; taken {
@@ -160,35 +162,33 @@ func (t *tracker) whenWritten(spath string, data []byte, f func()) (forget func(
 	}
 }
 
-// writtenHook is a caller of whenWritten waiting for its create.
+// writtenHook is a caller of WhenWritten waiting for its create.
 type writtenHook struct {
 	f    func()
 	data []byte // the create's data, when they tell it apart; nil: any
 	id   uint64
 }
 
-// wrote is told that a create of spath with data is being written.
-func (t *tracker) wrote(spath, data []byte) {
+// wrote is told that a create of spath with data is being written, and
+// returns the WhenWritten function waiting for it, if any, for the writer
+// to call once it holds no lock of the connection's: the function may
+// send requests of its own (Send) behind the create.
+func (t *Tracker) wrote(spath, data []byte) func() {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	if len(t.written) == 0 {
-		t.mu.Unlock()
-		return
+		return nil
 	}
 	h, ok := t.written[string(spath)]
-	if ok && h.data != nil && !bytes.Equal(h.data, data) {
-		ok = false // another create of the path: not the one awaited
+	if !ok || h.data != nil && !bytes.Equal(h.data, data) {
+		return nil // none, or another create of the path: not the one awaited
 	}
-	if ok {
-		delete(t.written, string(spath))
-	}
-	t.mu.Unlock()
-	if ok {
-		h.f()
-	}
+	delete(t.written, string(spath))
+	return h.f
 }
 
-// takeCreated returns, once, the Stat of the node a create2 made at path.
-func (t *tracker) takeCreated(path string) (createdStat, bool) {
+// TakeCreated returns, once, the Stat of the node a create2 made at path.
+func (t *Tracker) TakeCreated(path string) (Created, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st, ok := t.created[path]
@@ -196,11 +196,19 @@ func (t *tracker) takeCreated(path string) (createdStat, bool) {
 	return st, ok
 }
 
-func (t *tracker) putCreated(path string, st createdStat) {
+// CreatedPending returns how many create2 results nobody has collected
+// (TakeCreated) yet.
+func (t *Tracker) CreatedPending() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.created)
+}
+
+func (t *Tracker) putCreated(path string, st Created) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.created == nil || len(t.created) >= maxCreated {
-		t.created = map[string]createdStat{}
+		t.created = map[string]Created{}
 	}
 	t.created[path] = st
 }
@@ -211,21 +219,62 @@ func count(n *atomic.Int64) {
 	}
 }
 
-func newTracker() *tracker {
+// Config is what the client tells the tracker of a new handle.
+type Config struct {
+	// Notifications and Replies count the watch notifications and the
+	// replies read; nil: not counted.
+	Notifications, Replies *atomic.Int64
+	// Handshake bounds the wait for a handshake's answer (HandshakeBound);
+	// 0: go-zookeeper's bound alone.
+	Handshake time.Duration
+	// MaxReply is the client's bound on a reply, 0 for none. With one,
+	// TooLarge is told the key (TooLargeKey) of a request whose reply
+	// exceeds it, and a reply to a request of the tracker's own that
+	// exceeds it fails that request with ErrReplyTooLarge.
+	MaxReply int
+	TooLarge func(key string)
+	// Guards resolves the checks of guarded transactions as they are
+	// written; nil: none.
+	Guards *Guards
+	// OnRestored is told when a connection is restored: every watch
+	// pending on the handle was registered again (ExpectWatches). It is
+	// called from go-zookeeper's goroutines and must not block.
+	OnRestored func()
+	// Clock is the monotonic clock of the silence (Silence); nil: the
+	// time since New.
+	Clock func() time.Duration
+}
+
+// New returns the tracker of a new go-zookeeper handle: give its Dialer
+// to the handle, and Close it once the handle is closed.
+func New(cfg Config) *Tracker {
+	t := newTracker()
+	t.notifications, t.replies = cfg.Notifications, cfg.Replies
+	t.handshake = cfg.Handshake
+	t.maxReply, t.tooLarge = cfg.MaxReply, cfg.TooLarge
+	t.guards = cfg.Guards
+	t.onRestored = cfg.OnRestored
+	if cfg.Clock != nil {
+		t.mono = cfg.Clock
+	}
+	return t
+}
+
+func newTracker() *Tracker {
 	base := time.Now() // carries a monotonic reading: steps of the wall clock do not move it
-	return &tracker{mono: func() time.Duration { return time.Since(base) }}
+	return &Tracker{mono: func() time.Duration { return time.Since(base) }}
 }
 
 // heard returns lastHeard on the mono clock, and false before any answer.
-func (t *tracker) heard() (time.Duration, bool) {
+func (t *Tracker) heard() (time.Duration, bool) {
 	ns := t.lastHeard.Load()
 	return time.Duration(ns - 1), ns != 0
 }
 
-// silence returns how long ago, on the monotonic clock, the server
+// Silence returns how long ago, on the monotonic clock, the server
 // certainly last heard from this handle: the send time of the newest
 // answered request. Before any answer it is 0.
-func (t *tracker) silence() time.Duration {
+func (t *Tracker) Silence() time.Duration {
 	h, ok := t.heard()
 	if !ok {
 		return 0
@@ -236,15 +285,35 @@ func (t *tracker) silence() time.Duration {
 // errSpent refuses a handshake or dial on a handle whose session ended.
 var errSpent = errors.New("connection: handle's session ended; a new handle opens the next session")
 
-// retire marks the handle spent: it will not connect again.
-func (t *tracker) retire() { t.spent.Store(true) }
+// errClosed refuses a dial on a handle the client closed (Close).
+var errClosed = errors.New("connection: client closed")
 
-func (t *tracker) timeout() time.Duration {
+// Closed reports whether Close was called: the handle ended, and a
+// request of the tracker's own that fails now fails for that.
+func (t *Tracker) Closed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
+}
+
+// Retire marks the handle spent: it will not connect again.
+func (t *Tracker) Retire() { t.spent.Store(true) }
+
+// SessionID returns the session ID of the newest handshake's answer: 0
+// before one, and after an answer that says the session expired.
+func (t *Tracker) SessionID() int64 { return t.sessionID.Load() }
+
+// SeenZxid returns the newest zxid of a reply heard on the handle.
+func (t *Tracker) SeenZxid() int64 { return t.seenZxid.Load() }
+
+// Timeout returns the session timeout the newest handshake's answer
+// negotiated.
+func (t *Tracker) Timeout() time.Duration {
 	return time.Duration(t.timeoutMS.Load()) * time.Millisecond
 }
 
-// dialer wraps go-zookeeper's dialer so that every connection is tracked.
-func (t *tracker) dialer(dial func(network, addr string, timeout time.Duration) (net.Conn, error)) func(string, string, time.Duration) (net.Conn, error) {
+// Dialer wraps go-zookeeper's dialer so that every connection is tracked.
+func (t *Tracker) Dialer(dial func(network, addr string, timeout time.Duration) (net.Conn, error)) func(string, string, time.Duration) (net.Conn, error) {
 	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
 		if t.spent.Load() {
 			return nil, errSpent
@@ -258,7 +327,7 @@ func (t *tracker) dialer(dial func(network, addr string, timeout time.Duration) 
 		defer t.mu.Unlock()
 		if t.closed {
 			c.Close()
-			return nil, ErrClosed
+			return nil, errClosed
 		}
 		if t.conns == nil {
 			t.conns = map[*trackedConn]struct{}{}
@@ -272,7 +341,7 @@ func (t *tracker) dialer(dial func(network, addr string, timeout time.Duration) 
 // connection. The first frame each way is the handshake.
 type trackedConn struct {
 	net.Conn
-	t *tracker
+	t *Tracker
 
 	// wmu orders whole frames on the wire: go-zookeeper's (one Write a
 	// request) and the tracker's own (inject.go), each with its entry in
@@ -287,9 +356,9 @@ type trackedConn struct {
 	rd      reader         // what Read holds of the stream (inject.go)
 	dead    bool           // the connection failed: no injected request is sent on it
 
-	conn       int                    // the tracker's number of this connection, once its handshake is answered
-	setWatches map[int32][]restoreKey // setWatches sent and not answered, by xid
-	frameZxid  int64                  // the zxid of the reply being handed on, hidden from go-zookeeper (hideZxid); only Read's goroutine
+	conn       int                  // the tracker's number of this connection, once its handshake is answered
+	setWatches map[int32][]WatchKey // setWatches sent and not answered, by xid
+	frameZxid  int64                // the zxid of the reply being handed on, hidden from go-zookeeper (hideZxid); only Read's goroutine
 
 	// Injected requests wait for go-zookeeper's credentials (inject.go).
 	open             bool       // injected requests may be written
@@ -343,8 +412,9 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 	handshaken := c.out.frames > 0
 	var xid int32
 	auth := false
+	var written func() // a WhenWritten function told of this create
 	if c.out.atBoundary() && handshaken && len(b) >= 12 {
-		c.noteCreate(b)
+		written = c.noteCreate(b)
 		c.rewriteGuards(b)
 		c.noteSetWatches(b)
 		xid = int32(binary.BigEndian.Uint32(b[4:8]))
@@ -364,6 +434,11 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 		key = ""
 	})
 	c.mu.Unlock()
+	if written != nil {
+		// Before the bytes go: a request it sends is queued behind them
+		// (the writer of those waits for wmu).
+		written()
+	}
 	n, err := c.Conn.Write(b)
 	if err != nil && handshaken {
 		c.failInjected()
@@ -383,7 +458,7 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 // mayConnect reports whether the connect request at the start of b may be
 // sent: [len][protocolVersion int32][lastZxidSeen int64][timeOut int32]
 // [sessionID int64]... A handle that had a session may only resume it.
-func (t *tracker) mayConnect(b []byte) bool {
+func (t *Tracker) mayConnect(b []byte) bool {
 	if t.spent.Load() {
 		return false
 	}
@@ -396,17 +471,17 @@ func (t *tracker) mayConnect(b []byte) bool {
 }
 
 // noteCreate handles a whole create request at the start of b as it is
-// written — [len][xid][opcode][path][data][acl][flags]: it tells
-// whenWritten's callers, and turns a create of a protected name into a
-// create2. go-zookeeper writes each request with one Write, so the header
+// written — [len][xid][opcode][path][data][acl][flags]: it returns the
+// WhenWritten function waiting for it, and turns a create of a protected
+// name into a create2. go-zookeeper writes each request with one Write, so the header
 // is here when the frame is ours to change. c.mu is held.
-func (c *trackedConn) noteCreate(b []byte) {
+func (c *trackedConn) noteCreate(b []byte) (written func()) {
 	if len(b) < 16 || int32(binary.BigEndian.Uint32(b[8:12])) != opCreate {
-		return
+		return nil
 	}
 	n := int(int32(binary.BigEndian.Uint32(b[12:16])))
 	if n <= 0 || 16+n > len(b) {
-		return
+		return nil
 	}
 	path, rest := b[16:16+n], b[16+n:]
 	var data []byte
@@ -415,15 +490,16 @@ func (c *trackedConn) noteCreate(b []byte) {
 			data = rest[4 : 4+m]
 		}
 	}
-	c.t.wrote(path, data)
+	written = c.t.wrote(path, data)
 	if !protectedPath(path) {
-		return
+		return written
 	}
 	binary.BigEndian.PutUint32(b[8:12], opCreate2)
 	if c.create2 == nil {
 		c.create2 = map[int32]bool{}
 	}
 	c.create2[int32(binary.BigEndian.Uint32(b[4:8]))] = true
+	return written
 }
 
 // requestKey names a whole request at the start of b for tooLarge: its
@@ -437,20 +513,20 @@ func requestKey(b []byte) string {
 	}
 	switch op := int32(binary.BigEndian.Uint32(b[8:12])); op {
 	case opExists:
-		return tooLargeKey("exists", p)
+		return TooLargeKey("exists", p)
 	case opGetData:
-		return tooLargeKey("get", p)
+		return TooLargeKey("get", p)
 	case opGetChildren, opGetChildren2:
-		return tooLargeKey("children", p)
+		return TooLargeKey("children", p)
 	default:
-		return tooLargeKey("opcode "+strconv.Itoa(int(op)), p)
+		return TooLargeKey("opcode "+strconv.Itoa(int(op)), p)
 	}
 }
 
-// tooLargeKey is the key of a request in tooLarge: what the operation is
+// TooLargeKey is the key of a request in Config.TooLarge: what the operation is
 // called (the client's name for it, "get", "children") and the server
 // path.
-func tooLargeKey(what, serverPath string) string { return what + " " + serverPath }
+func TooLargeKey(what, serverPath string) string { return what + " " + serverPath }
 
 // requestPath reads the path of a whole request at the start of b:
 // [len][xid][opcode][path]... — the layout of every request with a path.
@@ -465,6 +541,11 @@ func requestPath(b []byte) string {
 	}
 	return string(b[16 : 16+n])
 }
+
+// ProtectedPrefix starts the name of every protected node
+// (connection.ProtectedPrefix): a create of such a name goes out as a
+// create2.
+const ProtectedPrefix = "_c_"
 
 // protectedPath reports whether the last component of a path starts with
 // the protected prefix.
@@ -486,9 +567,9 @@ func (c *trackedConn) create2Reply(body []byte) {
 		return
 	}
 	stat := body[4+n:]
-	c.t.putCreated(string(body[4:4+n]), createdStat{
-		czxid: int64(binary.BigEndian.Uint64(stat[0:8])),
-		owner: int64(binary.BigEndian.Uint64(stat[ownerAt : ownerAt+8])),
+	c.t.putCreated(string(body[4:4+n]), Created{
+		Czxid: int64(binary.BigEndian.Uint64(stat[0:8])),
+		Owner: int64(binary.BigEndian.Uint64(stat[ownerAt : ownerAt+8])),
 	})
 }
 

@@ -1,4 +1,4 @@
-package connection
+package wire
 
 import (
 	"encoding/binary"
@@ -48,7 +48,7 @@ func TestSetWatchesZxidNotPastAWatchSetOnALaggingServer(t *testing.T) {
 		c.Write(connectRequest(0))
 		sc.in = connectResponse(4000, 0x55)
 		readFrames(t, c, 1)
-		tr.expectWatches(nil)
+		tr.ExpectWatches(nil)
 		c.Write(getDataFrame(1, "/y"))
 		c.Write(pingFrame())
 		sc.in = append(replyAt(1, 0x100), replyAt(-2, 0x300)...)
@@ -67,7 +67,7 @@ func TestSetWatchesZxidNotPastAWatchSetOnALaggingServer(t *testing.T) {
 		}
 		sc.in = connectResponse(4000, 0x55)
 		readFrames(t, c, 1)
-		tr.expectWatches(nil)
+		tr.ExpectWatches(nil)
 		c.Write(getDataFrame(2, "/x")) // the watch on /x is set at 0x150
 		sc.in = replyAt(2, 0x150)
 		readFrames(t, c, 1)
@@ -79,8 +79,8 @@ func TestSetWatchesZxidNotPastAWatchSetOnALaggingServer(t *testing.T) {
 		c.Write(connectRequest(0x55))
 		sc.in = connectResponse(4000, 0x55)
 		readFrames(t, c, 1)
-		tr.expectWatches(map[restoreKey]struct{}{{"/x", dataWatch}: {}})
-		sw := encodeSetWatches(0, []string{"/x"}, nil, nil)
+		tr.ExpectWatches(map[WatchKey]struct{}{{"/x", DataWatch}: {}})
+		sw := EncodeSetWatches(0, []string{"/x"}, nil, nil)
 		binary.BigEndian.PutUint32(sw[4:8], 3)
 		c.Write(sw)
 		if z := int64(binary.BigEndian.Uint64(sw[12:20])); z > 0x150 {
@@ -116,7 +116,7 @@ func TestHiddenZxidsOfEveryKindOfReply(t *testing.T) {
 		c.Write(connectRequest(0))
 		sc.in = connectResponse(4000, 0x55)
 		readFrames(t, c, 1)
-		tr.expectWatches(nil)
+		tr.ExpectWatches(nil)
 		var injZxids []int64
 		inj := &injected{done: func(zxid int64, code int32, body []byte, err error) {
 			if err != nil {

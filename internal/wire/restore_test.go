@@ -1,4 +1,4 @@
-package connection
+package wire
 
 import (
 	"encoding/binary"
@@ -25,7 +25,7 @@ func setWatchesFrame(xid int32, data, exist, child []string) []byte {
 func TestParseSetWatches(t *testing.T) {
 	b := setWatchesFrame(7, []string{"/a", "/b"}, []string{"/c"}, []string{"/a"})
 	keys, ok := parseSetWatches(b)
-	want := []restoreKey{{"/a", dataWatch}, {"/b", dataWatch}, {"/c", existWatch}, {"/a", childWatch}}
+	want := []WatchKey{{"/a", DataWatch}, {"/b", DataWatch}, {"/c", ExistWatch}, {"/a", ChildWatch}}
 	if !ok || !slices.Equal(keys, want) {
 		t.Fatalf("keys %v %v, want %v", keys, ok, want)
 	}
@@ -62,18 +62,18 @@ func TestRestoredAfterSetWatchesAnswered(t *testing.T) {
 	}
 	write(frame(make([]byte, 44)))
 	read(connectResponse(4000, 0x77))
-	if ok, _ := tr.restored(time.Hour); ok {
+	if ok, _ := tr.Restored(time.Hour); ok {
 		t.Fatal("restored before the watches were given")
 	}
-	tr.expectWatches(map[restoreKey]struct{}{{"/a", dataWatch}: {}, {"/a", childWatch}: {}, {"/e", existWatch}: {}})
+	tr.ExpectWatches(map[WatchKey]struct{}{{"/a", DataWatch}: {}, {"/a", ChildWatch}: {}, {"/e", ExistWatch}: {}})
 	write(setWatchesFrame(1, []string{"/a", "/e"}, nil, nil))
 	read(reply(1))
-	if ok, _ := tr.restored(time.Hour); restored != 0 || ok {
+	if ok, _ := tr.Restored(time.Hour); restored != 0 || ok {
 		t.Fatal("restored with the child watch still to come")
 	}
 	write(setWatchesFrame(2, nil, nil, []string{"/a"}))
 	read(reply(2))
-	if ok, _ := tr.restored(time.Hour); restored != 1 || !ok {
+	if ok, _ := tr.Restored(time.Hour); restored != 1 || !ok {
 		t.Fatalf("not restored after the last frame (%d)", restored)
 	}
 	// The next connection starts over; one with no watches is restored
@@ -83,11 +83,11 @@ func TestRestoredAfterSetWatchesAnswered(t *testing.T) {
 	c.sent = nil
 	write(frame(make([]byte, 44)))
 	read(connectResponse(4000, 0x77))
-	if ok, _ := tr.restored(time.Hour); ok {
+	if ok, _ := tr.Restored(time.Hour); ok {
 		t.Fatal("a new connection inherited the restore")
 	}
-	tr.expectWatches(nil)
-	if ok, _ := tr.restored(time.Hour); restored != 2 || !ok {
+	tr.ExpectWatches(nil)
+	if ok, _ := tr.Restored(time.Hour); restored != 2 || !ok {
 		t.Fatal("a connection without watches not restored at once")
 	}
 	// Patience: a connection never restored counts as restored after it.
@@ -96,19 +96,19 @@ func TestRestoredAfterSetWatchesAnswered(t *testing.T) {
 	c.sent = nil
 	write(frame(make([]byte, 44)))
 	read(read2)
-	if ok, _ := tr.restored(time.Hour); ok {
+	if ok, _ := tr.Restored(time.Hour); ok {
 		t.Fatal("restored at once")
 	}
-	if ok, byNet := tr.restored(0); !ok || !byNet {
+	if ok, byNet := tr.Restored(0); !ok || !byNet {
 		t.Fatal("patience not applied")
 	}
 	// Not while a setWatches frame is in flight, whatever the wait.
 	write(setWatchesFrame(3, []string{"/a"}, nil, nil))
-	if ok, _ := tr.restored(0); ok {
+	if ok, _ := tr.Restored(0); ok {
 		t.Fatal("restored by patience with a setWatches frame in flight")
 	}
 	read(reply(3))
-	if ok, byNet := tr.restored(0); !ok || !byNet {
+	if ok, byNet := tr.Restored(0); !ok || !byNet {
 		t.Fatal("patience not applied once the frame was answered")
 	}
 }
@@ -149,13 +149,13 @@ func TestSetWatchesZxidNoNewerThanRestored(t *testing.T) {
 	// The first connection: no watches, restored at once; a read sets
 	// two at zxid 100.
 	connect()
-	tr.expectWatches(nil)
+	tr.ExpectWatches(nil)
 	write(frame(make([]byte, 20)))
 	read(replyAt(1, 100))
 	// The second: its first frame answered at 150, a read at 200, then
 	// it drops with the second frame unanswered.
 	connect()
-	tr.expectWatches(map[restoreKey]struct{}{{"/a", dataWatch}: {}, {"/b", dataWatch}: {}})
+	tr.ExpectWatches(map[WatchKey]struct{}{{"/a", DataWatch}: {}, {"/b", DataWatch}: {}})
 	if got := relative(write(setWatchesFrame(2, []string{"/a"}, nil, nil))); got != 42 {
 		t.Fatalf("an older zxid rewritten: %d", got)
 	}
@@ -169,21 +169,21 @@ func TestSetWatchesZxidNoNewerThanRestored(t *testing.T) {
 	}
 	// The third, as go-zookeeper writes it: its last zxid seen, 200.
 	connect()
-	tr.expectWatches(map[restoreKey]struct{}{{"/a", dataWatch}: {}, {"/b", dataWatch}: {}})
+	tr.ExpectWatches(map[WatchKey]struct{}{{"/a", DataWatch}: {}, {"/b", DataWatch}: {}})
 	b = setWatchesFrame(5, []string{"/a", "/b"}, nil, nil)
 	binary.BigEndian.PutUint64(b[12:20], 200)
 	if got := relative(write(b)); got != 100 {
 		t.Fatalf("setWatches after a connection lost mid-restore carries %d, want 100", got)
 	}
 	read(replyAt(5, 250))
-	if ok, byNet := tr.restored(time.Hour); !ok || byNet {
+	if ok, byNet := tr.Restored(time.Hour); !ok || byNet {
 		t.Fatal("not restored")
 	}
 	// Restored: replies move the zxid on again.
 	write(frame(make([]byte, 20)))
 	read(replyAt(6, 300))
 	connect()
-	tr.expectWatches(map[restoreKey]struct{}{{"/a", dataWatch}: {}})
+	tr.ExpectWatches(map[WatchKey]struct{}{{"/a", DataWatch}: {}})
 	b = setWatchesFrame(7, []string{"/a"}, nil, nil)
 	binary.BigEndian.PutUint64(b[12:20], 300)
 	if got := relative(write(b)); got != 300 {

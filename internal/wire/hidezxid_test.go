@@ -1,4 +1,4 @@
-package connection
+package wire
 
 import (
 	"encoding/binary"
@@ -28,7 +28,7 @@ func TestReplyZxidsHiddenFromGoZookeeper(t *testing.T) {
 		if got := readFrames(t, c, 1); len(got) != 1 {
 			t.Fatalf("chunk %d: handshake frames %d", chunk, len(got))
 		}
-		tr.expectWatches(nil) // restored: replies count for goodZxid
+		tr.ExpectWatches(nil) // restored: replies count for goodZxid
 		c.Write(reply(1))
 		c.Write(reply(2))
 		var stream []byte
@@ -58,13 +58,13 @@ func TestReplyZxidsHiddenFromGoZookeeper(t *testing.T) {
 		}
 		// go-zookeeper's setWatches carries 0 now: the tracker writes
 		// goodZxid; an injected one keeps an older zxid of its own.
-		sw := encodeSetWatches(0, []string{"/a"}, nil, nil)
+		sw := EncodeSetWatches(0, []string{"/a"}, nil, nil)
 		binary.BigEndian.PutUint32(sw[4:8], 3)
 		c.Write(sw)
 		if z := binary.BigEndian.Uint64(sw[12:20]); z != 0x1_0000_0047 {
 			t.Fatalf("chunk %d: go-zookeeper's setWatches zxid %#x, want goodZxid", chunk, z)
 		}
-		own := encodeSetWatches(0x1_0000_0043, []string{"/b"}, nil, nil)
+		own := EncodeSetWatches(0x1_0000_0043, []string{"/b"}, nil, nil)
 		c.noteSetWatches(own)
 		if z := binary.BigEndian.Uint64(own[12:20]); z != 0x1_0000_0043 {
 			t.Fatalf("chunk %d: own setWatches zxid %#x, want its own", chunk, z)

@@ -1,4 +1,4 @@
-package connection
+package wire
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 )
 
 // scriptConn is a net.Conn whose reads return a script in chunks of a
@@ -215,7 +217,7 @@ func TestInjectedReplyTooLong(t *testing.T) {
 	if len(frames) != 1 || int32(binary.BigEndian.Uint32(frames[0])) != 3 {
 		t.Fatalf("go-zookeeper read %d frames", len(frames))
 	}
-	if len(errs) != 1 || !errors.Is(errs[0], ErrResponseTooLarge) {
+	if len(errs) != 1 || !errors.Is(errs[0], ErrReplyTooLarge) {
 		t.Fatalf("errors %v", errs)
 	}
 }
@@ -225,8 +227,8 @@ func TestInjectedReplyTooLong(t *testing.T) {
 // and a reply with data, an error and a listing decoded; a reply without
 // a body, as a server that does not know the request sends, is refused.
 func TestMultiReadCoding(t *testing.T) {
-	reads := []bulkRead{{Path: "/a", Children: true}, {Path: "/b"}}
-	b := encodeMultiRead(reads, []string{"/a", "/b"})
+	reads := []conntypes.BulkRead{{Path: "/a", Children: true}, {Path: "/b"}}
+	b := EncodeMultiRead(reads, []string{"/a", "/b"})
 	if int(binary.BigEndian.Uint32(b)) != len(b)-4 || binary.BigEndian.Uint32(b[8:12]) != opMultiRead {
 		t.Fatal("header")
 	}
@@ -267,8 +269,8 @@ func TestMultiReadCoding(t *testing.T) {
 	r = head(r, opError, false, -101)
 	r = binary.BigEndian.AppendUint32(r, uint32(0xffffff9b)) // -101
 	r = head(r, -1, true, -1)
-	out := make([]bulkResult, 2)
-	if err := decodeMultiRead(r, reads, out); err != nil {
+	out := make([]conntypes.BulkResult[struct{}], 2)
+	if err := DecodeMultiRead(r, reads, out); err != nil {
 		t.Fatal(err)
 	}
 	if string(out[0].Data) != "data" || out[0].Stat.Czxid != 11 || out[0].Stat.Pzxid != 12 ||
@@ -278,10 +280,10 @@ func TestMultiReadCoding(t *testing.T) {
 	if !errors.Is(out[1].Err, zk.ErrNoNode) || out[1].Stat != nil {
 		t.Fatalf("second %+v", out[1])
 	}
-	if err := decodeMultiRead(nil, reads, make([]bulkResult, 2)); err == nil {
+	if err := DecodeMultiRead(nil, reads, make([]conntypes.BulkResult[struct{}], 2)); err == nil {
 		t.Fatal("an empty reply decoded")
 	}
-	if err := decodeMultiRead(r[:len(r)-3], reads, make([]bulkResult, 2)); err == nil {
+	if err := DecodeMultiRead(r[:len(r)-3], reads, make([]conntypes.BulkResult[struct{}], 2)); err == nil {
 		t.Fatal("a short reply decoded")
 	}
 }
