@@ -2,7 +2,7 @@ package lockcore_test
 
 // Lock nodes whose data an operator writes: a waiter's watches set in one
 // setWatches at its listing's zxid fire NodeDataChanged for a node
-// written since (internal/lockcore, Lock.await: "Data changes"). Such an
+// written since (Lock.watch). Such an
 // event is no release: the waiter must neither hold while the node it
 // waits on is there nor stop waiting on it, nor loop on requests.
 

@@ -1,7 +1,7 @@
 package lockcore_test
 
 // Tests of the first listing sent right behind the create, and of a hold
-// handed out before its node's watch is answered (internal/lockcore,
+// handed out before its node's watch is answered (firstListing,
 // Lock.await): the create and the listing cost one round trip, and a node
 // deleted before its watch was set still ends the hold.
 

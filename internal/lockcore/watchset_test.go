@@ -1,10 +1,9 @@
 package lockcore_test
 
 // Tests of a waiter's watches set in one setWatches right after its
-// listing (internal/lockcore, Lock.await: "The watches of a listing, in
-// one request"): the shape on the wire, and attempts to make a waiter miss
-// a release or hold beside another, with faults, many participants on
-// one client, and an operator deleting nodes.
+// listing (Lock.watch): the shape on the wire, and that a waiter neither
+// misses a release nor holds beside another, with faults, many
+// participants on one client, and an operator deleting nodes.
 
 import (
 	"context"
