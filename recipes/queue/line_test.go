@@ -18,7 +18,7 @@ import (
 )
 
 // The head of the line leaves it as soon as its taken node is made
-// (linePlace in queue.go); these tests try to break that.
+// (linePlace in line.go); these tests try to break that.
 
 type took struct {
 	it  *queue.Item
