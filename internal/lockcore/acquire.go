@@ -45,10 +45,6 @@ type Lock struct {
 	Line bool
 }
 
-// errRestart means the attempt's node or session is gone: try again with
-// a new node.
-var errRestart = errors.New("lockcore: restart")
-
 // Acquire creates a node and waits until it holds the lock, ctx is done,
 // or (when wait is false) another contender holds it (ErrWouldWait). On
 // any failure its node is deleted. If the session is lost while waiting,
@@ -107,12 +103,7 @@ func (l *Lock) create(ctx context.Context, wait bool) (*attempt, error) {
 // nil to start again with a new node, or the error to return.
 func (l *Lock) giveUp(ctx context.Context, t *attempt, err error) error {
 	Abandon(l.Client, t.a.Session, t.a.Path, t.a.Token)
-	if errors.Is(err, errRestart) && ctx.Err() == nil {
-		return nil
-	}
-	if errors.Is(err, errRestart) {
-		err = ctx.Err()
-	}
+	_, err = Restarting(ctx, err)
 	return err
 }
 
@@ -139,7 +130,7 @@ type attempt struct {
 var errPark = errors.New("lockcore: park")
 
 // await decides whether t's node holds the lock, waiting if allowed: it
-// returns nil with the hold in t.a, errRestart to start again with a new
+// returns nil with the hold in t.a, ErrRestart to start again with a new
 // node, or errPark when it waits for a watch (Acquire parks, then calls
 // await again).
 //
@@ -199,7 +190,7 @@ func (l *Lock) await(ctx context.Context, t *attempt) error {
 				}
 			}
 			if w.ownGone() {
-				return errRestart
+				return ErrRestart
 			}
 			a.Own = w.own
 			held, err := l.confirm(ctx, a)
@@ -209,7 +200,7 @@ func (l *Lock) await(ctx context.Context, t *attempt) error {
 			t.a = held
 			return nil
 		case stepRestart:
-			return errRestart // our node is gone
+			return ErrRestart // our node is gone
 		case stepList:
 			next, names, listed, err = l.list(ctx, w)
 		case stepWatch:
@@ -236,9 +227,9 @@ func (l *Lock) list(ctx context.Context, w *waiter) (step, []string, int64, erro
 	if errors.Is(err, zk.ErrNoNode) {
 		// The directory is gone, and our node with it (deleted by someone
 		// else, and then the emptied container by the server).
-		err = errRestart
+		err = ErrRestart
 	}
-	if err := restartOn(err); err != nil {
+	if err := RestartOn(err); err != nil {
 		return 0, nil, 0, err
 	}
 	next, names := w.listed(children)
@@ -250,10 +241,10 @@ func (l *Lock) list(ctx context.Context, w *waiter) (step, []string, int64, erro
 func (l *Lock) watchOwn(ctx context.Context, w *waiter, own string) error {
 	_, _, watch, err := l.Client.GetWatch(ctx, own)
 	if errors.Is(err, zk.ErrNoNode) {
-		return errRestart
+		return ErrRestart
 	}
 	if err != nil {
-		return restartOn(err)
+		return RestartOn(err)
 	}
 	w.own = watch
 	return nil
@@ -320,7 +311,7 @@ func (l *Lock) watch(ctx context.Context, w *waiter, a Acquired, names []string,
 			}
 			return stepWatch, nil
 		case errors.Is(err, connection.ErrSessionLost), ctx.Err() != nil, errors.Is(err, connection.ErrClosed):
-			return 0, restartOn(err)
+			return 0, RestartOn(err)
 		}
 		// Its connection failed before the answer: a read each, which
 		// waits for the connection and is retried within the session.
@@ -335,20 +326,12 @@ func (l *Lock) watch(ctx context.Context, w *waiter, a Acquired, names []string,
 		if errors.Is(err, zk.ErrNoNode) {
 			return w.missing(), nil
 		}
-		if err := restartOn(err); err != nil {
+		if err := RestartOn(err); err != nil {
 			return 0, err
 		}
 		w.watched(name, watch)
 	}
 	return stepWatch, nil
-}
-
-// restartOn turns a lost session into errRestart and passes other errors.
-func restartOn(err error) error {
-	if errors.Is(err, connection.ErrSessionLost) {
-		return errRestart
-	}
-	return err
 }
 
 func removeName(cs []Contender, name string) []Contender {

@@ -59,9 +59,9 @@ func (l *Lock) watchOwnSoon(ctx context.Context, own string) *OwnWatch {
 func (l *Lock) confirm(ctx context.Context, a Acquired) (Acquired, error) {
 	a, err := Confirm(ctx, l.Client, a)
 	if errors.Is(err, ErrNodeGone) {
-		return Acquired{}, errRestart
+		return Acquired{}, ErrRestart
 	}
-	return a, restartOn(err)
+	return a, RestartOn(err)
 }
 
 // Confirm waits until a's session is trusted and records that period in

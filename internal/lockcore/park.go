@@ -40,7 +40,7 @@ func (t *attempt) park(ctx context.Context) error {
 		case <-t.wake:
 		case <-t.a.Session.Done():
 			t.hooks(false)
-			return errRestart
+			return ErrRestart
 		case <-ctx.Done():
 			t.hooks(false)
 			return ctx.Err()

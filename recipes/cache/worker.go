@@ -6,6 +6,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 )
 
 // The worker owns the cache's entries: one per node found, cached or not
@@ -271,7 +272,7 @@ func (w *worker) shutdown() {
 	if w.c.trusted {
 		w.c.trusted = false
 		close(w.c.done)
-		w.c.done = closedChan
+		w.c.done = chanx.Closed
 	}
 	w.c.lastErr = ErrClosed
 	for _, chs := range [][]chan error{w.syncWaiting, w.syncRiding, w.roundWaiters} {

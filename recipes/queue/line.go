@@ -39,7 +39,7 @@ import (
 // longer keeps the next worker waiting. If our create is refused (a
 // worker that does not line up, or a TryTake, had the item), or the rest
 // fails or finds the item gone, the worker is no longer at the head, and
-// it lines up again (errRestart) rather than scanning on beside the new
+// it lines up again (lockcore.ErrRestart) rather than scanning on beside the new
 // head.
 type linePlace struct {
 	q      *Queue

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
@@ -59,13 +60,11 @@ func (q *Queue) take(ctx context.Context) (*Item, error) {
 			// is never handed out. Its taken node is deleted while its
 			// session lives; take again.
 			_ = it.hold.End(context.Background(), nil)
-			it, err = nil, errRestart
+			it, err = nil, lockcore.ErrRestart
 		}
-		if errors.Is(err, errRestart) && ctx.Err() == nil {
+		again, err := lockcore.Restarting(ctx, err)
+		if again {
 			continue // our place in line went with its session
-		}
-		if errors.Is(err, errRestart) {
-			err = ctx.Err()
 		}
 		if err != nil {
 			return nil, q.errorf("take", err)
@@ -87,11 +86,9 @@ func (q *Queue) tryTake(ctx context.Context) (*Item, error) {
 	}
 	for {
 		it, _, err := q.scan(ctx, nil)
-		if errors.Is(err, errRestart) && ctx.Err() == nil {
+		again, err := lockcore.Restarting(ctx, err)
+		if again {
 			continue
-		}
-		if errors.Is(err, errRestart) {
-			err = ctx.Err()
 		}
 		switch {
 		case err != nil:
@@ -102,9 +99,6 @@ func (q *Queue) tryTake(ctx context.Context) (*Item, error) {
 		return it, nil
 	}
 }
-
-// errRestart: the session changed under a take; start again.
-var errRestart = errors.New("queue: restart")
 
 // await is the first in line's wait: scan the queue, and if nothing is
 // available, wait for a change of either directory.
@@ -118,7 +112,7 @@ func (q *Queue) await(ctx context.Context, ln *linePlace) (*Item, error) {
 		case <-changed[0]:
 		case <-changed[1]:
 		case <-ln.place.Session.Done():
-			return nil, errRestart
+			return nil, lockcore.ErrRestart
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -188,10 +182,10 @@ func (q *Queue) scan(ctx context.Context, ln *linePlace) (*Item, [2]<-chan struc
 		if err := q.ensure(ctx); err != nil {
 			return nil, changed, err
 		}
-		return nil, changed, errRestart
+		return nil, changed, lockcore.ErrRestart
 	}
 	if err != nil {
-		return nil, changed, restartOn(err)
+		return nil, changed, lockcore.RestartOn(err)
 	}
 	busy := make(map[string]bool, len(taken))
 	for _, name := range taken {
@@ -209,7 +203,7 @@ func (q *Queue) scan(ctx context.Context, ln *linePlace) (*Item, [2]<-chan struc
 			// Our taken node was made, and we left the line, but the
 			// item was not to be had (consumed in the meantime): line up
 			// again rather than scan on beside the new head.
-			return nil, changed, errRestart
+			return nil, changed, lockcore.ErrRestart
 		}
 	}
 	if ln == nil {
@@ -221,7 +215,7 @@ func (q *Queue) scan(ctx context.Context, ln *linePlace) (*Item, [2]<-chan struc
 		// would not say so: with an entry free, scan again at once.
 		names, err := list(q.taken, 1, true)
 		if err != nil {
-			return nil, changed, restartOn(err)
+			return nil, changed, lockcore.RestartOn(err)
 		}
 		busy := make(map[string]bool, len(names))
 		for _, name := range names {
@@ -229,20 +223,13 @@ func (q *Queue) scan(ctx context.Context, ln *linePlace) (*Item, [2]<-chan struc
 		}
 		for _, e := range sortEntries(entries) {
 			if !busy[e.name] {
-				changed[1] = closedChan
+				changed[1] = chanx.Closed
 				break
 			}
 		}
 	}
 	return nil, changed, nil
 }
-
-// closedChan is a channel that is closed: a wait on it ends at once.
-var closedChan = func() <-chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}()
 
 // claim tries to take entry e in session sess: it creates e's taken node,
 // with this take's own identity in its data (takenData), so that several
@@ -302,13 +289,13 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 	case errors.Is(err, zk.ErrNodeExists):
 		return nil, nil // another worker's, of this client or another
 	case errors.Is(err, zk.ErrNoNode), errors.Is(err, connection.ErrSessionLost):
-		return nil, restartOn(err) // nothing made, or it went with the session
+		return nil, lockcore.RestartOn(err) // nothing made, or it went with the session
 	case err != nil && ctx.Err() == nil && cctx.Err() != nil:
 		// The claim's own bound ran out, not the caller's: the link is
 		// slow or cut, and the session's fate not yet known. A node the
 		// claim may have made is deleted in the background (Claim); take
 		// again, from the line, rather than fail the take.
-		return nil, errRestart
+		return nil, lockcore.ErrRestart
 	case err != nil:
 		return nil, err
 	}
@@ -330,24 +317,17 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 		return nil, nil // consumed between the listing and the take
 	}
 	if err != nil {
-		return nil, restartOn(err)
+		return nil, lockcore.RestartOn(err)
 	}
 	a, err := lockcore.Confirm(ctx, q.client, lockcore.Acquired{Path: tpath, Session: sess, Token: created.Czxid, Own: own})
 	if err != nil {
-		return nil, restartOn(err)
+		return nil, lockcore.RestartOn(err)
 	}
 	hold := lockcore.NewHold(q.client, a, lockcore.HoldConfig{Lost: ErrItemLost, Released: ErrFinished})
 	if hold.Lost() {
 		hold.Stop()
-		return nil, errRestart
+		return nil, lockcore.ErrRestart
 	}
 	ok = true
 	return &Item{q: q, e: e, data: edata, hold: hold}, nil
-}
-
-func restartOn(err error) error {
-	if errors.Is(err, connection.ErrSessionLost) {
-		return errRestart
-	}
-	return err
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
@@ -94,16 +95,13 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return err
 }
 
-// closedChan is what Done returns when nothing is held.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // Done is closed when the hold is lost or released; already closed when
 // nothing is held.
 func (m *Mutex) Done() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.lease == nil {
-		return closedChan
+		return chanx.Closed
 	}
 	return m.lease.Done()
 }
