@@ -134,6 +134,26 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int) ([]*Lease, error) {
 }
 
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, error) {
+	leases, err := s.grant(ctx, n, wait)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range leases {
+		if err := l.start(ctx); err != nil {
+			for _, l := range leases {
+				l.drop()
+			}
+			return nil, errtext.Errorf("semaphore: acquire %d at %s: %w", n, s.path, err)
+		}
+	}
+	return leases, nil
+}
+
+// grant makes n lease nodes within the maximum, all or none, and returns
+// them with their nodes' watches set and no hold started: the holds start
+// after the locks mutex is released (a request), so that none is reported
+// whose trusted period ended on the way out.
+func (s *Semaphore) grant(ctx context.Context, n int, wait bool) ([]*Lease, error) {
 	if n < 1 {
 		return nil, errtext.Errorf("semaphore: acquire %d leases: %w", n, connection.ErrInvalidOption)
 	}
@@ -182,15 +202,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 		}
 		leases = append(leases, l)
 	}
-	// The leases' holds start after the locks mutex is released (a
-	// request), so that none is reported whose trusted period ended on the
-	// way out.
 	unlock()
-	for _, l := range leases {
-		if err := l.start(ctx); err != nil {
-			return fail(err)
-		}
-	}
 	return leases, nil
 }
 
