@@ -42,11 +42,7 @@ func TestFirstListingGoesBehindTheCreate(t *testing.T) {
 	if _, err := ens.Conn(t).Create(lock, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := countingProxy(t, ens.Servers())
 	ctx := ctxFor(t, 30*time.Second)
 	m := newLock(t, open(t, p.Servers()), lock)
 	// The directory's first node holds without a listing: take it first.
