@@ -25,9 +25,10 @@ func TestMain(m *testing.M) { testkit.Main(m, shared, peertest.Cleanup) }
 
 // The shared helpers, under the names these tests use.
 var (
-	open   = testkit.Open
-	ctxFor = testkit.Ctx
-	closed = testkit.Closed
+	open          = testkit.Open
+	ctxFor        = testkit.Ctx
+	closed        = testkit.Closed
+	countingProxy = testkit.CountingProxy
 )
 
 // The sentinels of the locks these tests build.
@@ -100,18 +101,6 @@ func waitNodes(t testing.TB, obs *zk.Conn, dir string, n int, d time.Duration, w
 		}
 		return nil
 	})
-}
-
-// countingProxy returns a proxy to servers that counts what passes it,
-// closed when the test ends.
-func countingProxy(t testing.TB, servers []string) *zkserver.Proxy {
-	t.Helper()
-	p, err := zkserver.NewCountingProxy(servers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
 }
 
 // lockUntil starts m.Lock(ctx) and waits until seen is closed (the step of
