@@ -27,11 +27,7 @@ func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 	ens := shared.Ensemble(t)
 	lock := ens.Root(t) + "/lock"
 	obs := ens.Conn(t)
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := countingProxy(t, ens.Servers())
 	ctx := ctxFor(t, 2*time.Minute)
 	h := newLock(t, open(t, ens.Servers()), lock)
 	if err := h.Lock(ctx); err != nil {
@@ -49,15 +45,7 @@ func TestDeletionsWhileCutOffReachWatchesOfOneSetWatches(t *testing.T) {
 		}
 		return n
 	}
-	queued := func(n int) {
-		zktest.Eventually(t, 10*time.Second, fmt.Sprintf("%d queued", n), func() error {
-			kids, _, err := obs.Children(lock)
-			if err == nil && len(kids) != n {
-				err = fmt.Errorf("%d contenders", len(kids))
-			}
-			return err
-		})
-	}
+	queued := func(n int) { waitNodes(t, obs, lock, n, 10*time.Second, fmt.Sprintf("%d queued", n)) }
 	a, b := newLock(t, pc, lock), newLock(t, pc, lock)
 	ea, eb := make(chan error, 1), make(chan error, 1)
 	go func() { ea <- a.Lock(ctx) }()

@@ -2,17 +2,15 @@ package lockcore_test
 
 // Lock nodes whose data an operator writes: a waiter's watches set in one
 // setWatches at its listing's zxid fire NodeDataChanged for a node
-// written since (internal/lockcore, Lock.await: "Data changes"). Such an
+// written since (Lock.watch). Such an
 // event is no release: the waiter must neither hold while the node it
 // waits on is there nor stop waiting on it, nor loop on requests.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,14 +50,7 @@ func TestPredecessorsWrittenBeforeWatchesAreNoRelease(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
-	obs := ens.Conn(t)
-	hc := open(t, ens.Servers())
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	wc := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
+	obs, hc, wc, p := waiterBehindProxy(t, ens, 10*time.Second)
 	ctx := ctxFor(t, 2*time.Minute)
 	met := 0
 	for round := range 4 {
@@ -192,56 +183,25 @@ func TestOperatorWritesUnderContention(t *testing.T) {
 	}
 	const n = 8
 	log := &holdLog{holding: map[*testLock]<-chan struct{}{}}
-	var (
-		stop, clean atomic.Bool
-		after       [n]atomic.Int32
-		writes      atomic.Int32
-		wg          sync.WaitGroup
-		errMu       sync.Mutex
-		errs        []error
-	)
-	fail := func(err error) {
-		errMu.Lock()
-		errs = append(errs, err)
-		errMu.Unlock()
-	}
-	ctx := ctxFor(t, 3*time.Minute)
+	var writes atomic.Int32
+	ch := newChurn(t, ctxFor(t, 3*time.Minute), n)
+	ch.lenient, ch.unlockOK = true, lostOrUnknown
 	for i := range n {
 		m := newLock(t, clients[i%2], lock)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				err := m.Lock(lctx)
-				cancel()
-				if err != nil {
-					if clean.Load() {
-						fail(fmt.Errorf("participant %d: Lock after the faults: %w", i, err))
-						return
-					}
-					continue
-				}
-				log.locked(m, fmt.Sprint("participant ", i))
-				if first, err := firstContender(view, lock); err == nil && first != m.Node() && !closed(m.Done()) {
-					fail(fmt.Errorf("participant %d holds %s, the server's first contender is %s", i, m.Node(), first))
-				}
-				if clean.Load() {
-					after[i].Add(1)
-				}
-				log.unlocking(m)
-				if err := m.Unlock(ctx); err != nil && !errors.Is(err, errLockLost) && !errors.Is(err, connection.ErrOutcomeUnknown) {
-					fail(fmt.Errorf("participant %d: Unlock: %w", i, err))
-					return
-				}
+		ch.run(i, m, func() error {
+			log.locked(m, fmt.Sprint("participant ", i))
+			if first, err := firstContender(view, lock); err == nil && first != m.Node() && !closed(m.Done()) {
+				ch.fail(fmt.Errorf("participant %d holds %s, the server's first contender is %s", i, m.Node(), first))
 			}
-		}()
+			log.unlocking(m)
+			return nil
+		})
 	}
-	wg.Add(1)
+	ch.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer ch.wg.Done()
 		wrng := rand.New(rand.NewPCG(seed, 4))
-		for !clean.Load() {
+		for !ch.clean.Load() {
 			kids, _, err := obs.Children(lock)
 			if err == nil && len(kids) > 0 {
 				if _, err := obs.Set(path.Join(lock, kids[wrng.IntN(len(kids))]), []byte("w"), -1); err == nil {
@@ -264,26 +224,10 @@ func TestOperatorWritesUnderContention(t *testing.T) {
 		px.Restore()
 		time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
 	}
-	clean.Store(true)
-	zktest.Eventually(t, 60*time.Second, "every participant locks after the writes", func() error {
-		for i := range after {
-			if after[i].Load() < 3 {
-				return fmt.Errorf("participant %d locked %d times since", i, after[i].Load())
-			}
-		}
-		return nil
-	})
-	stop.Store(true)
-	wg.Wait()
-	for _, err := range errs {
-		t.Error(err)
-	}
-	log.mu.Lock()
-	defer log.mu.Unlock()
+	ch.settle("writes")
+	ch.finish()
 	t.Logf("%d writes of contenders' nodes, %d locks", writes.Load(), log.locks)
-	if len(log.overlaps) > 0 {
-		t.Errorf("%d of %d locks overlapped another's open Done, e.g. %v", len(log.overlaps), log.locks, log.overlaps[:min(3, len(log.overlaps))])
-	}
+	log.overlapped(t)
 	if writes.Load() == 0 {
 		t.Error("the operator wrote nothing")
 	}

@@ -1,13 +1,9 @@
 package lockcore_test
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"math/rand/v2"
 	"path"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +11,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // TestWaiterAndPredecessorDeletedTogetherNeverHolds: eight participants
@@ -38,48 +33,21 @@ func TestWaiterAndPredecessorDeletedTogetherNeverHolds(t *testing.T) {
 	lock := ens.Root(t) + "/lock"
 	obs := ens.Conn(t)
 	c := open(t, ens.Servers())
-	ctx := ctxFor(t, 3*time.Minute)
 	const n = 8
 	var (
-		stop, clean atomic.Bool
-		after       [n]atomic.Int32
-		mu          sync.Mutex
-		held        = map[string]bool{} // nodes a Lock returned holding
-		wg          sync.WaitGroup
-		errMu       sync.Mutex
-		errs        []error
+		mu   sync.Mutex
+		held = map[string]bool{} // nodes a Lock returned holding
 	)
-	fail := func(err error) {
-		errMu.Lock()
-		errs = append(errs, err)
-		errMu.Unlock()
-	}
+	ch := newChurn(t, ctxFor(t, 3*time.Minute), n)
 	for i := range n {
 		m := newLock(t, c, lock)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				err := m.Lock(lctx)
-				cancel()
-				if err != nil {
-					fail(fmt.Errorf("participant %d: Lock: %w", i, err))
-					return
-				}
-				mu.Lock()
-				held[m.Node()] = true
-				mu.Unlock()
-				if clean.Load() {
-					after[i].Add(1)
-				}
-				time.Sleep(time.Millisecond)
-				if err := m.Unlock(ctx); err != nil && !errors.Is(err, errLockLost) {
-					fail(fmt.Errorf("participant %d: Unlock: %w", i, err))
-					return
-				}
-			}
-		}()
+		ch.run(i, m, func() error {
+			mu.Lock()
+			held[m.Node()] = true
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			return nil
+		})
 	}
 	var pairs []string // waiters' nodes deleted with their predecessor's
 	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); {
@@ -96,20 +64,8 @@ func TestWaiterAndPredecessorDeletedTogetherNeverHolds(t *testing.T) {
 		}
 		time.Sleep(time.Duration(5+rng.IntN(40)) * time.Millisecond)
 	}
-	clean.Store(true)
-	zktest.Eventually(t, 60*time.Second, "every participant locks after the deletions", func() error {
-		for i := range after {
-			if after[i].Load() < 3 {
-				return fmt.Errorf("participant %d locked %d times since", i, after[i].Load())
-			}
-		}
-		return nil
-	})
-	stop.Store(true)
-	wg.Wait()
-	for _, err := range errs {
-		t.Error(err)
-	}
+	ch.settle("deletions")
+	ch.finish()
 	mu.Lock()
 	defer mu.Unlock()
 	bad := 0

@@ -13,7 +13,7 @@
 // the node it created.
 //
 // Three rules keep exclusion under faults; the code that relies on each
-// says so where it does (Hold, Holder, Lock.await):
+// says so where it does (Hold, Holder, Lock.await, Lock.watch):
 //
 //  1. A hold ends before its release is sent: Done closes first, then the
 //     delete goes, and the hold is over whatever the answer (Hold.End).

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
@@ -32,16 +31,9 @@ func TestSessionEndsAroundWaitersSetWatches(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
-	obs := ens.Conn(t)
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	const timeout = 3 * time.Second
+	obs, hc, wc, p := waiterBehindProxy(t, ens, timeout)
 	ctx := ctxFor(t, 3*time.Minute)
-	hc := open(t, ens.Servers())
-	wc := open(t, p.Servers(), connection.WithSessionTimeout(timeout))
 	for round := range 3 {
 		releaseWhileSilent := round == 2
 		lock := path.Join(root, fmt.Sprint("lock", round))
@@ -62,13 +54,7 @@ func TestSessionEndsAroundWaitersSetWatches(t *testing.T) {
 				})
 			}
 		})
-		errc := make(chan error, 1)
-		go func() { errc <- w.Lock(ctx) }()
-		select {
-		case <-silent:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("round %d: the waiter sent no setWatches", round)
-		}
+		errc := lockUntil(t, ctx, w, silent, fmt.Sprintf("round %d: the waiter sent no setWatches", round))
 		zkserver.LogWire(p, nil)
 		if releaseWhileSilent {
 			if err := h.Unlock(ctx); err != nil {

@@ -1,7 +1,6 @@
 package lockcore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,10 +13,6 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
-
-// RevokeMessage is the data Curator's Revoker writes to a holder's node to
-// ask it to let go.
-var RevokeMessage = []byte("__REVOKE__")
 
 // ErrReleased is the cause of a hold's context after the hold was
 // released, unless the recipe names its own (HoldConfig.Released), as
@@ -171,51 +166,6 @@ func (h *Hold) takeOwnSoon(o *OwnWatch) {
 			connx.AfterFire(o.watch, h.nodeEvent)
 		}
 	}
-}
-
-// holdContext is a hold's context. Besides being one, it has AfterFunc,
-// which, unlike context.AfterFunc, calls f synchronously in the goroutine
-// that ends the hold, before that goroutine goes on: a multi-lock closes
-// its own Done with it the moment a part ends, not a goroutine later.
-type holdContext struct {
-	context.Context
-	h *Hold
-}
-
-// AfterFunc arranges for f to be called when the hold ends, synchronously,
-// right before its Done closes (at once if it has ended). stop unregisters
-// f and reports whether it did so before f was called. f must be quick and
-// must not end the hold.
-func (c holdContext) AfterFunc(f func()) (stop func() bool) {
-	h := c.h
-	h.mu.Lock()
-	if h.over {
-		h.mu.Unlock()
-		f()
-		return func() bool { return false }
-	}
-	p := &f
-	h.hooks = append(h.hooks, p)
-	h.mu.Unlock()
-	return func() bool {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		for i, q := range h.hooks {
-			if q == p {
-				h.hooks = append(h.hooks[:i:i], h.hooks[i+1:]...)
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// ending returns the cause the hold ends with, known to the hooks of
-// AfterFunc before Context's cause is: they run before it is cancelled.
-func (c holdContext) ending() error {
-	c.h.mu.Lock()
-	defer c.h.mu.Unlock()
-	return c.h.ending
 }
 
 // finish ends the hold with cause, once: the hooks run, then Done closes,
@@ -454,39 +404,4 @@ func (h *Hold) Stop() {
 // czxid).
 func (h *Hold) deleteLater() {
 	connx.Of(h.client).GuaranteedDelete(h.Session, h.Path, h.Token)
-}
-
-// watchRevocation watches the holder's node data until the hold ends. It
-// ends with the hold's context (GetWatch honours it).
-func (h *Hold) watchRevocation(onRevoke func()) {
-	for {
-		data, _, w, err := h.client.GetWatch(h.ctx, h.Path)
-		if err != nil {
-			return // node gone, session lost, or hold over
-		}
-		if bytes.Equal(data, RevokeMessage) {
-			if h.ctx.Err() == nil {
-				// Its own goroutine: the listener may well call Unlock,
-				// which waits for this watcher to end.
-				go onRevoke()
-			}
-			return
-		}
-		select {
-		case <-w.Done():
-		case <-h.ctx.Done():
-			return
-		}
-		if w.Err() != nil || w.Event().Type == zk.EventNodeDeleted {
-			return
-		}
-	}
-}
-
-// Revoke asks the holder of node path to let go, as Curator's Revoker
-// does: it writes RevokeMessage to the node. Whether the holder releases is
-// up to it.
-func Revoke(ctx context.Context, c *connection.Client, path string) error {
-	_, err := c.Set(ctx, path, RevokeMessage, -1)
-	return err
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
@@ -275,17 +276,13 @@ func (h *Holder) Node() string {
 	return ""
 }
 
-// closedChan is what Done returns when nothing is held, and a Hold's
-// revoking when it has no revocation watcher.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // Done is closed when the current hold can no longer be trusted, or was
 // released; when nothing is held it is already closed.
 func (h *Holder) Done() <-chan struct{} {
 	if cur := h.current(); cur != nil {
 		return cur.Done()
 	}
-	return closedChan
+	return chanx.Closed
 }
 
 // Context is cancelled when Done closes, with the reason as its cause

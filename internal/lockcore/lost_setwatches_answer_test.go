@@ -1,16 +1,13 @@
 package lockcore_test
 
 import (
-	"errors"
 	"fmt"
 	"path"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // TestWaiterWhoseSetWatchesAnswerIsLost: a waiter's setWatches reaches
@@ -26,15 +23,8 @@ func TestWaiterWhoseSetWatchesAnswerIsLost(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
-	obs := ens.Conn(t)
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	obs, hc, wc, p := waiterBehindProxy(t, ens, 6*time.Second)
 	ctx := ctxFor(t, 3*time.Minute)
-	hc := open(t, ens.Servers())
-	wc := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
 	for _, round := range []string{"release", "own deleted", "cut"} {
 		lock := path.Join(root, round[:3])
 		h, w := newLock(t, hc, lock), newLock(t, wc, lock)
@@ -70,27 +60,8 @@ func TestWaiterWhoseSetWatchesAnswerIsLost(t *testing.T) {
 				})
 			}
 		})
-		errc := make(chan error, 1)
-		go func() { errc <- w.Lock(ctx) }()
-		select {
-		case <-fault:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s: no setWatches", round)
-		}
-		var wnode string
-		zktest.Eventually(t, 10*time.Second, "the waiter's node", func() error {
-			kids, _, err := obs.Children(lock)
-			if err != nil {
-				return err
-			}
-			for _, k := range kids {
-				if n := path.Join(lock, k); n != h.Node() {
-					wnode = n
-					return nil
-				}
-			}
-			return errors.New("not yet")
-		})
+		errc := lockUntil(t, ctx, w, fault, fmt.Sprintf("%s: no setWatches", round))
+		wnode := otherNode(t, obs, lock, 10*time.Second, "the waiter's node", h.Node())
 		switch round {
 		case "own deleted":
 			if err := obs.Delete(wnode, -1); err != nil {
@@ -104,20 +75,7 @@ func TestWaiterWhoseSetWatchesAnswerIsLost(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		p.Restore()
 		if round == "own deleted" {
-			var newNode string
-			zktest.Eventually(t, 20*time.Second, "the waiter's new node", func() error {
-				kids, _, err := obs.Children(lock)
-				if err != nil {
-					return err
-				}
-				for _, k := range kids {
-					if n := path.Join(lock, k); n != h.Node() && n != wnode {
-						newNode = n
-						return nil
-					}
-				}
-				return fmt.Errorf("contenders %v", kids)
-			})
+			newNode := otherNode(t, obs, lock, 20*time.Second, "the waiter's new node", h.Node(), wnode)
 			time.Sleep(500 * time.Millisecond)
 			if w.Held() {
 				t.Fatalf("%s: the waiter holds while the holder's node is first", round)

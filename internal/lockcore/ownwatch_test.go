@@ -308,17 +308,8 @@ func TestWaiterNeverHoldsWithoutItsNode(t *testing.T) {
 	const rounds = 10
 	for i := range rounds {
 		lock := path.Join(root, "lock", string(rune('a'+i)))
-		h := newLock(t, hc, lock)
-		w := newLock(t, wc, lock)
-		if err := h.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		h, w := heldInKeptDir(t, ctx, obs, hc, wc, lock)
 		hnode := h.Node()
-		// A node that is no contender keeps the directory (a container)
-		// from going when the contenders are deleted.
-		if _, err := obs.Create(lock+"/keep", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
 		p.DelayReplies(400 * time.Millisecond)
 		errc := make(chan error, 1)
 		go func() { errc <- w.Lock(ctx) }()

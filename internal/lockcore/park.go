@@ -18,9 +18,8 @@ import (
 // A waiter idles here, and costs what it waits with. The attempt is the
 // Hook of each of its watches while it parks, and a watch that fires
 // sends on the attempt's one wake channel: the select waits on three
-// channels, whatever the number of watches, and the watches make none —
-// where a select on each watch's Done made a channel per watch and held a
-// runtime waiting record per channel. After a wake, the watches are
+// channels, whatever the number of watches, and the watches make none,
+// rather than a channel and a runtime waiting record per watch. After a wake, the watches are
 // looked at in order, our own node's first, so that a deletion of our
 // node is seen before any later event (see await); a wake with nothing
 // fired (a hook's send left from an earlier park) waits again. The
@@ -41,7 +40,7 @@ func (t *attempt) park(ctx context.Context) error {
 		case <-t.wake:
 		case <-t.a.Session.Done():
 			t.hooks(false)
-			return errRestart
+			return ErrRestart
 		case <-ctx.Done():
 			t.hooks(false)
 			return ctx.Err()

@@ -155,16 +155,7 @@ func TestParkedWaitersSharingWatchesUnderCancelsAndWrites(t *testing.T) {
 	if got := steadyOK.Load(); got != participants/2*rounds {
 		t.Errorf("steady rounds held %d, want %d", got, participants/2*rounds)
 	}
-	zktest.Eventually(t, 15*time.Second, "no node left", func() error {
-		kids, _, err := obs.Children(lock)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		if len(kids) != 0 {
-			return fmt.Errorf("left: %v", kids)
-		}
-		return nil
-	})
+	waitNodes(t, obs, lock, 0, 15*time.Second, "no node left")
 }
 
 // TestCancelRacingPredecessorDeletion: a waiter parked behind a holder of
@@ -192,16 +183,7 @@ func TestCancelRacingPredecessorDeletion(t *testing.T) {
 		errc := make(chan error, 1)
 		go func() { errc <- w.Lock(wctx) }()
 		// The waiter's node, and its watch on the holder's node, set.
-		zktest.Eventually(t, 10*time.Second, "the waiter's node", func() error {
-			kids, _, err := obs.Children(lock)
-			if err != nil {
-				return err
-			}
-			if len(kids) != 2 {
-				return fmt.Errorf("contenders %v", kids)
-			}
-			return nil
-		})
+		waitNodes(t, obs, lock, 2, 10*time.Second, "the waiter's node")
 		time.Sleep(20 * time.Millisecond) // parked
 		offset := time.Duration(r%7-3) * time.Millisecond
 		var g sync.WaitGroup
@@ -244,16 +226,7 @@ func TestCancelRacingPredecessorDeletion(t *testing.T) {
 		default:
 			t.Errorf("round %d: Lock = %v, want nil or context.Canceled", r, err)
 		}
-		zktest.Eventually(t, 10*time.Second, "no node left", func() error {
-			kids, _, err := obs.Children(lock)
-			if err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return err
-			}
-			if len(kids) != 0 {
-				return fmt.Errorf("round %d: left %v", r, kids)
-			}
-			return nil
-		})
+		waitNodes(t, obs, lock, 0, 10*time.Second, fmt.Sprintf("round %d: no node left", r))
 	}
 	t.Logf("%d rounds: the waiter held in %d, returned Canceled in %d", rounds, won, cancelled)
 }
@@ -269,16 +242,9 @@ func TestSessionExpiresWhileParked(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
-	obs := ens.Conn(t)
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	const timeout = 3 * time.Second
+	obs, hc, wc, p := waiterBehindProxy(t, ens, timeout)
 	ctx := ctxFor(t, 3*time.Minute)
-	hc := open(t, ens.Servers())
-	wc := open(t, p.Servers(), connection.WithSessionTimeout(timeout))
 	for round := range 3 {
 		releaseWhileSilent := round == 2
 		lock := path.Join(root, fmt.Sprint("lock", round))
@@ -304,16 +270,7 @@ func TestSessionExpiresWhileParked(t *testing.T) {
 			t.Fatalf("round %d: no setWatches", round)
 		}
 		zkserver.LogWire(p, nil)
-		zktest.Eventually(t, 10*time.Second, "the waiters' nodes", func() error {
-			kids, _, err := obs.Children(lock)
-			if err != nil {
-				return err
-			}
-			if len(kids) != 3 {
-				return fmt.Errorf("contenders %v", kids)
-			}
-			return nil
-		})
+		waitNodes(t, obs, lock, 3, 10*time.Second, "the waiters' nodes")
 		time.Sleep(300 * time.Millisecond) // both parked
 		p.Blackhole()
 		if releaseWhileSilent {
@@ -337,16 +294,7 @@ func TestSessionExpiresWhileParked(t *testing.T) {
 		})
 		p.Restore()
 		if !releaseWhileSilent {
-			zktest.Eventually(t, 30*time.Second, "the new session's nodes", func() error {
-				kids, _, err := obs.Children(lock)
-				if err != nil {
-					return err
-				}
-				if len(kids) != 3 {
-					return fmt.Errorf("contenders %v", kids)
-				}
-				return nil
-			})
+			waitNodes(t, obs, lock, 3, 30*time.Second, "the new session's nodes")
 			time.Sleep(300 * time.Millisecond)
 			if w.Held() || w2.Held() {
 				t.Fatalf("round %d: a waiter holds while the holder's node is first", round)
@@ -405,15 +353,8 @@ func TestFirstListingAnswerLost(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
-	obs := ens.Conn(t)
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	obs, hc, wc, p := waiterBehindProxy(t, ens, 6*time.Second)
 	ctx := ctxFor(t, 3*time.Minute)
-	hc := open(t, ens.Servers())
-	wc := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
 	for _, round := range []string{"release", "held", "cancel", "cancel listing"} {
 		lock := path.Join(root, strings.ReplaceAll(round, " ", "-"))
 		h, w := newLock(t, hc, lock), newLock(t, wc, lock)
@@ -448,24 +389,9 @@ func TestFirstListingAnswerLost(t *testing.T) {
 			}
 		})
 		wctx, cancel := context.WithCancel(ctx)
-		errc := make(chan error, 1)
-		go func() { errc <- w.Lock(wctx) }()
-		select {
-		case <-dropped:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%s: no listing", round)
-		}
+		errc := lockUntil(t, wctx, w, dropped, fmt.Sprintf("%s: no listing", round))
 		zkserver.LogWire(p, nil)
-		zktest.Eventually(t, 10*time.Second, "the waiter's node", func() error {
-			kids, _, err := obs.Children(lock)
-			if err != nil {
-				return err
-			}
-			if len(kids) != 2 {
-				return fmt.Errorf("contenders %v", kids)
-			}
-			return nil
-		})
+		waitNodes(t, obs, lock, 2, 10*time.Second, "the waiter's node")
 		var cancelledAt time.Time
 		switch round {
 		case "release":
@@ -519,16 +445,7 @@ func TestFirstListingAnswerLost(t *testing.T) {
 		if wc.Session() != sess {
 			t.Errorf("%s: the session changed: the case was a session loss, not a lost answer", round)
 		}
-		zktest.Eventually(t, 15*time.Second, "no node left", func() error {
-			kids, _, err := obs.Children(lock)
-			if err != nil && !errors.Is(err, zk.ErrNoNode) {
-				return err
-			}
-			if len(kids) != 0 {
-				return fmt.Errorf("%s: left %v", round, kids)
-			}
-			return nil
-		})
+		waitNodes(t, obs, lock, 0, 15*time.Second, fmt.Sprintf("%s: no node left", round))
 	}
 }
 
@@ -560,16 +477,7 @@ func TestCloseWhileManyParked(t *testing.T) {
 		ms[i] = newLock(t, wc, lock)
 		go func() { errc <- ms[i].Lock(ctx) }()
 	}
-	zktest.Eventually(t, 20*time.Second, "the waiters' nodes", func() error {
-		kids, _, err := obs.Children(lock)
-		if err != nil {
-			return err
-		}
-		if len(kids) != waiters+1 {
-			return fmt.Errorf("%d contenders", len(kids))
-		}
-		return nil
-	})
+	waitNodes(t, obs, lock, waiters+1, 20*time.Second, "the waiters' nodes")
 	time.Sleep(300 * time.Millisecond) // parked
 	closedAt := time.Now()
 	if err := wc.Close(); err != nil {
@@ -593,16 +501,7 @@ func TestCloseWhileManyParked(t *testing.T) {
 			t.Errorf("waiter %d holds after its client closed", i)
 		}
 	}
-	zktest.Eventually(t, 20*time.Second, "only the holder's node", func() error {
-		kids, _, err := obs.Children(lock)
-		if err != nil {
-			return err
-		}
-		if len(kids) != 1 {
-			return fmt.Errorf("contenders %v", kids)
-		}
-		return nil
-	})
+	waitNodes(t, obs, lock, 1, 20*time.Second, "only the holder's node")
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -714,14 +613,5 @@ func TestManyParkedWaitersRequeueAfterExpiry(t *testing.T) {
 	for _, f := range fails {
 		t.Error(f)
 	}
-	zktest.Eventually(t, 10*time.Second, "no node left", func() error {
-		kids, _, err := obs.Children(lock)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		if len(kids) != 0 {
-			return fmt.Errorf("left %v", kids)
-		}
-		return nil
-	})
+	waitNodes(t, obs, lock, 0, 10*time.Second, "no node left")
 }

@@ -32,11 +32,7 @@ func TestKazooPredecessorLeavesBeforeWatches(t *testing.T) {
 	if err := h.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := countingProxy(t, ens.Servers())
 	g := newLock(t, open(t, p.Servers()), lock)
 	kids := func() []string {
 		k, _, err := obs.Children(lock)

@@ -1,7 +1,7 @@
 package lockcore_test
 
 // Tests of the first listing sent right behind the create, and of a hold
-// handed out before its node's watch is answered (internal/lockcore,
+// handed out before its node's watch is answered (firstListing,
 // Lock.await): the create and the listing cost one round trip, and a node
 // deleted before its watch was set still ends the hold.
 
@@ -42,11 +42,7 @@ func TestFirstListingGoesBehindTheCreate(t *testing.T) {
 	if _, err := ens.Conn(t).Create(lock, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := countingProxy(t, ens.Servers())
 	ctx := ctxFor(t, 30*time.Second)
 	m := newLock(t, open(t, p.Servers()), lock)
 	// The directory's first node holds without a listing: take it first.

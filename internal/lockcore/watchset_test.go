@@ -1,14 +1,11 @@
 package lockcore_test
 
 // Tests of a waiter's watches set in one setWatches right after its
-// listing (internal/lockcore, Lock.await: "The watches of a listing, in
-// one request"): the shape on the wire, and attempts to make a waiter miss
-// a release or hold beside another, with faults, many participants on
-// one client, and an operator deleting nodes.
+// listing (Lock.watch): the shape on the wire, and that a waiter neither
+// misses a release nor holds beside another, with faults, many
+// participants on one client, and an operator deleting nodes.
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path"
@@ -69,11 +66,7 @@ func TestWaiterSetsItsWatchesInOneRequest(t *testing.T) {
 	if _, err := obs.Create(lock, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := countingProxy(t, ens.Servers())
 	ctx := ctxFor(t, time.Minute)
 	h := newLock(t, open(t, ens.Servers()), lock)
 	if err := h.Lock(ctx); err != nil {
@@ -92,15 +85,7 @@ func TestWaiterSetsItsWatchesInOneRequest(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	queued := func(n int) {
-		zktest.Eventually(t, 10*time.Second, fmt.Sprintf("%d queued", n), func() error {
-			kids, _, err := obs.Children(lock)
-			if err == nil && len(kids) != n {
-				err = fmt.Errorf("%d contenders", len(kids))
-			}
-			return err
-		})
-	}
+	queued := func(n int) { waitNodes(t, obs, lock, n, 10*time.Second, fmt.Sprintf("%d queued", n)) }
 	errs := make(chan error, 2)
 	go func() { errs <- w1.Lock(ctx) }()
 	queued(2)
@@ -151,35 +136,6 @@ func TestWaiterSetsItsWatchesInOneRequest(t *testing.T) {
 	}
 }
 
-// holdLog records, for the exclusion check of a contended run, the Done
-// of every participant between its Lock and its Unlock.
-type holdLog struct {
-	mu       sync.Mutex
-	holding  map[*testLock]<-chan struct{}
-	overlaps []string
-	locks    int
-}
-
-func (l *holdLog) locked(m *testLock, who string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.locks++
-	for other, done := range l.holding {
-		if !closed(done) {
-			l.overlaps = append(l.overlaps, fmt.Sprintf("%s (%s) locked while %s's Done was open", who, m.Node(), other.Node()))
-		}
-	}
-	if !closed(m.Done()) {
-		l.holding[m] = m.Done()
-	}
-}
-
-func (l *holdLog) unlocking(m *testLock) {
-	l.mu.Lock()
-	delete(l.holding, m)
-	l.mu.Unlock()
-}
-
 // TestContendedHandoffsUnderFaults tries to make a waiter whose watches
 // were set in one setWatches miss a release or hold beside another.
 // Ten participants on three clients — five on one, three on another, two
@@ -207,52 +163,19 @@ func TestContendedHandoffsUnderFaults(t *testing.T) {
 	}
 	counts := []int{5, 3, 2}
 	log := &holdLog{holding: map[*testLock]<-chan struct{}{}}
-	var (
-		stop     atomic.Bool
-		clean    atomic.Bool      // the faults are over
-		after    [10]atomic.Int32 // locks of each participant once they were
-		lockErrs atomic.Int32
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		errs     []error
-	)
-	ctx := ctxFor(t, 3*time.Minute)
+	ch := newChurn(t, ctxFor(t, 3*time.Minute), 10)
+	ch.lenient, ch.unlockOK = true, lostOrUnknown
 	k := 0
 	for ci, c := range clients {
 		for range counts[ci] {
 			i := k
 			k++
 			m := newLock(t, c, lock)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for !stop.Load() {
-					lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-					err := m.Lock(lctx)
-					cancel()
-					if err != nil {
-						if clean.Load() {
-							errMu.Lock()
-							errs = append(errs, fmt.Errorf("participant %d: Lock after the faults: %w", i, err))
-							errMu.Unlock()
-							return
-						}
-						lockErrs.Add(1)
-						continue
-					}
-					log.locked(m, fmt.Sprint("participant ", i))
-					if clean.Load() {
-						after[i].Add(1)
-					}
-					log.unlocking(m)
-					if err := m.Unlock(ctx); err != nil && !errors.Is(err, errLockLost) && !errors.Is(err, connection.ErrOutcomeUnknown) {
-						errMu.Lock()
-						errs = append(errs, fmt.Errorf("participant %d: Unlock: %w", i, err))
-						errMu.Unlock()
-						return
-					}
-				}
-			}()
+			ch.run(i, m, func() error {
+				log.locked(m, fmt.Sprint("participant ", i))
+				log.unlocking(m)
+				return nil
+			})
 		}
 	}
 	proxies := []*zktest.Proxy{pa, pb}
@@ -274,26 +197,10 @@ func TestContendedHandoffsUnderFaults(t *testing.T) {
 		p.Restore()
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
 	}
-	clean.Store(true)
-	zktest.Eventually(t, 60*time.Second, "every participant locks after the faults", func() error {
-		for i := range after {
-			if after[i].Load() < 3 {
-				return fmt.Errorf("participant %d locked %d times since", i, after[i].Load())
-			}
-		}
-		return nil
-	})
-	stop.Store(true)
-	wg.Wait()
-	for _, err := range errs {
-		t.Error(err)
-	}
-	log.mu.Lock()
-	defer log.mu.Unlock()
-	t.Logf("%d faults, %d locks, %d Lock calls failed during the faults", faults, log.locks, lockErrs.Load())
-	if len(log.overlaps) > 0 {
-		t.Errorf("%d of %d locks overlapped another's open Done, e.g. %v", len(log.overlaps), log.locks, log.overlaps[:min(3, len(log.overlaps))])
-	}
+	ch.settle("faults")
+	ch.finish()
+	t.Logf("%d faults, %d locks, %d Lock calls failed during the faults", faults, log.locks, ch.lockErrs.Load())
+	log.overlapped(t)
 }
 
 // TestOperatorDeletionsUnderContention: eight participants of one client
@@ -313,60 +220,28 @@ func TestOperatorDeletionsUnderContention(t *testing.T) {
 	lock := ens.Root(t) + "/lock"
 	obs := ens.Conn(t)
 	c := open(t, ens.Servers())
-	ctx := ctxFor(t, 3*time.Minute)
 	const n = 8
-	var (
-		stop, clean atomic.Bool
-		after       [n]atomic.Int32
-		deleted     atomic.Int32
-		lost        atomic.Int32
-		wg          sync.WaitGroup
-		errMu       sync.Mutex
-		errs        []error
-	)
-	fail := func(err error) {
-		errMu.Lock()
-		errs = append(errs, err)
-		errMu.Unlock()
-	}
+	var deleted, lost atomic.Int32
+	ch := newChurn(t, ctxFor(t, 3*time.Minute), n)
 	for i := range n {
 		m := newLock(t, c, lock)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for !stop.Load() {
-				lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				err := m.Lock(lctx)
-				cancel()
-				if err != nil {
-					fail(fmt.Errorf("participant %d: Lock: %w", i, err))
-					return
-				}
-				if clean.Load() {
-					after[i].Add(1)
-				}
-				node := m.Node()
-				ok, _, err := obs.Exists(node)
-				if err != nil {
-					fail(err)
-					return
-				}
-				if !ok {
-					// Deleted by the operator: the hold must end.
-					select {
-					case <-m.Done():
-						lost.Add(1)
-					case <-time.After(5 * time.Second):
-						fail(fmt.Errorf("participant %d: the hold of %s, whose node is gone, is still on after 5 s", i, node))
-						return
-					}
-				}
-				if err := m.Unlock(ctx); err != nil && !errors.Is(err, errLockLost) {
-					fail(fmt.Errorf("participant %d: Unlock: %w", i, err))
-					return
+		ch.run(i, m, func() error {
+			node := m.Node()
+			ok, _, err := obs.Exists(node)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				// Deleted by the operator: the hold must end.
+				select {
+				case <-m.Done():
+					lost.Add(1)
+				case <-time.After(5 * time.Second):
+					return fmt.Errorf("participant %d: the hold of %s, whose node is gone, is still on after 5 s", i, node)
 				}
 			}
-		}()
+			return nil
+		})
 	}
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
 		kids, _, err := obs.Children(lock)
@@ -377,20 +252,8 @@ func TestOperatorDeletionsUnderContention(t *testing.T) {
 		}
 		time.Sleep(time.Duration(10+rng.IntN(60)) * time.Millisecond)
 	}
-	clean.Store(true)
-	zktest.Eventually(t, 60*time.Second, "every participant locks after the deletions", func() error {
-		for i := range after {
-			if after[i].Load() < 3 {
-				return fmt.Errorf("participant %d locked %d times since", i, after[i].Load())
-			}
-		}
-		return nil
-	})
-	stop.Store(true)
-	wg.Wait()
-	for _, err := range errs {
-		t.Error(err)
-	}
+	ch.settle("deletions")
+	ch.finish()
 	t.Logf("%d nodes deleted by the operator, %d holds found their node gone (each ended)", deleted.Load(), lost.Load())
 	if deleted.Load() == 0 {
 		t.Error("the operator deleted nothing")
@@ -409,46 +272,18 @@ func TestNodesGoneBetweenListingAndWatches(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
-	obs := ens.Conn(t)
-	hc := open(t, ens.Servers())
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	wc := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
+	obs, hc, wc, p := waiterBehindProxy(t, ens, 10*time.Second)
 	ctx := ctxFor(t, 2*time.Minute)
 	met := 0
 	for round := range 6 {
 		lock := path.Join(root, fmt.Sprint("lock", round))
-		h := newLock(t, hc, lock)
-		w := newLock(t, wc, lock)
-		if err := h.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
+		h, w := heldInKeptDir(t, ctx, obs, hc, wc, lock)
 		hnode := h.Node()
-		// A node that is no contender keeps the directory (a container).
-		if _, err := obs.Create(lock+"/keep", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
 		ops := logRequests(p)
 		p.DelayReplies(300 * time.Millisecond)
 		errc := make(chan error, 1)
 		go func() { errc <- w.Lock(ctx) }()
-		var wnode string
-		zktest.Eventually(t, 10*time.Second, "the waiter's node", func() error {
-			kids, _, err := obs.Children(lock)
-			if err != nil {
-				return err
-			}
-			for _, k := range kids {
-				if path.Join(lock, k) != hnode && k != "keep" {
-					wnode = path.Join(lock, k)
-					return nil
-				}
-			}
-			return errors.New("not yet")
-		})
+		wnode := otherNode(t, obs, lock, 10*time.Second, "the waiter's node", hnode, path.Join(lock, "keep"))
 		time.Sleep(50 * time.Millisecond) // the listing, right behind the create, has been read
 		if _, err := obs.Multi(
 			&zk.DeleteRequest{Path: wnode, Version: -1},

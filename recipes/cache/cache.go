@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
@@ -91,7 +92,7 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 		root:      path,
 		opts:      o,
 		listeners: map[*listener]struct{}{},
-		done:      closedChan,
+		done:      chanx.Closed,
 		began:     make(chan struct{}),
 		gone:      make(chan struct{}),
 		initDone:  make(chan struct{}),
@@ -109,8 +110,6 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 	go c.w.run()
 	return c, nil
 }
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Path returns the path of the cache's root.
 func (c *Cache) Path() string { return c.root }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 )
 
 // The connection's states and sessions, and the view's trust.
@@ -165,7 +166,7 @@ func (w *worker) untrust(err error) {
 	}
 	c.trusted = false
 	close(c.done)
-	c.done = closedChan
+	c.done = chanx.Closed
 	c.began = make(chan struct{})
 	c.lastErr = err
 	w.emit(Event{Type: Untrusted, Err: err})

@@ -36,14 +36,7 @@ func TestCloseEndsTermObserversAndUse(t *testing.T) {
 	if l := <-obs; l.ID != "alpha" || !l.Leader {
 		t.Fatalf("observed %+v, want alpha leading", l)
 	}
-	won := make(chan *election.Term, 1)
-	go func() {
-		tb, err := b.Campaign(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		won <- tb
-	}()
+	won := campaignLater(t, ctx, b)
 	if err := a.Close(ctx); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
@@ -101,11 +94,7 @@ func TestCloseEndsTermObserversAndUse(t *testing.T) {
 // Close returns.
 func TestCloseEndsCampaignInProgress(t *testing.T) {
 	t.Parallel()
-	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/election"
-	ctx := ctxFor(t, time.Minute)
-	a := newElection(t, open(t, ens.Servers()), path, "alpha")
-	b := newElection(t, open(t, ens.Servers()), path, "beta")
+	ens, path, ctx, a, b := alphaBeta(t)
 	ta, err := a.Campaign(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +104,7 @@ func TestCloseEndsCampaignInProgress(t *testing.T) {
 		_, err := b.Campaign(ctx)
 		campaign <- err
 	}()
-	waitCandidates(t, ctx, a, 2)
+	waitParticipants(t, ctx, a, 2)
 	if err := b.Close(ctx); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
@@ -127,13 +116,7 @@ func TestCloseEndsCampaignInProgress(t *testing.T) {
 	default:
 		t.Fatal("Campaign still runs after Close returned")
 	}
-	children, _, err := ens.Conn(t).Children(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(children) != 1 || path+"/"+children[0] != ta.Node() {
-		t.Fatalf("children after Close %v, want only the leader's %s", children, ta.Node())
-	}
+	onlyNode(t, ens, path, ta.Node(), "after Close")
 	if err := ta.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -199,24 +182,5 @@ func TestRunOptionThatFailsStopsRun(t *testing.T) {
 	}
 	if ok, _, err := ens.Conn(t).Exists(path); err != nil || ok {
 		t.Fatalf("the election's path after a refused Run: exists %v, %v", ok, err)
-	}
-}
-
-// waitCandidates waits until the election of e has n candidates.
-func waitCandidates(t *testing.T, ctx context.Context, e *election.Election, n int) {
-	t.Helper()
-	for {
-		ps, err := e.Participants(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ps) == n {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d candidates, want %d", len(ps), n)
-		case <-time.After(10 * time.Millisecond):
-		}
 	}
 }

@@ -40,11 +40,7 @@ func TestNewRefusesBadInput(t *testing.T) {
 // increase; misuse gets its sentinel.
 func TestCampaignResignHandsOver(t *testing.T) {
 	t.Parallel()
-	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/election"
-	ctx := ctxFor(t, time.Minute)
-	a := newElection(t, open(t, ens.Servers()), path, "alpha")
-	b := newElection(t, open(t, ens.Servers()), path, "beta")
+	_, _, ctx, a, b := alphaBeta(t)
 
 	if _, err := a.Leader(ctx); !errors.Is(err, election.ErrNoLeader) {
 		t.Fatalf("Leader before any campaign = %v, want ErrNoLeader", err)
@@ -56,14 +52,7 @@ func TestCampaignResignHandsOver(t *testing.T) {
 	if _, err := a.Campaign(ctx); !errors.Is(err, election.ErrLeading) {
 		t.Fatalf("second Campaign while leading = %v, want ErrLeading", err)
 	}
-	won := make(chan *election.Term, 1)
-	go func() {
-		tb, err := b.Campaign(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		won <- tb
-	}()
+	won := campaignLater(t, ctx, b)
 	waitParticipants(t, ctx, b, 2)
 	ps, err := b.Participants(ctx)
 	if err != nil {
@@ -111,11 +100,7 @@ func TestCampaignResignHandsOver(t *testing.T) {
 // deletes its node, as the server shows.
 func TestCancelledCampaignLeavesNoNode(t *testing.T) {
 	t.Parallel()
-	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/election"
-	ctx := ctxFor(t, time.Minute)
-	a := newElection(t, open(t, ens.Servers()), path, "alpha")
-	b := newElection(t, open(t, ens.Servers()), path, "beta")
+	ens, path, ctx, a, b := alphaBeta(t)
 	ta, err := a.Campaign(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -125,13 +110,7 @@ func TestCancelledCampaignLeavesNoNode(t *testing.T) {
 	if _, err := b.Campaign(bctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("cancelled Campaign = %v, want DeadlineExceeded", err)
 	}
-	children, _, err := ens.Conn(t).Children(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(children) != 1 || path+"/"+children[0] != ta.Node() {
-		t.Fatalf("children %v, want only the leader's %s", children, ta.Node())
-	}
+	onlyNode(t, ens, path, ta.Node(), "after the cancelled Campaign")
 	if err := ta.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -222,11 +201,7 @@ func TestObserveDeliversEveryChange(t *testing.T) {
 // with it, resigns when fn returns, and with WithRequeue leads again.
 func TestRunRequeues(t *testing.T) {
 	t.Parallel()
-	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/election"
-	ctx := ctxFor(t, time.Minute)
-	a := newElection(t, open(t, ens.Servers()), path, "alpha")
-	b := newElection(t, open(t, ens.Servers()), path, "beta")
+	_, _, ctx, a, b := alphaBeta(t)
 
 	// Without requeue: one term, fn's error returned.
 	sentinel := errors.New("done")
@@ -296,24 +271,6 @@ func TestRunRequeues(t *testing.T) {
 	for _, d := range []chan error{da, db} {
 		if err := <-d; !errors.Is(err, context.Canceled) {
 			t.Fatalf("requeued Run after cancel = %v, want Canceled", err)
-		}
-	}
-}
-
-func waitParticipants(t *testing.T, ctx context.Context, e *election.Election, n int) {
-	t.Helper()
-	for {
-		ps, err := e.Participants(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ps) >= n {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%d participants, want %d", len(ps), n)
-		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

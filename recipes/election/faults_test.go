@@ -207,14 +207,7 @@ func TestSuspendedLeaderStepsAside(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess := ac.Session()
-	won := make(chan *election.Term, 1)
-	go func() {
-		tb, err := b.Campaign(ctx)
-		if err != nil {
-			t.Error(err)
-		}
-		won <- tb
-	}()
+	won := campaignLater(t, ctx, b)
 	waitParticipants(t, ctx, b, 2)
 	states := ac.Listen(ctx)
 	p.Cut()

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
@@ -302,9 +303,6 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
-// closedChan is what Done returns when nothing is held.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
 // Done is closed when any of the locks' holds ends — in the goroutine
 // that ends it, before that lock's own Done closes, where the lock's
 // Context has an AfterFunc method — or when Unlock starts; when the Multi
@@ -313,7 +311,7 @@ func (m *Multi) Done() <-chan struct{} {
 	if lost := m.current(); lost != nil {
 		return lost.Done()
 	}
-	return closedChan
+	return chanx.Closed
 }
 
 // Context is cancelled when Done closes, with Err as its cause. When the

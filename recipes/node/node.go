@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
@@ -127,7 +128,7 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 		gen:     1,
 		wake:    make(chan struct{}, 1),
 		exited:  make(chan struct{}),
-		done:    closedChan,
+		done:    chanx.Closed,
 		changed: make(chan struct{}),
 	}
 	if n.mode.Sequential() {
@@ -141,8 +142,6 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	return n, nil
 }
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // checkData refuses data that would not fit in a create of the node
 // (connection.ErrDataTooLarge).

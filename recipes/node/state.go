@@ -1,6 +1,10 @@
 package node
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
+)
 
 // The Node's state as its waits see it: presence periods, the data
 // written, refusals. The worker changes it; every change wakes the waits.
@@ -31,7 +35,7 @@ func (n *Node) setAbsent(why error) {
 func (n *Node) endLocked(why error) {
 	if n.present {
 		close(n.done)
-		n.present, n.done = false, closedChan
+		n.present, n.done = false, chanx.Closed
 	}
 	n.why = why
 	n.broadcastLocked()

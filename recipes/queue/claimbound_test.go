@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -29,11 +30,7 @@ func TestClaimWhoseBoundRunsOutLinesUpAgain(t *testing.T) {
 	path := ens.Root(t) + "/q"
 	ctx := ctxFor(t, 2*time.Minute)
 	obs := ens.Conn(t)
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testkit.CountingProxy(t, ens.Servers())
 	c := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
 	sess := c.Session()
 	var (

@@ -18,7 +18,7 @@ import (
 )
 
 // The head of the line leaves it as soon as its taken node is made
-// (linePlace in queue.go); these tests try to break that.
+// (linePlace in line.go); these tests try to break that.
 
 type took struct {
 	it  *queue.Item
@@ -57,6 +57,19 @@ func children(t *testing.T, obs *zk.Conn, dir string) []string {
 		t.Fatal(err)
 	}
 	return names
+}
+
+// leftBehind says what the queue at path has left in its taken, entries
+// and takers directories; nil when they are empty.
+func leftBehind(t *testing.T, obs *zk.Conn, path string) error {
+	t.Helper()
+	var errs []error
+	for _, dir := range []string{"/taken", "/entries", "/takers"} {
+		if left := children(t, obs, path+dir); len(left) > 0 {
+			errs = append(errs, fmt.Errorf("%s: %v left", dir, left))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // TestNextWorkerMovesUpOnceTheTakenNodeIsMade: worker A, first in line,
@@ -175,10 +188,8 @@ func TestTakeWhoseEntryWentAfterItsCreateLinesUpAgain(t *testing.T) {
 	if err := tk.it.Consume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"/taken", "/entries", "/takers"} {
-		if left := children(t, obs, path+dir); len(left) > 0 {
-			t.Errorf("%s: %v left", dir, left)
-		}
+	if err := leftBehind(t, obs, path); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -244,10 +255,8 @@ func TestHeadWhoseCreateIsRefusedLinesUpAgain(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	for _, dir := range []string{"/taken", "/entries", "/takers"} {
-		if left := children(t, obs, path+dir); len(left) > 0 {
-			t.Errorf("%s: %v left", dir, left)
-		}
+	if err := leftBehind(t, obs, path); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -315,14 +324,7 @@ func TestLostAnswersAsTheHeadLeavesTheLine(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	zktest.Eventually(t, 10*time.Second, "nothing left", func() error {
-		for _, dir := range []string{"/taken", "/entries", "/takers"} {
-			if left := children(t, obs, path+dir); len(left) > 0 {
-				return fmt.Errorf("%s: %v left", dir, left)
-			}
-		}
-		return nil
-	})
+	zktest.Eventually(t, 10*time.Second, "nothing left", func() error { return leftBehind(t, obs, path) })
 }
 
 // TestTakesUnderFaultsWithManyWorkersPerClient: twelve workers, three on

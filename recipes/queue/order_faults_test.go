@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 )
 
@@ -20,11 +21,7 @@ func TestHeadCreateBeforeItsPlaceDeleteUnderLostAnswers(t *testing.T) {
 	ens := shared.Ensemble(t)
 	path := ens.Root(t) + "/q"
 	ctx := ctxFor(t, 2*time.Minute)
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testkit.CountingProxy(t, ens.Servers())
 	c := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
 	sess := c.Session()
 	q := newQueue(t, c, path)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
@@ -135,11 +136,7 @@ func TestHeadCreateLeavesBeforeItsPlaceIsDeleted(t *testing.T) {
 	ens := shared.Ensemble(t)
 	path := ens.Root(t) + "/q"
 	ctx := ctxFor(t, time.Minute)
-	p, err := zkserver.NewCountingProxy(ens.Servers())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := testkit.CountingProxy(t, ens.Servers())
 	q := newQueue(t, open(t, p.Servers()), path)
 	putter := newQueue(t, open(t, ens.Servers()), path)
 	const (

@@ -3,11 +3,10 @@ package semaphore
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
 // Errors of the semaphore-backed mutex. Match them with errors.Is.
@@ -24,13 +23,11 @@ var (
 // Mutex is a non-reentrant lock on a semaphore of one lease: Curator's
 // InterProcessSemaphoreMutex, on the same znodes. Unlike the reentrant
 // mutex (recipes/mutex), a second Lock on the same Mutex does not succeed:
-// it returns ErrHeld.
+// it returns ErrHeld. Its hold keeps the rules of every lock's
+// (lockcore.Holder); the hold is a lease's, and its errors the lease's.
 type Mutex struct {
 	sem *Semaphore
-
-	mu    sync.Mutex
-	lease *Lease
-	last  *Lease // the lease Unlock ended last, while none is held
+	h   *lockcore.Holder
 }
 
 // NewMutex returns a mutex on sem, which must have exactly one lease (a
@@ -42,7 +39,43 @@ func NewMutex(sem *Semaphore) (*Mutex, error) {
 	if sem.max != 1 || sem.countPath != "" {
 		return nil, errtext.Errorf("semaphore: %w: a mutex needs a semaphore of exactly one lease, not %d", connection.ErrInvalidOption, sem.max)
 	}
-	return &Mutex{sem: sem}, nil
+	m := &Mutex{sem: sem}
+	m.h = lockcore.NewHolder(sem.client, lockcore.HolderConfig{
+		Name:    "semaphore",
+		Path:    sem.path,
+		Acquire: m.acquire,
+		Release: func(ctx context.Context, a lockcore.Acquired) error {
+			return lockcore.Release(ctx, sem.client, a)
+		},
+		ErrLocked:    ErrLocked,
+		ErrNotLocked: ErrNotLocked,
+		ErrLockLost:  ErrLeaseLost,
+		ErrUnlocked:  ErrReleased,
+		ErrHeld:      ErrHeld,
+	})
+	return m, nil
+}
+
+// acquire is the Holder's Acquire: the lease, granted and confirmed (the
+// Holder starts its hold).
+func (m *Mutex) acquire(ctx context.Context, wait bool) (lockcore.Acquired, error) {
+	leases, err := m.sem.grant(ctx, 1, wait)
+	if errors.Is(err, ErrNoLeases) {
+		return lockcore.Acquired{}, lockcore.ErrWouldWait
+	}
+	if err != nil {
+		return lockcore.Acquired{}, err
+	}
+	l := leases[0]
+	a, err := lockcore.Confirm(ctx, m.sem.client, l.a)
+	if errors.Is(err, lockcore.ErrNodeGone) {
+		err = errtext.Errorf("%w: %w", ErrLeaseLost, err)
+	}
+	if err != nil {
+		l.drop()
+		return lockcore.Acquired{}, err
+	}
+	return a, nil
 }
 
 // Path returns the semaphore's path.
@@ -52,113 +85,35 @@ func (m *Mutex) Path() string { return m.sem.path }
 func (m *Mutex) Client() *connection.Client { return m.sem.client }
 
 // Lock blocks until it holds the lease or ctx is done.
-func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
+func (m *Mutex) Lock(ctx context.Context) error { return m.h.Lock(ctx, true) }
 
 // TryLock takes the lease if it is free, and otherwise returns an error
 // matching ErrLocked.
-func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
-
-func (m *Mutex) lock(ctx context.Context, wait bool) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lease != nil {
-		return errtext.Errorf("semaphore: lock %s: %w", m.sem.path, ErrHeld)
-	}
-	var got []*Lease
-	var err error
-	if wait {
-		got, err = m.sem.Acquire(ctx, 1)
-	} else {
-		got, err = m.sem.TryAcquire(ctx, 1)
-	}
-	if errors.Is(err, ErrNoLeases) {
-		return errtext.Errorf("semaphore: lock %s: %w", m.sem.path, ErrLocked)
-	}
-	if err != nil {
-		return err
-	}
-	m.lease, m.last = got[0], nil
-	return nil
-}
+func (m *Mutex) TryLock(ctx context.Context) error { return m.h.Lock(ctx, false) }
 
 // Unlock releases the lease; nothing is held when it returns, whatever
 // the error (see Lease.Release). A lost lease's error matches ErrLeaseLost.
-func (m *Mutex) Unlock(ctx context.Context) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lease == nil {
-		return errtext.Errorf("semaphore: unlock %s: %w", m.sem.path, ErrNotLocked)
-	}
-	err := m.lease.Release(ctx)
-	m.lease, m.last = nil, m.lease // over, whatever the answer (Lease.Release)
-	return err
-}
-
-// closedChan is what Done returns when nothing is held.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+func (m *Mutex) Unlock(ctx context.Context) error { return m.h.Unlock(ctx) }
 
 // Done is closed when the hold is lost or released; already closed when
 // nothing is held.
-func (m *Mutex) Done() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lease == nil {
-		return closedChan
-	}
-	return m.lease.Done()
-}
+func (m *Mutex) Done() <-chan struct{} { return m.h.Done() }
 
 // Context is the lease's context, cancelled when Done closes with Err as
 // its cause. When nothing is held it is already cancelled: with the cause
 // of the last lease's end, or with ErrNotLocked when there was none.
-func (m *Mutex) Context() context.Context {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case m.lease != nil:
-		return m.lease.Context()
-	case m.last != nil:
-		return m.last.Context()
-	}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(ErrNotLocked)
-	return ctx
-}
+func (m *Mutex) Context() context.Context { return m.h.Context() }
 
 // Err returns nil while the lease lasts, and then why it ended (see
 // Lease.Err): ErrReleased after Unlock, or ErrLeaseLost and what
 // happened. When nothing is held it says why the last lease ended, or
 // matches ErrNotLocked if there was none.
-func (m *Mutex) Err() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case m.lease != nil:
-		return m.lease.Err()
-	case m.last != nil:
-		return m.last.Err()
-	}
-	return ErrNotLocked
-}
+func (m *Mutex) Err() error { return m.h.Err() }
 
 // Guard returns the lease's guard (Lease.Guard); when nothing is held, a
 // guard that Multi refuses with connection.ErrGuardFailed and
 // ErrNotLocked.
-func (m *Mutex) Guard() *connection.Guard {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lease == nil {
-		return connx.NewGuard(m.sem.path, nil, func() error { return ErrNotLocked })
-	}
-	return m.lease.Guard()
-}
+func (m *Mutex) Guard() *connection.Guard { return m.h.Guard() }
 
 // Token is the lease's fencing token, or 0.
-func (m *Mutex) Token() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lease == nil {
-		return 0
-	}
-	return m.lease.Token()
-}
+func (m *Mutex) Token() int64 { return m.h.Token() }

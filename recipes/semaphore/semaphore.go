@@ -134,6 +134,26 @@ func (s *Semaphore) TryAcquire(ctx context.Context, n int) ([]*Lease, error) {
 }
 
 func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, error) {
+	leases, err := s.grant(ctx, n, wait)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range leases {
+		if err := l.start(ctx); err != nil {
+			for _, l := range leases {
+				l.drop()
+			}
+			return nil, errtext.Errorf("semaphore: acquire %d at %s: %w", n, s.path, err)
+		}
+	}
+	return leases, nil
+}
+
+// grant makes n lease nodes within the maximum, all or none, and returns
+// them with their nodes' watches set and no hold started: the holds start
+// after the locks mutex is released (a request), so that none is reported
+// whose trusted period ended on the way out.
+func (s *Semaphore) grant(ctx context.Context, n int, wait bool) ([]*Lease, error) {
 	if n < 1 {
 		return nil, errtext.Errorf("semaphore: acquire %d leases: %w", n, connection.ErrInvalidOption)
 	}
@@ -182,39 +202,8 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait bool) ([]*Lease, er
 		}
 		leases = append(leases, l)
 	}
-	// The leases' holds start after the locks mutex is released (a
-	// request), so that none is reported whose trusted period ended on the
-	// way out.
 	unlock()
-	for _, l := range leases {
-		if err := l.start(ctx); err != nil {
-			return fail(err)
-		}
-	}
 	return leases, nil
-}
-
-// start begins the hold of a granted lease. A lease is reported only with
-// a hold whose period is still trusted: if the period Confirm saw ends
-// before the hold starts, it confirms again. The node stays the lease's
-// while its session lives, and it was counted all along.
-func (l *Lease) start(ctx context.Context) error {
-	for {
-		a, err := lockcore.Confirm(ctx, l.sem.client, l.a)
-		if errors.Is(err, lockcore.ErrNodeGone) {
-			return errtext.Errorf("%w: %w", ErrLeaseLost, err)
-		}
-		if err != nil {
-			return err
-		}
-		hold := lockcore.NewHold(l.sem.client, a, lockcore.HoldConfig{Lost: ErrLeaseLost, Released: ErrReleased})
-		if !hold.Lost() {
-			l.a, l.hold = a, hold
-			return nil
-		}
-		hold.Stop()
-		l.a = a // confirm again: a new period, or the node's fate (Confirm)
-	}
 }
 
 // one creates a lease node and waits until it is within the maximum. The
@@ -275,189 +264,4 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex, lim *lim
 			return nil, ctx.Err()
 		}
 	}
-}
-
-// limits is the maximum number of leases during one acquire: fixed, or
-// a shared count followed by a watch.
-type limits struct {
-	max     int
-	watcher *shared.Watcher[int32] // for a shared count, or nil
-	changed <-chan shared.Versioned[int32]
-	cancel  context.CancelFunc
-}
-
-// limits starts following the maximum number of leases for one acquire:
-// for a shared count, a watch on it (the node is created with the seed
-// if it does not exist, as Curator's SharedCount.start does).
-func (s *Semaphore) limits(ctx context.Context) (*limits, error) {
-	if s.count == nil {
-		return &limits{max: s.max}, nil
-	}
-	w, err := s.count.Watch(ctx)
-	if err != nil {
-		return nil, err
-	}
-	lctx, cancel := context.WithCancel(ctx)
-	lim := &limits{watcher: w, cancel: cancel}
-	if lim.changed, err = w.Listen(lctx); err != nil {
-		lim.close()
-		return nil, err
-	}
-	if cur, err := w.Current(); err == nil && !cur.Exists() {
-		if _, err := s.count.Initialize(ctx); err != nil {
-			lim.close()
-			return nil, err
-		}
-	}
-	return lim, nil
-}
-
-// current returns the maximum as the watch last saw it. The listener's
-// channel wakes the waiter at each change (its first value, the current
-// one, wakes it once for nothing).
-func (l *limits) current() (int, error) {
-	if l.watcher == nil {
-		return l.max, nil
-	}
-	cur, err := l.watcher.Current()
-	if errors.Is(err, shared.ErrCorrupt) {
-		return 0, errtext.Errorf("%w: %w", ErrBadCount, err)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return int(cur.Value), nil
-}
-
-func (l *limits) close() {
-	if l.watcher != nil {
-		l.cancel()
-		l.watcher.Close()
-	}
-}
-
-// SetCount writes the shared count (WithSharedCount) as Curator's
-// SharedCount does: a 4-byte big-endian integer. It wakes a waiting
-// acquirer.
-func (s *Semaphore) SetCount(ctx context.Context, n int) error {
-	if s.countPath == "" {
-		return errtext.Errorf("semaphore: %w: no shared count", connection.ErrInvalidOption)
-	}
-	if n < 0 || n > math.MaxInt32 {
-		return errtext.Errorf("semaphore: %w: count %d", connection.ErrInvalidOption, n)
-	}
-	if _, err := s.count.Set(ctx, int32(n)); err != nil {
-		return errtext.Errorf("semaphore: set count %s: %w", s.countPath, err)
-	}
-	return nil
-}
-
-// Lease is one granted lease.
-type Lease struct {
-	sem  *Semaphore
-	a    lockcore.Acquired
-	hold *lockcore.Hold
-
-	mu       sync.Mutex
-	released bool
-}
-
-// Done is closed when the lease can no longer be trusted (its session's
-// trust ended under the connection's error policy), or was released.
-func (l *Lease) Done() <-chan struct{} { return l.hold.Done() }
-
-// Context is cancelled when Done closes, with Err as its cause.
-func (l *Lease) Context() context.Context { return l.hold.Context() }
-
-// Err returns nil while the lease lasts, and then why it ended, as
-// Context's cause does: ErrReleased after Release, or ErrLeaseLost
-// wrapping connection.ErrSuspended (suspended under
-// connection.StandardPolicy; the session may live on),
-// connection.ErrSessionLost (the session ended) or
-// connection.ErrNodeDeleted (another client deleted the lease node).
-func (l *Lease) Err() error { return l.hold.Cause() }
-
-// Token returns the lease node's czxid: a fencing token that grows with
-// every lease granted at this semaphore.
-func (l *Lease) Token() int64 { return l.a.Token }
-
-// Guard returns a guard of the lease for connection.Client.Multi: the
-// transaction commits only while the lease lasts — its node still there,
-// in its session, and the lease not released or lost — all or nothing. A
-// lease that ended makes Multi fail with connection.ErrGuardFailed (and
-// ErrLeaseLost when it was lost), nothing applied. Other leases of the
-// semaphore may commit beside it.
-func (l *Lease) Guard() *connection.Guard { return l.hold.Guard() }
-
-// Node returns the lease node's path.
-func (l *Lease) Node() string { return l.a.Path }
-
-// Release gives the lease back: the lease ends (Done closes) and then its
-// node is deleted, in its session. It returns an error matching
-// ErrReleased if it was released before, and one matching ErrLeaseLost if
-// it was lost first (its node goes with its session, or is deleted in the
-// background). Whatever the answer, the lease is over when Release
-// returns: if the delete's answer never came (ctx ended first, or the
-// connection was lost), the error wraps connection.ErrOutcomeUnknown and
-// the node is deleted in the background while its session lives.
-func (l *Lease) Release(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.released {
-		return errtext.Errorf("semaphore: release %s: %w", l.a.Path, ErrReleased)
-	}
-	l.released = true
-	if err := l.hold.End(ctx, func(ctx context.Context, a lockcore.Acquired) error {
-		return lockcore.Release(ctx, l.sem.client, a)
-	}); err != nil {
-		return errtext.Errorf("semaphore: release %s: %w", l.a.Path, err)
-	}
-	return nil
-}
-
-// drop deletes the node of a lease that was never handed out.
-func (l *Lease) drop() {
-	if l.hold != nil {
-		l.hold.Stop()
-	}
-	lockcore.Abandon(l.sem.client, l.a.Session, l.a.Path, l.a.Token)
-}
-
-// Participant is one lease holder as ZooKeeper shows it. Leases lists
-// them oldest first.
-type Participant struct {
-	// Path is the lease's node: "<semaphore>/leases/_c_<uuid>-lease-<seq>"
-	// (Curator's InterProcessSemaphoreV2 layout).
-	Path string
-	// Kind names the layout of the node: "semaphore-lease".
-	Kind string
-	// Seq is the node's 10-digit sequence number: the order leases were
-	// asked for.
-	Seq string
-	// Data is the node's data: the host's address unless the holder set
-	// it (WithData).
-	Data []byte
-	// Session is the session that owns the node (its ephemeralOwner).
-	Session int64
-	// Token is the node's czxid: the fencing token of the lease.
-	Token int64
-	// Created is when the node was created, by the server's clock.
-	Created time.Time
-}
-
-// Leases lists the leases held at the semaphore at path, oldest first.
-func Leases(ctx context.Context, c *connection.Client, p string) ([]Participant, error) {
-	if err := connection.ValidatePath(p); err != nil {
-		return nil, errtext.Errorf("semaphore: %w", err)
-	}
-	ps, err := lockcore.Participants(ctx, c, path.Join(p, "leases"), func(k lockcore.Kind) bool { return k == lockcore.Lease })
-	if err != nil {
-		return nil, errtext.Errorf("semaphore: leases of %s: %w", p, err)
-	}
-	out := make([]Participant, len(ps))
-	for i, c := range ps {
-		out[i] = Participant{Path: c.Path, Kind: c.Kind.String(), Seq: c.Seq, Data: c.Data,
-			Session: c.Session, Token: c.Token, Created: c.Created}
-	}
-	return out, nil
 }

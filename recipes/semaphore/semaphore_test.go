@@ -390,14 +390,7 @@ func TestMutexIsNotReentrant(t *testing.T) {
 	ens := shared.Ensemble(t)
 	path := ens.Root(t) + "/sm"
 	ctx := ctxFor(t, 30*time.Second)
-	m, err := semaphore.NewMutex(newSem(t, open(t, ens.Servers()), path, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := semaphore.NewMutex(newSem(t, open(t, ens.Servers()), path, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, other := newMutex(t, path), newMutex(t, path)
 	if _, err := semaphore.NewMutex(newSem(t, open(t, ens.Servers()), path, 2)); err == nil {
 		t.Fatal("a mutex on a semaphore of 2 accepted")
 	}

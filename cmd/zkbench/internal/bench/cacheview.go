@@ -1,0 +1,165 @@
+package bench
+
+// The first full view of a tree: a cache's, and the same reads by a bare
+// go-zookeeper session.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// viewCost is one first view and what it cost.
+type viewCost struct {
+	elapsed            time.Duration
+	nodes              int
+	heap, rss, watches int64
+}
+
+// firstView loads a cache of tree in a fresh session on one, and measures
+// the time to the first full view, the memory it added (heap after a
+// collection, and the process's RSS) and the watches the servers hold
+// for it.
+func firstView(ctx context.Context, s cacheSide, one, servers []string, tree string) (viewCost, error) {
+	heap0, err := s.connect(ctx, one)
+	if err != nil {
+		return viewCost{}, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			s.unload()
+		}
+	}()
+	rss0, _, err := procStatus(s.pid())
+	if err != nil {
+		return viewCost{}, err
+	}
+	w0, err := mntrSum(servers, []string{"zk_watch_count"})
+	if err != nil {
+		return viewCost{}, err
+	}
+	l, err := s.load(ctx, tree)
+	if err != nil {
+		return viewCost{}, err
+	}
+	rss1, _, err := procStatus(s.pid())
+	if err != nil {
+		return viewCost{}, err
+	}
+	w1, err := mntrSum(servers, []string{"zk_watch_count"})
+	if err != nil {
+		return viewCost{}, err
+	}
+	v := viewCost{elapsed: l.elapsed, nodes: l.nodes, rss: rss1 - rss0, watches: w1 - w0}
+	if l.heap > 0 {
+		v.heap = l.heap - heap0
+	}
+	ok = true
+	return v, s.unload()
+}
+
+// rawFirstView makes the reads of a cache's first load of tree, and keeps
+// nothing: a plain go-zookeeper session on one, inflight goroutines, GetW
+// and ChildrenW of every node, the children found by the listings. The
+// floor of a first view with one-shot watches.
+func rawFirstView(one []string, tree string, nodes, inflight int) (time.Duration, error) {
+	p, err := openPlain(one)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	var (
+		work        = make(chan string, nodes+1) // every node is queued once
+		outstanding atomic.Int64
+		done        = make(chan struct{})
+		once        sync.Once
+		firstErr    error
+		wg          sync.WaitGroup
+	)
+	finish := func(err error) {
+		once.Do(func() { firstErr = err; close(done) })
+	}
+	start := time.Now()
+	outstanding.Store(1)
+	work <- tree
+	for range inflight {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				case path := <-work:
+					if _, _, _, err := p.conn.GetW(path); err != nil {
+						finish(err)
+						return
+					}
+					kids, _, _, err := p.conn.ChildrenW(path)
+					if err != nil {
+						finish(err)
+						return
+					}
+					if int(outstanding.Add(int64(len(kids)))) > nodes+1 {
+						finish(fmt.Errorf("bench: more than %d nodes under %s", nodes, tree))
+						return
+					}
+					for _, k := range kids {
+						work <- path + "/" + k
+					}
+					if outstanding.Add(-1) == 0 {
+						finish(nil)
+						return
+					}
+				}
+			}
+		}()
+	}
+	<-done
+	elapsed := time.Since(start)
+	wg.Wait()
+	return elapsed, firstErr
+}
+
+// serversCPU returns the CPU time the ZooKeeper servers that are this
+// process's children (a local ensemble) have used, and false if there are
+// none.
+func serversCPU() (time.Duration, bool) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, false
+	}
+	me := strconv.Itoa(os.Getpid())
+	var sum time.Duration
+	found := false
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		_, rest, _ := strings.Cut(string(stat), ") ")
+		if f := strings.Fields(rest); len(f) < 2 || f[1] != me {
+			continue // not a child of this process
+		}
+		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err != nil || !strings.Contains(string(cmd), "QuorumPeerMain") {
+			continue
+		}
+		cpu, err := procCPU(pid)
+		if err != nil {
+			continue
+		}
+		sum, found = sum+cpu, true
+	}
+	return sum, found
+}

@@ -1,0 +1,107 @@
+package lockcore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/errtext"
+)
+
+// Acquired is a node that holds the lock.
+type Acquired struct {
+	Path    string              // the node
+	Session *connection.Session // the session that owns it
+	Token   int64               // its czxid: the fencing token
+	// Trusted is the connected period in which the hold was confirmed
+	// (Session.Trusted): it was live then, and is cancelled when holds
+	// taken in it can no longer be trusted. Set by Confirm.
+	Trusted context.Context
+	// Own is a watch on the node, set while it was known to exist, that a
+	// hold ends with when the node is deleted (NewHold).
+	Own *connection.Watch
+	// OwnSoon, when Own is nil, is the watch on the node on its way: a
+	// listing that names the node said it holds, and its watch, sent
+	// right behind that listing, has not been answered yet. The hold takes it when it
+	// comes (NewHold); a node found gone then ends the hold.
+	OwnSoon *OwnWatch
+}
+
+// OwnWatch is a watch on our own node, sent and not yet answered.
+type OwnWatch struct {
+	done   chan struct{} // closed once answered
+	watch  *connection.Watch
+	err    error
+	cancel context.CancelFunc // gives up on the answer
+}
+
+// watchOwnSoon sends the watch on our own node. Its context is not ctx: a
+// hold handed out before the answer must still get it after the caller's
+// context ends (cancel gives up).
+func (l *Lock) watchOwnSoon(ctx context.Context, own string) *OwnWatch {
+	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	o := &OwnWatch{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(o.done)
+		_, _, o.watch, o.err = l.Client.GetWatch(octx, own)
+	}()
+	return o
+}
+
+// confirm is the last step before a hold is reported: the session that
+// owns the node must still be trusted. While it is suspended (standard
+// policy) the node, if the session lives, is still ours and still first —
+// nodes ahead of it can only leave — so confirm waits for the session to
+// be trusted again; if the session ends, the attempt restarts. Without it
+// Lock could return a hold whose Done is already closed.
+func (l *Lock) confirm(ctx context.Context, a Acquired) (Acquired, error) {
+	a, err := Confirm(ctx, l.Client, a)
+	if errors.Is(err, ErrNodeGone) {
+		return Acquired{}, ErrRestart
+	}
+	return a, RestartOn(err)
+}
+
+// Confirm waits until a's session is trusted and records that period in
+// a.Trusted (see Lock.await). It fails with an error wrapping
+// connection.ErrSessionLost when the session ends first, or ctx's error.
+//
+// It also makes sure a hold never starts on a spent watch of its node
+// (a.Own): a watch that fired for a change of the node's data (a
+// revocation, an operator's write) says nothing of a deletion after it, so
+// the node is read again with a new watch; a watch that fired for the
+// node's deletion, or a node found gone, fails with ErrNodeGone.
+func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, error) {
+	if a.Own != nil {
+		select {
+		case <-a.Own.Done():
+			if ev := a.Own.Event(); ev.Type != zk.EventNodeDataChanged {
+				return Acquired{}, errtext.Errorf("%w: %s (%v)", ErrNodeGone, a.Path, ev.Type)
+			}
+			_, _, own, err := c.GetWatch(ctx, a.Path)
+			if errors.Is(err, zk.ErrNoNode) {
+				return Acquired{}, errtext.Errorf("%w: %s", ErrNodeGone, a.Path)
+			}
+			if err != nil {
+				return Acquired{}, err
+			}
+			a.Own = own
+		default:
+		}
+	}
+	period, err := a.Session.Trusted(ctx)
+	if err != nil {
+		return Acquired{}, err
+	}
+	a.Trusted = period
+	return a, nil
+}
+
+// ErrNodeGone means the node of a hold was deleted by someone else (or,
+// heard as a deletion, with its session): a hold about to begin has
+// nothing to hold, and a hold's context has it in its cause when it ended
+// so. It is connection.ErrNodeDeleted, the sentinel a recipe's caller
+// matches: lockcore is not a package the caller knows.
+var ErrNodeGone = connection.ErrNodeDeleted
