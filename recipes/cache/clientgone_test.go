@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 )
 
@@ -144,25 +145,9 @@ func listen(t testing.TB, c *cache.Cache, opts ...cache.ListenOption) <-chan cac
 // Untrusted with connection.ErrClosed (or for limit in all), and returns
 // what it read.
 func collectUntilQuiet(ch <-chan cache.Event, quiet, limit time.Duration) []cache.Event {
-	var evs []cache.Event
-	end := time.After(limit)
-	var hush <-chan time.Time
-	for {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				return evs
-			}
-			evs = append(evs, ev)
-			if ev.Type == cache.Untrusted && errors.Is(ev.Err, connection.ErrClosed) {
-				hush = time.After(quiet)
-			}
-		case <-hush:
-			return evs
-		case <-end:
-			return evs
-		}
-	}
+	return testkit.CollectUntilQuiet(ch, func(ev cache.Event) bool {
+		return ev.Type == cache.Untrusted && errors.Is(ev.Err, connection.ErrClosed)
+	}, quiet, limit)
 }
 
 // closedTail checks evs for exactly one Untrusted wrapping
