@@ -1,6 +1,7 @@
 package guardtest
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -63,4 +64,14 @@ func StartWriters(t testing.TB, n int, send func() ([]zk.MultiResponse, error)) 
 func (w *Writers) Stop() {
 	close(w.stop)
 	w.wg.Wait()
+}
+
+// StateNode makes the empty persistent node p on c, for a test's guarded
+// writes, and returns the write of v to it (any version).
+func StateNode(t testing.TB, ctx context.Context, c *connection.Client, p string) func(v string) *zk.SetDataRequest {
+	t.Helper()
+	if _, err := c.Create(ctx, p, nil, connection.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	return func(v string) *zk.SetDataRequest { return set(p, v) }
 }
