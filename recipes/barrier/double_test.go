@@ -160,6 +160,19 @@ func TestDoubleEnterLeave(t *testing.T) {
 	}
 }
 
+// doubleOnTwoClients is the set-up of a double barrier's wake-up test:
+// the barrier's directory under the test's root, a client through a proxy
+// (to cut it off) and one direct, a context of 2 minutes, and the
+// observer's session.
+func doubleOnTwoClients(t *testing.T, ens *zktest.Ensemble) (dir string, proxy *zktest.Proxy, c1, c2 *connection.Client, ctx context.Context, zc *zk.Conn) {
+	t.Helper()
+	dir = ens.Root(t) + "/double"
+	proxy = ens.Proxy(t)
+	c1 = open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second))
+	c2 = open(t, ens.Servers())
+	return dir, proxy, c1, c2, ctxFor(t, 2*time.Minute), ens.Conn(t)
+}
+
 // TestDoubleSpuriousWakeUps is GH-1290 tried: two members of four wait in
 // Enter while everything but the arrival of members wakes them — wake-ups
 // for no reason, changes of their own nodes, a third node that comes and
@@ -170,12 +183,7 @@ func TestDoubleEnterLeave(t *testing.T) {
 func TestDoubleSpuriousWakeUps(t *testing.T) {
 	t.Parallel()
 	ens := zkShared.Ensemble(t)
-	dir := ens.Root(t) + "/double"
-	proxy := ens.Proxy(t)
-	c1 := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second))
-	c2 := open(t, ens.Servers())
-	ctx := ctxFor(t, 2*time.Minute)
-	zc := ens.Conn(t)
+	dir, proxy, c1, c2, ctx, zc := doubleOnTwoClients(t, ens)
 	const n = 4
 	a, b := newMember(t, c1, dir, n), newMember(t, c2, dir, n)
 	waiting := []member{a, b}
@@ -282,6 +290,18 @@ func TestDoubleSpuriousWakeUps(t *testing.T) {
 	t.Logf("%d injections of wake-ups, nobody passed Enter before the fourth member", injections)
 }
 
+// waitMemberCount waits up to d until the observer lists n member nodes in
+// dir.
+func waitMemberCount(t *testing.T, zc *zk.Conn, dir string, n int, d time.Duration, what string) {
+	t.Helper()
+	zktest.Eventually(t, d, what, func() error {
+		if len(memberNames(t, zc, dir)) != n {
+			return errNotYet
+		}
+		return nil
+	})
+}
+
 func memberNames(t *testing.T, zc *zk.Conn, dir string) []string {
 	t.Helper()
 	v := viewOf(t, zc, dir)
@@ -305,12 +325,7 @@ func TestDoubleLeaveWakeUps(t *testing.T) {
 		t.Run(stay+" stays", func(t *testing.T) {
 			t.Parallel()
 			ens := zkShared.Ensemble(t)
-			dir := ens.Root(t) + "/double"
-			proxy := ens.Proxy(t)
-			c1 := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second))
-			c2 := open(t, ens.Servers())
-			ctx := ctxFor(t, 2*time.Minute)
-			zc := ens.Conn(t)
+			dir, proxy, c1, c2, ctx, zc := doubleOnTwoClients(t, ens)
 			ms := []member{newMember(t, c1, dir, 3), newMember(t, c2, dir, 3), newMember(t, c2, dir, 3)}
 			allNil(t, enterAll(ctx, ms...), "Enter")
 			slices.SortFunc(ms, func(p, q member) int {

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/peertest"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 var errNotYet = errors.New("not yet")
@@ -97,12 +96,7 @@ func TestDoubleInteropCurator(t *testing.T) {
 			}
 			entered = enterAll(ctx, gos[0])
 			checkedSince(t, gos[0].h, 0, "Enter")
-			zktest.Eventually(t, 30*time.Second, "three members", func() error {
-				if len(memberNames(t, zc, dir)) != 3 {
-					return errNotYet
-				}
-				return nil
-			})
+			waitMemberCount(t, zc, dir, 3, 30*time.Second, "three members")
 			stillAll(t, entered, "Enter")
 			peers[0].Quiet(200 * time.Millisecond)
 			peers[1].Quiet(0)
@@ -113,12 +107,7 @@ func TestDoubleInteropCurator(t *testing.T) {
 			for _, m := range gos {
 				checkedSince(t, m.h, 0, "Enter")
 			}
-			zktest.Eventually(t, 30*time.Second, "three members", func() error {
-				if len(memberNames(t, zc, dir)) != 3 {
-					return errNotYet
-				}
-				return nil
-			})
+			waitMemberCount(t, zc, dir, 3, 30*time.Second, "three members")
 			stillAll(t, entered, "Enter")
 			peers[0].Quiet(200 * time.Millisecond)
 			peers[1].Send("enter")
@@ -181,12 +170,7 @@ func TestDoubleInteropKazoo(t *testing.T) {
 			kz.Send("enter")
 			entered = enterAll(ctx, gos[0])
 			checkedSince(t, gos[0].h, 0, "Enter")
-			zktest.Eventually(t, 30*time.Second, "two members", func() error {
-				if len(memberNames(t, zc, dir)) != 2 {
-					return errNotYet
-				}
-				return nil
-			})
+			waitMemberCount(t, zc, dir, 2, 30*time.Second, "two members")
 			kz.Quiet(200 * time.Millisecond)
 			stillAll(t, entered, "Enter")
 			entered = append(entered, enterAll(ctx, gos[1])...)

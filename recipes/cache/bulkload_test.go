@@ -1,14 +1,11 @@
 package cache_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // The first load reads in bulk (connection.ReadWatchMany). These tests
@@ -25,24 +22,12 @@ func settleAgainst(t *testing.T, c *cache.Cache, rec *recorder, wr *writer, root
 	ctx := ctxFor(t, time.Minute)
 	wr.pause()
 	defer wr.resume()
-	if err := c.Sync(ctx); err != nil {
-		t.Fatalf("%s: %v", when, err)
-	}
-	if _, err := c.Trust(ctx); err != nil {
-		t.Fatalf("%s: %v", when, err)
-	}
+	syncTrusted(t, ctx, c, when)
 	if d := diff(nodesOf(c.Snapshot()), readTree(t, wr.conn, root, -1)); d != "" {
 		t.Fatalf("%s: the cache differs from the server:\n%s", when, d)
 	}
-	zktest.Eventually(t, 10*time.Second, when+": the listener has every event", func() error {
-		if d := diffReplay(replay(rec.all()), c.Snapshot()); d != "" {
-			return errors.New(d)
-		}
-		return nil
-	})
-	if bad := checkOrder(rec.all(), root); len(bad) > 0 {
-		t.Fatalf("%s: order:\n%s", when, strings.Join(bad[:min(20, len(bad))], "\n"))
-	}
+	hasEveryEvent(t, rec, c, when)
+	inServerOrder(t, rec, root, when)
 }
 
 // TestBulkLoadRacingWrites: a writer changes the tree as fast as it can

@@ -1,13 +1,10 @@
 package cache_test
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 )
@@ -79,12 +76,7 @@ func TestEvents(t *testing.T) {
 	if d := diff(nodesOf(c.Snapshot()), want); d != "" {
 		t.Fatalf("cache after sync:\n%s", d)
 	}
-	zktest.Eventually(t, 10*time.Second, "replayed events equal the view", func() error {
-		if d := diffReplay(replay(rec.all()), c.Snapshot()); d != "" {
-			return errors.New(d)
-		}
-		return nil
-	})
+	hasEveryEvent(t, rec, c, "after sync")
 	evs := rec.all()
 	t.Logf("events: %s", summary(evs))
 	if bad := checkOrder(evs, root); len(bad) > 0 {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 )
 
@@ -58,10 +59,7 @@ func TestClientClosedBeforeTrust(t *testing.T) {
 	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
 	proxy.Blackhole() // the first load's reads go unanswered
 	c := newCache(t, client, root)
-	ch, err := c.Listen(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := listen(t, c)
 	if ev := <-ch; ev.Type != cache.Resync || ev.Snapshot.Trusted() {
 		t.Fatalf("first event %v (trusted %v), want an untrusted Resync", ev.Type, ev.Snapshot.Trusted())
 	}
@@ -107,10 +105,7 @@ func TestClientClosedWhileSuspended(t *testing.T) {
 	if _, err := c.Trust(ctxFor(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	ch, err := c.Listen(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := listen(t, c)
 	proxy.Cut()
 	if err := untrustedOf(t, ch); !errors.Is(err, cache.ErrSuspended) {
 		t.Fatalf("first Untrusted's Err %v, want ErrSuspended", err)
@@ -125,29 +120,34 @@ func TestClientClosedWhileSuspended(t *testing.T) {
 	}
 }
 
+// trustedCache makes a cache of root on client and waits until it trusts
+// its view.
+func trustedCache(t *testing.T, client *connection.Client, root string, opts ...cache.Option) *cache.Cache {
+	t.Helper()
+	c := newCache(t, client, root, opts...)
+	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// listen starts a listener of c, for as long as c is open.
+func listen(t testing.TB, c *cache.Cache, opts ...cache.ListenOption) <-chan cache.Event {
+	t.Helper()
+	ch, err := c.Listen(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
 // collectUntilQuiet reads ch until it has been quiet for quiet after an
 // Untrusted with connection.ErrClosed (or for limit in all), and returns
 // what it read.
 func collectUntilQuiet(ch <-chan cache.Event, quiet, limit time.Duration) []cache.Event {
-	var evs []cache.Event
-	end := time.After(limit)
-	var hush <-chan time.Time
-	for {
-		select {
-		case ev, ok := <-ch:
-			if !ok {
-				return evs
-			}
-			evs = append(evs, ev)
-			if ev.Type == cache.Untrusted && errors.Is(ev.Err, connection.ErrClosed) {
-				hush = time.After(quiet)
-			}
-		case <-hush:
-			return evs
-		case <-end:
-			return evs
-		}
-	}
+	return testkit.CollectUntilQuiet(ch, func(ev cache.Event) bool {
+		return ev.Type == cache.Untrusted && errors.Is(ev.Err, connection.ErrClosed)
+	}, quiet, limit)
 }
 
 // closedTail checks evs for exactly one Untrusted wrapping
@@ -234,10 +234,7 @@ func TestClientClosedDuringFirstLoadIsTheLastEvent(t *testing.T) {
 	for round := range rounds {
 		client := open(t, ens.Servers())
 		c := newCache(t, client, root)
-		ch, err := c.Listen(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := listen(t, c)
 		// Close once the load has begun to show nodes.
 		var evs []cache.Event
 		for len(evs) < 50 {
@@ -271,10 +268,7 @@ func TestClientClosedBeforeFirstRead(t *testing.T) {
 	for round := range 10 {
 		client := open(t, ens.Servers())
 		c := newCache(t, client, root)
-		ch, err := c.Listen(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := listen(t, c)
 		client.Close()
 		evs := collectUntilQuiet(ch, time.Second, 10*time.Second)
 		if msg := closedTail(evs); msg != "" {
@@ -304,16 +298,10 @@ func TestClientClosedWhileTrustedTellsEachListenerOnce(t *testing.T) {
 	manyNodes(t, ens.Conn(t), root, 50)
 	for round := range 5 {
 		client := open(t, ens.Servers())
-		c := newCache(t, client, root)
-		if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
-			t.Fatal(err)
-		}
+		c := trustedCache(t, client, root)
 		var chs []<-chan cache.Event
 		for range 3 {
-			ch, err := c.Listen(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			ch := listen(t, c)
 			chs = append(chs, ch)
 		}
 		client.Close()
@@ -346,14 +334,8 @@ func TestClientClosedWhileBlackholed(t *testing.T) {
 	manyNodes(t, ens.Conn(t), root, 20)
 	proxy := ens.Proxy(t)
 	client := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
-	c := newCache(t, client, root)
-	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	ch, err := c.Listen(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := trustedCache(t, client, root)
+	ch := listen(t, c)
 	proxy.Blackhole()
 	untrustedOf(t, ch)
 	waiters := make(chan error, 4)
@@ -396,14 +378,8 @@ func TestClientClosedAfterExpiry(t *testing.T) {
 			if clear {
 				opts = append(opts, cache.WithClearOnSessionLoss())
 			}
-			c := newCache(t, client, root, opts...)
-			if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
-				t.Fatal(err)
-			}
-			ch, err := c.Listen(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := trustedCache(t, client, root, opts...)
+			ch := listen(t, c)
 			proxy.Blackhole()
 			time.Sleep(5 * time.Second) // past the session's timeout
 			proxy.Restore()
@@ -442,16 +418,10 @@ func TestLateListenerHearsClientClosed(t *testing.T) {
 	root := ens.Root(t)
 	mustCreate(t, ens.Conn(t), root+"/a", []byte("a"))
 	client := open(t, ens.Servers())
-	c := newCache(t, client, root)
-	if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	c := trustedCache(t, client, root)
 	client.Close()
 	trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
-	ch, err := c.Listen(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := listen(t, c)
 	ev := <-ch
 	if ev.Type != cache.Resync || ev.Snapshot.Trusted() {
 		t.Fatalf("first event %v trusted %v, want an untrusted Resync", ev.Type, ev.Snapshot.Trusted())
@@ -472,10 +442,7 @@ func TestOverflowingListenerHearsClientClosed(t *testing.T) {
 	manyNodes(t, ens.Conn(t), root, 500)
 	client := open(t, ens.Servers())
 	c := newCache(t, client, root)
-	ch, err := c.Listen(context.Background(), cache.WithBuffer(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := listen(t, c, cache.WithBuffer(1))
 	time.Sleep(30 * time.Millisecond) // events pile up unread
 	client.Close()
 	trustErrWithin(t, c, connection.ErrClosed, 5*time.Second)
@@ -500,10 +467,7 @@ func TestCloseRacesClientClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ch, err := c.Listen(context.Background(), cache.WithBuffer(2))
-		if err != nil {
-			t.Fatal(err)
-		}
+		ch := listen(t, c, cache.WithBuffer(2))
 		if round%3 == 2 {
 			if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
 				t.Fatal(err)
@@ -558,14 +522,8 @@ func TestClientClosedUnderChurnIsTheLastEvent(t *testing.T) {
 	fails := 0
 	for round := range rounds {
 		client := open(t, ens.Servers())
-		c := newCache(t, client, root)
-		if _, err := c.Trust(ctxFor(t, 30*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		ch, err := c.Listen(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := trustedCache(t, client, root)
+		ch := listen(t, c)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Add(1)

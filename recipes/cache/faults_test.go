@@ -58,21 +58,8 @@ func TestFaults(t *testing.T) {
 	// change and the listener every event; it returns the event count.
 	settle := func(when string) int {
 		t.Helper()
-		if err := c.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Trust(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
-			t.Fatalf("%s: the cache differs from the server:\n%s", when, d)
-		}
-		zktest.Eventually(t, 10*time.Second, when+": the listener has every event", func() error {
-			if d := diffReplay(replay(rec.all()), c.Snapshot()); d != "" {
-				return errors.New(d)
-			}
-			return nil
-		})
+		settledEqualsServer(t, ctx, conn, c, when)
+		hasEveryEvent(t, rec, c, when)
 		return len(rec.all())
 	}
 
@@ -186,15 +173,8 @@ func TestServerFaults(t *testing.T) {
 		if err := c.Sync(ctx); err != nil {
 			t.Fatalf("%s: %v", when, err)
 		}
-		if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
-			t.Fatalf("%s: the cache differs from the server:\n%s", when, d)
-		}
-		zktest.Eventually(t, 10*time.Second, when+": the listener has every event", func() error {
-			if d := diffReplay(replay(rec.all()), c.Snapshot()); d != "" {
-				return errors.New(d)
-			}
-			return nil
-		})
+		equalsServer(t, conn, c, -1, when)
+		hasEveryEvent(t, rec, c, when)
 	}
 	sid := client.Session().ID()
 	for _, step := range []struct {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -92,12 +91,7 @@ func TestSlowListener(t *testing.T) {
 	if d := diffReplay(replay(evs), c.Snapshot()); d != "" {
 		t.Fatalf("slow listener's replay:\n%s", d)
 	}
-	zktest.Eventually(t, 10*time.Second, "the fast listener has every event", func() error {
-		if d := diffReplay(replay(fast.all()), c.Snapshot()); d != "" {
-			return errors.New(d)
-		}
-		return nil
-	})
+	hasEveryEvent(t, fast, c, "the fast listener")
 	for _, ev := range fast.all() {
 		if ev.Type == cache.Overflow {
 			t.Fatal("the fast listener overflowed")
@@ -114,12 +108,8 @@ func TestListenersComeAndGo(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wr := newWriter(t, conn, root, 100, 10*time.Millisecond)
-	wr.fill(t)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	w := newWriterTree(t, ens, 100, 10*time.Millisecond, 8*time.Second)
+	root, conn, wr, proxy, client := w.root, w.conn, w.wr, w.proxy, w.client
 	c := newCache(t, client, root)
 	ctx := ctxFor(t, time.Minute)
 	if _, err := c.Trust(ctx); err != nil {

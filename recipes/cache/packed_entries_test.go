@@ -9,7 +9,6 @@ package cache_test
 // pending: orphans) with the connection cut meanwhile.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -50,6 +49,16 @@ func childFields(view map[string]cache.Node, want map[string]tnode) string {
 	return strings.Join(out, "\n")
 }
 
+// sameChildFields fails t unless c's view equals the server's tree, child
+// fields (childFields) included.
+func sameChildFields(t *testing.T, conn *zk.Conn, c *cache.Cache, when string) {
+	t.Helper()
+	view, want := equalsServer(t, conn, c, -1, when)
+	if d := childFields(view, want); d != "" {
+		t.Fatalf("%s: cache of %s: child fields differ from the server's:\n%s", when, c.Path(), d)
+	}
+}
+
 // TestChildStatFieldsAfterChurn: the Stat's child fields follow
 // the node's listing (Node.Stat's doc): at quiescence, with every node's
 // children cached, each node's Cversion, NumChildren and Pzxid are the
@@ -60,40 +69,28 @@ func TestChildStatFieldsAfterChurn(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wr := newWriter(t, conn, root, 400, 2*time.Millisecond)
-	wr.fill(t)
-	wr.start()
-	defer wr.finish(t)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
-	c := newCache(t, client, root)
+	w := newWriterTree(t, ens, 400, 2*time.Millisecond, 8*time.Second)
+	w.wr.start()
+	defer w.wr.finish(t)
+	c := newCache(t, w.client, w.root)
 	rec := record(t, c)
 	waitInit(t, c)
 	for round := range 6 {
 		if round%2 == 1 {
-			proxy.Cut()
+			w.proxy.Cut()
 			time.Sleep(80 * time.Millisecond)
-			proxy.Restore()
+			w.proxy.Restore()
 		}
 		time.Sleep(300 * time.Millisecond)
-		settleAgainst(t, c, rec, wr, root, fmt.Sprintf("round %d", round))
+		when := fmt.Sprintf("round %d", round)
+		settleAgainst(t, c, rec, w.wr, w.root, when)
 		func() {
-			wr.pause()
-			defer wr.resume()
-			ctx := ctxFor(t, time.Minute)
-			if err := c.Sync(ctx); err != nil {
+			w.wr.pause()
+			defer w.wr.resume()
+			if err := c.Sync(ctxFor(t, time.Minute)); err != nil {
 				t.Fatal(err)
 			}
-			want := readTree(t, conn, root, -1)
-			view := nodesOf(c.Snapshot())
-			if d := diff(view, want); d != "" {
-				t.Fatalf("round %d: the cache differs from the server:\n%s", round, d)
-			}
-			if d := childFields(view, want); d != "" {
-				t.Fatalf("round %d: the view's child fields differ from the server's:\n%s", round, d)
-			}
+			sameChildFields(t, w.conn, c, when)
 		}()
 	}
 }
@@ -242,12 +239,8 @@ func TestTwoCachesOfOneTreeOneClosed(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wr := newWriter(t, conn, root, 400, 2*time.Millisecond)
-	wr.fill(t)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second))
+	w := newWriterTree(t, ens, 400, 2*time.Millisecond, 4*time.Second)
+	root, conn, wr, proxy, client := w.root, w.conn, w.wr, w.proxy, w.client
 	a := newCache(t, client, root)
 	b := newCache(t, client, root)
 	rec := record(t, b)
@@ -263,18 +256,13 @@ func TestTwoCachesOfOneTreeOneClosed(t *testing.T) {
 	for _, k := range kids[:min(len(kids), 10)] {
 		watched = append(watched, root+"/"+k)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	testkit.RearmWatches(ctx, &wg, client, watched)
+	defer otherUser(client, watched)()
 	check := func(when string) {
 		t.Helper()
 		settleAgainst(t, b, rec, wr, root, when)
 		wr.pause()
 		defer wr.resume()
-		zktest.Eventually(t, 10*time.Second, when+": watches as the server's", func() error {
-			return watchesAsServer(t, ens, client, b.Snapshot().Len(), b)
-		})
+		watchesAreServers(t, ens, client, when, b, b)
 		// The other user's watch of the root fires with the next change.
 		_, _, w, err := client.ChildrenWatch(ctxFor(t, 10*time.Second), root)
 		if err != nil {
@@ -438,34 +426,15 @@ func remadeSubtrees(t *testing.T, faults bool) {
 				t.Fatalf("writer: %v", err)
 			}
 			ctx := ctxFor(t, time.Minute)
+			when := fmt.Sprintf("round %d", round)
 			for _, c := range []*cache.Cache{all, sub} {
 				waitInit(t, c)
-				if err := c.Sync(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.Trust(ctx); err != nil {
-					t.Fatal(err)
-				}
-				want, view := readTree(t, conn, c.Path(), -1), nodesOf(c.Snapshot())
-				if d := diff(view, want); d != "" {
-					t.Fatalf("round %d: cache of %s differs from the server:\n%s", round, c.Path(), d)
-				}
-				if d := childFields(view, want); d != "" {
-					t.Fatalf("round %d: cache of %s: child fields differ from the server's:\n%s", round, c.Path(), d)
-				}
+				syncTrusted(t, ctx, c, when)
+				sameChildFields(t, conn, c, when)
 			}
-			zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
-				if d := diffReplay(replay(rec.all()), all.Snapshot()); d != "" {
-					return errors.New(d)
-				}
-				return nil
-			})
-			if bad := checkOrder(rec.all(), root); len(bad) > 0 {
-				t.Fatalf("round %d: order:\n%s", round, strings.Join(bad[:min(20, len(bad))], "\n"))
-			}
-			zktest.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: watches as the server's", round), func() error {
-				return watchesAsServer(t, ens, client, all.Snapshot().Len(), all, sub)
-			})
+			hasEveryEvent(t, rec, all, when)
+			inServerOrder(t, rec, root, when)
+			watchesAreServers(t, ens, client, when, all, all, sub)
 		}()
 	}
 	t.Logf("%d subtrees remade; %d nodes", remakes.Load(), all.Snapshot().Len())
@@ -520,19 +489,12 @@ func TestNamespaceCutAndExpiry(t *testing.T) {
 		t.Helper()
 		ctx := ctxFor(t, time.Minute)
 		for _, c := range []*cache.Cache{top, tree} {
-			if err := c.Sync(ctx); err != nil {
-				t.Fatalf("%s: %v", when, err)
-			}
-			if _, err := c.Trust(ctx); err != nil {
-				t.Fatalf("%s: %v", when, err)
-			}
+			syncTrusted(t, ctx, c, when)
 			if d := diff(nodesOf(c.Snapshot()), truth(c.Path())); d != "" {
 				t.Fatalf("%s: cache of %s differs from the server:\n%s", when, c.Path(), d)
 			}
 		}
-		zktest.Eventually(t, 10*time.Second, when+": watches as the server's", func() error {
-			return watchesAsServer(t, ens, client, top.Snapshot().Len(), top, tree)
-		})
+		watchesAreServers(t, ens, client, when, top, top, tree)
 	}
 	check("loaded")
 	for round := range 2 {
@@ -740,25 +702,7 @@ func TestCacheClosedWhileCutOff(t *testing.T) {
 		time.Sleep(60 * time.Millisecond)
 		proxy.Restore()
 		<-done
-		ctx := ctxFor(t, time.Minute)
-		if err := b.Sync(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Trust(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if d := diff(nodesOf(b.Snapshot()), readTree(t, conn, root, -1)); d != "" {
-			t.Fatalf("round %d: the cache differs from the server:\n%s", round, d)
-		}
-		zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
-			if d := diffReplay(replay(rec.all()), b.Snapshot()); d != "" {
-				return errors.New(d)
-			}
-			return nil
-		})
-		zktest.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: watches as the server's", round), func() error {
-			return watchesAsServer(t, ens, client, b.Snapshot().Len(), b)
-		})
+		settledChecks(t, ens, client, conn, fmt.Sprintf("round %d", round), rec, b, b)
 	}
 	if client.Session() != sess {
 		t.Fatal("a new session")
@@ -777,18 +721,10 @@ func TestCachesSwappedOnSlowReconnect(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wr := newWriter(t, conn, root, 300, 3*time.Millisecond)
-	wr.fill(t)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	w := newWriterTree(t, ens, 300, 3*time.Millisecond, 8*time.Second)
+	root, wr, proxy, client := w.root, w.wr, w.proxy, w.client
 	sess := client.Session()
-	b := newCache(t, client, root)
-	rec := record(t, b)
-	waitInit(t, b)
-	a := newCache(t, client, root)
-	waitInit(t, a)
+	a, b, rec := w.twoCaches(t)
 	wr.start()
 	defer wr.finish(t)
 	for round := range 5 {
@@ -804,34 +740,9 @@ func TestCachesSwappedOnSlowReconnect(t *testing.T) {
 		proxy.DelayReplies(0)
 		waitInit(t, a)
 		time.Sleep(200 * time.Millisecond)
-		func() {
-			wr.pause()
-			defer wr.resume()
-			ctx := ctxFor(t, time.Minute)
-			for _, c := range []*cache.Cache{a, b} {
-				if err := c.Sync(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.Trust(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
-					t.Fatalf("round %d: a cache differs from the server:\n%s", round, d)
-				}
-			}
-			zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
-				if d := diffReplay(replay(rec.all()), b.Snapshot()); d != "" {
-					return errors.New(d)
-				}
-				return nil
-			})
-			if bad := checkOrder(rec.all(), root); len(bad) > 0 {
-				t.Fatalf("round %d: order:\n%s", round, strings.Join(bad[:min(20, len(bad))], "\n"))
-			}
-			zktest.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: watches as the server's", round), func() error {
-				return watchesAsServer(t, ens, client, b.Snapshot().Len(), a, b)
-			})
-		}()
+		when := fmt.Sprintf("round %d", round)
+		w.pausedChecks(t, when, rec, b, a, b)
+		inServerOrder(t, rec, root, when)
 	}
 	if client.Session() != sess {
 		t.Fatal("a new session")
@@ -851,17 +762,9 @@ func TestCacheClosedAcrossExpiry(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wr := newWriter(t, conn, root, 300, 3*time.Millisecond)
-	wr.fill(t)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
-	b := newCache(t, client, root)
-	rec := record(t, b)
-	waitInit(t, b)
-	a := newCache(t, client, root)
-	waitInit(t, a)
+	w := newWriterTree(t, ens, 300, 3*time.Millisecond, 2*time.Second)
+	root, wr, proxy, client := w.root, w.wr, w.proxy, w.client
+	a, b, rec := w.twoCaches(t)
 	wr.start()
 	defer wr.finish(t)
 	for round := range 3 {
@@ -883,31 +786,7 @@ func TestCacheClosedAcrossExpiry(t *testing.T) {
 			a = newCache(t, client, root)
 		}
 		time.Sleep(300 * time.Millisecond)
-		func() {
-			wr.pause()
-			defer wr.resume()
-			ctx := ctxFor(t, time.Minute)
-			for _, c := range []*cache.Cache{a, b} {
-				if err := c.Sync(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := c.Trust(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
-					t.Fatalf("round %d: a cache differs from the server:\n%s", round, d)
-				}
-			}
-			zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
-				if d := diffReplay(replay(rec.all()), b.Snapshot()); d != "" {
-					return errors.New(d)
-				}
-				return nil
-			})
-			zktest.Eventually(t, 10*time.Second, fmt.Sprintf("round %d: watches as the server's", round), func() error {
-				return watchesAsServer(t, ens, client, b.Snapshot().Len(), a, b)
-			})
-		}()
+		w.pausedChecks(t, fmt.Sprintf("round %d", round), rec, b, a, b)
 		if client.Session() == sess {
 			t.Fatalf("round %d: the same session after the expiry", round)
 		}

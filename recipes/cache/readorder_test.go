@@ -33,13 +33,7 @@ func TestDataOlderThanListing(t *testing.T) {
 	mustCreate(t, conn, n, []byte("old"))
 	mustCreate(t, conn, kid, []byte("old"))
 	abort := make(chan struct{})
-	wait := func(ch <-chan struct{}) {
-		select {
-		case <-ch:
-		case <-abort:
-		case <-time.After(30 * time.Second):
-		}
-	}
+	wait := waitOrAbort(abort)
 	dataAnswered, remade, kidRead, release := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var nData, nList, kidData atomic.Int32
 	hook := func(path string, listing bool, read, send func()) {
@@ -66,19 +60,7 @@ func TestDataOlderThanListing(t *testing.T) {
 	t.Cleanup(func() { close(abort) }) // before the cache closes
 	rec := record(t, c)
 	wait(dataAnswered)
-	acl := zk.WorldACL(zk.PermAll)
-	if _, err := conn.Multi(
-		&zk.DeleteRequest{Path: kid, Version: -1},
-		&zk.DeleteRequest{Path: n, Version: -1},
-		&zk.CreateRequest{Path: n, Data: []byte("new"), Acl: acl},
-		&zk.CreateRequest{Path: kid, Data: []byte("new"), Acl: acl},
-	); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := conn.Get(n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := remakeWithChild(t, conn, n, kid)
 	close(remade)
 	wait(kidRead)
 	if !closed(kidRead) {
@@ -89,25 +71,7 @@ func TestDataOlderThanListing(t *testing.T) {
 	if err := c.Sync(ctxFor(t, time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	want := readTree(t, conn, root, 2)
-	if d := diff(nodesOf(c.Snapshot()), want); d != "" {
-		t.Fatalf("the view differs from the server:\n%s", d)
-	}
-	evs := rec.all()
-	if bad := checkOrder(evs, root); len(bad) > 0 {
-		t.Errorf("order: %v", bad)
-	}
-	for _, ev := range evs {
-		switch {
-		case ev.Type == cache.Deleted:
-			t.Errorf("Deleted %s (czxid %d): nothing was deleted from a view of the new node", ev.Path, ev.Node.Stat.Czxid)
-		case ev.Type == cache.Created && ev.Path != root && ev.Node.Stat.Czxid != st.Czxid:
-			t.Errorf("Created %s with czxid %d, not the new node's %d", ev.Path, ev.Node.Stat.Czxid, st.Czxid)
-		}
-	}
-	if t.Failed() {
-		t.Logf("events: %s", fmt.Sprint(summary(evs)))
-	}
+	viewOfNewNode(t, c, rec, conn, root, st)
 }
 
 // TestListingOfNewNodeKeepsNoOldChild: a new node is listed and its
@@ -126,13 +90,7 @@ func TestListingOfNewNodeKeepsNoOldChild(t *testing.T) {
 	mustCreate(t, conn, n, []byte("old"))
 	mustCreate(t, conn, kid, []byte("old"))
 	abort := make(chan struct{})
-	wait := func(ch <-chan struct{}) {
-		select {
-		case <-ch:
-		case <-abort:
-		case <-time.After(30 * time.Second):
-		}
-	}
+	wait := waitOrAbort(abort)
 	kidOld, relisted, nCreated := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var nData, nList, kidData atomic.Int32
 	hook := func(path string, listing bool, read, send func()) {
@@ -165,6 +123,37 @@ func TestListingOfNewNodeKeepsNoOldChild(t *testing.T) {
 	t.Cleanup(func() { close(abort) }) // before the cache closes
 	rec := record(t, c)
 	wait(kidOld)
+	st := remakeWithChild(t, conn, n, kid)
+	rec.waitFor(t, "Created "+n, func(ev cache.Event) bool { return ev.Type == cache.Created && ev.Path == n })
+	close(nCreated)
+	waitInit(t, c)
+	if err := c.Sync(ctxFor(t, time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(relisted) {
+		t.Fatal("the new node was never listed before its data read")
+	}
+	viewOfNewNode(t, c, rec, conn, root, st)
+}
+
+// waitOrAbort returns a wait for a channel that gives up when abort is
+// closed or after 30 s: a read hook held back this way never outlives
+// the test.
+func waitOrAbort(abort <-chan struct{}) func(<-chan struct{}) {
+	return func(ch <-chan struct{}) {
+		select {
+		case <-ch:
+		case <-abort:
+		case <-time.After(30 * time.Second):
+		}
+	}
+}
+
+// remakeWithChild deletes n and its child kid and makes both again in
+// one multi (so both have the same new czxid); it returns the new n's
+// Stat.
+func remakeWithChild(t *testing.T, conn *zk.Conn, n, kid string) *zk.Stat {
+	t.Helper()
 	acl := zk.WorldACL(zk.PermAll)
 	if _, err := conn.Multi(
 		&zk.DeleteRequest{Path: kid, Version: -1},
@@ -178,15 +167,15 @@ func TestListingOfNewNodeKeepsNoOldChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.waitFor(t, "Created "+n, func(ev cache.Event) bool { return ev.Type == cache.Created && ev.Path == n })
-	close(nCreated)
-	waitInit(t, c)
-	if err := c.Sync(ctxFor(t, time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if !closed(relisted) {
-		t.Fatal("the new node was never listed before its data read")
-	}
+	return st
+}
+
+// viewOfNewNode checks that c, of root to depth 2, equals the server's
+// tree, that rec's events are in the server's order, and that none of
+// them deleted a node or created one under root other than by the remake
+// whose Stat is st: the old node's reads published nothing.
+func viewOfNewNode(t *testing.T, c *cache.Cache, rec *recorder, conn *zk.Conn, root string, st *zk.Stat) {
+	t.Helper()
 	want := readTree(t, conn, root, 2)
 	if d := diff(nodesOf(c.Snapshot()), want); d != "" {
 		t.Fatalf("the view differs from the server:\n%s", d)

@@ -58,6 +58,34 @@ func TestViewFollowsWipedDatabaseRebuiltWithSameZxids(t *testing.T) {
 	rebuiltWithSameZxids(t, "/app", "/app/a", "/app/b", "/app/b/x")
 }
 
+// trustedThenWiped opens a client of ens through a proxy and a recorded
+// cache of root on it, trusted; a few more zxids (through conn, which it
+// then closes) reach the client's view. Then the client is cut off while
+// the database is wiped, to be rebuilt by the caller (the client's
+// session would otherwise be the new database's first change, and move
+// every zxid after it).
+func trustedThenWiped(t *testing.T, ens *zktest.Ensemble, conn *zk.Conn, root string) (*zktest.Proxy, *connection.Client, *cache.Cache, *recorder) {
+	t.Helper()
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
+	c := newCache(t, client, root)
+	rec := record(t, c)
+	ctx := ctxFor(t, time.Minute)
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bump(t, conn, 5)
+	if err := c.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	proxy.Cut()
+	if err := ens.WipeDatabase(); err != nil {
+		t.Fatal(err)
+	}
+	return proxy, client, c, rec
+}
+
 // TestEventsFollowWipedDatabaseRebuiltWithSameZxids: a wide tree, read
 // again in bulk in the new session (its data with its Stat): the listener
 // must hear of every node whose data the view takes.
@@ -86,28 +114,7 @@ func rebuiltWithSameZxids(t *testing.T, paths ...string) {
 		return conn, readTree(t, conn, root, -1)
 	}
 	conn, before := bootstrap("old")
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
-	c := newCache(t, client, root)
-	rec := record(t, c)
-	ctx := ctxFor(t, time.Minute)
-	if _, err := c.Trust(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// The client hears a few more zxids.
-	bump(t, conn, 5)
-	if err := c.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-
-	// The client is cut off while the database is wiped and rebuilt (its
-	// session would otherwise be the new database's first change, and
-	// move every zxid after it).
-	proxy.Cut()
-	if err := ens.WipeDatabase(); err != nil {
-		t.Fatal(err)
-	}
+	proxy, client, c, rec := trustedThenWiped(t, ens, conn, root)
 	conn, after := bootstrap("new")
 	for p, n := range after {
 		if o := before[p]; o.stat.Czxid != n.stat.Czxid || o.stat.Mzxid != n.stat.Mzxid {
@@ -187,24 +194,7 @@ func TestViewFollowsWipedDatabaseWhoseZxidsCaughtUp(t *testing.T) {
 	tree(t, conn, "root", "/app")
 	tree(t, conn, "old", kids(false)...)
 	before := readTree(t, conn, "/app", -1)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
-	c := newCache(t, client, "/app")
-	rec := record(t, c)
-	ctx := ctxFor(t, time.Minute)
-	if _, err := c.Trust(ctx); err != nil {
-		t.Fatal(err)
-	}
-	bump(t, conn, 5)
-	if err := c.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-
-	proxy.Cut()
-	if err := ens.WipeDatabase(); err != nil {
-		t.Fatal(err)
-	}
+	proxy, client, c, rec := trustedThenWiped(t, ens, conn, "/app")
 	conn = connectNew(t, ens)
 	tree(t, conn, "root", "/app")
 	bump(t, conn, 1)

@@ -284,12 +284,7 @@ func TestScaleWideDirectoryOnBoundedClient(t *testing.T) {
 		t.Fatalf("Untrusted with %v, want ErrSuspended", ev.Err)
 	}
 	checkBounded("after the directory changed")
-	zktest.Eventually(t, 10*time.Second, "the listener has every event", func() error {
-		if d := diffReplay(replay(rec.all()), c.Snapshot()); d != "" {
-			return errors.New(d)
-		}
-		return nil
-	})
+	hasEveryEvent(t, rec, c, "after the directory changed")
 	if bad := checkOrder(rec.all(), root); len(bad) > 0 {
 		t.Fatalf("order:\n%s", strings.Join(bad, "\n"))
 	}

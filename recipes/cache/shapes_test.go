@@ -12,7 +12,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // makeTree creates root/a{0..n-1}/b{0..m-1}, each with its path as data.
@@ -208,10 +207,7 @@ func TestInputErrors(t *testing.T) {
 	if _, err := c.Listen(context.Background(), cache.WithBuffer(0)); !errors.Is(err, connection.ErrInvalidOption) {
 		t.Fatalf("buffer 0: %v", err)
 	}
-	ch, err := c.Listen(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := listen(t, c)
 	waitInit(t, c)
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -345,12 +341,7 @@ func TestShapesAndUnreadableAcrossFaults(t *testing.T) {
 					t.Fatalf("%s, %s: event of a path outside the shape: %v %s", when, sc.name, ev.Type, ev.Path)
 				}
 			}
-			zktest.Eventually(t, 10*time.Second, when+": replay", func() error {
-				if d := diffReplay(replay(sc.rec.all()), sc.c.Snapshot()); d != "" {
-					return errors.New(d)
-				}
-				return nil
-			})
+			hasEveryEvent(t, sc.rec, sc.c, when+", "+sc.name)
 		}
 	}
 	check("at first")

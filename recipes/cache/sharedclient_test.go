@@ -7,11 +7,8 @@ package cache_test
 // others whole.
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +33,34 @@ func twoWriters(t *testing.T, conn *zk.Conn, root string, n int, rate time.Durat
 		wrs = append(wrs, wr)
 	}
 	return wrs, branch
+}
+
+// overlapping is twoWriters' tree (the writers not started) and a client
+// of it through a proxy.
+type overlapping struct {
+	root, branch string
+	conn         *zk.Conn
+	wrs          []*writer
+	proxy        *zktest.Proxy
+	client       *connection.Client
+}
+
+func newOverlapping(t *testing.T, ens *zktest.Ensemble, n int, rate, sessionTimeout time.Duration) *overlapping {
+	t.Helper()
+	o := &overlapping{root: ens.Root(t), conn: ens.Conn(t)}
+	o.wrs, o.branch = twoWriters(t, o.conn, o.root, n, rate)
+	o.proxy = ens.Proxy(t)
+	o.client = open(t, o.proxy.Servers(), connection.WithSessionTimeout(sessionTimeout))
+	return o
+}
+
+// cachesOfBoth makes a cache of the root and one of the branch, each
+// recorded.
+func (o *overlapping) cachesOfBoth(t *testing.T) (all, br *cache.Cache, cs []*cache.Cache, recs []*recorder) {
+	t.Helper()
+	all = newCache(t, o.client, o.root)
+	br = newCache(t, o.client, o.branch)
+	return all, br, []*cache.Cache{all, br}, []*recorder{record(t, all), record(t, br)}
 }
 
 func startWriters(wrs []*writer) {
@@ -67,24 +92,11 @@ func settleMany(t *testing.T, wrs []*writer, when string, cs []*cache.Cache, rec
 		conn = paused[0]
 	}
 	for i, c := range cs {
-		if err := c.Sync(ctx); err != nil {
-			t.Fatalf("%s: cache %d: %v", when, i, err)
-		}
-		if _, err := c.Trust(ctx); err != nil {
-			t.Fatalf("%s: cache %d: %v", when, i, err)
-		}
-		if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, c.Path(), depths[i])); d != "" {
-			t.Fatalf("%s: cache %d of %s differs from the server:\n%s", when, i, c.Path(), d)
-		}
-		zktest.Eventually(t, 10*time.Second, when+": the listener has every event", func() error {
-			if d := diffReplay(replay(recs[i].all()), c.Snapshot()); d != "" {
-				return errors.New(d)
-			}
-			return nil
-		})
-		if bad := checkOrder(recs[i].all(), c.Path()); len(bad) > 0 {
-			t.Fatalf("%s: cache %d order:\n%s", when, i, strings.Join(bad[:min(20, len(bad))], "\n"))
-		}
+		when := fmt.Sprintf("%s: cache %d", when, i)
+		syncTrusted(t, ctx, c, when)
+		equalsServer(t, conn, c, depths[i], when)
+		hasEveryEvent(t, recs[i], c, when)
+		inServerOrder(t, recs[i], c.Path(), when)
 	}
 	// No read loop: nothing changes, nothing is read.
 	reads := make([]int64, len(cs))
@@ -112,9 +124,9 @@ func TestCachesSharingAClient(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wrs, branch := twoWriters(t, conn, root, 1000, 2*time.Millisecond)
+	o := newOverlapping(t, ens, 1000, 2*time.Millisecond, 8*time.Second)
+	root, conn, branch, proxy, client := o.root, o.conn, o.branch, o.proxy, o.client
+	wrs := o.wrs
 	sub, _, err := conn.Children(branch)
 	if err != nil {
 		t.Fatal(err)
@@ -125,13 +137,8 @@ func TestCachesSharingAClient(t *testing.T) {
 	}
 	startWriters(wrs)
 	defer finishWriters(t, wrs)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
 	sess := client.Session()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	testkit.RearmWatches(ctx, &wg, client, watched)
+	defer otherUser(client, watched)()
 	all := newCache(t, client, root)
 	br := newCache(t, client, branch)
 	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
@@ -171,22 +178,14 @@ func TestCachesSharingAClientExpiry(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wrs, branch := twoWriters(t, conn, root, 1000, 3*time.Millisecond)
+	o := newOverlapping(t, ens, 1000, 3*time.Millisecond, 2*time.Second)
+	root, branch, proxy, client := o.root, o.branch, o.proxy, o.client
+	wrs := o.wrs
 	startWriters(wrs)
 	defer finishWriters(t, wrs)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
+	defer otherUser(client, []string{root, branch})()
 	sess := client.Session()
-	all := newCache(t, client, root)
-	br := newCache(t, client, branch)
-	cs := []*cache.Cache{all, br}
-	recs := []*recorder{record(t, all), record(t, br)}
+	_, _, cs, recs := o.cachesOfBoth(t)
 	depths := []int{-1, -1}
 	time.Sleep(15 * time.Millisecond)
 	proxy.Blackhole()
@@ -222,18 +221,13 @@ func TestCachesSharingAClientAnswersLost(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wrs, branch := twoWriters(t, conn, root, 1000, 2*time.Millisecond)
+	o := newOverlapping(t, ens, 1000, 2*time.Millisecond, 10*time.Second)
+	root, branch, proxy, client := o.root, o.branch, o.proxy, o.client
+	wrs := o.wrs
 	startWriters(wrs)
 	defer finishWriters(t, wrs)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second))
 	sess := client.Session()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
+	defer otherUser(client, []string{root, branch})()
 	all := newCache(t, client, root)
 	dir := newCache(t, client, branch, cache.WithMaxDepth(1))
 	waitInit(t, all)
@@ -271,20 +265,12 @@ func TestCachesSharingAClientReconnectReads(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wrs, branch := twoWriters(t, conn, root, 1000, time.Millisecond)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second))
+	o := newOverlapping(t, ens, 1000, time.Millisecond, 10*time.Second)
+	root, branch, proxy, client := o.root, o.branch, o.proxy, o.client
+	wrs := o.wrs
 	sess := client.Session()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
-	all := newCache(t, client, root)
-	br := newCache(t, client, branch)
-	cs := []*cache.Cache{all, br}
-	recs := []*recorder{record(t, all), record(t, br)}
+	defer otherUser(client, []string{root, branch})()
+	all, br, cs, recs := o.cachesOfBoth(t)
 	for _, c := range cs {
 		waitInit(t, c)
 	}
@@ -326,19 +312,10 @@ func TestCachesSharingAClientTrustedAfterCut(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	_, branch := twoWriters(t, conn, root, 1000, time.Millisecond)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	testkit.RearmWatches(ctx, &wg, client, []string{root, branch})
-	all := newCache(t, client, root)
-	br := newCache(t, client, branch)
-	cs := []*cache.Cache{all, br}
-	recs := []*recorder{record(t, all), record(t, br)}
+	o := newOverlapping(t, ens, 1000, time.Millisecond, 6*time.Second)
+	root, conn, branch, proxy, client := o.root, o.conn, o.branch, o.proxy, o.client
+	defer otherUser(client, []string{root, branch})()
+	all, _, cs, recs := o.cachesOfBoth(t)
 	for round := range 3 {
 		var dones []<-chan struct{}
 		var marks []int
@@ -420,15 +397,9 @@ func TestTrustedAfterExpiry(t *testing.T) {
 func trustedAfterExpiry(t *testing.T, reRegistration bool) {
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	_, branch := twoWriters(t, conn, root, 1000, time.Millisecond)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
-	all := newCache(t, client, root)
-	br := newCache(t, client, branch)
-	cs := []*cache.Cache{all, br}
-	recs := []*recorder{record(t, all), record(t, br)}
+	o := newOverlapping(t, ens, 1000, time.Millisecond, 2*time.Second)
+	root, conn, branch, proxy, client := o.root, o.conn, o.branch, o.proxy, o.client
+	all, _, cs, recs := o.cachesOfBoth(t)
 	var marks []int
 	for i, c := range cs {
 		if _, err := c.Trust(ctxFor(t, time.Minute)); err != nil {

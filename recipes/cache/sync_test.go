@@ -1,6 +1,7 @@
 package cache_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -63,6 +64,26 @@ func TestSyncWaitsForChangeNotifiedByBulkRead(t *testing.T) {
 	}
 }
 
+// trustedOfNodes makes n nodes under the ensemble's root (root/n0 …, data
+// v0), a client through a proxy and a cache of the root on it; it
+// returns once the cache trusts its view, with the channel that closes
+// when it no longer does.
+func trustedOfNodes(t *testing.T, ctx context.Context, ens *zktest.Ensemble, n int, sessionTimeout time.Duration) (root string, conn *zk.Conn, proxy *zktest.Proxy, client *connection.Client, c *cache.Cache, done <-chan struct{}) {
+	t.Helper()
+	root, conn = ens.Root(t), ens.Conn(t)
+	for i := range n {
+		mustCreate(t, conn, fmt.Sprintf("%s/n%d", root, i), []byte("v0"))
+	}
+	proxy = ens.Proxy(t)
+	client = open(t, proxy.Servers(), connection.WithSessionTimeout(sessionTimeout))
+	c = newCache(t, client, root)
+	done, err := c.Trust(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, conn, proxy, client, c, done
+}
+
 // TestSyncAcrossExpiry: Sync called while the client is cut off beyond
 // its session, after nodes were set, returns once the view of the new
 // session holds them.
@@ -70,20 +91,9 @@ func TestSyncAcrossExpiry(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
 	const nodes = 20
-	for i := range nodes {
-		mustCreate(t, conn, fmt.Sprintf("%s/n%d", root, i), []byte("v0"))
-	}
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second))
-	c := newCache(t, client, root)
 	ctx := ctxFor(t, time.Minute)
-	done, err := c.Trust(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, conn, proxy, client, c, done := trustedOfNodes(t, ctx, ens, nodes, 2*time.Second)
 	sid := client.Session().ID()
 	proxy.Blackhole()
 	<-done
@@ -134,20 +144,9 @@ func TestSyncAcrossReconnectHasChangesMadeWhileCutOff(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
 	const nodes = 20
-	for i := range nodes {
-		mustCreate(t, conn, fmt.Sprintf("%s/n%d", root, i), []byte("v0"))
-	}
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
-	c := newCache(t, client, root)
 	ctx := ctxFor(t, time.Minute)
-	done, err := c.Trust(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, conn, proxy, client, c, done := trustedOfNodes(t, ctx, ens, nodes, 8*time.Second)
 	sid := client.Session().ID()
 	proxy.Cut()
 	select {

@@ -5,9 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
-	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -25,18 +23,13 @@ func TestWatchesMatchTheServerAfterChurn(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	wrs, branch := twoWriters(t, conn, root, 600, 2*time.Millisecond)
+	o := newOverlapping(t, ens, 600, 2*time.Millisecond, 4*time.Second)
+	root, conn, branch, proxy, client := o.root, o.conn, o.branch, o.proxy, o.client
+	wrs := o.wrs
 	startWriters(wrs)
 	defer finishWriters(t, wrs)
-	proxy := ens.Proxy(t)
-	client := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second))
 	sess := client.Session()
-	all := newCache(t, client, root)
-	br := newCache(t, client, branch)
-	cs := []*cache.Cache{all, br}
-	recs := []*recorder{record(t, all), record(t, br)}
+	all, br, cs, recs := o.cachesOfBoth(t)
 	for round := range 8 {
 		switch {
 		case round == 7:

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 )
 
@@ -43,26 +44,9 @@ func TestServiceCacheClientClosedBeforeTrust(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	c.Close()
 	proxy.Restore()
-	var got []discovery.Event
-	end := time.After(10 * time.Second)
-	var hush <-chan time.Time
-loop:
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				break loop
-			}
-			got = append(got, ev)
-			if ev.Type == discovery.Untrusted && errors.Is(ev.Err, connection.ErrClosed) {
-				hush = time.After(time.Second)
-			}
-		case <-hush:
-			break loop
-		case <-end:
-			break loop
-		}
-	}
+	got := testkit.CollectUntilQuiet(events, func(ev discovery.Event) bool {
+		return ev.Type == discovery.Untrusted && errors.Is(ev.Err, connection.ErrClosed)
+	}, time.Second, 10*time.Second)
 	if len(got) == 0 || got[len(got)-1].Type != discovery.Untrusted || !errors.Is(got[len(got)-1].Err, connection.ErrClosed) {
 		t.Errorf("events after the client closed: %v", got)
 	}

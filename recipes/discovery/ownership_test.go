@@ -14,6 +14,31 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 )
 
+// leftInstance makes the node of instance id of service web, as another
+// process's registration would have left it (port 1), through conn; it
+// returns its path, data and Stat.
+func leftInstance(t *testing.T, conn *zk.Conn, d *discovery.Discovery, base, id string, typ discovery.ServiceType) (p string, left []byte, before *zk.Stat) {
+	t.Helper()
+	left, err := json.Marshal(discovery.Instance{Name: "web", ID: id, Port: 1, ServiceType: typ, Registration: time.UnixMilli(5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = d.InstancePath("web", id)
+	for _, dir := range []string{base, base + "/web"} {
+		if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Create(p, left, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, before, err = conn.Get(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, left, before
+}
+
 // TestRegisterLeavesExistingNode: a Static or Permanent instance whose
 // node is already there — another process's registration of the ID, left
 // by it — is not taken over: Register waits for it to go, fails with its
@@ -27,23 +52,7 @@ func TestRegisterLeavesExistingNode(t *testing.T) {
 	for _, typ := range []discovery.ServiceType{discovery.Static, discovery.Permanent} {
 		t.Run(string(typ), func(t *testing.T) {
 			id := "left-" + string(typ)
-			left, err := json.Marshal(discovery.Instance{Name: "web", ID: id, Port: 1, ServiceType: typ, Registration: time.UnixMilli(5)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := d.InstancePath("web", id)
-			for _, dir := range []string{base, base + "/web"} {
-				if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					t.Fatal(err)
-				}
-			}
-			if _, err := conn.Create(p, left, 0, zk.WorldACL(zk.PermAll)); err != nil {
-				t.Fatal(err)
-			}
-			_, before, err := conn.Get(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, left, before := leftInstance(t, conn, d, base, id, typ)
 			short := ctxFor(t, time.Second)
 			r, err := d.Register(short, discovery.Instance{Name: "web", ID: id, Port: 2, ServiceType: typ})
 			if err == nil {
@@ -75,23 +84,7 @@ func TestRegisterAdoptExisting(t *testing.T) {
 	for _, typ := range []discovery.ServiceType{discovery.Static, discovery.Permanent} {
 		t.Run(string(typ), func(t *testing.T) {
 			id := "left-" + string(typ)
-			left, err := json.Marshal(discovery.Instance{Name: "web", ID: id, Port: 1, ServiceType: typ, Registration: time.UnixMilli(5)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := d.InstancePath("web", id)
-			for _, dir := range []string{base, base + "/web"} {
-				if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-					t.Fatal(err)
-				}
-			}
-			if _, err := conn.Create(p, left, 0, zk.WorldACL(zk.PermAll)); err != nil {
-				t.Fatal(err)
-			}
-			_, before, err := conn.Get(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, _, before := leftInstance(t, conn, d, base, id, typ)
 			r, err := d.Register(ctx, discovery.Instance{Name: "web", ID: id, Port: 2, ServiceType: typ}, discovery.WithAdoptExisting())
 			if err != nil {
 				t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/writeguard"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 )
 
@@ -112,8 +113,7 @@ func (d *Discovery) Register(ctx context.Context, i Instance, opts ...RegisterOp
 type WriteOption func(*writeOptions) error
 
 type writeOptions struct {
-	guarded bool
-	guard   *connection.Guard
+	writeguard.Write
 }
 
 // WithGuard makes an Update commit only while the hold of g lasts (a
@@ -122,7 +122,7 @@ type writeOptions struct {
 // hold: the Update is refused with connection.ErrGuardFailed.
 func WithGuard(g *connection.Guard) WriteOption {
 	return func(o *writeOptions) error {
-		o.guarded, o.guard = true, g
+		o.Use(g)
 		return nil
 	}
 }
@@ -231,16 +231,11 @@ func (r *Registration) Update(ctx context.Context, i Instance, opts ...WriteOpti
 		return errtext.Errorf("discovery: update %s: %w", r.path, err)
 	}
 	var o writeOptions
-	for _, opt := range opts {
-		if opt == nil {
-			return errtext.Errorf("discovery: update %s: %w: nil write option", r.path, connection.ErrInvalidOption)
-		}
-		if err := opt(&o); err != nil {
-			return err
-		}
+	if err := writeguard.Apply(&o, opts); err != nil {
+		return errtext.Errorf("discovery: update %s: %w", r.path, err)
 	}
-	if o.guarded {
-		err := r.node.SetData(ctx, data, node.WithGuard(o.guard))
+	if o.Guarded {
+		err := r.node.SetData(ctx, data, node.WithGuard(o.Guard))
 		if errors.Is(err, node.ErrClosed) {
 			return errtext.Errorf("discovery: update %s: %w", r.path, ErrClosed)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/group"
 )
 
@@ -17,26 +18,9 @@ import (
 // connection.ErrClosed (or 10 s) and says what is wrong: none, more than
 // one, or events after it.
 func groupTail(events <-chan group.Event) string {
-	var evs []group.Event
-	end := time.After(10 * time.Second)
-	var hush <-chan time.Time
-loop:
-	for {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				break loop
-			}
-			evs = append(evs, ev)
-			if ev.Type == group.Untrusted && errors.Is(ev.Err, connection.ErrClosed) {
-				hush = time.After(time.Second)
-			}
-		case <-hush:
-			break loop
-		case <-end:
-			break loop
-		}
-	}
+	evs := testkit.CollectUntilQuiet(events, func(ev group.Event) bool {
+		return ev.Type == group.Untrusted && errors.Is(ev.Err, connection.ErrClosed)
+	}, time.Second, 10*time.Second)
 	last, n := -1, 0
 	for i, ev := range evs {
 		if ev.Type == group.Untrusted && errors.Is(ev.Err, connection.ErrClosed) {

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/guardtest"
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
 )
@@ -24,12 +23,7 @@ func TestGuards(t *testing.T) {
 	c := open(t, ens.Servers())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := c.Create(ctx, root+"/state", nil, connection.Persistent); err != nil {
-		t.Fatal(err)
-	}
-	set := func(v string) *zk.SetDataRequest {
-		return &zk.SetDataRequest{Path: root + "/state", Data: []byte(v), Version: -1}
-	}
+	set := guardtest.StateNode(t, ctx, c, root+"/state")
 	nl, err := naive.New(c, root+"/n")
 	if err != nil {
 		t.Fatal(err)

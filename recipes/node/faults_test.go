@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -323,6 +324,33 @@ func (w *countWatcher) max(dir string) int {
 	return w.most[dir]
 }
 
+// proxiedClient is the set-up of a test that drops a client's answers:
+// the root of the test's tree, the observer's session, and a client
+// through a proxy, its session timeout the one given.
+func proxiedClient(t *testing.T, ens *zktest.Ensemble, timeout time.Duration) (root string, obs *zk.Conn, proxy *zktest.Proxy, c *connection.Client) {
+	t.Helper()
+	root, obs = ens.Root(t), ens.Conn(t)
+	proxy = ens.Proxy(t)
+	return root, obs, proxy, open(t, proxy.Servers(), connection.WithSessionTimeout(timeout))
+}
+
+// restoreOnceLost restores the proxy once c's session first is lost
+// (lost), or after hold with the session kept.
+func restoreOnceLost(t *testing.T, proxy *zktest.Proxy, c *connection.Client, first int64, lost bool, hold time.Duration) {
+	t.Helper()
+	if lost {
+		zktest.Eventually(t, 20*time.Second, "the client's session lost", func() error {
+			if s := c.Session(); s != nil && s.ID() == first {
+				return errors.New("still the first session")
+			}
+			return nil
+		})
+	} else {
+		time.Sleep(hold)
+	}
+	proxy.Restore()
+}
+
 // TestLostCreateAnswer: the creates reach the server and their answers are
 // lost (the proxy drops everything the server sends), within the session
 // and beyond it. The node is made once: at no listing did the observer see
@@ -344,10 +372,7 @@ func TestLostCreateAnswer(t *testing.T) {
 		{"beyond the session", 3 * time.Second, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := ens.Root(t)
-			obs := ens.Conn(t)
-			proxy := ens.Proxy(t)
-			c := open(t, proxy.Servers(), connection.WithSessionTimeout(tc.timeout))
+			root, obs, proxy, c := proxiedClient(t, ens, tc.timeout)
 			first := c.Session().ID()
 			// The parents exist, so that the first requests are the
 			// creates.
@@ -366,17 +391,7 @@ func TestLostCreateAnswer(t *testing.T) {
 				}
 				return nil
 			})
-			if tc.lost {
-				zktest.Eventually(t, 20*time.Second, "the client's session lost", func() error {
-					if s := c.Session(); s != nil && s.ID() == first {
-						return errors.New("still the first session")
-					}
-					return nil
-				})
-			} else {
-				time.Sleep(tc.hold)
-			}
-			proxy.Restore()
+			restoreOnceLost(t, proxy, c, first, tc.lost, tc.hold)
 			created(t, n)
 			created(t, seq)
 			sid := c.Session().ID()
@@ -403,13 +418,9 @@ func TestLostCreateAnswer(t *testing.T) {
 func TestSetDataRacingRecreate(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, time.Minute)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, time.Minute)
 	p := root + "/a"
-	n := newNode(t, c, p, []byte("v0"))
-	created(t, n)
+	n := createdNode(t, c, p, []byte("v0"))
 	stop := make(chan struct{})
 	deleter := make(chan int)
 	go func() {
@@ -499,10 +510,7 @@ func TestLostCreateAnswerPersistent(t *testing.T) {
 		{"beyond the session", 3 * time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			root := ens.Root(t)
-			obs := ens.Conn(t)
-			proxy := ens.Proxy(t)
-			c := open(t, proxy.Servers(), connection.WithSessionTimeout(tc.timeout))
+			root, obs, proxy, c := proxiedClient(t, ens, tc.timeout)
 			ctx := ctxFor(t, time.Minute)
 			first := c.Session().ID()
 			if _, err := obs.Create(root+"/dir", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -518,17 +526,7 @@ func TestLostCreateAnswerPersistent(t *testing.T) {
 				return nil
 			})
 			_, made := get(t, obs, p)
-			if tc.lost {
-				zktest.Eventually(t, 20*time.Second, "the client's session lost", func() error {
-					if s := c.Session(); s != nil && s.ID() == first {
-						return errors.New("still the first session")
-					}
-					return nil
-				})
-			} else {
-				time.Sleep(500 * time.Millisecond)
-			}
-			proxy.Restore()
+			restoreOnceLost(t, proxy, c, first, tc.lost, 500*time.Millisecond)
 			created(t, n)
 			if sid := c.Session().ID(); (sid != first) != tc.lost {
 				t.Fatalf("session %#x after %#x", sid, first)
@@ -563,8 +561,7 @@ func TestCloseDeletesNodeMadeAgainInNewSession(t *testing.T) {
 	obs := ens.Conn(t)
 	ctx := ctxFor(t, time.Minute)
 	p := root + "/x"
-	n := newNode(t, c, p, []byte("v"), node.WithMode(connection.Persistent))
-	created(t, n)
+	n := createdNode(t, c, p, []byte("v"), node.WithMode(connection.Persistent))
 	first := c.Session().ID()
 	_, old := get(t, obs, p)
 	proxy.Blackhole()

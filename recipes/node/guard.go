@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/writeguard"
 )
 
 // Data writes fenced by a hold.
@@ -31,8 +32,7 @@ import (
 type WriteOption func(*writeOptions) error
 
 type writeOptions struct {
-	guarded bool
-	guard   *connection.Guard
+	writeguard.Write
 }
 
 // WithGuard makes the write commit only while the hold of g lasts (a
@@ -41,37 +41,15 @@ type writeOptions struct {
 // write is refused with connection.ErrGuardFailed.
 func WithGuard(g *connection.Guard) WriteOption {
 	return func(o *writeOptions) error {
-		o.guarded, o.guard = true, g
+		o.Use(g)
 		return nil
 	}
 }
 
 func writeOpts(opts []WriteOption) (writeOptions, error) {
 	var o writeOptions
-	for _, opt := range opts {
-		if opt == nil {
-			return o, errtext.Errorf("%w: nil write option", connection.ErrInvalidOption)
-		}
-		if err := opt(&o); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
-}
-
-// guardRefusal returns an error matching connection.ErrGuardFailed when
-// the guard's hold is known to be over; nil while it lasts or cannot yet
-// tell (connection.Multi waits then).
-func guardRefusal(g *connection.Guard) error {
-	err := g.Err()
-	if err == nil || errors.Is(err, connection.ErrHoldUnsettled) {
-		return nil
-	}
-	what := "guarded by " + g.Path()
-	if g == nil {
-		what = "guarded"
-	}
-	return errtext.Errorf("%s: %w: %w", what, connection.ErrGuardFailed, err)
+	err := writeguard.Apply(&o, opts)
+	return o, err
 }
 
 // guardedWrite is a SetData with a guard, waiting for the worker.
@@ -86,7 +64,7 @@ type guardedWrite struct {
 // setDataGuarded is SetData with a guard: see the comment at the top of
 // the file.
 func (n *Node) setDataGuarded(ctx context.Context, data []byte, g *connection.Guard) error {
-	if err := guardRefusal(g); err != nil {
+	if err := writeguard.Refusal(g); err != nil {
 		return err
 	}
 	req := &guardedWrite{data: slices.Clone(data), guard: g, done: make(chan struct{})}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
@@ -39,13 +40,6 @@ func lastingGuard(t *testing.T, ctx context.Context, c *connection.Client, p str
 	return connx.NewGuard(claim.Path, claim.Session, func() error { return nil })
 }
 
-func wantGuardFailed(t *testing.T, what string, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrGuardFailed) {
-		t.Fatalf("%s: %v, want an error matching connection.ErrGuardFailed", what, err)
-	}
-}
-
 // TestGuardedSetDataCommitsOnlyWhileHeld: a guarded SetData commits while
 // the lock is held and becomes the Node's data; once the lock is
 // released it is refused, the node keeps its data, and so does the Node:
@@ -54,13 +48,9 @@ func wantGuardFailed(t *testing.T, what string, err error) {
 func TestGuardedSetDataCommitsOnlyWhileHeld(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, 30*time.Second)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, 30*time.Second)
 	p := root + "/members/a"
-	n := newNode(t, c, p, []byte("v1"))
-	created(t, n)
+	n := createdNode(t, c, p, []byte("v1"))
 	m := lock(t, ctx, c, root+"/lock")
 	g := node.WithGuard(m.Guard())
 	if err := n.SetData(ctx, []byte("held"), g); err != nil {
@@ -116,8 +106,7 @@ func TestGuardedSetDataAfterHoldNodeDeleted(t *testing.T) {
 	obs := ens.Conn(t)
 	ctx := ctxFor(t, 30*time.Second)
 	p := root + "/members/a"
-	n := newNode(t, c, p, []byte("v1"))
-	created(t, n)
+	n := createdNode(t, c, p, []byte("v1"))
 	g := lastingGuard(t, ctx, c, root+"/hold")
 	if err := n.SetData(ctx, []byte("v2"), node.WithGuard(g)); err != nil {
 		t.Fatal(err)
@@ -157,8 +146,7 @@ func TestGuardedSetDataLostAnswer(t *testing.T) {
 	obs := ens.Conn(t)
 	ctx := ctxFor(t, 30*time.Second)
 	p := root + "/members/a"
-	n := newNode(t, c, p, []byte("v1"))
-	created(t, n)
+	n := createdNode(t, c, p, []byte("v1"))
 	g := lastingGuard(t, ctx, c, root+"/hold")
 	sess := c.Session()
 	proxy.DropReplies()
@@ -245,10 +233,7 @@ func TestGuardedSetDataByCutOffHolderNeverCommits(t *testing.T) {
 func TestGuardedSetDataWaitsForPresence(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, 30*time.Second)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, 30*time.Second)
 	p := root + "/members/a"
 	if _, err := obs.Create(root+"/members", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)

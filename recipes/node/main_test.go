@@ -26,6 +26,8 @@ var (
 	open   = testkit.Open
 	ctxFor = testkit.Ctx
 	closed = testkit.Closed
+
+	wantGuardFailed = testkit.WantGuardFailed
 )
 
 // newNode returns a started Node, closed when the test ends.
@@ -50,6 +52,14 @@ func created(t testing.TB, n interface {
 	if err := n.WaitForInitialCreate(ctxFor(t, 20*time.Second)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// createdNode is newNode, returned once its node was first created.
+func createdNode(t testing.TB, c *connection.Client, p string, data []byte, opts ...node.Option) *node.Node {
+	t.Helper()
+	n := newNode(t, c, p, data, opts...)
+	created(t, n)
+	return n
 }
 
 // kids lists dir from the observer's session, sorted; none if dir is gone.

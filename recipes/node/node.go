@@ -312,8 +312,8 @@ func (n *Node) SetData(ctx context.Context, data []byte, opts ...WriteOption) er
 	if err != nil {
 		return errtext.Errorf("node: set data of %s: %w", n.base, err)
 	}
-	if o.guarded {
-		if err := n.setDataGuarded(ctx, data, o.guard); err != nil {
+	if o.Guarded {
+		if err := n.setDataGuarded(ctx, data, o.Guard); err != nil {
 			return errtext.Errorf("node: set data of %s: %w", n.base, err)
 		}
 		return nil

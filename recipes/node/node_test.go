@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -19,14 +20,10 @@ import (
 func TestEphemeral(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, 30*time.Second)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, 30*time.Second)
 
 	p := root + "/members/a"
-	n := newNode(t, c, p, []byte("v1"))
-	created(t, n)
+	n := createdNode(t, c, p, []byte("v1"))
 	if n.Path() != p {
 		t.Fatalf("Path = %q, want %q", n.Path(), p)
 	}
@@ -67,10 +64,7 @@ func TestEphemeral(t *testing.T) {
 func TestModes(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, 30*time.Second)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, 30*time.Second)
 
 	for _, tc := range []struct {
 		mode connection.Mode
@@ -127,10 +121,7 @@ func TestModes(t *testing.T) {
 func TestForeignDelete(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, 30*time.Second)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, 30*time.Second)
 
 	for _, mode := range []connection.Mode{connection.Ephemeral, connection.EphemeralSequential, connection.Persistent} {
 		t.Run(mode.String(), func(t *testing.T) {

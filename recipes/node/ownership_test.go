@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -93,18 +94,14 @@ func errString(err error) string {
 func TestAdoptExistingTakesNode(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, 30*time.Second)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, 30*time.Second)
 	p := root + "/config"
 	if _, err := obs.Create(p, []byte("old"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	_, before := get(t, obs, p)
 
-	n := newNode(t, c, p, []byte("new"), node.WithMode(connection.Persistent), node.WithAdoptExisting())
-	created(t, n)
+	n := createdNode(t, c, p, []byte("new"), node.WithMode(connection.Persistent), node.WithAdoptExisting())
 	after := waitFor(t, obs, p, "new", 0, 10*time.Second)
 	if after.Czxid != before.Czxid {
 		t.Fatal("made again instead of kept")
@@ -188,10 +185,7 @@ func TestCloseLeavesAnotherNode(t *testing.T) {
 func TestCloseLeavesForeignNode(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, 30*time.Second)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, 30*time.Second)
 	for mode, opts := range map[string][]node.Option{
 		"persistent": {node.WithMode(connection.Persistent)},
 		"container":  {node.WithMode(connection.Container)},
@@ -234,8 +228,7 @@ func TestCloseLeavesNodeMadeAgainBySomeoneElse(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	p := root + "/x"
 
-	n := newNode(t, c, p, []byte("ours"), node.WithMode(connection.Persistent))
-	created(t, n)
+	n := createdNode(t, c, p, []byte("ours"), node.WithMode(connection.Persistent))
 	proxy.Blackhole() // the Node cannot make its node again first
 	if err := obs.Delete(p, -1); err != nil {
 		t.Fatal(err)

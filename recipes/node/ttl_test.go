@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -38,10 +39,7 @@ func newTTL(t testing.TB, c *connection.Client, p string, data []byte, opts ...n
 func TestTTLNode(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, time.Minute)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, time.Minute)
 	p := root + "/svc"
 
 	// Touches every quarter TTL: room for a loaded test machine.

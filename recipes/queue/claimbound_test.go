@@ -1,7 +1,6 @@
 package queue_test
 
 import (
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -27,9 +26,7 @@ func TestClaimWhoseBoundRunsOutLinesUpAgain(t *testing.T) {
 	}
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/q"
-	ctx := ctxFor(t, 2*time.Minute)
-	obs := ens.Conn(t)
+	path, ctx, obs := queueAndObserver(t, ens, 2*time.Minute)
 	p := testkit.CountingProxy(t, ens.Servers())
 	c := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
 	sess := c.Session()
@@ -123,10 +120,8 @@ func TestClaimWhoseBoundRunsOutLinesUpAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	zktest.Eventually(t, 15*time.Second, "nothing left", func() error {
-		for _, dir := range []string{"/taken", "/takers", "/entries"} {
-			if left := children(t, obs, path+dir); len(left) > 0 {
-				return fmt.Errorf("%s: %v left", dir, left)
-			}
+		if err := leftBehind(t, obs, path, "/taken", "/takers", "/entries"); err != nil {
+			return err
 		}
 		return nil
 	})

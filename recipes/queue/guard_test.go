@@ -1,15 +1,12 @@
 package queue_test
 
 import (
-	"errors"
 	"path"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/guardtest"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 )
 
@@ -52,31 +49,9 @@ func TestGuardOfWorkerWhoseTakenNodeAnotherWorkerOfItsClientRemakes(t *testing.T
 	}()
 	time.Sleep(300 * time.Millisecond) // B waits in line
 
-	var committed atomic.Int64
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_, err := c.Multi(ctx, a.Guard(), &zk.CreateRequest{Path: root + "/log/a-", Flags: zk.FlagSequence})
-				switch {
-				case err == nil:
-					committed.Add(1)
-				case errors.Is(err, connection.ErrGuardFailed):
-				default:
-					t.Errorf("A's guarded result: %v", err)
-					return
-				}
-			}
-		}()
-	}
+	writers := guardtest.StartWriters(t, 4, func() ([]zk.MultiResponse, error) {
+		return c.Multi(ctx, a.Guard(), &zk.CreateRequest{Path: root + "/log/a-", Flags: zk.FlagSequence})
+	})
 	time.Sleep(200 * time.Millisecond)
 	// The operator's delete, with a mark of its zxid.
 	res, err := obs.Multi(&zk.DeleteRequest{Path: path.Join(root, "q", "taken", a.Name()), Version: -1},
@@ -93,8 +68,7 @@ func TestGuardOfWorkerWhoseTakenNodeAnotherWorkerOfItsClientRemakes(t *testing.T
 		t.Fatalf("B took %s, want A's item %s", tb.it.Name(), a.Name())
 	}
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	writers.Stop()
 	_, mark, err := obs.Get(root + "/marks/deleted")
 	if err != nil {
 		t.Fatal(err)
@@ -116,8 +90,8 @@ func TestGuardOfWorkerWhoseTakenNodeAnotherWorkerOfItsClientRemakes(t *testing.T
 	if late > 0 {
 		t.Errorf("%d of A's results committed after its taken node was deleted (zxid %d), on B's node", late, mark.Czxid)
 	}
-	if int64(len(names)) != committed.Load() {
-		t.Errorf("%d results on the server, %d answered as committed", len(names), committed.Load())
+	if int64(len(names)) != writers.Committed.Load() {
+		t.Errorf("%d results on the server, %d answered as committed", len(names), writers.Committed.Load())
 	}
-	t.Logf("A: %d results committed, all before the deletion", committed.Load())
+	t.Logf("A: %d results committed, all before the deletion", writers.Committed.Load())
 }

@@ -59,12 +59,20 @@ func children(t *testing.T, obs *zk.Conn, dir string) []string {
 	return names
 }
 
-// leftBehind says what the queue at path has left in its taken, entries
-// and takers directories; nil when they are empty.
-func leftBehind(t *testing.T, obs *zk.Conn, path string) error {
+// queueAndObserver is the set-up of a test of one queue: its path under
+// the test's root on ens, a context of d, and the observer's session that
+// lists what the server holds.
+func queueAndObserver(t *testing.T, ens *zktest.Ensemble, d time.Duration) (path string, ctx context.Context, obs *zk.Conn) {
+	t.Helper()
+	return ens.Root(t) + "/q", ctxFor(t, d), ens.Conn(t)
+}
+
+// leftBehind says which of the queue's directories (dirs, under path)
+// still hold children, as the observer lists them; nil if none does.
+func leftBehind(t *testing.T, obs *zk.Conn, path string, dirs ...string) error {
 	t.Helper()
 	var errs []error
-	for _, dir := range []string{"/taken", "/entries", "/takers"} {
+	for _, dir := range dirs {
 		if left := children(t, obs, path+dir); len(left) > 0 {
 			errs = append(errs, fmt.Errorf("%s: %v left", dir, left))
 		}
@@ -134,9 +142,7 @@ func TestNextWorkerMovesUpOnceTheTakenNodeIsMade(t *testing.T) {
 func TestTakeWhoseEntryWentAfterItsCreateLinesUpAgain(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/q"
-	ctx := ctxFor(t, 30*time.Second)
-	obs := ens.Conn(t)
+	path, ctx, obs := queueAndObserver(t, ens, 30*time.Second)
 	q := newQueue(t, open(t, ens.Servers()), path)
 	var once sync.Once
 	hooked := make(chan struct{})
@@ -188,7 +194,7 @@ func TestTakeWhoseEntryWentAfterItsCreateLinesUpAgain(t *testing.T) {
 	if err := tk.it.Consume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := leftBehind(t, obs, path); err != nil {
+	if err := leftBehind(t, obs, path, "/taken", "/entries", "/takers"); err != nil {
 		t.Error(err)
 	}
 }
@@ -201,9 +207,7 @@ func TestTakeWhoseEntryWentAfterItsCreateLinesUpAgain(t *testing.T) {
 func TestHeadWhoseCreateIsRefusedLinesUpAgain(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/q"
-	ctx := ctxFor(t, 30*time.Second)
-	obs := ens.Conn(t)
+	path, ctx, obs := queueAndObserver(t, ens, 30*time.Second)
 	q := newQueue(t, open(t, ens.Servers()), path)
 	other := newQueue(t, open(t, ens.Servers()), path)
 	var once sync.Once
@@ -255,7 +259,7 @@ func TestHeadWhoseCreateIsRefusedLinesUpAgain(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if err := leftBehind(t, obs, path); err != nil {
+	if err := leftBehind(t, obs, path, "/taken", "/entries", "/takers"); err != nil {
 		t.Error(err)
 	}
 }
@@ -270,9 +274,7 @@ func TestHeadWhoseCreateIsRefusedLinesUpAgain(t *testing.T) {
 func TestLostAnswersAsTheHeadLeavesTheLine(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/q"
-	ctx := ctxFor(t, 60*time.Second)
-	obs := ens.Conn(t)
+	path, ctx, obs := queueAndObserver(t, ens, 60*time.Second)
 	p := ens.Proxy(t)
 	ac := open(t, p.Servers(), connection.WithSessionTimeout(6*time.Second))
 	a := newQueue(t, ac, path)
@@ -324,7 +326,12 @@ func TestLostAnswersAsTheHeadLeavesTheLine(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	zktest.Eventually(t, 10*time.Second, "nothing left", func() error { return leftBehind(t, obs, path) })
+	zktest.Eventually(t, 10*time.Second, "nothing left", func() error {
+		if err := leftBehind(t, obs, path, "/taken", "/entries", "/takers"); err != nil {
+			return err
+		}
+		return nil
+	})
 }
 
 // TestTakesUnderFaultsWithManyWorkersPerClient: twelve workers, three on
@@ -345,9 +352,7 @@ func TestTakesUnderFaultsWithManyWorkersPerClient(t *testing.T) {
 	}
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/q"
-	ctx := ctxFor(t, 3*time.Minute)
-	obs := ens.Conn(t)
+	path, ctx, obs := queueAndObserver(t, ens, 3*time.Minute)
 	const clients, perClient, items = 4, 3, 600
 
 	putter := newQueue(t, open(t, ens.Servers()), path)

@@ -31,9 +31,7 @@ func TestTakeAndTryTakeOfOneClientUnderLostAnswers(t *testing.T) {
 	}
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	path := ens.Root(t) + "/q"
-	ctx := ctxFor(t, 2*time.Minute)
-	obs := ens.Conn(t)
+	path, ctx, obs := queueAndObserver(t, ens, 2*time.Minute)
 	p := ens.Proxy(t)
 	// A session long enough to outlast the reconnects the dropped answers
 	// cause on a loaded machine: the test is about one session.
@@ -175,10 +173,8 @@ func TestTakeAndTryTakeOfOneClientUnderLostAnswers(t *testing.T) {
 		}
 	}
 	zktest.Eventually(t, 15*time.Second, "nothing left", func() error {
-		for _, dir := range []string{"/taken", "/takers", "/entries"} {
-			if left := children(t, obs, path+dir); len(left) > 0 {
-				return fmt.Errorf("%s: %v left", dir, left)
-			}
+		if err := leftBehind(t, obs, path, "/taken", "/takers", "/entries"); err != nil {
+			return err
 		}
 		return nil
 	})

@@ -3,7 +3,6 @@ package queue_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -46,10 +45,8 @@ func TestTakeCancelledAroundItsCreate(t *testing.T) {
 				t.Fatalf("cancelled Take = %v, %v; want nil and context.Canceled", tk.it, tk.err)
 			}
 			zktest.Eventually(t, 10*time.Second, "nothing left of the cancelled take", func() error {
-				for _, dir := range []string{"/taken", "/takers"} {
-					if left := children(t, obs, path+dir); len(left) > 0 {
-						return fmt.Errorf("%s: %v left", dir, left)
-					}
+				if err := leftBehind(t, obs, path, "/taken", "/takers"); err != nil {
+					return err
 				}
 				return nil
 			})
@@ -108,10 +105,8 @@ func TestWorkerDiesAroundItsCreate(t *testing.T) {
 			if err := it.Consume(ctx); err != nil {
 				t.Fatal(err)
 			}
-			for _, dir := range []string{"/taken", "/takers", "/entries"} {
-				if left := children(t, obs, path+dir); len(left) > 0 {
-					t.Errorf("%s: %v left", dir, left)
-				}
+			if err := leftBehind(t, obs, path, "/taken", "/takers", "/entries"); err != nil {
+				t.Error(err)
 			}
 		})
 	}

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/guardtest"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 )
 
@@ -19,12 +18,7 @@ func TestGuardOfReadSide(t *testing.T) {
 	root := ens.Root(t)
 	c := open(t, ens.Servers())
 	ctx := ctxFor(t, time.Minute)
-	if _, err := c.Create(ctx, root+"/state", nil, connection.Persistent); err != nil {
-		t.Fatal(err)
-	}
-	set := func(v string) *zk.SetDataRequest {
-		return &zk.SetDataRequest{Path: root + "/state", Data: []byte(v), Version: -1}
-	}
+	set := guardtest.StateNode(t, ctx, c, root+"/state")
 	r1, r2 := newRW(t, c, root+"/rw").ReadLock(), newRW(t, c, root+"/rw").ReadLock()
 	for _, r := range []*rwlock.Side{r1, r2} {
 		if err := r.Lock(ctx); err != nil {

@@ -245,7 +245,7 @@ func (c *Counter) Initialize(ctx context.Context, value int64, opts ...WriteOpti
 	}
 	o, err := writeOpts(opts)
 	if err == nil {
-		err = o.refused()
+		err = o.Refused()
 	}
 	if err != nil {
 		return false, errtext.Errorf("shared: initialize %s: %w", c.path, err)
@@ -331,7 +331,7 @@ var errConflict = errors.New("shared: conflict")
 func (c *Counter) update(ctx context.Context, op string, opts []WriteOption, next func(pre int64) (int64, bool, error)) (Result, error) {
 	o, err := writeOpts(opts)
 	if err == nil {
-		err = o.refused()
+		err = o.Refused()
 	}
 	if err != nil {
 		return Result{}, errtext.Errorf("shared: %s %s: %w", op, c.path, err)
@@ -362,7 +362,7 @@ func (c *Counter) update(ctx context.Context, op string, opts []WriteOption, nex
 // refuse it). A caller's hold that ends while the lock is awaited makes
 // the next write fail with connection.ErrGuardFailed.
 func (c *Counter) promoted(ctx context.Context, res *Result, o writeOptions, next func(int64) (int64, bool, error)) (bool, error) {
-	if err := o.refused(); err != nil {
+	if err := o.Refused(); err != nil {
 		return false, err
 	}
 	if err := c.lock.Lock(ctx); err != nil {

@@ -1,12 +1,10 @@
 package shared
 
 import (
-	"errors"
-
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/writeguard"
 )
 
 // Writes fenced by a hold.
@@ -39,8 +37,7 @@ import (
 type WriteOption func(*writeOptions) error
 
 type writeOptions struct {
-	guarded bool
-	guard   *connection.Guard
+	writeguard.Write
 }
 
 // WithGuard makes the write commit only while the hold of g lasts, in the
@@ -49,7 +46,7 @@ type writeOptions struct {
 // connection.ErrGuardFailed.
 func WithGuard(g *connection.Guard) WriteOption {
 	return func(o *writeOptions) error {
-		o.guarded, o.guard = true, g
+		o.Use(g)
 		return nil
 	}
 }
@@ -57,41 +54,15 @@ func WithGuard(g *connection.Guard) WriteOption {
 // writeOpts applies opts.
 func writeOpts(opts []WriteOption) (writeOptions, error) {
 	var o writeOptions
-	for _, opt := range opts {
-		if opt == nil {
-			return o, errtext.Errorf("%w: nil write option", connection.ErrInvalidOption)
-		}
-		if err := opt(&o); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
-}
-
-// refused returns an error matching connection.ErrGuardFailed when the
-// guard's hold is known to be over, before anything is sent; nil without
-// a guard, or while the hold lasts or cannot yet tell (connection.Multi
-// waits for it then).
-func (o writeOptions) refused() error {
-	if !o.guarded {
-		return nil
-	}
-	err := o.guard.Err()
-	if err == nil || errors.Is(err, connection.ErrHoldUnsettled) {
-		return nil
-	}
-	what := "guarded by " + o.guard.Path()
-	if o.guard == nil {
-		what = "guarded"
-	}
-	return errtext.Errorf("%s: %w: %w", what, connection.ErrGuardFailed, err)
+	err := writeguard.Apply(&o, opts)
+	return o, err
 }
 
 // ops returns ops followed by the guard, if there is one: the responses
 // of a Multi are in the order of its ops, so the write's stay first.
 func (o writeOptions) ops(ops ...any) []any {
-	if o.guarded {
-		ops = append(ops, o.guard)
+	if o.Guarded {
+		ops = append(ops, o.Guard)
 	}
 	return ops
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/shared"
 	"github.com/zkrecipes/zkrecipes/retry"
@@ -53,13 +54,6 @@ func observed(t *testing.T, obs *zk.Conn, p string) []byte {
 
 func int64Data(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
 
-func wantGuardFailed(t *testing.T, what string, err error) {
-	t.Helper()
-	if !errors.Is(err, connection.ErrGuardFailed) {
-		t.Fatalf("%s: %v, want an error matching connection.ErrGuardFailed", what, err)
-	}
-}
-
 // TestGuardedWritesCommitOnlyWhileLeading: every write of a Counter, a
 // Value and a Count commits under a leader's guard while it leads; once
 // the term is over, each is refused (ErrGuardFailed), and the server's
@@ -67,10 +61,7 @@ func wantGuardFailed(t *testing.T, what string, err error) {
 func TestGuardedWritesCommitOnlyWhileLeading(t *testing.T) {
 	t.Parallel()
 	ens := zkShared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, time.Minute)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, time.Minute)
 	term := lead(t, ctx, c, root+"/leader", "a")
 	g := shared.WithGuard(term.Guard())
 
@@ -250,10 +241,7 @@ func TestGuardedAddByCutOffLeaderNeverCommits(t *testing.T) {
 func TestGuardedWriteAfterHoldNodeDeleted(t *testing.T) {
 	t.Parallel()
 	ens := zkShared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, time.Minute)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, time.Minute)
 	claim, _, err := connx.Of(c).Claim(ctx, root+"/hold", []byte(connx.NewUUID()))
 	if err != nil {
 		t.Fatal(err)
@@ -312,21 +300,8 @@ func TestGuardedAddLostAnswerCountedOnce(t *testing.T) {
 	p := root + "/c"
 	cn := newCounter(t, c, p, shared.WithEncoding(shared.Text))
 	g := shared.WithGuard(term.Guard())
-	if _, err := cn.Add(ctx, 1, g); err != nil {
-		t.Fatal(err)
-	}
-	sess := c.Session()
-	var once sync.Once
-	shared.BeforeWrite(cn, func() { once.Do(proxy.DropReplies) })
-	type result struct {
-		res shared.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := cn.Add(ctx, 10, g)
-		done <- result{res, err}
-	}()
+	sess := addedThenDropped(t, ctx, c, cn, proxy, g)
+	done := addAsync(ctx, cn, 10, g)
 	waitData(t, conn, p, []byte("11"))
 	proxy.Restore()
 	r := <-done
@@ -392,10 +367,7 @@ func TestGuardOfAnotherClientRefused(t *testing.T) {
 func TestGuardedAddsOfParticipantsOnOneClient(t *testing.T) {
 	t.Parallel()
 	ens := zkShared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, time.Minute)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, time.Minute)
 	t1 := lead(t, ctx, c, root+"/leader", "one")
 	c1, c2 := newCounter(t, c, root+"/counter"), newCounter(t, c, root+"/counter")
 	if _, err := c1.Add(ctx, 1, shared.WithGuard(t1.Guard())); err != nil {
@@ -441,10 +413,7 @@ func TestGuardedAddsOfParticipantsOnOneClient(t *testing.T) {
 func TestGuardedAddUnderPromotedLock(t *testing.T) {
 	t.Parallel()
 	ens := zkShared.Ensemble(t)
-	root := ens.Root(t)
-	c := open(t, ens.Servers())
-	obs := ens.Conn(t)
-	ctx := ctxFor(t, time.Minute)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, time.Minute)
 	term := lead(t, ctx, c, root+"/leader", "a")
 	p := root + "/counter"
 	cn := newCounter(t, c, p, shared.WithRetryPolicy(retry.NTimes(0, 0)), shared.WithPromotedLock(root+"/lock", nil))

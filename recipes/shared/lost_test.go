@@ -2,6 +2,7 @@ package shared_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -28,6 +29,37 @@ func waitData(t *testing.T, conn *zk.Conn, p string, want []byte) {
 	})
 }
 
+// addedThenDropped adds 1 to cn (opts: the add's guard), then has the
+// proxy drop every answer from the moment cn's next write is about to be
+// sent; it returns c's session of the first add.
+func addedThenDropped(t *testing.T, ctx context.Context, c *connection.Client, cn *shared.Counter, proxy *zktest.Proxy, opts ...shared.WriteOption) *connection.Session {
+	t.Helper()
+	if _, err := cn.Add(ctx, 1, opts...); err != nil {
+		t.Fatal(err)
+	}
+	sess := c.Session()
+	var once sync.Once
+	shared.BeforeWrite(cn, func() { once.Do(proxy.DropReplies) })
+	return sess
+}
+
+// addResult is the answer of an add.
+type addResult struct {
+	res shared.Result
+	err error
+}
+
+// addAsync adds n to cn in the background; the answer comes on the
+// channel returned.
+func addAsync(ctx context.Context, cn *shared.Counter, n int64, opts ...shared.WriteOption) <-chan addResult {
+	done := make(chan addResult, 1)
+	go func() {
+		res, err := cn.Add(ctx, n, opts...)
+		done <- addResult{res, err}
+	}()
+	return done
+}
+
 // TestAddLostAnswerApplied: the add reaches the server, its answer is
 // lost; once connected again in the same session, the marker says it
 // applied: Succeeded, counted once, tried once.
@@ -40,21 +72,8 @@ func TestAddLostAnswerApplied(t *testing.T) {
 	conn := ens.Conn(t)
 	ctx := ctxFor(t, time.Minute)
 	cn := newCounter(t, c, p, shared.WithEncoding(shared.Text))
-	if _, err := cn.Add(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	sess := c.Session()
-	var once sync.Once
-	shared.BeforeWrite(cn, func() { once.Do(proxy.DropReplies) })
-	type result struct {
-		res shared.Result
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := cn.Add(ctx, 10)
-		done <- result{res, err}
-	}()
+	sess := addedThenDropped(t, ctx, c, cn, proxy)
+	done := addAsync(ctx, cn, 10)
 	waitData(t, conn, p, []byte("11"))
 	proxy.Restore()
 	r := <-done
@@ -131,13 +150,8 @@ func TestAddOutcomeUnknownAfterSessionLoss(t *testing.T) {
 	conn := ens.Conn(t)
 	ctx := ctxFor(t, time.Minute)
 	cn := newCounter(t, c, p, shared.WithEncoding(shared.Int32))
-	if _, err := cn.Add(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	sess := c.Session()
-	var once sync.Once
 	// The server hears pings: only the client can give the session up.
-	shared.BeforeWrite(cn, func() { once.Do(proxy.DropReplies) })
+	sess := addedThenDropped(t, ctx, c, cn, proxy)
 	done := make(chan error, 1)
 	var res shared.Result
 	go func() {

@@ -19,6 +19,8 @@ func TestMain(m *testing.M) { testkit.Main(m, zkShared, peertest.Cleanup) }
 var (
 	open   = testkit.Open
 	ctxFor = testkit.Ctx
+
+	wantGuardFailed = testkit.WantGuardFailed
 )
 
 func newCounter(t testing.TB, c *connection.Client, path string, opts ...shared.Option) *shared.Counter {

@@ -84,7 +84,7 @@ type marker struct {
 // marker's version settles a lost answer as it does without one. The
 // marker must be of the hold's session: the transaction runs there only.
 func (c *Counter) try(ctx context.Context, res *Result, o writeOptions, next func(int64) (int64, bool, error)) error {
-	if err := o.refused(); err != nil {
+	if err := o.Refused(); err != nil {
 		return err
 	}
 	m, err := c.marker(ctx)

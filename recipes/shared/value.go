@@ -162,12 +162,12 @@ func (v *Value[T]) Set(ctx context.Context, x T, opts ...WriteOption) (Versioned
 	}
 	o, err := writeOpts(opts)
 	if err == nil {
-		err = o.refused()
+		err = o.Refused()
 	}
 	if err != nil {
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
 	}
-	if o.guarded {
+	if o.Guarded {
 		next, err := v.setGuarded(ctx, data, o)
 		if err != nil {
 			return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
@@ -234,15 +234,15 @@ func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T, opts ...W
 	}
 	o, err := writeOpts(opts)
 	if err == nil {
-		err = o.refused()
+		err = o.Refused()
 	}
 	if err != nil {
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
 	}
 	var sess *connection.Session
-	if o.guarded {
+	if o.Guarded {
 		// The hold's session: the write runs there or not at all.
-		sess = o.guard.Session()
+		sess = o.Guard.Session()
 	} else if sess, err = v.client.WaitSession(ctx); err != nil {
 		return Versioned[T]{}, errtext.Errorf("shared: set %s: %w", v.path, err)
 	}
@@ -252,7 +252,7 @@ func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T, opts ...W
 			next.Value = x
 			return next, nil
 		}
-		if !o.guarded && errors.Is(err, connection.ErrSessionLost) && !errors.Is(err, connection.ErrOutcomeUnknown) && ctx.Err() == nil {
+		if !o.Guarded && errors.Is(err, connection.ErrSessionLost) && !errors.Is(err, connection.ErrOutcomeUnknown) && ctx.Err() == nil {
 			// Nothing was sent: the session had ended. A compare-and-set
 			// is the same in any session.
 			next, werr := v.client.WaitSession(ctx)
@@ -279,7 +279,7 @@ func (v *Value[T]) TrySet(ctx context.Context, prev Versioned[T], x T, opts ...W
 // trySetOnce sends the compare-and-set once (with the client's retries in
 // the session, which are safe: a versioned write applies at most once).
 func (v *Value[T]) trySetOnce(ctx context.Context, prev Versioned[T], data []byte, o writeOptions) (Versioned[T], error) {
-	if o.guarded {
+	if o.Guarded {
 		return v.trySetGuarded(ctx, prev, data, o)
 	}
 	if prev.Version == -1 {
@@ -359,7 +359,7 @@ func settleCAS(ctx context.Context, c *connection.Client, sess *connection.Sessi
 func (v *Value[T]) Initialize(ctx context.Context, opts ...WriteOption) (bool, error) {
 	o, err := writeOpts(opts)
 	if err == nil {
-		err = o.refused()
+		err = o.Refused()
 	}
 	if err != nil {
 		return false, errtext.Errorf("shared: initialize %s: %w", v.path, err)
@@ -374,7 +374,7 @@ func initialize(ctx context.Context, c *connection.Client, path string, data []b
 		return false, nil
 	}
 	var err error
-	if o.guarded {
+	if o.Guarded {
 		err = createGuarded(ctx, c, path, data, o)
 	} else {
 		_, err = c.Create(ctx, path, data, connection.Persistent, connection.WithParents())

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"go.uber.org/goleak"
 
 	"github.com/zkrecipes/zkrecipes/connection"
@@ -39,6 +40,17 @@ func Open(t testing.TB, servers []string, opts ...connection.Option) *connection
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// ClientAndObserver is the set-up of a test of one client: the root of
+// the test's tree on ens, a client (Open), the observer's plain session
+// that reads what the server holds (ens.Conn), and a context of d.
+func ClientAndObserver(t testing.TB, ens *zktest.Ensemble, d time.Duration) (root string, c *connection.Client, obs *zk.Conn, ctx context.Context) {
+	t.Helper()
+	root = ens.Root(t)
+	c = Open(t, ens.Servers())
+	obs = ens.Conn(t)
+	return root, c, obs, Ctx(t, d)
 }
 
 // LogGoroutines logs the stacks of all goroutines, saying when they were
@@ -72,6 +84,40 @@ func WantOutcomeUnknown(t testing.TB, err error) {
 	t.Helper()
 	if !errors.Is(err, connection.ErrOutcomeUnknown) {
 		t.Errorf("%v does not match connection.ErrOutcomeUnknown: the release was sent and not answered", err)
+	}
+}
+
+// WantGuardFailed fails the test unless err, the error of what, matches
+// connection.ErrGuardFailed: a write fenced by a hold that was refused.
+func WantGuardFailed(t testing.TB, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, connection.ErrGuardFailed) {
+		t.Fatalf("%s: %v, want an error matching connection.ErrGuardFailed", what, err)
+	}
+}
+
+// CollectUntilQuiet reads ch until quiet has passed since an event for
+// which last says true (a listener's last event, by its contract), limit
+// has passed in all, or ch closes; it returns what it read.
+func CollectUntilQuiet[E any](ch <-chan E, last func(E) bool, quiet, limit time.Duration) []E {
+	var evs []E
+	end := time.After(limit)
+	var hush <-chan time.Time
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return evs
+			}
+			evs = append(evs, ev)
+			if last(ev) {
+				hush = time.After(quiet)
+			}
+		case <-hush:
+			return evs
+		case <-end:
+			return evs
+		}
 	}
 }
 

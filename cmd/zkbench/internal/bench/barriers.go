@@ -38,10 +38,7 @@ func RunBarriers(ctx context.Context, cfg BarrierConfig) (*BarrierResults, error
 	if cfg.Rounds < 1 || cfg.Members < 1 || cfg.Cycles < 1 {
 		return nil, errors.New("bench: the barrier scenario needs positive rounds, members and cycles")
 	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := orDiscard(cfg.Progress)
 	impls := []string{"zkrecipes"}
 	for _, p := range cfg.Peers {
 		if p == "Curator" {
@@ -49,8 +46,7 @@ func RunBarriers(ctx context.Context, cfg BarrierConfig) (*BarrierResults, error
 		}
 	}
 	root := fmt.Sprintf("/zkrecipes-bench-barriers/%d", time.Now().UnixNano())
-	seq := 0
-	next := func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
+	next := pathSeq(root)
 	p50s, p99s := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for round := 0; round <= cfg.Rounds; round++ {
 		for _, impl := range impls {

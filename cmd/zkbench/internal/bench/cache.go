@@ -105,10 +105,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 		cfg.Writers < 1 || cfg.WriteNodes < 1 || cfg.Duration <= 0 || cfg.Changes < 1 {
 		return nil, errors.New("bench: the cache scenarios need positive rounds, sizes, samples, interval, writers, nodes, duration and changes")
 	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := orDiscard(cfg.Progress)
 	impls := []string{CacheZK}
 	for _, p := range cfg.Peers {
 		switch p {

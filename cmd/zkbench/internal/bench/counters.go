@@ -42,26 +42,13 @@ func RunCounters(ctx context.Context, cfg CounterConfig) (*CounterResults, error
 	if cfg.Rounds < 1 || len(cfg.Participants) == 0 || cfg.Duration <= 0 {
 		return nil, errors.New("bench: counter scenarios need positive rounds, participants and duration")
 	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	impls := []string{"zkrecipes"}
-	peers := map[string]*peer{}
-	for _, p := range cfg.Peers {
-		switch p {
-		case "Curator":
-			peers[p] = curatorPeer
-		case "Kazoo":
-			peers[p] = kazooPeer
-		default:
-			return nil, fmt.Errorf("bench: no peer %q", p)
-		}
-		impls = append(impls, p)
+	progress := orDiscard(cfg.Progress)
+	impls, peers, err := peersNamed(cfg.Peers)
+	if err != nil {
+		return nil, err
 	}
 	root := fmt.Sprintf("/zkrecipes-bench-counters/%d", time.Now().UnixNano())
-	seq := 0
-	next := func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
+	next := pathSeq(root)
 	rates := map[string]map[int][]float64{}
 	for round := 0; round <= cfg.Rounds; round++ {
 		for _, n := range cfg.Participants {

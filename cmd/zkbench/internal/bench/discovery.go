@@ -48,17 +48,13 @@ func RunDiscovery(ctx context.Context, cfg DiscoveryConfig) (*DiscoveryResults, 
 	if cfg.Rounds < 1 || cfg.Watchers < 1 || cfg.Registrations < 1 || cfg.Expiries < 1 || cfg.SessionTimeout <= 0 {
 		return nil, errors.New("bench: discovery scenarios need positive rounds, watchers, registrations, expiries and session timeout")
 	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := orDiscard(cfg.Progress)
 	impls := []string{"zkrecipes"}
 	if cfg.Curator {
 		impls = append(impls, "Curator")
 	}
 	root := fmt.Sprintf("/zkrecipes-bench-discovery/%d", time.Now().UnixNano())
-	seq := 0
-	next := func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
+	next := pathSeq(root)
 	p50s, p99s, rr, rm := map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}, map[string][]time.Duration{}
 	for round := 0; round <= cfg.Rounds; round++ {
 		for _, impl := range impls {

@@ -62,10 +62,7 @@ type LatencyResults struct {
 // RunLatency runs the latency-bound scenarios at every delay, delays and
 // implementations interleaved in each round.
 func RunLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResults, error) {
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := orDiscard(cfg.Progress)
 	if cfg.Rounds < 1 || cfg.Iterations < 1 || len(cfg.Delays) == 0 {
 		return nil, fmt.Errorf("bench: latency: rounds, iterations and delays must be given")
 	}
@@ -85,8 +82,7 @@ func RunLatency(ctx context.Context, cfg LatencyConfig) (*LatencyResults, error)
 	}
 	servers := cfg.Proxy.Servers()
 	root := fmt.Sprintf("/zkrecipes-bench-latency/%d", time.Now().UnixNano())
-	seq := 0
-	next := func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
+	next := pathSeq(root)
 	setDelay := func(d time.Duration) error {
 		if err := cfg.Links(d); err != nil {
 			return err

@@ -50,10 +50,7 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 	if cfg.Rounds < 1 || cfg.SessionTimeout <= 0 || cfg.Workers < 1 || cfg.Items < 1 {
 		return nil, errors.New("bench: election and queue scenarios need positive rounds, session timeout, workers and items")
 	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := orDiscard(cfg.Progress)
 	var curator, kazoo bool
 	for _, p := range cfg.Peers {
 		switch p {
@@ -66,8 +63,7 @@ func RunElectionQueue(ctx context.Context, cfg ElectionQueueConfig) (*ElectionQu
 		}
 	}
 	root := fmt.Sprintf("/zkrecipes-bench-election-queue/%d", time.Now().UnixNano())
-	seq := 0
-	next := func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
+	next := pathSeq(root)
 	if cfg.Failovers == 0 {
 		cfg.Failovers = 5
 	}

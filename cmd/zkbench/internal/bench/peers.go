@@ -27,6 +27,24 @@ var (
 	kazooPeer   = &peer{name: "Kazoo", driver: peers.KazooBench}
 )
 
+// peersNamed returns the implementations a run interleaves, zkrecipes
+// then the peers named ("Curator", "Kazoo"), and those peers by name.
+func peersNamed(names []string) (impls []string, byName map[string]*peer, err error) {
+	impls, byName = []string{"zkrecipes"}, map[string]*peer{}
+	for _, p := range names {
+		switch p {
+		case "Curator":
+			byName[p] = curatorPeer
+		case "Kazoo":
+			byName[p] = kazooPeer
+		default:
+			return nil, nil, fmt.Errorf("bench: no peer %q", p)
+		}
+		impls = append(impls, p)
+	}
+	return impls, byName, nil
+}
+
 // Peers returns Curator's InterProcessMutex and Kazoo's Lock.
 func Peers() []Impl {
 	return []Impl{

@@ -43,26 +43,13 @@ func RunRecipes(ctx context.Context, cfg RecipeConfig) (*RecipeResults, error) {
 	if cfg.Rounds < 1 || cfg.Readers < 1 || cfg.Iterations < 1 || cfg.SemClients < 1 || cfg.SemLeases < 1 || cfg.Duration <= 0 {
 		return nil, fmt.Errorf("bench: recipe scenarios need positive rounds, readers, iterations, clients, leases and duration")
 	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	impls := []string{"zkrecipes"}
-	peers := map[string]*peer{}
-	for _, p := range cfg.Peers {
-		switch p {
-		case "Curator":
-			peers[p] = curatorPeer
-		case "Kazoo":
-			peers[p] = kazooPeer
-		default:
-			return nil, fmt.Errorf("bench: no peer %q", p)
-		}
-		impls = append(impls, p)
+	progress := orDiscard(cfg.Progress)
+	impls, peers, err := peersNamed(cfg.Peers)
+	if err != nil {
+		return nil, err
 	}
 	root := fmt.Sprintf("/zkrecipes-bench-recipes/%d", time.Now().UnixNano())
-	seq := 0
-	next := func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
+	next := pathSeq(root)
 	rd, wh := map[string][]time.Duration{}, map[string][]time.Duration{}
 	sm := map[string][]float64{}
 	// Round 0 warms the servers' JVMs and the peers' paths up; it is not

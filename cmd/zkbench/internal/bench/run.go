@@ -38,18 +38,14 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if cfg.Rounds < 1 || cfg.Iterations < 1 || cfg.Duration <= 0 {
 		return nil, fmt.Errorf("bench: rounds, iterations and duration must be positive")
 	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := orDiscard(cfg.Progress)
 	un := map[string][]time.Duration{}
 	hl := map[string][]time.Duration{}
 	var floors []time.Duration
 	ho := map[string]map[int][]float64{}
 	wk := map[string]map[int][]float64{}
 	root := fmt.Sprintf("/zkrecipes-bench/%d", time.Now().UnixNano())
-	seq := 0
-	next := func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
+	next := pathSeq(root)
 	// Warm the servers' JVMs up: the first thousand requests of a fresh
 	// server are several times slower than the rest.
 	fmt.Fprintln(progress, "warming up...")
@@ -148,6 +144,21 @@ func (r *Results) participantTable(b *strings.Builder, title string, data map[st
 		}
 		b.WriteString("\n")
 	}
+}
+
+// orDiscard returns w, or io.Discard where no progress writer was given.
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// pathSeq returns a function giving root/1, root/2, and so on: each run
+// of a scenario its own path.
+func pathSeq(root string) func() string {
+	seq := 0
+	return func() string { seq++; return fmt.Sprintf("%s/%d", root, seq) }
 }
 
 func median[T int64 | float64 | time.Duration](xs []T) T {

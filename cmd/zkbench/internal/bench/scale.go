@@ -124,10 +124,7 @@ func RunScale(ctx context.Context, cfg ScaleConfig) (*ScaleResults, error) {
 	if cfg.Rounds < 1 || cfg.Goroutines < 1 || cfg.Keys < 1 || cfg.Duration <= 0 {
 		return nil, errors.New("bench: the many-keys scenario needs positive rounds, goroutines, keys and duration")
 	}
-	progress := cfg.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
+	progress := orDiscard(cfg.Progress)
 	root := fmt.Sprintf("/zkrecipes-bench-scale/%d", time.Now().UnixNano())
 	runs := map[string][]ManyKeys{}
 	deep := map[string]map[int][]Contended{}
