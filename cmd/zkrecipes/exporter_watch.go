@@ -56,6 +56,7 @@ type exporter struct {
 	reads        uint64
 	overLimit    bool          // the last scrape left series out
 	lastScrape   time.Duration // how long the last scrape took
+	lastBytes    int           // and its size
 	closed       bool
 
 	qmu   sync.Mutex // the queue; a watch's hook takes only this lock
@@ -411,15 +412,17 @@ func (e *exporter) scrape(w io.Writer) error {
 	gauge("zkrecipes_exporter_series_limit", float64(e.maxSeries))
 	gauge("zkrecipes_exporter_series_dropped", float64(dropped))
 	gauge("zkrecipes_exporter_last_scrape_duration_seconds", e.lastScrape.Seconds())
+	size := e.lastBytes
 	e.mu.Unlock()
 
 	var buf bytes.Buffer
+	buf.Grow(size + size/8)
 	err := promtext.Write(&buf, exporterFamilies, samples)
 	if err == nil {
 		_, err = w.Write(buf.Bytes())
 	}
 	e.mu.Lock()
-	e.lastScrape = time.Since(start)
+	e.lastScrape, e.lastBytes = time.Since(start), buf.Len()
 	e.mu.Unlock()
 	return err
 }

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ContentType is the Content-Type of the text format.
@@ -150,14 +151,20 @@ func labelText(labels []Label) (string, error) {
 // double quote and line feed. Bytes that are not UTF-8 become U+FFFD, as
 // Prometheus accepts UTF-8 only.
 func EscapeLabelValue(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+	if !strings.ContainsAny(s, "\\\"\n") && utf8.ValidString(s) {
+		return s
+	}
+	return labelEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD"))
 }
+
+var (
+	labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+)
 
 // escapeHelp escapes HELP text: backslash and line feed.
 func escapeHelp(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
+	return helpEscaper.Replace(strings.ToValidUTF8(s, "\uFFFD"))
 }
 
 // FormatValue writes a value as the format spells it: a whole number
