@@ -132,7 +132,7 @@ func TestPrometheusScrapesLockTakenByCurator(t *testing.T) {
 	waiter.Send("acquire")
 	nodes(t, ens, lock, 2)
 
-	exporter := startExporter(t, "--servers", ens.ConnectString(), root)
+	exporter, _ := startExporter(t, "--servers", ens.ConnectString(), root)
 	prom := startPrometheus(t, bin, exporter)
 	sel := fmt.Sprintf(`{job="zkrecipes",path=%q,recipe="mutex",layout="curator"}`, lock)
 	waitQuery(t, prom, `up{job="zkrecipes"}`, 1)

@@ -20,9 +20,9 @@ import (
 )
 
 // startExporter runs zkrecipes exporter with args on a free port of the
-// loopback and returns the address it serves on; it is stopped when the
-// test ends, and must end with status 0.
-func startExporter(t *testing.T, args ...string) string {
+// loopback and returns the address it serves on and its standard error;
+// it is stopped when the test ends, and must end with status 0.
+func startExporter(t *testing.T, args ...string) (string, *syncBuffer) {
 	t.Helper()
 	_, errOut, stop, _ := runBackground(t, append([]string{"exporter", "--listen", "127.0.0.1:0"}, args...)...)
 	t.Cleanup(func() {
@@ -40,7 +40,7 @@ func startExporter(t *testing.T, args ...string) string {
 		addr = m[1]
 		return nil
 	})
-	return addr
+	return addr, errOut
 }
 
 // scrapeOnce reads /metrics as Prometheus does.
@@ -146,7 +146,7 @@ func TestExporterFollowsRecipesOfEveryLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	addr := startExporter(t, "--servers", ens.ConnectString(), root)
+	addr, _ := startExporter(t, "--servers", ens.ConnectString(), root)
 	latch := fmt.Sprintf(`{layout="curator",path="%s/leader",recipe="leader-latch"}`, root)
 	jobs := fmt.Sprintf(`{layout="kazoo",path="%s/jobs",recipe="queue"}`, root)
 	text := waitScrape(t, addr, "the first view",
@@ -217,7 +217,7 @@ func TestExporterServesNoRecipeSeriesWhileCut(t *testing.T) {
 	lock := root + "/lock"
 	m := lockMutex(t, c, lock, "first")
 	proxy := ens.Proxy(t)
-	addr := startExporter(t, "--servers", strings.Join(proxy.Servers(), ","), "--session-timeout", "20s", lock)
+	addr, _ := startExporter(t, "--servers", strings.Join(proxy.Servers(), ","), "--session-timeout", "20s", lock)
 	holders := mutexSeries("zkrecipes_lock_holders", lock, "curator")
 	waitScrape(t, addr, "the lock held", want{"zkrecipes_exporter_trusted", 1}, want{holders, 1})
 
@@ -255,17 +255,7 @@ func TestExporterBoundsItsSeries(t *testing.T) {
 		}
 	}
 	// Each counter has two series: its value and its warnings.
-	_, errOut, _, _ := runBackground(t, "exporter", "--listen", "127.0.0.1:0", "--servers", ens.ConnectString(), "--max-series", "3", root)
-	served := regexp.MustCompile(`on http://([^/\s]+)/metrics`)
-	var addr string
-	zktest.Eventually(t, 30*time.Second, "the exporter to serve", func() error {
-		m := served.FindStringSubmatch(errOut.String())
-		if m == nil {
-			return fmt.Errorf("stderr: %q", errOut.String())
-		}
-		addr = m[1]
-		return nil
-	})
+	addr, errOut := startExporter(t, "--servers", ens.ConnectString(), "--max-series", "3", root)
 	text := waitScrape(t, addr, "the bounded view",
 		want{"zkrecipes_exporter_trusted", 1},
 		want{"zkrecipes_exporter_series", 3},
@@ -284,5 +274,32 @@ func TestExporterBoundsItsSeries(t *testing.T) {
 	}
 	if n := strings.Count(errOut.String(), "past --max-series 3"); n != 1 {
 		t.Fatalf("the limit said %d times in the log, want once:\n%s", n, errOut.String())
+	}
+}
+
+// TestExporterReportsUnreadablePath: a path the exporter cannot read (a
+// child it may not read, as inspect finds) is counted and logged; it
+// holds neither the trust nor the other paths' series back.
+func TestExporterReportsUnreadablePath(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	if _, err := conn.Create(root+"/team", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(root+"/team/hidden", nil, 0, zk.WorldACL(zk.PermCreate|zk.PermDelete)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Create(root+"/hits", []byte("9"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	addr, errOut := startExporter(t, "--servers", ens.ConnectString(), root)
+	waitScrape(t, addr, "the readable path served, the other counted",
+		want{"zkrecipes_exporter_trusted", 1},
+		want{"zkrecipes_exporter_path_errors", 1},
+		want{fmt.Sprintf(`zkrecipes_counter_value{encoding="text",layout="kazoo",path="%s/hits",recipe="counter"}`, root), 9},
+	)
+	if !strings.Contains(errOut.String(), "read "+root+"/team: ") {
+		t.Fatalf("the unreadable path is not in the log:\n%s", errOut.String())
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -252,6 +253,20 @@ func (e *exporter) read(ctx context.Context, u *unit) {
 		if ctx.Err() != nil {
 			return
 		}
+		cut := connectionError(err)
+		if cut && (!e.connected || epoch != e.epoch) {
+			return // the connection that comes back reads every unit again
+		}
+		if u.retry != nil {
+			u.retry.Stop()
+		}
+		u.retry = time.AfterFunc(retryPause, func() { e.markDirty(u) })
+		if cut {
+			return // not the path's fault, and not read: the trust waits
+		}
+		// A failure that is the path's own does not hold the trust back:
+		// the path is read, with no series, and the error is in the log
+		// and in a metric.
 		if u.err == nil {
 			e.errs++
 		}
@@ -259,21 +274,13 @@ func (e *exporter) read(ctx context.Context, u *unit) {
 			e.log.printf("read %s: %v (read again in %v)", u.path, err, retryPause)
 		}
 		u.err = err
-		if u.retry != nil {
-			u.retry.Stop()
-		}
-		u.retry = time.AfterFunc(retryPause, func() { e.markDirty(u) })
-		// A failure that is the path's own, not the connection's,
-		// does not hold the trust back: the path is read, with no
-		// series, and the error is in the log and in a metric.
-		if e.connected && e.client.State().IsConnected() && epoch == e.epoch {
-			e.readIn(u, epoch)
-		}
+		u.series, u.dropped = nil, 0
+		e.readIn(u, epoch)
 		return
 	}
 	if u.err != nil {
 		e.errs--
-		e.log.printf("read %s: read again", u.path)
+		e.log.printf("read %s: read again, with no error", u.path)
 		u.err = nil
 	}
 	if len(ss) > e.maxSeries {
@@ -425,6 +432,18 @@ func (e *exporter) scrape(w io.Writer) error {
 	e.lastScrape, e.lastBytes = time.Since(start), buf.Len()
 	e.mu.Unlock()
 	return err
+}
+
+// connectionError reports whether err is the connection's or the
+// session's, not a path's.
+func connectionError(err error) bool {
+	for _, target := range []error{zk.ErrConnectionClosed, zk.ErrSessionExpired, zk.ErrSessionMoved, zk.ErrClosing,
+		connection.ErrSessionLost, connection.ErrSuspended, connection.ErrClosed, connection.ErrNewHistory} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 func b2f(b bool) float64 {
