@@ -143,10 +143,16 @@ func serveExporter(ctx context.Context, e *exporter, ln net.Listener) error {
 func exporterHandler(e *exporter) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", promtext.ContentType)
-		if err := e.scrape(w); err != nil {
+		start := time.Now()
+		text, err := e.render(start)
+		if err != nil {
 			e.log.printf("scrape: %v", err)
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
 		}
+		w.Header().Set("Content-Type", promtext.ContentType)
+		_, _ = w.Write(text)
+		e.scraped(start, len(text))
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {

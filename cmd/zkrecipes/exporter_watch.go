@@ -374,11 +374,28 @@ func (e *exporter) stopUnit(u *unit) {
 	}
 }
 
-// scrape renders the metrics as of now: the recipe series while the view
-// is trusted, at most maxSeries of them (those of the paths first in byte
-// order), and the exporter's own.
+// scrape writes the metrics as of now to w (render).
 func (e *exporter) scrape(w io.Writer) error {
 	start := time.Now()
+	text, err := e.render(start)
+	if err == nil {
+		_, err = w.Write(text)
+	}
+	e.scraped(start, len(text))
+	return err
+}
+
+// scraped notes a scrape begun at start that wrote n bytes.
+func (e *exporter) scraped(start time.Time, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lastScrape, e.lastBytes = time.Since(start), n
+}
+
+// render renders the metrics as of start: the recipe series while the
+// view is trusted, at most maxSeries of them (those of the paths first in
+// byte order), and the exporter's own.
+func (e *exporter) render(start time.Time) ([]byte, error) {
 	e.mu.Lock()
 	trusted := e.connected && e.stale == 0
 	var samples []promtext.Sample
@@ -424,14 +441,10 @@ func (e *exporter) scrape(w io.Writer) error {
 
 	var buf bytes.Buffer
 	buf.Grow(size + size/8)
-	err := promtext.Write(&buf, exporterFamilies, samples)
-	if err == nil {
-		_, err = w.Write(buf.Bytes())
+	if err := promtext.Write(&buf, exporterFamilies, samples); err != nil {
+		return nil, err
 	}
-	e.mu.Lock()
-	e.lastScrape, e.lastBytes = time.Since(start), buf.Len()
-	e.mu.Unlock()
-	return err
+	return buf.Bytes(), nil
 }
 
 // connectionError reports whether err is the connection's or the
