@@ -104,9 +104,10 @@ func mutexSeries(name, path, layout string, more ...string) string {
 }
 
 // TestExporterFollowsRecipesOfEveryLibrary: the recipes under a directory,
-// a lock held by Curator and awaited by Go, a Go election, a work queue
-// and a counter told by its data, are served with their values, which
-// follow what changes; a scrape reads nothing from ZooKeeper.
+// a lock held by Curator and awaited by Go, a lock held by Kazoo, a Go
+// election, a work queue and a counter told by its data, are served with
+// their values, which follow what changes; a scrape reads nothing from
+// ZooKeeper.
 func TestExporterFollowsRecipesOfEveryLibrary(t *testing.T) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -119,6 +120,9 @@ func TestExporterFollowsRecipesOfEveryLibrary(t *testing.T) {
 	curator.Do("ACQUIRED", "acquire")
 	waitMutex(t, c, lock, "go-waiter")
 	nodes(t, ens, lock, 2)
+	kazooLock := root + "/locks/kazoo"
+	kazoo := peertest.Kazoo(t, ens.ConnectString(), kazooLock)
+	kazoo.Do("ACQUIRED", "acquire")
 
 	e, err := election.New(c, root+"/leader", "go-leader")
 	if err != nil {
@@ -154,6 +158,8 @@ func TestExporterFollowsRecipesOfEveryLibrary(t *testing.T) {
 		want{"zkrecipes_exporter_trusted", 1},
 		want{mutexSeries("zkrecipes_lock_holders", lock, "curator"), 1},
 		want{mutexSeries("zkrecipes_lock_waiters", lock, "curator"), 1},
+		want{mutexSeries("zkrecipes_lock_holders", kazooLock, "kazoo"), 1},
+		want{mutexSeries("zkrecipes_lock_waiters", kazooLock, "kazoo"), 0},
 		want{"zkrecipes_election_term_token" + latch, float64(term.Token())},
 		want{"zkrecipes_election_candidates" + latch, 0},
 		want{fmt.Sprintf(`zkrecipes_election_leader_info{layout="curator",leader="go-leader",path="%s/leader",recipe="leader-latch",session="%#x",token="%d"}`, root, c.Session().ID(), term.Token()), 1},
@@ -192,6 +198,7 @@ func TestExporterFollowsRecipesOfEveryLibrary(t *testing.T) {
 	if err := term.Resign(ctx); err != nil {
 		t.Fatal(err)
 	}
+	kazoo.Do("RELEASED", "release")
 	text = waitScrape(t, addr, "the view after the changes",
 		want{mutexSeries("zkrecipes_lock_holders", lock, "curator"), 1},
 		want{mutexSeries("zkrecipes_lock_waiters", lock, "curator"), 0},
@@ -202,8 +209,8 @@ func TestExporterFollowsRecipesOfEveryLibrary(t *testing.T) {
 	if !strings.Contains(text, `zkrecipes_lock_holder_info{holder="go-waiter",layout="curator",path="`+lock+`"`) {
 		t.Fatalf("the Go waiter does not hold:\n%s", text)
 	}
-	if strings.Contains(text, "zkrecipes_election_") {
-		t.Fatalf("an election with no participant still has series:\n%s", text)
+	if strings.Contains(text, "zkrecipes_election_") || strings.Contains(text, `path="`+kazooLock+`"`) {
+		t.Fatalf("an election and a lock with no participant still have series:\n%s", text)
 	}
 }
 
@@ -240,7 +247,8 @@ func TestExporterServesNoRecipeSeriesWhileCut(t *testing.T) {
 }
 
 // TestExporterBoundsItsSeries: past --max-series the series of the paths
-// last in byte order are left out, counted, and said once in the log.
+// last in byte order are left out, counted, and said once in the log; so
+// are the paths past --max-paths.
 func TestExporterBoundsItsSeries(t *testing.T) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -266,6 +274,18 @@ func TestExporterBoundsItsSeries(t *testing.T) {
 	)
 	if strings.Contains(text, root+"/c") {
 		t.Fatalf("a series past the limit is served:\n%s", text)
+	}
+
+	// Past --max-paths: the root and two of its three children.
+	paths, pathsErr := startExporter(t, "--servers", ens.ConnectString(), "--max-paths", "3", root)
+	waitScrape(t, paths, "the paths bounded",
+		want{"zkrecipes_exporter_trusted", 1},
+		want{"zkrecipes_exporter_paths", 3},
+		want{"zkrecipes_exporter_paths_dropped", 1},
+		want{"zkrecipes_exporter_series", 4},
+	)
+	if n := strings.Count(pathsErr.String(), "more than --max-paths 3"); n != 1 {
+		t.Fatalf("the path limit said %d times in the log, want once:\n%s", n, pathsErr.String())
 	}
 	for range 2 {
 		if _, err := scrapeOnce(addr); err != nil {
@@ -301,5 +321,36 @@ func TestExporterReportsUnreadablePath(t *testing.T) {
 	)
 	if !strings.Contains(errOut.String(), "read "+root+"/team: ") {
 		t.Fatalf("the unreadable path is not in the log:\n%s", errOut.String())
+	}
+}
+
+// TestExporterReadsAgainInNewSession: a session lost while cut off ends
+// the trust; in the new session every path is read again, and the lock
+// taken meanwhile is served.
+func TestExporterReadsAgainInNewSession(t *testing.T) {
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	c := open(t, ens)
+	proxy := ens.Proxy(t)
+	addr, errOut := startExporter(t, "--servers", strings.Join(proxy.Servers(), ","), "--session-timeout", "4s", root)
+	waitScrape(t, addr, "the empty root", want{"zkrecipes_exporter_trusted", 1}, want{"zkrecipes_exporter_series", 0})
+
+	proxy.Cut()
+	zktest.Eventually(t, 30*time.Second, "the session lost", func() error {
+		if !strings.Contains(errOut.String(), "LOST") {
+			text, _ := scrapeOnce(addr)
+			return fmt.Errorf("stderr: %s\n%s", errOut.String(), text)
+		}
+		return nil
+	})
+	lock := root + "/lock"
+	lockMutex(t, c, lock, "taken-while-cut")
+	proxy.Restore()
+	text := waitScrape(t, addr, "the new session's view",
+		want{"zkrecipes_exporter_trusted", 1},
+		want{mutexSeries("zkrecipes_lock_holders", lock, "curator"), 1},
+	)
+	if !strings.Contains(text, `holder="taken-while-cut"`) {
+		t.Fatalf("the lock taken while cut off is not served:\n%s", text)
 	}
 }

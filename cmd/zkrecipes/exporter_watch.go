@@ -149,12 +149,16 @@ func (e *exporter) stateChanged(s connection.State) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch s {
-	case connection.Suspended, connection.Lost:
-		if e.connected {
-			e.log.printf("%s: the view is not trusted until every path is read again", s)
-		}
+	case connection.Suspended:
+		e.log.printf("SUSPENDED: the view is not trusted until every path is read again")
+		e.connected = false
+	case connection.Lost:
+		e.log.printf("LOST: the session ended; every path is read again in the next one")
 		e.connected = false
 	case connection.Connected, connection.Reconnected:
+		if s == connection.Reconnected {
+			e.log.printf("RECONNECTED: reading %d path(s) again", len(e.units))
+		}
 		e.connected = true
 		e.epoch++
 		e.stale = len(e.units)
