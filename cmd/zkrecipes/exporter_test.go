@@ -310,6 +310,13 @@ func TestExporterReportsUnreadablePath(t *testing.T) {
 	if _, err := conn.Create(root+"/team/hidden", nil, 0, zk.WorldACL(zk.PermCreate|zk.PermDelete)); err != nil {
 		t.Fatal(err)
 	}
+	// Before the root is removed, which cannot list the hidden node, and
+	// so that other tests' looks at / do not meet it.
+	t.Cleanup(func() {
+		if err := conn.Delete(root+"/team/hidden", -1); err != nil {
+			t.Errorf("delete the unreadable node: %v", err)
+		}
+	})
 	if _, err := conn.Create(root+"/hits", []byte("9"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
