@@ -123,7 +123,8 @@ deps:
 deps-demo:
 	@./scripts/install-deps.sh demo
 
-## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them), the cache's
+## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them; a scrape of zkrecipes
+## exporter with 10,000 locks under its path), the cache's
 ## first view of a 100,011-node subtree checked node for node (TestScaleTree at its full size), then zkrecipes,
 ## Curator, Kazoo and zk.Lock side by side on a local 3-node ensemble (medians of 3 rounds), the
 ## cache against CuratorCache and both TreeCaches included, and the latency-bound lock scenarios
@@ -137,5 +138,6 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
 	$(GO) test -run '^$$' -bench Rebalance -benchtime 1x ./recipes/partition
+	$(GO) test -run '^$$' -bench ExporterScrape -benchtime 20x ./cmd/zkrecipes
 	ZKRECIPES_SCALE=full $(GO) test -count=1 -v -run '^TestScaleTree$$' ./recipes/cache
 	$(GO) run ./cmd/zkbench --rounds 3 --link-delay 0,250us --docs docs

@@ -5,7 +5,8 @@
 #                            ZooKeeper server, a JDK with javac, Curator's jars
 #                            (recipes and curator-x-discovery) and Kazoo (the
 #                            last three run in the interop tests against the
-#                            real peers)
+#                            real peers), and a Prometheus server (it scrapes
+#                            zkrecipes exporter in a test)
 #   install-deps.sh demo     what make demo needs: a Java runtime and
 #                            ZooKeeper's jars for its local server (zkrecipes
 #                            dev's too), no JDK, Curator or Kazoo; nothing when
@@ -26,6 +27,7 @@ test)
   [ -f /usr/share/java/curator-recipes.jar ] || need+=(libcurator-recipes-java)
   [ -f /usr/share/java/curator-x-discovery.jar ] || need+=(libcurator-discovery-java)
   /usr/bin/python3 -c 'import kazoo' >/dev/null 2>&1 || need+=(python3-kazoo)
+  command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
   ;;
 demo)
   if [ -n "${ZK_SERVERS:-}" ]; then

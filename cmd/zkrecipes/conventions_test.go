@@ -19,7 +19,7 @@ import (
 func TestHelpEverywhere(t *testing.T) {
 	for _, words := range [][]string{
 		{"lock"}, {"semaphore"}, {"elect"}, {"queue"}, {"queue", "put"}, {"queue", "take"},
-		{"inspect"}, {"watch"}, {"counter"}, {"counter", "get"}, {"counter", "add"}, {"counter", "set"},
+		{"inspect"}, {"watch"}, {"exporter"}, {"counter"}, {"counter", "get"}, {"counter", "add"}, {"counter", "set"},
 		{"register"}, {"discover"},
 		{"barrier"}, {"barrier", "set"}, {"barrier", "remove"}, {"barrier", "wait"}, {"barrier", "enter"}, {"barrier", "leave"},
 		{"demo"}, {"dev"}, {"version"}, {"completion"}, {"help"},
@@ -121,7 +121,7 @@ func TestCompletion(t *testing.T) {
 		return
 	}
 	for _, tc := range []struct{ words, want string }{
-		{`zkrecipes ""`, "lock semaphore elect queue inspect watch counter register discover barrier demo dev version completion help"},
+		{`zkrecipes ""`, "lock semaphore elect queue inspect watch exporter counter register discover barrier demo dev version completion help"},
 		{`zkrecipes --servers h:1 lo`, "lock"},
 		{`zkrecipes lock --t`, "--timeout --try"},
 		{`zkrecipes queue ""`, "put take"},
@@ -182,6 +182,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--bogus", "lock"}, "flag provided but not defined: -bogus"},
 		{[]string{"inspect", "--servers", srv}, "want one PATH"},
 		{[]string{"inspect", "--servers", srv, "/a", "/b"}, "want one PATH"},
+		{[]string{"exporter", "--servers", srv}, "want one PATH or more"},
+		{[]string{"exporter", "--servers", srv, "/a", "relative"}, `"relative" is not absolute`},
+		{[]string{"exporter", "--servers", srv, "--max-series", "0", "/a"}, "--max-series 0"},
+		{[]string{"exporter", "--servers", srv, "--max-paths", "-1", "/a"}, "--max-paths -1"},
+		{[]string{"exporter", "--servers", srv, "--depth", "-1", "/a"}, "--depth -1"},
+		{[]string{"exporter", "--servers", srv, "--count", "/sem", "/a"}, "want SEMAPHORE=NODE"},
+		{[]string{"exporter", "--servers", srv, "--listen", "127.0.0.1:http-nope", "/a"}, "--listen 127.0.0.1:http-nope"},
+		{[]string{"exporter", "--servers", "zk1:0", "/a"}, `port "0"`},
 	} {
 		code, out, errOut := runCLI(t, tc.args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "--help\" for usage") {

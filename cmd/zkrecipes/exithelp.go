@@ -16,6 +16,7 @@ var exitDocs = []exitDoc{
 	{"0", "done; without CMD: held, then released after SIGINT or SIGTERM", "lock|semaphore|elect"},
 	{"0", "done", "queue put|queue take|inspect"},
 	{"0", "interrupted (SIGINT, SIGTERM): watching ends", "watch"},
+	{"0", "interrupted (SIGINT, SIGTERM): serving ends", "exporter"},
 	{"0", "done: the number is printed", "counter get|counter add|counter set"},
 	{"0", "without CMD: registered, then unregistered after SIGINT or SIGTERM (losing the registration is not an error: it is made again)", "register"},
 	{"0", "done; with --watch: interrupted (SIGINT, SIGTERM)", "discover"},
@@ -52,7 +53,7 @@ var exitNotFor = map[string]string{"5": "dev"}
 // command with none of its own, such as demo).
 func exitHelp(command string) string {
 	switch command {
-	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect", "watch", "counter get", "counter add", "counter set", "register", "discover",
+	case "lock", "semaphore", "elect", "queue take", "queue put", "inspect", "watch", "exporter", "counter get", "counter add", "counter set", "register", "discover",
 		"barrier set", "barrier remove", "barrier wait", "barrier enter", "barrier leave", "dev":
 	default:
 		return ""

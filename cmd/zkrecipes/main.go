@@ -10,6 +10,7 @@
 //	zkrecipes queue take [--timeout d | --try] PATH [-- CMD [ARGS...]]
 //	zkrecipes inspect [--json] PATH
 //	zkrecipes watch [--json] [--depth n] PATH
+//	zkrecipes exporter [--listen ADDR] [--depth n] [--max-series n] PATH...
 //	zkrecipes counter get|add|set [--encoding int64|int32|text] PATH [NUMBER]
 //	zkrecipes register [--base PATH] [--id ID] [--port N] ... SERVICE [-- CMD [ARGS...]]
 //	zkrecipes discover [--base PATH] [--json] [--watch] [SERVICE]
@@ -51,6 +52,7 @@ var commands = []command{
 	{name: "queue", summary: "put items in a work queue, or take one (Kazoo's LockingQueue)", run: runQueue, subcommands: []string{"put", "take"}},
 	{name: "inspect", summary: "show who holds a lock, a semaphore's leases or an election, who waits, and a queue's items", run: runInspect},
 	{name: "watch", summary: "print every change of a node and the nodes under it, until interrupted", run: runWatch},
+	{name: "exporter", summary: "serve the recipes under paths as Prometheus metrics (holders, waiters, leaders, queue depths), until interrupted", run: runExporter},
 	{name: "counter", summary: "read, add to or set a counter (Curator's DistributedAtomicLong or SharedCount, Kazoo's Counter)", run: runCounter, subcommands: []string{"get", "add", "set"}},
 	{name: "register", summary: "register a service instance (Curator's ServiceDiscovery) while a command runs", run: runRegister},
 	{name: "discover", summary: "list a service's instances (Curator's ServiceDiscovery), or follow them", run: runDiscover},
