@@ -132,7 +132,9 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 	answers := make(chan *chunk, len(chunks))
 	for _, ch := range chunks {
 		b := wire.EncodeMultiRead(reads[ch.lo:ch.hi], spaths[ch.lo:ch.hi])
+		t := c.sentIn(ctx, sess.ID(), "multiRead", "", false, len(b))
 		done := func(zxid int64, code int32, body []byte, err error) {
+			t.answered(wireErr(code, err), replyBytes(body))
 			ch.zxid, ch.code, ch.err = zxid, code, err
 			if err == nil {
 				ch.body = append([]byte(nil), body...)
@@ -140,6 +142,7 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 			answers <- ch
 		}
 		if err := tr.Send(sess.ID(), b, done); err != nil {
+			t.answered(err, 0)
 			ch.err = err
 			answers <- ch
 		}
@@ -207,7 +210,9 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 		}
 		frames = append(frames, f)
 		b := wire.EncodeSetWatches(rel, data, nil, child)
-		answer := func(_ int64, code int32, _ []byte, err error) {
+		t := c.sentIn(ctx, sess.ID(), "setWatches", "", true, len(b))
+		answer := func(_ int64, code int32, body []byte, err error) {
+			t.answered(wireErr(code, err), replyBytes(body))
 			if err == nil && code != 0 {
 				err = wire.CodeErr(code)
 			}
@@ -216,6 +221,7 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 			done <- f
 		}
 		if err := tr.Send(sess.ID(), b, answer); err != nil {
+			t.answered(err, 0)
 			settle(false)
 			f.err = err
 		} else {

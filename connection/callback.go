@@ -62,7 +62,10 @@ func (c *Client) createOnWire(ctx context.Context, zc *zk.Conn, sess *Session, s
 		gone bool // the caller left
 	)
 	answer := make(chan createAnswer, 1)
+	req := wire.EncodeCreate2(spath, data, aclFor(c.opts.acl, c.client(spath)), int32(mode))
+	t := c.sentIn(ctx, sess.ID(), "create2", spath, false, len(req))
 	done := func(_ int64, code int32, body []byte, err error) {
+		t.answered(wireErr(code, err), replyBytes(body))
 		a := createAnswer{err: err}
 		switch {
 		case err != nil && tr.Closed():
@@ -103,8 +106,8 @@ func (c *Client) createOnWire(ctx context.Context, zc *zk.Conn, sess *Session, s
 			abandoned(a.path, a.err)
 		}()
 	}
-	req := wire.EncodeCreate2(spath, data, aclFor(c.opts.acl, c.client(spath)), int32(mode))
 	if err := tr.SendWritten(sess.ID(), req, written, done); err != nil {
+		t.answered(err, 0)
 		return "", wire.Created{}, false, nil
 	}
 	select {
@@ -138,7 +141,11 @@ func (c *Client) childrenOnWire(ctx context.Context, path string, then func(chil
 	if closed || sess == nil {
 		return false
 	}
+	sp := c.server(path)
+	req := wire.EncodeGetChildren2(sp)
+	t := c.sentIn(ctx, sess.ID(), "getChildren2", sp, false, len(req))
 	done := func(_ int64, code int32, body []byte, err error) {
+		t.answered(wireErr(code, err), replyBytes(body))
 		var (
 			children []string
 			stat     *zk.Stat
@@ -159,5 +166,19 @@ func (c *Client) childrenOnWire(ctx context.Context, path string, then func(chil
 		}
 		then(children, stat, nil)
 	}
-	return tr.Send(sess.ID(), wire.EncodeGetChildren2(c.server(path)), done) == nil
+	if err := tr.Send(sess.ID(), req, done); err != nil {
+		t.answered(err, 0)
+		return false
+	}
+	return true
+}
+
+// wireErr is the outcome of a request answered through a callback: err
+// when no answer came, else the server's error code as go-zookeeper's
+// error (nil for success).
+func wireErr(code int32, err error) error {
+	if err != nil || code == 0 {
+		return err
+	}
+	return wire.ReplyErr(code)
 }

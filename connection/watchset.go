@@ -108,7 +108,10 @@ func (c *Client) watchData(ctx context.Context, sess *Session, relative int64, p
 		return ws, nil
 	}
 	answered := make(chan error, 1) // the callback never blocks
-	done := func(_ int64, code int32, _ []byte, err error) {
+	req := wire.EncodeSetWatches(relative, send, nil, nil)
+	t := c.sentIn(ctx, sess.ID(), "setWatches", "", true, len(req))
+	done := func(_ int64, code int32, body []byte, err error) {
+		t.answered(wireErr(code, err), replyBytes(body))
 		if err == nil && code != 0 {
 			err = wire.CodeErr(code)
 		}
@@ -117,7 +120,8 @@ func (c *Client) watchData(ctx context.Context, sess *Session, relative int64, p
 		}
 		answered <- err
 	}
-	if err := tr.Send(sess.ID(), wire.EncodeSetWatches(relative, send, nil, nil), done); err != nil {
+	if err := tr.Send(sess.ID(), req, done); err != nil {
+		t.answered(err, 0)
 		for i, k := range keys {
 			c.armed(k, armed[i], false)
 		}
