@@ -46,6 +46,10 @@ type Lock struct {
 	// A place whose predecessor goes is first without a listing (see
 	// waiter.deleted), as places leave in turn.
 	Line bool
+	// Recipe and Path name the lock to the client's observer
+	// (connection.Observer's Wait): "mutex", and the path its caller
+	// gave. A Lock without Recipe tells it nothing.
+	Recipe, Path string
 }
 
 // Acquired is a node that holds the lock.
@@ -143,26 +147,38 @@ var errRestart = errors.New("lockcore: restart")
 // frames a waiter parks under are kept few and small: Acquire's loop
 // calls park itself, between the steps of await, whose state waits in the
 // attempt — not in await's frame, which is left.
+//
+// The observer, if any, is told of the wait when the contender first
+// parks, and of its end as Acquire returns (waitBegins).
 func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
+	var (
+		obs   *waitObs
+		begun bool
+	)
 	for {
 		t, err := l.create(ctx, wait)
 		if err != nil {
 			if errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
 				continue // CreateProtected waits for the next session
 			}
-			return Acquired{}, err
+			return Acquired{}, obs.end(err)
 		}
 		err = l.admit(ctx, t)
+		if err == errPark && !begun {
+			begun = true
+			ctx, obs = l.waitBegins(ctx, t)
+		}
 		for err == errPark {
 			if err = t.park(ctx); err == nil {
 				err = l.await(ctx, t)
 			}
 		}
 		if err == nil {
+			obs.end(nil)
 			return t.a, nil
 		}
 		if err = l.giveUp(ctx, t, err); err != nil {
-			return Acquired{}, err
+			return Acquired{}, obs.end(err)
 		}
 	}
 }

@@ -60,6 +60,7 @@ type Hold struct {
 	hooks    []*func() // AfterFunc's, run when it ends
 	stopLost func() bool
 	wg       sync.WaitGroup // the node watcher's and the revocation watcher's goroutines
+	obs      *holdObs       // told when the hold ends; nil when no observer is
 
 	// unsure is set when the node's watch reports a change of its data,
 	// until a read shows the node is still the hold's (rewatch): the
@@ -80,6 +81,11 @@ type HoldConfig struct {
 	// OnRevoke, if not nil, is called in a goroutine of its own the first
 	// time another process writes RevokeMessage to the node.
 	OnRevoke func()
+	// Recipe and Path name the hold to the client's observer
+	// (connection.Observer's Hold), told with Ctx, the context the hold
+	// was taken with (nil: none). A hold without Recipe tells it nothing.
+	Recipe, Path string
+	Ctx          context.Context
 }
 
 // NewHold starts a hold of a, confirmed (Confirm): it is lost when its
@@ -95,7 +101,9 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	h := &Hold{Acquired: a, client: c, cfg: cfg, cancel: cancel}
 	h.ctx = holdContext{ctx, h}
-	h.mu.Lock() // the period may be over already: its function waits for stopLost
+	h.obs = holdBegins(h) // before anything can end the hold
+	h.cfg.Ctx = nil       // the caller's, not to be kept
+	h.mu.Lock()           // the period may be over already: its function waits for stopLost
 	h.stopLost = context.AfterFunc(a.Trusted, func() {
 		cause := h.periodLost()
 		if h.finish(cause) {
@@ -237,6 +245,7 @@ func (h *Hold) finish(cause error) bool {
 	}
 	h.cancel(cause)
 	stopLost()
+	h.obs.end(cause, h.cfg.Released)
 	return true
 }
 

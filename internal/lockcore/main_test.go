@@ -55,6 +55,8 @@ func newLock(t testing.TB, c *connection.Client, path string) *testLock {
 		Accept:    lockcore.MutexKinds,
 		Predicate: lockcore.Exclusive,
 		Window:    2,
+		Recipe:    "lock",
+		Path:      path,
 	}
 	h := lockcore.NewHolder(c, lockcore.HolderConfig{
 		Name:         "lock",

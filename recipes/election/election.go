@@ -111,6 +111,8 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 			Accept:    isLatch,
 			Predicate: lockcore.Exclusive,
 			Window:    2,
+			Recipe:    "election",
+			Path:      path,
 		},
 	}
 	for _, o := range opts {
@@ -176,7 +178,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 			}
 			return nil, e.errorf("campaign", err)
 		}
-		t := e.newTerm(a)
+		t := e.newTerm(ctx, a)
 		if t.hold.Lost() {
 			// The connected period Acquire confirmed ended in between.
 			t.end()
@@ -264,8 +266,9 @@ type Term struct {
 // would otherwise keep the lowest node and leave the election with no
 // trusted leader (Curator's LeaderLatch resets on RECONNECTED for the same
 // reason).
-func (e *Election) newTerm(a lockcore.Acquired) *Term {
-	return &Term{e: e, hold: lockcore.NewHold(e.client, a, lockcore.HoldConfig{Lost: ErrTermLost, Released: ErrResigned})}
+func (e *Election) newTerm(ctx context.Context, a lockcore.Acquired) *Term {
+	return &Term{e: e, hold: lockcore.NewHold(e.client, a, lockcore.HoldConfig{Lost: ErrTermLost, Released: ErrResigned,
+		Recipe: "election", Path: e.path, Ctx: ctx})}
 }
 
 // end ends a lost term (it does nothing to a term that ended before); it
