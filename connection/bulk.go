@@ -132,17 +132,16 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 	answers := make(chan *chunk, len(chunks))
 	for _, ch := range chunks {
 		b := wire.EncodeMultiRead(reads[ch.lo:ch.hi], spaths[ch.lo:ch.hi])
-		t := c.sentIn(ctx, sess.ID(), "multiRead", "", false, len(b))
 		done := func(zxid int64, code int32, body []byte, err error) {
-			t.answered(wireErr(code, err), replyBytes(body))
 			ch.zxid, ch.code, ch.err = zxid, code, err
 			if err == nil {
 				ch.body = append([]byte(nil), body...)
 			}
 			answers <- ch
 		}
-		if err := tr.Send(sess.ID(), b, done); err != nil {
-			t.answered(err, 0)
+		traced, notSent := c.tracedWire(ctx, sess.ID(), "multiRead", "", false, b, done)
+		if err := tr.Send(sess.ID(), b, traced); err != nil {
+			notSent(err)
 			ch.err = err
 			answers <- ch
 		}
@@ -210,9 +209,7 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 		}
 		frames = append(frames, f)
 		b := wire.EncodeSetWatches(rel, data, nil, child)
-		t := c.sentIn(ctx, sess.ID(), "setWatches", "", true, len(b))
-		answer := func(_ int64, code int32, body []byte, err error) {
-			t.answered(wireErr(code, err), replyBytes(body))
+		answer := func(_ int64, code int32, _ []byte, err error) {
 			if err == nil && code != 0 {
 				err = wire.CodeErr(code)
 			}
@@ -220,8 +217,9 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 			f.err = err
 			done <- f
 		}
-		if err := tr.Send(sess.ID(), b, answer); err != nil {
-			t.answered(err, 0)
+		traced, notSent := c.tracedWire(ctx, sess.ID(), "setWatches", "", true, b, answer)
+		if err := tr.Send(sess.ID(), b, traced); err != nil {
+			notSent(err)
 			settle(false)
 			f.err = err
 		} else {

@@ -62,10 +62,7 @@ func (c *Client) createOnWire(ctx context.Context, zc *zk.Conn, sess *Session, s
 		gone bool // the caller left
 	)
 	answer := make(chan createAnswer, 1)
-	req := wire.EncodeCreate2(spath, data, aclFor(c.opts.acl, c.client(spath)), int32(mode))
-	t := c.sentIn(ctx, sess.ID(), "create2", spath, false, len(req))
 	done := func(_ int64, code int32, body []byte, err error) {
-		t.answered(wireErr(code, err), replyBytes(body))
 		a := createAnswer{err: err}
 		switch {
 		case err != nil && tr.Closed():
@@ -106,8 +103,10 @@ func (c *Client) createOnWire(ctx context.Context, zc *zk.Conn, sess *Session, s
 			abandoned(a.path, a.err)
 		}()
 	}
-	if err := tr.SendWritten(sess.ID(), req, written, done); err != nil {
-		t.answered(err, 0)
+	req := wire.EncodeCreate2(spath, data, aclFor(c.opts.acl, c.client(spath)), int32(mode))
+	traced, notSent := c.tracedWire(ctx, sess.ID(), "create2", spath, false, req, done)
+	if err := tr.SendWritten(sess.ID(), req, written, traced); err != nil {
+		notSent(err)
 		return "", wire.Created{}, false, nil
 	}
 	select {
@@ -141,11 +140,7 @@ func (c *Client) childrenOnWire(ctx context.Context, path string, then func(chil
 	if closed || sess == nil {
 		return false
 	}
-	sp := c.server(path)
-	req := wire.EncodeGetChildren2(sp)
-	t := c.sentIn(ctx, sess.ID(), "getChildren2", sp, false, len(req))
 	done := func(_ int64, code int32, body []byte, err error) {
-		t.answered(wireErr(code, err), replyBytes(body))
 		var (
 			children []string
 			stat     *zk.Stat
@@ -166,8 +161,11 @@ func (c *Client) childrenOnWire(ctx context.Context, path string, then func(chil
 		}
 		then(children, stat, nil)
 	}
-	if err := tr.Send(sess.ID(), req, done); err != nil {
-		t.answered(err, 0)
+	sp := c.server(path)
+	req := wire.EncodeGetChildren2(sp)
+	traced, notSent := c.tracedWire(ctx, sess.ID(), "getChildren2", sp, false, req, done)
+	if err := tr.Send(sess.ID(), req, traced); err != nil {
+		notSent(err)
 		return false
 	}
 	return true

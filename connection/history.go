@@ -54,17 +54,16 @@ func (c *Client) checkHistoryLocked(id int64, timeout time.Duration) {
 	}
 	c.checking, c.checkSent = id, now
 	gen := c.gen
-	req := wire.EncodeSync("/")
-	t := c.sentIn(c.base, id, "sync", "/", false, len(req))
-	done := func(zxid int64, code int32, body []byte, err error) {
-		t.answered(wireErr(code, err), replyBytes(body))
+	done := func(zxid int64, code int32, _ []byte, err error) {
 		if err == nil && code != 0 {
 			err = wire.CodeErr(code)
 		}
 		c.events.push(connEvent{gen: gen, history: true, sessionID: id, timeout: timeout, zxid: zxid, err: err})
 	}
-	if err := c.tr.Send(id, req, done); err != nil {
-		t.answered(err, 0)
+	req := wire.EncodeSync("/")
+	traced, notSent := c.tracedWire(c.base, id, "sync", "/", false, req, done)
+	if err := c.tr.Send(id, req, traced); err != nil {
+		notSent(err)
 		c.checking = 0 // the watchdog tries again (retryHistoryLocked)
 		c.opts.logger.Debug("zookeeper history check not sent", "session", fmt.Sprintf("%#x", id), "error", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
 
 // Observer is told what a Client and the recipes built on it do: every
@@ -298,6 +300,25 @@ func tracedErr(c *Client, ctx context.Context, zc *zk.Conn, op, sp string, f fun
 		return err
 	}
 }
+
+// tracedWire is done, the callback of request req of op on server path
+// sp that the wire client sends in session id, told to the observer as it
+// is sent and answered. The wire client calls a request's callback once,
+// unless it does not take the request: the caller then calls notSent with
+// the wire client's error, which ends the request's report (the caller
+// may send it another way, reported of its own).
+func (c *Client) tracedWire(ctx context.Context, id int64, op, sp string, watch bool, req []byte, done wire.Done) (traced wire.Done, notSent func(error)) {
+	if o := c.opts.observer; o == nil || o.Request == nil {
+		return done, ignoreErr
+	}
+	t := c.sentIn(ctx, id, op, sp, watch, len(req))
+	return func(zxid int64, code int32, body []byte, err error) {
+		t.answered(wireErr(code, err), replyBytes(body))
+		done(zxid, code, body, err)
+	}, func(err error) { t.answered(err, 0) }
+}
+
+func ignoreErr(error) {}
 
 // replyBytes is the length on the wire of a reply with body: the length
 // prefix and the reply header (xid, zxid, err) before it.

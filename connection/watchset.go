@@ -108,10 +108,7 @@ func (c *Client) watchData(ctx context.Context, sess *Session, relative int64, p
 		return ws, nil
 	}
 	answered := make(chan error, 1) // the callback never blocks
-	req := wire.EncodeSetWatches(relative, send, nil, nil)
-	t := c.sentIn(ctx, sess.ID(), "setWatches", "", true, len(req))
-	done := func(_ int64, code int32, body []byte, err error) {
-		t.answered(wireErr(code, err), replyBytes(body))
+	done := func(_ int64, code int32, _ []byte, err error) {
 		if err == nil && code != 0 {
 			err = wire.CodeErr(code)
 		}
@@ -120,8 +117,10 @@ func (c *Client) watchData(ctx context.Context, sess *Session, relative int64, p
 		}
 		answered <- err
 	}
-	if err := tr.Send(sess.ID(), req, done); err != nil {
-		t.answered(err, 0)
+	req := wire.EncodeSetWatches(relative, send, nil, nil)
+	traced, notSent := c.tracedWire(ctx, sess.ID(), "setWatches", "", true, req, done)
+	if err := tr.Send(sess.ID(), req, traced); err != nil {
+		notSent(err)
 		for i, k := range keys {
 			c.armed(k, armed[i], false)
 		}

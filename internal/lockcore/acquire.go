@@ -46,10 +46,10 @@ type Lock struct {
 	// A place whose predecessor goes is first without a listing (see
 	// waiter.deleted), as places leave in turn.
 	Line bool
-	// Recipe and Path name the lock to the client's observer
-	// (connection.Observer's Wait): "mutex", and the path its caller
-	// gave. A Lock without Recipe tells it nothing.
-	Recipe, Path string
+	// Recipe names the lock to the client's observer
+	// (connection.Observer's Wait, with Dir as its path): "mutex". A
+	// Lock without Recipe tells it nothing.
+	Recipe string
 }
 
 // Acquired is a node that holds the lock.

@@ -49,7 +49,7 @@ var ErrReleased = errors.New("lock released")
 type Hold struct {
 	Acquired
 	client *connection.Client
-	cfg    HoldConfig
+	cfg    holdConfig
 
 	ctx    context.Context // a holdContext: cancelled when the hold ends
 	cancel context.CancelCauseFunc
@@ -60,7 +60,6 @@ type Hold struct {
 	hooks    []*func() // AfterFunc's, run when it ends
 	stopLost func() bool
 	wg       sync.WaitGroup // the node watcher's and the revocation watcher's goroutines
-	obs      *holdObs       // told when the hold ends; nil when no observer is
 
 	// unsure is set when the node's watch reports a change of its data,
 	// until a read shows the node is still the hold's (rewatch): the
@@ -88,6 +87,12 @@ type HoldConfig struct {
 	Ctx          context.Context
 }
 
+// holdConfig is what a hold keeps of its HoldConfig.
+type holdConfig struct {
+	Lost, Released error
+	OnRevoke       func()
+}
+
 // NewHold starts a hold of a, confirmed (Confirm): it is lost when its
 // period, a.Trusted, ends — when its session can no longer be trusted
 // under the client's error policy — or when a.Own, the watch on its node,
@@ -99,11 +104,10 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 		cfg.Released = ErrReleased
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	h := &Hold{Acquired: a, client: c, cfg: cfg, cancel: cancel}
+	h := &Hold{Acquired: a, client: c, cfg: holdConfig{cfg.Lost, cfg.Released, cfg.OnRevoke}, cancel: cancel}
 	h.ctx = holdContext{ctx, h}
-	h.obs = holdBegins(h) // before anything can end the hold
-	h.cfg.Ctx = nil       // the caller's, not to be kept
-	h.mu.Lock()           // the period may be over already: its function waits for stopLost
+	h.observe(cfg) // before anything can end the hold
+	h.mu.Lock()    // the period may be over already: its function waits for stopLost
 	h.stopLost = context.AfterFunc(a.Trusted, func() {
 		cause := h.periodLost()
 		if h.finish(cause) {
@@ -245,7 +249,6 @@ func (h *Hold) finish(cause error) bool {
 	}
 	h.cancel(cause)
 	stopLost()
-	h.obs.end(cause, h.cfg.Released)
 	return true
 }
 

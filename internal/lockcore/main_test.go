@@ -56,7 +56,6 @@ func newLock(t testing.TB, c *connection.Client, path string) *testLock {
 		Predicate: lockcore.Exclusive,
 		Window:    2,
 		Recipe:    "lock",
-		Path:      path,
 	}
 	h := lockcore.NewHolder(c, lockcore.HolderConfig{
 		Name:         "lock",

@@ -26,7 +26,7 @@ func (l *Lock) waitBegins(ctx context.Context, t *attempt) (context.Context, *wa
 	if o == nil || o.Wait == nil {
 		return ctx, nil
 	}
-	wctx, done := o.Wait(ctx, connection.Wait{Recipe: l.Recipe, Path: l.Path, Participant: t.a.Path, Ahead: int(t.w.ahead)})
+	wctx, done := o.Wait(ctx, connection.Wait{Recipe: l.Recipe, Path: l.Dir, Participant: t.a.Path, Ahead: int(t.w.ahead)})
 	if wctx == nil {
 		wctx = ctx
 	}
@@ -44,42 +44,32 @@ func (w *waitObs) end(err error) error {
 	return err
 }
 
-// holdObs is a hold told to the client's observer (connection.Observer's
-// Hold).
-type holdObs struct {
-	done func(connection.HoldDone)
-	at   time.Time
-}
-
-// holdBegins tells the observer of the hold h, and returns the hold to
-// end, nil when nobody is told.
-func holdBegins(h *Hold) *holdObs {
-	if h.cfg.Recipe == "" {
-		return nil
+// observe tells the client's observer of the hold, named by cfg, and has
+// it told of the hold's end by a hook of the hold's context (AfterFunc):
+// a hold costs nothing more when nobody observes it.
+func (h *Hold) observe(cfg HoldConfig) {
+	if cfg.Recipe == "" {
+		return
 	}
 	o := connx.Of(h.client).Observer()
 	if o == nil || o.Hold == nil {
-		return nil
+		return
 	}
-	ctx := h.cfg.Ctx
+	ctx := cfg.Ctx
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	done := o.Hold(ctx, connection.Hold{Recipe: h.cfg.Recipe, Path: h.cfg.Path, Participant: h.Path, Token: h.Token, SessionID: h.Session.ID()})
+	done := o.Hold(ctx, connection.Hold{Recipe: cfg.Recipe, Path: cfg.Path, Participant: h.Path, Token: h.Token, SessionID: h.Session.ID()})
 	if done == nil {
-		return nil
-	}
-	return &holdObs{done: done, at: time.Now()}
-}
-
-// end tells the observer that the hold ended with cause: nil when it was
-// released.
-func (o *holdObs) end(cause, released error) {
-	if o == nil {
 		return
 	}
-	if cause == released {
-		cause = nil
-	}
-	o.done(connection.HoldDone{Cause: cause, Duration: time.Since(o.at)})
+	at := time.Now()
+	hc := h.ctx.(holdContext)
+	hc.AfterFunc(func() {
+		cause := hc.ending()
+		if cause == h.cfg.Released {
+			cause = nil
+		}
+		done(connection.HoldDone{Cause: cause, Duration: time.Since(at)})
+	})
 }

@@ -112,7 +112,6 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 			Predicate: lockcore.Exclusive,
 			Window:    2,
 			Recipe:    "election",
-			Path:      path,
 		},
 	}
 	for _, o := range opts {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 )
 
@@ -15,11 +17,31 @@ import (
 // -benchmem, the client-side allocations of a cycle.
 func BenchmarkLockUnlock(b *testing.B) {
 	ens := shared.Ensemble(b)
-	c := open(b, ens.Servers())
-	m := newMutex(b, c, ens.Root(b)+"/lock")
+	lockUnlock(b, open(b, ens.Servers()), ens.Root(b)+"/lock")
+}
+
+// BenchmarkLockUnlockObserved is BenchmarkLockUnlock with an observer
+// that counts every event into atomics: beside it, what observing costs.
+func BenchmarkLockUnlockObserved(b *testing.B) {
+	ens := shared.Ensemble(b)
+	var counts countingObserver
+	lockUnlock(b, open(b, ens.Servers(), connection.WithObserver(counts.observer())), ens.Root(b)+"/lock")
+	if counts.holds.Load() < int64(b.N) || counts.holdEnds.Load() != counts.holds.Load() || counts.requestEnds.Load() != counts.requests.Load() {
+		b.Fatalf("observer counted %d holds (%d ended), %d requests (%d ended) for %d cycles",
+			counts.holds.Load(), counts.holdEnds.Load(), counts.requests.Load(), counts.requestEnds.Load(), b.N)
+	}
+	b.ReportMetric(float64(counts.requests.Load())/float64(b.N), "requests/op")
+}
+
+// lockUnlock takes and releases a mutex at path b.N times. Besides the
+// time, it reports the process's CPU time a cycle (cpu-ns/op), which the
+// servers' work and the machine's load do not blur.
+func lockUnlock(b *testing.B, c *connection.Client, path string) {
+	m := newMutex(b, c, path)
 	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu := testkit.CPUTime()
 	for i := 0; i < b.N; i++ {
 		if err := m.Lock(ctx); err != nil {
 			b.Fatal(err)
@@ -27,6 +49,32 @@ func BenchmarkLockUnlock(b *testing.B) {
 		if err := m.Unlock(ctx); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.ReportMetric(float64(testkit.CPUTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// countingObserver counts what it is told.
+type countingObserver struct {
+	requests, requestEnds, notifications, states atomic.Int64
+	waits, waitEnds, holds, holdEnds             atomic.Int64
+}
+
+func (o *countingObserver) observer() *connection.Observer {
+	return &connection.Observer{
+		Request: func(context.Context, connection.Request) func(connection.RequestDone) {
+			o.requests.Add(1)
+			return func(connection.RequestDone) { o.requestEnds.Add(1) }
+		},
+		Notification: func(connection.Notification) { o.notifications.Add(1) },
+		StateChange:  func(connection.StateChange) { o.states.Add(1) },
+		Wait: func(context.Context, connection.Wait) (context.Context, func(connection.WaitDone)) {
+			o.waits.Add(1)
+			return nil, func(connection.WaitDone) { o.waitEnds.Add(1) }
+		},
+		Hold: func(context.Context, connection.Hold) func(connection.HoldDone) {
+			o.holds.Add(1)
+			return func(connection.HoldDone) { o.holdEnds.Add(1) }
+		},
 	}
 }
 

@@ -107,7 +107,6 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 			Predicate: lockcore.Exclusive,
 			Window:    2,
 			Recipe:    "mutex",
-			Path:      path,
 		},
 	}
 	for _, o := range opts {
