@@ -604,7 +604,10 @@ func (c *Client) authenticateLocked(gen int) {
 	go func() {
 		defer c.wg.Done()
 		for _, a := range auth {
-			if err := zc.AddAuth(a.scheme, a.auth); err != nil {
+			t := c.sent(c.base, zc, "auth", "", false, 0)
+			err := zc.AddAuth(a.scheme, a.auth)
+			t.answered(err, 0)
+			if err != nil {
 				// The next StateHasSession of this handle tries again.
 				ev := connEvent{gen: gen, authFailed: true}
 				if errors.Is(err, zk.ErrAuthFailed) {

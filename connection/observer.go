@@ -41,9 +41,12 @@ type Observer struct {
 	// Request is told of every request the client sends to ZooKeeper, as
 	// it is handed to the connection — each attempt of a retried
 	// operation, the requests an operation needs on the way (a missing
-	// parent's create, a sync before a read) and those of the client's
-	// background cleanups. The function it returns, if not nil, is called
-	// once with the outcome: the answer, or why none came.
+	// parent's create, a sync before a read), those of the client's
+	// background cleanups and its credentials. The requests go-zookeeper
+	// and the wire client send of their own accord on a connection
+	// (pings, the watches and credentials sent again after a reconnect)
+	// are not told. The function it returns, if not nil, is called once
+	// with the outcome: the answer, or why none came.
 	Request func(ctx context.Context, r Request) func(RequestDone)
 	// Notification is told of every watch notification the server sends
 	// (a node created, deleted, its data or children changed), once,
@@ -53,16 +56,23 @@ type Observer struct {
 	// delivers them.
 	StateChange func(s StateChange)
 	// Wait is told when a lock recipe's contender begins waiting for its
-	// turn (it made its node and found others before it). The context it
-	// returns, if not nil, is the one the wait's requests are made with,
-	// so that their Request events see its values (a span per wait, with
-	// the requests under it). The function it returns, if not nil, is
-	// called once when the wait ends: turn taken, or the error.
+	// turn: it made its node and found others before it (a TryLock that
+	// would wait is not told). The wait lasts until the call that waits
+	// returns, through any new node it makes after its session was lost.
+	// The context it returns, if not nil, must be ctx or derived from it:
+	// the wait's requests are made with it, so that their Request events
+	// see its values (a span per wait, with the requests under it). The
+	// function it returns, if not nil, is called once when the wait ends:
+	// turn taken, or the error the waiting call returns. Told by mutex,
+	// rwlock and election; a semaphore's wait is that of its mutex
+	// (Path "<semaphore>/locks").
 	Wait func(ctx context.Context, w Wait) (context.Context, func(WaitDone))
 	// Hold is told when a lock recipe's hold begins (a lock, a read or
-	// write lock, a semaphore's lease, a leader's term); the function it
-	// returns, if not nil, is called once when the hold ends — before the
-	// release is sent, as the hold's Done closes.
+	// write lock, a semaphore's lease, a leader's term), with the context
+	// of the call that took it; the function it returns, if not nil, is
+	// called once when the hold ends — before its release is sent, right
+	// before its Done closes. Told by mutex, naive, rwlock, semaphore and
+	// election.
 	Hold func(ctx context.Context, h Hold) func(HoldDone)
 }
 
@@ -86,7 +96,7 @@ type Request struct {
 	// Op is ZooKeeper's name of the operation: "create", "create2",
 	// "createContainer", "createTTL", "delete", "exists", "getData",
 	// "setData", "getChildren2", "sync", "multi", "multiRead",
-	// "setWatches".
+	// "setWatches", "auth".
 	Op string
 	// Path is the node's path on the server, the namespace included; ""
 	// for a request of many paths (multi, multiRead, setWatches).
@@ -111,14 +121,19 @@ type Request struct {
 
 // RequestDone is the outcome of a Request.
 type RequestDone struct {
-	// Err is nil when the server answered with success; otherwise the
-	// server's error (zk.ErrNoNode, zk.ErrNodeExists...) or why no answer
-	// came (zk.ErrConnectionClosed when the connection was lost with the
-	// request unanswered, zk.ErrClosing when the handle ended, the
-	// caller's context error when the caller stopped waiting first).
+	// Err is the request's own outcome, known when its answer comes or
+	// its connection fails, even if its caller stopped waiting before:
+	// nil when the server answered with success; otherwise the server's
+	// error (zk.ErrNoNode, zk.ErrNodeExists...) or why no answer came
+	// (zk.ErrConnectionClosed when the connection was lost with the
+	// request unanswered: it may have applied; zk.ErrClosing when the
+	// handle ended first), or, for a request the wire client did not
+	// take, its refusal. The caller's own error is the operation's, which
+	// may wrap it.
 	Err error
-	// Duration is the time from handing the request to the connection to
-	// its outcome.
+	// Duration is the time from handing the request to the connection
+	// (a request queued while the connection is down waits there) to its
+	// outcome.
 	Duration time.Duration
 	// Bytes is the answer's length on the wire, length prefix and header
 	// included, where Request.Bytes is known and an answer came; 0
@@ -158,10 +173,12 @@ type Wait struct {
 	// Path is the recipe's path as the caller gave it (without the
 	// namespace).
 	Path string
-	// Participant is the path of the contender's own node.
+	// Participant is the path of the contender's own node when the wait
+	// began.
 	Participant string
 	// Ahead is the number of contenders before this one in the line
-	// when the wait began.
+	// when the wait began: the recipe's own and its peers' (Curator's,
+	// Kazoo's) that it waits behind.
 	Ahead int
 }
 

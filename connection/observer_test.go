@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -132,6 +133,33 @@ func TestObserverHearsRequestsSentOnTheWire(t *testing.T) {
 	}
 	if b := got[0].Ends[0].Bytes; b != 4+16+4+len(created.Path)+68 {
 		t.Errorf("create2 reply bytes %d, want %d", b, 4+16+4+len(created.Path)+68)
+	}
+
+	// A listing answered through a callback, and reads in bulk with their
+	// watches.
+	before := len(rec.Requests())
+	listed := make(chan error, 1)
+	connx.Of(c).ChildrenThen(ctx, root+"/lock", func(_ []string, _ *zk.Stat, err error) { listed <- err })
+	if err := <-listed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := connx.Of(c).ReadWatchMany(ctx, []connx.BulkRead{{Path: root + "/lock", Children: true}}); err != nil {
+		t.Fatal(err)
+	}
+	onWire := rec.Requests()[before:]
+	testkit.OnceEnded(t, "request", onWire)
+	want := []struct {
+		op, path string
+		watch    bool
+	}{{"getChildren2", root + "/lock", false}, {"multiRead", "", false}, {"setWatches", "", true}}
+	if len(onWire) != len(want) {
+		t.Fatalf("requests %+v, want %d", onWire, len(want))
+	}
+	for i, w := range want {
+		g := onWire[i]
+		if g.Begin.Op != w.op || g.Begin.Path != w.path || g.Begin.Watch != w.watch || g.Begin.Bytes == 0 || g.Ends[0].Err != nil || g.Ends[0].Bytes < 4+16 {
+			t.Errorf("request %d = %+v %+v, want %s %q watch %v answered, with its sizes", i, g.Begin, g.Ends, w.op, w.path, w.watch)
+		}
 	}
 }
 
@@ -286,5 +314,22 @@ func TestObserverHearsOneSuspendedThenOneLostPerCut(t *testing.T) {
 	}
 	if first == second {
 		t.Errorf("the lost session %#x was resumed", first)
+	}
+}
+
+func TestObserverHearsTheCredentialsSent(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	rec := &testkit.Recorder{}
+	c := open(t, ens.Servers(), connection.WithDigestAuth("user", "secret"), connection.WithObserver(rec.Observer()))
+	var auths []testkit.Recorded[connection.Request, connection.RequestDone]
+	for _, r := range rec.Requests() {
+		if r.Begin.Op == "auth" {
+			auths = append(auths, r)
+		}
+	}
+	testkit.OnceEnded(t, "request", auths)
+	if len(auths) != 1 || auths[0].Begin.SessionID != c.Session().ID() || auths[0].Ends[0].Err != nil {
+		t.Fatalf("auth requests %+v, want one answered in session %#x", auths, c.Session().ID())
 	}
 }
