@@ -108,7 +108,8 @@ deps:
 deps-demo:
 	@./scripts/install-deps.sh demo
 
-## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them), then zkrecipes,
+## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them; Lock+Unlock
+## with and without an observer), then zkrecipes,
 ## Curator, Kazoo and zk.Lock side by side on a local 3-node ensemble (medians of 3 rounds), the
 ## cache against CuratorCache and both TreeCaches included, and the latency-bound lock scenarios
 ## again on a second ensemble whose every link is delayed 0 and 250 µs one way (--link-delay),
@@ -117,6 +118,7 @@ deps-demo:
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkbench/internal/bench
 	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex
+	$(GO) test -run '^$$' -bench TracedRequest -benchmem ./connection
 	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
