@@ -67,12 +67,12 @@ type Observer struct {
 	// rwlock and election; a semaphore's wait is that of its mutex
 	// (Path "<semaphore>/locks").
 	Wait func(ctx context.Context, w Wait) (context.Context, func(WaitDone))
-	// Hold is told when a lock recipe's hold begins (a lock, a read or
-	// write lock, a semaphore's lease, a leader's term), with the context
-	// of the call that took it; the function it returns, if not nil, is
-	// called once when the hold ends — before its release is sent, right
-	// before its Done closes. Told by mutex, naive, rwlock, semaphore and
-	// election.
+	// Hold is told when a recipe's hold begins (a lock, a read or write
+	// lock, a semaphore's lease, a leader's term, a queue item taken),
+	// with the context of the call that took it; the function it
+	// returns, if not nil, is called once when the hold ends — before its
+	// release is sent, right before its Done closes. Told by mutex,
+	// naive, rwlock, semaphore, election and queue.
 	Hold func(ctx context.Context, h Hold) func(HoldDone)
 }
 
@@ -193,14 +193,15 @@ type WaitDone struct {
 	Duration time.Duration
 }
 
-// Hold is a hold of a lock recipe: a lock, a read or write lock, a
-// semaphore's lease, a leader's term.
+// Hold is a hold of a recipe: a lock, a read or write lock, a
+// semaphore's lease, a leader's term, a queue item taken.
 type Hold struct {
 	// Recipe names the recipe, as Wait.Recipe.
 	Recipe string
 	// Path is the recipe's path as the caller gave it.
 	Path string
-	// Participant is the path of the hold's node.
+	// Participant is the path of the hold's node (a queue item's taken
+	// node).
 	Participant string
 	// Token is the hold's fencing token: its node's creation zxid.
 	Token int64
@@ -217,6 +218,10 @@ type HoldDone struct {
 	Cause error
 	// Duration is how long the hold lasted.
 	Duration time.Duration
+	// Consumed says, for a queue item's hold (Recipe "queue"), that the
+	// item was consumed: removed from the queue. An item released, or
+	// lost, is not: it is delivered again.
+	Consumed bool
 }
 
 // observer returns the client's observer, nil without one: the recipes

@@ -56,6 +56,7 @@ type Hold struct {
 
 	mu       sync.Mutex
 	over     bool      // the hold has ended; ctx is cancelled
+	consumed bool      // ended by EndConsumed: the observer is told so
 	ending   error     // the cause it ends with, set before the hooks run
 	hooks    []*func() // AfterFunc's, run when it ends
 	stopLost func() bool
@@ -452,6 +453,16 @@ func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) 
 	}
 	h.deleteLater()
 	return err
+}
+
+// EndConsumed is End for a hold whose release consumes what it held (a
+// queue item's): the client's observer is told so, unless the hold was
+// lost first.
+func (h *Hold) EndConsumed(ctx context.Context, release func(context.Context, Acquired) error) error {
+	h.mu.Lock()
+	h.consumed = !h.over
+	h.mu.Unlock()
+	return h.End(ctx, release)
 }
 
 // Stop ends the hold without a request (a release, unless it ended

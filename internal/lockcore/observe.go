@@ -66,10 +66,14 @@ func (h *Hold) observe(cfg HoldConfig) {
 	at := time.Now()
 	hc := h.ctx.(holdContext)
 	hc.AfterFunc(func() {
-		cause := hc.ending()
+		h.mu.Lock()
+		cause, consumed := h.ending, h.consumed
+		h.mu.Unlock()
 		if cause == h.cfg.Released {
 			cause = nil
+		} else {
+			consumed = false
 		}
-		done(connection.HoldDone{Cause: cause, Duration: time.Since(at)})
+		done(connection.HoldDone{Cause: cause, Duration: time.Since(at), Consumed: consumed})
 	})
 }

@@ -610,7 +610,8 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 	if err != nil {
 		return nil, restartOn(err)
 	}
-	hold := lockcore.NewHold(q.client, a, lockcore.HoldConfig{Lost: ErrItemLost, Released: ErrFinished})
+	hold := lockcore.NewHold(q.client, a, lockcore.HoldConfig{Lost: ErrItemLost, Released: ErrFinished,
+		Recipe: "queue", Path: q.path, Ctx: ctx})
 	if hold.Lost() {
 		hold.Stop()
 		return nil, errRestart
@@ -716,7 +717,12 @@ func (it *Item) finish(ctx context.Context, op string, release func(context.Cont
 	}
 	it.finished = true
 	it.q.untrack(it)
-	err := it.hold.End(ctx, release)
+	var err error
+	if op == "consume" {
+		err = it.hold.EndConsumed(ctx, release)
+	} else {
+		err = it.hold.End(ctx, release)
+	}
 	if err != nil && errors.Is(err, connection.ErrOutcomeUnknown) {
 		err = errors.Join(ErrOutcomeUnknown, err)
 	}
