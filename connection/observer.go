@@ -74,6 +74,11 @@ type Observer struct {
 	// release is sent, right before its Done closes. Told by mutex,
 	// naive, rwlock, semaphore, election and queue.
 	Hold func(ctx context.Context, h Hold) func(HoldDone)
+	// View is told when a cache (recipes/cache, and the views built on
+	// one: a group's members, a discovery cache, a shared value's
+	// watcher) begins to be trusted and when that trust ends, in order,
+	// once each.
+	View func(v ViewChange)
 }
 
 // WithObserver has the client tell o of its requests, notifications and
@@ -222,6 +227,20 @@ type HoldDone struct {
 	// item was consumed: removed from the queue. An item released, or
 	// lost, is not: it is delivered again.
 	Consumed bool
+}
+
+// ViewChange is a change of a view's trust.
+type ViewChange struct {
+	// Recipe names the view: "cache".
+	Recipe string
+	// Path is the view's path as its caller gave it.
+	Path string
+	// Trusted is true when a trust period begins, false when it ends.
+	Trusted bool
+	// Cause says why a trust period ended, as the view's Err does (for a
+	// cache: cache.ErrSuspended, an error wrapping ErrSessionLost,
+	// cache.ErrClosed...); nil when one begins.
+	Cause error
 }
 
 // observer returns the client's observer, nil without one: the recipes

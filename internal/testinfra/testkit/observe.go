@@ -19,6 +19,7 @@ type Recorder struct {
 	states        []connection.StateChange
 	waits         []*Recorded[connection.Wait, connection.WaitDone]
 	holds         []*Recorded[connection.Hold, connection.HoldDone]
+	views         []connection.ViewChange
 }
 
 // Recorded is a beginning and its ends (one, if the observer's contract
@@ -72,7 +73,19 @@ func (r *Recorder) Observer() *connection.Observer {
 			r.mu.Unlock()
 			return func(d connection.HoldDone) { r.mu.Lock(); e.Ends = append(e.Ends, d); r.mu.Unlock() }
 		},
+		View: func(v connection.ViewChange) {
+			r.mu.Lock()
+			r.views = append(r.views, v)
+			r.mu.Unlock()
+		},
 	}
+}
+
+// Views returns the changes of views' trust recorded so far.
+func (r *Recorder) Views() []connection.ViewChange {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]connection.ViewChange(nil), r.views...)
 }
 
 // snapshot copies the records, ends included, under r.mu.
