@@ -123,9 +123,10 @@ deps:
 deps-demo:
 	@./scripts/install-deps.sh demo
 
-## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them; a scrape of zkrecipes
-## exporter with 10,000 locks under its path), the cache's
-## first view of a 100,011-node subtree checked node for node (TestScaleTree at its full size), then zkrecipes,
+## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them; Lock+Unlock
+## with and without an observer; a scrape of zkrecipes exporter with 10,000 locks under its path),
+## the cache's first view of a 100,011-node subtree checked node for node (TestScaleTree at its full
+## size), then zkrecipes,
 ## Curator, Kazoo and zk.Lock side by side on a local 3-node ensemble (medians of 3 rounds), the
 ## cache against CuratorCache and both TreeCaches included, and the latency-bound lock scenarios
 ## again on a second ensemble whose every link is delayed 0 and 250 µs one way (--link-delay),
@@ -134,6 +135,7 @@ deps-demo:
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkbench/internal/bench
 	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex
+	$(GO) test -run '^$$' -bench TracedRequest -benchmem ./connection
 	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared

@@ -139,7 +139,9 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 			}
 			answers <- ch
 		}
-		if err := tr.Send(sess.ID(), b, done); err != nil {
+		traced, notSent := c.tracedWire(ctx, sess.ID(), "multiRead", "", false, b, done)
+		if err := tr.Send(sess.ID(), b, traced); err != nil {
+			notSent(err)
 			ch.err = err
 			answers <- ch
 		}
@@ -215,7 +217,9 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 			f.err = err
 			done <- f
 		}
-		if err := tr.Send(sess.ID(), b, answer); err != nil {
+		traced, notSent := c.tracedWire(ctx, sess.ID(), "setWatches", "", true, b, answer)
+		if err := tr.Send(sess.ID(), b, traced); err != nil {
+			notSent(err)
 			settle(false)
 			f.err = err
 		} else {

@@ -104,7 +104,9 @@ func (c *Client) createOnWire(ctx context.Context, zc *zk.Conn, sess *Session, s
 		}()
 	}
 	req := wire.EncodeCreate2(spath, data, aclFor(c.opts.acl, c.client(spath)), int32(mode))
-	if err := tr.SendWritten(sess.ID(), req, written, done); err != nil {
+	traced, notSent := c.tracedWire(ctx, sess.ID(), "create2", spath, false, req, done)
+	if err := tr.SendWritten(sess.ID(), req, written, traced); err != nil {
+		notSent(err)
 		return "", wire.Created{}, false, nil
 	}
 	select {
@@ -159,5 +161,22 @@ func (c *Client) childrenOnWire(ctx context.Context, path string, then func(chil
 		}
 		then(children, stat, nil)
 	}
-	return tr.Send(sess.ID(), wire.EncodeGetChildren2(c.server(path)), done) == nil
+	sp := c.server(path)
+	req := wire.EncodeGetChildren2(sp)
+	traced, notSent := c.tracedWire(ctx, sess.ID(), "getChildren2", sp, false, req, done)
+	if err := tr.Send(sess.ID(), req, traced); err != nil {
+		notSent(err)
+		return false
+	}
+	return true
+}
+
+// wireErr is the outcome of a request answered through a callback: err
+// when no answer came, else the server's error code as go-zookeeper's
+// error (nil for success).
+func wireErr(code int32, err error) error {
+	if err != nil || code == 0 {
+		return err
+	}
+	return wire.ReplyErr(code)
 }

@@ -219,6 +219,7 @@ func (c *Client) dialLocked() error {
 				}
 				c.events.push(connEvent{gen: gen, state: ev.State, sessionID: tr.SessionID(), timeout: tr.Timeout()})
 			} else if zc := self.Load(); zc != nil {
+				c.notified(ev, tr.SessionID())
 				c.watchEvent(zc, ev) // no watch is set before Connect returns
 			}
 		}),
@@ -381,7 +382,7 @@ func (c *Client) suspendLocked(why error) {
 		if c.opts.errorPolicy == StandardPolicy {
 			c.session.distrust(why)
 		}
-		c.setStateLocked(Suspended)
+		c.setStateLocked(Suspended, c.session.id, why)
 	}
 }
 
@@ -425,10 +426,10 @@ func (c *Client) newSessionLocked(id int64, timeout time.Duration) {
 	close(c.ready)
 	c.opts.logger.Info("zookeeper session established", "session", fmt.Sprintf("%#x", id), "timeout", timeout)
 	if c.connected {
-		c.setStateLocked(Reconnected)
+		c.setStateLocked(Reconnected, id, nil)
 	} else {
 		c.connected = true
-		c.setStateLocked(Connected)
+		c.setStateLocked(Connected, id, nil)
 	}
 }
 
@@ -437,11 +438,12 @@ func (c *Client) sessionLostLocked(why error) {
 	if c.session == nil {
 		return
 	}
+	id := c.session.id
 	c.session.end(why)
-	c.opts.logger.Warn("zookeeper session lost", "session", fmt.Sprintf("%#x", c.session.id), "reason", why)
+	c.opts.logger.Warn("zookeeper session lost", "session", fmt.Sprintf("%#x", id), "reason", why)
 	c.session = nil
 	c.ready = make(chan struct{})
-	c.setStateLocked(Lost)
+	c.setStateLocked(Lost, id, why)
 }
 
 // replaceHandleLocked retires the current go-zookeeper handle, whose
@@ -569,7 +571,7 @@ func (c *Client) restoredLocked() bool {
 func (c *Client) resumeLocked() {
 	if c.state == Suspended {
 		c.session.retrust()
-		c.setStateLocked(Reconnected)
+		c.setStateLocked(Reconnected, c.session.id, nil)
 	}
 }
 
@@ -602,7 +604,10 @@ func (c *Client) authenticateLocked(gen int) {
 	go func() {
 		defer c.wg.Done()
 		for _, a := range auth {
-			if err := zc.AddAuth(a.scheme, a.auth); err != nil {
+			t := c.sent(c.base, zc, "auth", "", false, 0)
+			err := zc.AddAuth(a.scheme, a.auth)
+			t.answered(err, 0)
+			if err != nil {
 				// The next StateHasSession of this handle tries again.
 				ev := connEvent{gen: gen, authFailed: true}
 				if errors.Is(err, zk.ErrAuthFailed) {
@@ -618,12 +623,16 @@ func (c *Client) authenticateLocked(gen int) {
 	}()
 }
 
-// setStateLocked records s and hands it to every listener.
-func (c *Client) setStateLocked(s State) {
+// setStateLocked records s, a change of session id for cause, and hands
+// it to every listener and the observer.
+func (c *Client) setStateLocked(s State, id int64, cause error) {
 	c.state = s
 	c.opts.logger.Info("zookeeper connection state", "state", s.String())
 	for l := range c.listeners {
 		l.push(s)
+	}
+	if o := c.opts.observer; o != nil && o.StateChange != nil {
+		o.StateChange(StateChange{State: s, SessionID: id, Cause: cause})
 	}
 }
 

@@ -60,7 +60,10 @@ func (c *Client) checkHistoryLocked(id int64, timeout time.Duration) {
 		}
 		c.events.push(connEvent{gen: gen, history: true, sessionID: id, timeout: timeout, zxid: zxid, err: err})
 	}
-	if err := c.tr.Send(id, wire.EncodeSync("/"), done); err != nil {
+	req := wire.EncodeSync("/")
+	traced, notSent := c.tracedWire(c.base, id, "sync", "/", false, req, done)
+	if err := c.tr.Send(id, req, traced); err != nil {
+		notSent(err)
 		c.checking = 0 // the watchdog tries again (retryHistoryLocked)
 		c.opts.logger.Debug("zookeeper history check not sent", "session", fmt.Sprintf("%#x", id), "error", err)
 	}

@@ -84,8 +84,11 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 		zc      *zk.Conn
 		sess    *Session
 		unknown bool // an attempt was sent and not answered
+		tries   int
 	)
 	err := retry.DoNotify(ctx, c.opts.policy, func(ctx context.Context) error {
+		tries++
+		ctx = c.withAttempt(ctx, tries)
 		if sess == nil || sc == anySession {
 			var err error
 			if zc, sess, err = c.current(ctx); err != nil {
@@ -332,13 +335,18 @@ func (c *Client) createRaw(ctx context.Context, zc *zk.Conn, spath string, data 
 	data = orEmpty(data)
 	return value(c, ctx, func() (string, error) {
 		if mode == Container {
+			t := c.sent(ctx, zc, "createContainer", spath, false, 0)
 			created, err := zc.CreateContainer(spath, data, zk.FlagContainer, acl)
+			t.answered(err, 0)
 			if err == nil || err.Error() != errUnimplemented {
 				return created, err
 			}
-			return zc.Create(spath, data, int32(Persistent), acl)
+			mode = Persistent
 		}
-		return zc.Create(spath, data, int32(mode), acl)
+		t := c.sent(ctx, zc, "create", spath, false, 0)
+		created, err := zc.Create(spath, data, int32(mode), acl)
+		t.answered(err, 0)
+		return created, err
 	})
 }
 
@@ -510,7 +518,8 @@ func (c *Client) EnsurePath(ctx context.Context, path string) error {
 // session: a retry may follow the client into a new one.
 func (c *Client) Get(ctx context.Context, path string) (data []byte, stat *zk.Stat, err error) {
 	err = c.call(ctx, "get", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		n, err := value(c, ctx, func() (n node, err error) { n.data, n.stat, err = zc.Get(c.server(path)); return })
+		sp := c.server(path)
+		n, err := value(c, ctx, traced(c, ctx, zc, "getData", sp, false, func() (n node, err error) { n.data, n.stat, err = zc.Get(sp); return }))
 		data, stat = n.data, n.stat
 		return err
 	})
@@ -520,7 +529,8 @@ func (c *Client) Get(ctx context.Context, path string) (data []byte, stat *zk.St
 // Children returns the names of the children of path, unsorted.
 func (c *Client) Children(ctx context.Context, path string) (children []string, stat *zk.Stat, err error) {
 	err = c.call(ctx, "children", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		n, err := value(c, ctx, func() (n node, err error) { n.children, n.stat, err = zc.Children(c.server(path)); return })
+		sp := c.server(path)
+		n, err := value(c, ctx, traced(c, ctx, zc, "getChildren2", sp, false, func() (n node, err error) { n.children, n.stat, err = zc.Children(sp); return }))
 		children, stat = n.children, n.stat
 		return err
 	})
@@ -564,10 +574,11 @@ type inlineKey struct{}
 // Exists reports whether the node at path exists, with its Stat.
 func (c *Client) Exists(ctx context.Context, path string) (ok bool, stat *zk.Stat, err error) {
 	err = c.call(ctx, "exists", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		n, err := value(c, ctx, func() (n node, err error) {
-			n.exists, n.stat, err = zc.Exists(c.server(path))
+		sp := c.server(path)
+		n, err := value(c, ctx, traced(c, ctx, zc, "exists", sp, false, func() (n node, err error) {
+			n.exists, n.stat, err = zc.Exists(sp)
 			return
-		})
+		}))
 		// go-zookeeper can return (true, stat, ErrNoServer): look at err
 		// first.
 		if err == nil {
@@ -587,7 +598,8 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 	data = orEmpty(data)
 	err = c.call(ctx, "set", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		var err error
-		stat, err = value(c, ctx, func() (*zk.Stat, error) { return zc.Set(c.server(path), data, version) })
+		sp := c.server(path)
+		stat, err = value(c, ctx, traced(c, ctx, zc, "setData", sp, false, func() (*zk.Stat, error) { return zc.Set(sp, data, version) }))
 		return err
 	})
 	return stat, err
@@ -601,7 +613,8 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 // is unknown (an ephemeral node went with its session in any case).
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 	return c.call(ctx, "delete", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
-		return c.run(ctx, func() error { return zc.Delete(c.server(path), version) })
+		sp := c.server(path)
+		return c.run(ctx, tracedErr(c, ctx, zc, "delete", sp, func() error { return zc.Delete(sp, version) }))
 	})
 }
 
@@ -610,7 +623,8 @@ func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 // before it.
 func (c *Client) Sync(ctx context.Context, path string) error {
 	return c.call(ctx, "sync", path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		return c.run(ctx, func() error { _, err := zc.Sync(c.server(path)); return err })
+		sp := c.server(path)
+		return c.run(ctx, tracedErr(c, ctx, zc, "sync", sp, func() error { _, err := zc.Sync(sp); return err }))
 	})
 }
 
@@ -687,7 +701,7 @@ func (c *Client) Multi(ctx context.Context, ops ...any) ([]zk.MultiResponse, err
 	var res []zk.MultiResponse
 	err := c.call(ctx, "multi", "/", inSession, func(ctx context.Context, zc *zk.Conn) error {
 		var err error
-		res, err = value(c, ctx, func() ([]zk.MultiResponse, error) { return zc.Multi(server...) })
+		res, err = value(c, ctx, traced(c, ctx, zc, "multi", "", false, func() ([]zk.MultiResponse, error) { return zc.Multi(server...) }))
 		// Not retried: the transaction may have been applied.
 		return retry.Permanent(err)
 	})

@@ -52,6 +52,7 @@ type options struct {
 	maxRequestSize int
 	defaultData    []byte
 	serverLag      time.Duration
+	observer       *Observer
 	noLocalExpiry  bool // tests only: rely on the server's word alone
 }
 

@@ -159,7 +159,7 @@ func (c *Client) DeleteCreated(ctx context.Context, path string, czxid int64) er
 	return c.call(ctx, "delete", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		attempt++
 		if attempt == 1 {
-			return c.run(ctx, func() error { return zc.Delete(sp, -1) })
+			return c.run(ctx, tracedErr(c, ctx, zc, "delete", sp, func() error { return zc.Delete(sp, -1) }))
 		}
 		return c.deleteIf(ctx, zc, nil, sp, createdAt(czxid))
 	})
@@ -182,10 +182,15 @@ func (c *Client) deleteIf(ctx context.Context, zc *zk.Conn, sess *Session, sp st
 		}
 		return err
 	}
-	if err := c.run(ctx, func() error { _, err := zc.Sync(sp); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := c.run(ctx, tracedErr(c, ctx, zc, "sync", sp, func() error { _, err := zc.Sync(sp); return err })); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return mapped(err)
 	}
-	got, stat, err := value2(c, ctx, func() ([]byte, *zk.Stat, error) { return zc.Get(sp) })
+	got, stat, err := value2(c, ctx, func() ([]byte, *zk.Stat, error) {
+		t := c.sent(ctx, zc, "getData", sp, false, 0)
+		data, stat, err := zc.Get(sp)
+		t.answered(err, 0)
+		return data, stat, err
+	})
 	if errors.Is(err, zk.ErrNoNode) {
 		return nil
 	}
@@ -202,7 +207,7 @@ func (c *Client) deleteIf(ctx context.Context, zc *zk.Conn, sess *Session, sp st
 // read; a node that changed in between (BadVersion) is read again by the
 // caller's retry. NoNode means it is gone: done.
 func (c *Client) deleteAt(ctx context.Context, zc *zk.Conn, sess *Session, sp string, stat *zk.Stat) error {
-	err := c.run(ctx, func() error { return zc.Delete(sp, stat.Version) })
+	err := c.run(ctx, tracedErr(c, ctx, zc, "delete", sp, func() error { return zc.Delete(sp, stat.Version) }))
 	switch {
 	case err == nil, errors.Is(err, zk.ErrNoNode):
 		return nil

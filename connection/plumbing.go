@@ -65,6 +65,7 @@ func (p *plumbing) ErrorPolicy() ErrorPolicy                 { return p.c().erro
 func (p *plumbing) Logger() *slog.Logger                     { return p.c().logger() }
 func (p *plumbing) CheckData(path string, data []byte) error { return p.c().checkData(path, data) }
 func (p *plumbing) ServerPath(path string) string            { return p.c().server(path) }
+func (p *plumbing) Observer() *Observer                      { return p.c().observer() }
 
 // The calls below need no client (connx calls them on a nil one).
 

@@ -103,6 +103,7 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 	)
 	err := retry.DoNotify(ctx, c.opts.policy, func(ctx context.Context) error {
 		attempt++
+		ctx = c.withAttempt(ctx, attempt)
 		zc, sess, err := c.current(ctx)
 		if err != nil {
 			return retry.Permanent(err)
@@ -183,7 +184,7 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 		if mode.ephemeral() && st.Owner != sess.ID() {
 			// go-zookeeper ran the create in another session than sess
 			// (CURATOR-604's double holders).
-			_ = c.run(ctx, func() error { return zc.Delete(created, -1) })
+			_ = c.run(ctx, tracedErr(c, ctx, zc, "delete", created, func() error { return zc.Delete(created, -1) }))
 			return retry.Permanent(errtext.Errorf("%w: node %s was created in session %#x, not %#x", ErrSessionLost, out.Path, st.Owner, sess.ID()))
 		}
 		return nil
@@ -208,7 +209,10 @@ func (c *Client) cleanupAbandoned(zc *zk.Conn, created string, err error, sdir, 
 	switch {
 	case err == nil:
 		c.createdStat(zc, created) // nobody else will collect it
-		if derr := zc.Delete(created, -1); derr == nil || errors.Is(derr, zk.ErrNoNode) {
+		t := c.sent(c.base, zc, "delete", created, false, 0)
+		derr := zc.Delete(created, -1)
+		t.answered(derr, 0)
+		if derr == nil || errors.Is(derr, zk.ErrNoNode) {
 			return
 		}
 		c.deleteProtectedLater(sdir, id)
@@ -247,7 +251,7 @@ func (c *Client) createdStat(zc *zk.Conn, spath string) (wire.Created, bool) {
 // leader, so that a create from an earlier connection of the session is
 // either visible or was refused (the session moved).
 func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, sdir, id string, mode Mode) (found string, czxid int64, err error) {
-	if err := c.run(ctx, func() error { _, err := zc.Sync(sdir); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+	if err := c.run(ctx, tracedErr(c, ctx, zc, "sync", sdir, func() error { _, err := zc.Sync(sdir); return err })); err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return "", 0, err
 	}
 	children, err := c.children(ctx, zc, sdir)
@@ -274,7 +278,7 @@ func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, 
 		}
 		// Made by an earlier session (CURATOR-498): it dies with that
 		// session; delete it now so that it blocks nobody until then.
-		if err := c.run(ctx, func() error { return zc.Delete(found, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := c.run(ctx, tracedErr(c, ctx, zc, "delete", found, func() error { return zc.Delete(found, -1) })); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return "", 0, err
 		}
 		return "", 0, nil
@@ -290,7 +294,7 @@ func (c *Client) findProtected(ctx context.Context, zc *zk.Conn, sess *Session, 
 // this client's alone, so the delete is safe in any session.
 func (c *Client) deleteProtectedLater(sdir, id string) {
 	c.background(nil, func(ctx context.Context, zc *zk.Conn) error {
-		if err := c.run(ctx, func() error { _, err := zc.Sync(sdir); return err }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		if err := c.run(ctx, tracedErr(c, ctx, zc, "sync", sdir, func() error { _, err := zc.Sync(sdir); return err })); err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return c.mapErr(err)
 		}
 		children, err := c.children(ctx, zc, sdir)
@@ -303,7 +307,7 @@ func (c *Client) deleteProtectedLater(sdir, id string) {
 		for _, child := range children {
 			if strings.HasPrefix(child, id) {
 				p := childPath(sdir, child)
-				if err := c.run(ctx, func() error { return zc.Delete(p, -1) }); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				if err := c.run(ctx, tracedErr(c, ctx, zc, "delete", p, func() error { return zc.Delete(p, -1) })); err != nil && !errors.Is(err, zk.ErrNoNode) {
 					return c.mapErr(err)
 				}
 				c.opts.logger.Debug("zookeeper deleted an abandoned protected node", "path", c.client(p))
@@ -338,7 +342,7 @@ func (c *Client) guaranteedDelete(sess *Session, path string, czxid int64) {
 			// read again.
 			return c.deleteIf(ctx, zc, sess, sp, createdAt(czxid))
 		}
-		err := c.run(ctx, func() error { return zc.Delete(sp, -1) })
+		err := c.run(ctx, tracedErr(c, ctx, zc, "delete", sp, func() error { return zc.Delete(sp, -1) }))
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
 		}
@@ -363,7 +367,10 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 		defer c.wg.Done()
 		ctx, cancel := c.detached(2 * c.negotiatedTimeout(sess))
 		defer cancel()
+		tries := 0
 		err := retry.Do(ctx, c.opts.policy, func(ctx context.Context) error {
+			tries++
+			ctx = c.withAttempt(ctx, tries)
 			if sess != nil {
 				if err := c.sessionErr(sess, nil); err != nil {
 					return retry.Permanent(err)
@@ -404,12 +411,12 @@ func (c *Client) negotiatedTimeout(sess *Session) time.Duration {
 
 // stat reads the Stat of server path sp on handle zc.
 func (c *Client) stat(ctx context.Context, zc *zk.Conn, sp string) (*zk.Stat, error) {
-	return value(c, ctx, func() (*zk.Stat, error) { _, st, err := zc.Get(sp); return st, err })
+	return value(c, ctx, traced(c, ctx, zc, "getData", sp, false, func() (*zk.Stat, error) { _, st, err := zc.Get(sp); return st, err }))
 }
 
 // children lists server path sp on handle zc.
 func (c *Client) children(ctx context.Context, zc *zk.Conn, sp string) ([]string, error) {
-	return value(c, ctx, func() ([]string, error) { kids, _, err := zc.Children(sp); return kids, err })
+	return value(c, ctx, traced(c, ctx, zc, "getChildren2", sp, false, func() ([]string, error) { kids, _, err := zc.Children(sp); return kids, err }))
 }
 
 // detached returns a context for cleanup that outlives the caller's: it

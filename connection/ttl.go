@@ -32,7 +32,7 @@ var ErrTTLUnsupported = errors.New("connection: TTL nodes are not enabled on the
 func (c *Client) createTTLRaw(ctx context.Context, zc *zk.Conn, spath string, data []byte, mode Mode, ttl time.Duration) (string, error) {
 	acl := aclFor(c.opts.acl, c.client(spath))
 	data = orEmpty(data)
-	created, err := value(c, ctx, func() (string, error) { return zc.CreateTTL(spath, data, int32(mode), acl, ttl) })
+	created, err := value(c, ctx, traced(c, ctx, zc, "createTTL", spath, false, func() (string, error) { return zc.CreateTTL(spath, data, int32(mode), acl, ttl) }))
 	if err != nil && err.Error() == errUnimplemented {
 		err = ErrTTLUnsupported
 	}

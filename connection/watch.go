@@ -202,8 +202,9 @@ func (c *Client) sharedRead(ctx context.Context, what, path string, kind watchKi
 		c.watchMu.Lock()
 		shared := c.sharedLocked(key)
 		c.watchMu.Unlock()
+		op := requestOp(kind)
 		if shared != nil {
-			n, err := value(c, ctx, func() (node, error) { return plain(zc, key.spath) })
+			n, err := value(c, ctx, traced(c, ctx, zc, op, key.spath, false, func() (node, error) { return plain(zc, key.spath) }))
 			if err == nil {
 				out, w = n, shared
 			}
@@ -217,7 +218,9 @@ func (c *Client) sharedRead(ctx context.Context, what, path string, kind watchKi
 		}
 		r, err := value(c, ctx, func() (read, error) {
 			w := c.arm(key)
+			t := c.sent(ctx, zc, op, key.spath, true, 0)
 			n, err := watched(zc, key.spath)
+			t.answered(err, 0)
 			c.armed(key, w, err == nil)
 			return read{n, w}, err
 		})
@@ -260,6 +263,17 @@ const (
 	childWatch = wire.ChildWatch // ChildrenWatch: a child comes or goes, or the node goes
 	existWatch = wire.ExistWatch // ExistsWatch: the node comes, or changes or goes
 )
+
+// requestOp is ZooKeeper's name of the read that sets a watch of kind.
+func requestOp(kind watchKind) string {
+	switch kind {
+	case childWatch:
+		return "getChildren2"
+	case existWatch:
+		return "exists"
+	}
+	return "getData"
+}
 
 // arm records a new Watch of key whose read is about to be sent.
 func (c *Client) arm(key watchKey) *Watch {

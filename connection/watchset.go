@@ -117,7 +117,10 @@ func (c *Client) watchData(ctx context.Context, sess *Session, relative int64, p
 		}
 		answered <- err
 	}
-	if err := tr.Send(sess.ID(), wire.EncodeSetWatches(relative, send, nil, nil), done); err != nil {
+	req := wire.EncodeSetWatches(relative, send, nil, nil)
+	traced, notSent := c.tracedWire(ctx, sess.ID(), "setWatches", "", true, req, done)
+	if err := tr.Send(sess.ID(), req, traced); err != nil {
+		notSent(err)
 		for i, k := range keys {
 			c.armed(k, armed[i], false)
 		}

@@ -87,6 +87,9 @@ type Plumbing interface {
 	CheckData(path string, data []byte) error
 	// ServerPath returns path under the client's namespace.
 	ServerPath(path string) string
+	// Observer returns the client's observer (WithObserver), nil without
+	// one: a recipe tells it of its waits and holds.
+	Observer() *connection.Observer
 
 	// AfterFire calls f once with w's event, on the goroutine that fires
 	// it; stop cancels it.

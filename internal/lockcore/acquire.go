@@ -43,6 +43,10 @@ type Lock struct {
 	// A place whose predecessor goes is first without a listing (see
 	// waiter.deleted), as places leave in turn.
 	Line bool
+	// Recipe names the lock to the client's observer
+	// (connection.Observer's Wait, with Dir as its path): "mutex". A
+	// Lock without Recipe tells it nothing.
+	Recipe string
 }
 
 // Acquire creates a node and waits until it holds the lock, ctx is done,
@@ -56,26 +60,38 @@ type Lock struct {
 // and small: Acquire's loop calls park itself, between the steps of
 // await, whose state waits in the attempt — not in await's frame, which is
 // left.
+//
+// The observer, if any, is told of the wait when the contender first
+// parks, and of its end as Acquire returns (waitBegins).
 func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
+	var (
+		obs   *waitObs
+		begun bool
+	)
 	for {
 		t, err := l.create(ctx, wait)
 		if err != nil {
 			if errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
 				continue // CreateProtected waits for the next session
 			}
-			return Acquired{}, err
+			return Acquired{}, obs.end(err)
 		}
 		err = l.admit(ctx, t)
+		if err == errPark && !begun {
+			begun = true
+			ctx, obs = l.waitBegins(ctx, t)
+		}
 		for err == errPark {
 			if err = t.park(ctx); err == nil {
 				err = l.await(ctx, t)
 			}
 		}
 		if err == nil {
+			obs.end(nil)
 			return t.a, nil
 		}
 		if err = l.giveUp(ctx, t, err); err != nil {
-			return Acquired{}, err
+			return Acquired{}, obs.end(err)
 		}
 	}
 }

@@ -44,13 +44,14 @@ var ErrReleased = errors.New("lock released")
 type Hold struct {
 	Acquired
 	client *connection.Client
-	cfg    HoldConfig
+	cfg    holdConfig
 
 	ctx    context.Context // a holdContext: cancelled when the hold ends
 	cancel context.CancelCauseFunc
 
 	mu       sync.Mutex
 	over     bool      // the hold has ended; ctx is cancelled
+	consumed bool      // ended by EndConsumed: the observer is told so
 	ending   error     // the cause it ends with, set before the hooks run
 	hooks    []*func() // AfterFunc's, run when it ends
 	stopLost func() bool
@@ -75,6 +76,17 @@ type HoldConfig struct {
 	// OnRevoke, if not nil, is called in a goroutine of its own the first
 	// time another process writes RevokeMessage to the node.
 	OnRevoke func()
+	// Recipe and Path name the hold to the client's observer
+	// (connection.Observer's Hold), told with Ctx, the context the hold
+	// was taken with (nil: none). A hold without Recipe tells it nothing.
+	Recipe, Path string
+	Ctx          context.Context
+}
+
+// holdConfig is what a hold keeps of its HoldConfig.
+type holdConfig struct {
+	Lost, Released error
+	OnRevoke       func()
 }
 
 // NewHold starts a hold of a, confirmed (Confirm): it is lost when its
@@ -88,9 +100,10 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 		cfg.Released = ErrReleased
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	h := &Hold{Acquired: a, client: c, cfg: cfg, cancel: cancel}
+	h := &Hold{Acquired: a, client: c, cfg: holdConfig{cfg.Lost, cfg.Released, cfg.OnRevoke}, cancel: cancel}
 	h.ctx = holdContext{ctx, h}
-	h.mu.Lock() // the period may be over already: its function waits for stopLost
+	h.observe(cfg) // before anything can end the hold
+	h.mu.Lock()    // the period may be over already: its function waits for stopLost
 	h.stopLost = context.AfterFunc(a.Trusted, func() {
 		cause := h.periodLost()
 		if h.finish(cause) {
@@ -390,6 +403,16 @@ func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) 
 	}
 	h.deleteLater()
 	return err
+}
+
+// EndConsumed is End for a hold whose release consumes what it held (a
+// queue item's): the client's observer is told so, unless the hold was
+// lost first.
+func (h *Hold) EndConsumed(ctx context.Context, release func(context.Context, Acquired) error) error {
+	h.mu.Lock()
+	h.consumed = !h.over
+	h.mu.Unlock()
+	return h.End(ctx, release)
 }
 
 // Stop ends the hold without a request (a release, unless it ended

@@ -154,7 +154,8 @@ func (h *Holder) begin(ctx context.Context, a *Acquired, err error) (bool, error
 	if err != nil {
 		return true, h.errorf("lock", err)
 	}
-	hold := NewHold(h.client, *a, HoldConfig{Lost: h.cfg.ErrLockLost, Released: h.cfg.ErrUnlocked, OnRevoke: h.cfg.OnRevoke})
+	hold := NewHold(h.client, *a, HoldConfig{Lost: h.cfg.ErrLockLost, Released: h.cfg.ErrUnlocked, OnRevoke: h.cfg.OnRevoke,
+		Recipe: h.cfg.Name, Path: h.cfg.Path, Ctx: ctx})
 	if hold.Lost() {
 		// The period Acquire confirmed ended in the meantime, or the
 		// node was deleted.

@@ -62,6 +62,7 @@ func newLock(t testing.TB, c *connection.Client, path string) *testLock {
 		Accept:    lockcore.MutexKinds,
 		Predicate: lockcore.Exclusive,
 		Window:    2,
+		Recipe:    "lock",
 	}
 	h := lockcore.NewHolder(c, lockcore.HolderConfig{
 		Name:         "lock",

@@ -179,15 +179,22 @@ func compare(a, b Contender) int {
 // waiter deep in a long queue lists it often; this costs it a parse of
 // each name and no sort of the queue.
 func Ahead(children []string, accept func(Kind) bool, ours string, keep int) (cs []Contender, more, found bool) {
+	cs, n, found := ahead(children, accept, ours, keep)
+	return cs, keep > 0 && n > keep, found
+}
+
+// ahead is Ahead that counts the contenders ahead of ours, kept or not.
+func ahead(children []string, accept func(Kind) bool, ours string, keep int) (cs []Contender, n int, found bool) {
 	me, ok := Parse(ours)
 	if !ok || !accept(me.Kind) || !slices.Contains(children, ours) {
-		return nil, false, false
+		return nil, 0, false
 	}
 	for _, name := range children {
 		c, ok := Parse(name)
 		if !ok || !accept(c.Kind) || compare(c, me) >= 0 {
 			continue
 		}
+		n++
 		if keep <= 0 || len(cs) < keep {
 			cs = append(cs, c)
 			if len(cs) == keep {
@@ -197,7 +204,6 @@ func Ahead(children []string, accept func(Kind) bool, ours string, keep int) (cs
 		}
 		// cs holds the keep nearest so far, in order: c replaces the
 		// farthest of them if it is nearer.
-		more = true
 		if compare(c, cs[0]) > 0 {
 			i, _ := slices.BinarySearchFunc(cs, c, compare)
 			copy(cs[0:i-1], cs[1:i])
@@ -205,7 +211,7 @@ func Ahead(children []string, accept func(Kind) bool, ours string, keep int) (cs
 		}
 	}
 	slices.SortFunc(cs, compare)
-	return append(cs, me), more, true
+	return append(cs, me), n, true
 }
 
 // Index returns the position of name in cs, or -1.

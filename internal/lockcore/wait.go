@@ -23,9 +23,10 @@ type waiter struct {
 	pred     Predicate
 	accept   func(Kind) bool
 	relist   bool
-	window   int  // see Lock.Window; 0 keeps every contender ahead
-	line     bool // see Lock.Line: a deleted predecessor makes ours first (deleted)
-	partial  bool // cs[0] stands in for contenders ahead that were not kept
+	window   int   // see Lock.Window; 0 keeps every contender ahead
+	line     bool  // see Lock.Line: a deleted predecessor makes ours first (deleted)
+	partial  bool  // cs[0] stands in for contenders ahead that were not kept
+	ahead    int32 // the contenders ahead of ours at the last listing, kept or not
 	cs       []Contender
 	watching []watching        // the watches set and not fired: a few at most
 	own      *connection.Watch // on our own node, from the first listing on; nil in tests without a server
@@ -88,7 +89,9 @@ func (w *waiter) listed(children []string) (step, []string) {
 	if w.window > 0 {
 		keep = w.window + 1
 	}
-	w.cs, w.partial, _ = Ahead(children, w.accept, w.ours, keep)
+	var n int
+	w.cs, n, _ = ahead(children, w.accept, w.ours, keep)
+	w.partial, w.ahead = keep > 0 && n > keep, int32(n)
 	detach(w.cs, w.ours)
 	// A watched node no longer in the listing has left: its event is on
 	// its way, and nobody needs it.

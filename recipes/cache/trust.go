@@ -5,6 +5,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/chanx"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // The connection's states and sessions, and the view's trust.
@@ -154,6 +155,7 @@ func (w *worker) maybeTrust() {
 	c.done = make(chan struct{})
 	close(c.began)
 	w.emit(Event{Type: Trusted})
+	w.observe(true, nil)
 }
 
 func (w *worker) untrust(err error) {
@@ -170,6 +172,14 @@ func (w *worker) untrust(err error) {
 	c.began = make(chan struct{})
 	c.lastErr = err
 	w.emit(Event{Type: Untrusted, Err: err})
+	w.observe(false, err)
+}
+
+// observe tells the client's observer of a change of the view's trust.
+func (w *worker) observe(trusted bool, cause error) {
+	if o := connx.Of(w.c.client).Observer(); o != nil && o.View != nil {
+		o.View(connection.ViewChange{Recipe: "cache", Path: w.c.root, Trusted: trusted, Cause: cause})
+	}
 }
 
 // listening reports whether the cache has listeners: events of nodes

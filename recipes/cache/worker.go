@@ -273,6 +273,7 @@ func (w *worker) shutdown() {
 		w.c.trusted = false
 		close(w.c.done)
 		w.c.done = chanx.Closed
+		w.observe(false, ErrClosed)
 	}
 	w.c.lastErr = ErrClosed
 	for _, chs := range [][]chan error{w.syncWaiting, w.syncRiding, w.roundWaiters} {

@@ -108,6 +108,7 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 			Accept:    isLatch,
 			Predicate: lockcore.Exclusive,
 			Window:    2,
+			Recipe:    "election",
 		},
 	}
 	for _, o := range opts {
@@ -173,7 +174,7 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 			}
 			return nil, e.errorf("campaign", err)
 		}
-		t := e.newTerm(a)
+		t := e.newTerm(ctx, a)
 		if t.hold.Lost() {
 			// The connected period Acquire confirmed ended in between.
 			t.end()

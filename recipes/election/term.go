@@ -24,8 +24,9 @@ type Term struct {
 // would otherwise keep the lowest node and leave the election with no
 // trusted leader (Curator's LeaderLatch resets on RECONNECTED for the same
 // reason).
-func (e *Election) newTerm(a lockcore.Acquired) *Term {
-	return &Term{e: e, hold: lockcore.NewHold(e.client, a, lockcore.HoldConfig{Lost: ErrTermLost, Released: ErrResigned})}
+func (e *Election) newTerm(ctx context.Context, a lockcore.Acquired) *Term {
+	return &Term{e: e, hold: lockcore.NewHold(e.client, a, lockcore.HoldConfig{Lost: ErrTermLost, Released: ErrResigned,
+		Recipe: "election", Path: e.path, Ctx: ctx})}
 }
 
 // end ends a lost term (it does nothing to a term that ended before); it

@@ -106,6 +106,7 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 			Accept:    lockcore.MutexKinds,
 			Predicate: lockcore.Exclusive,
 			Window:    2,
+			Recipe:    "mutex",
 		},
 	}
 	for _, o := range opts {

@@ -104,7 +104,12 @@ func (it *Item) finish(ctx context.Context, op string, release func(context.Cont
 	}
 	it.finished = true
 	it.q.untrack(it)
-	err := it.hold.End(ctx, release)
+	var err error
+	if op == "consume" {
+		err = it.hold.EndConsumed(ctx, release)
+	} else {
+		err = it.hold.End(ctx, release)
+	}
 	if err != nil && errors.Is(err, connection.ErrOutcomeUnknown) {
 		err = errors.Join(ErrOutcomeUnknown, err)
 	}

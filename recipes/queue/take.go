@@ -323,7 +323,8 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 	if err != nil {
 		return nil, lockcore.RestartOn(err)
 	}
-	hold := lockcore.NewHold(q.client, a, lockcore.HoldConfig{Lost: ErrItemLost, Released: ErrFinished})
+	hold := lockcore.NewHold(q.client, a, lockcore.HoldConfig{Lost: ErrItemLost, Released: ErrFinished,
+		Recipe: "queue", Path: q.path, Ctx: ctx})
 	if hold.Lost() {
 		hold.Stop()
 		return nil, lockcore.ErrRestart

@@ -88,6 +88,7 @@ func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 		return &Side{rw: rw, core: lockcore.Lock{
 			Client: c, Dir: p, Name: name, Data: connx.Of(c).DefaultData(),
 			Accept: lockcore.RWKinds, Predicate: pred,
+			Recipe: "rwlock",
 		}}
 	}
 	rw.read, rw.write = side(readName, lockcore.Shared), side(writeName, lockcore.Exclusive)

@@ -23,7 +23,8 @@ func (l *Lease) start(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		hold := lockcore.NewHold(l.sem.client, a, lockcore.HoldConfig{Lost: ErrLeaseLost, Released: ErrReleased})
+		hold := lockcore.NewHold(l.sem.client, a, lockcore.HoldConfig{Lost: ErrLeaseLost, Released: ErrReleased,
+			Recipe: "semaphore", Path: l.sem.path, Ctx: ctx})
 		if !hold.Lost() {
 			l.a, l.hold = a, hold
 			return nil
