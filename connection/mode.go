@@ -1,6 +1,33 @@
 package connection
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Mode is the kind of node Create makes.
+type Mode int32
+
+// Node modes, ZooKeeper's CreateMode.
+const (
+	Persistent           Mode = zk.FlagPersistent
+	Ephemeral            Mode = zk.FlagEphemeral
+	PersistentSequential Mode = zk.FlagSequence
+	EphemeralSequential  Mode = zk.FlagEphemeralSequential
+	// Container: a persistent node the server deletes some time after
+	// its last child is gone. Servers before 3.5.1 lack it; there the
+	// client creates a persistent node instead.
+	Container Mode = zk.FlagContainer
+)
+
+func (m Mode) valid() bool { return m >= Persistent && m <= PersistentSequentialTTL }
+
+func (m Mode) sequential() bool {
+	return m == PersistentSequential || m == EphemeralSequential || m == PersistentSequentialTTL
+}
+
+func (m Mode) ephemeral() bool { return m == Ephemeral || m == EphemeralSequential }
 
 // String returns ZooKeeper's name of the mode (its CreateMode), such as
 // EPHEMERAL_SEQUENTIAL.

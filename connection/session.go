@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 )
 
 // Session is one ZooKeeper session of a Client: an epoch. Every ephemeral
@@ -25,12 +27,10 @@ type Session struct {
 }
 
 func newSession(id int64, timeout time.Duration, history int) *Session {
-	s := &Session{id: id, timeout: timeout, history: history, resumed: closedChan, done: make(chan struct{})}
+	s := &Session{id: id, timeout: timeout, history: history, resumed: chanx.Closed, done: make(chan struct{})}
 	s.period, s.endPeriod = context.WithCancelCause(context.Background())
 	return s
 }
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Trust waits until holds taken in the session can be trusted — it is not
 // suspended under StandardPolicy — and returns the Untrusted channel of

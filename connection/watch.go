@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/wire"
@@ -129,7 +130,7 @@ func (w *Watch) Done() <-chan struct{} {
 	defer w.mu.Unlock()
 	if w.done == nil {
 		if w.fired {
-			w.done = closedChan
+			w.done = chanx.Closed
 		} else {
 			w.done = make(chan struct{})
 		}
