@@ -101,7 +101,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 		}
 		return c.opErr(sess, err)
 	}, func(err error, next time.Duration) {
-		c.opts.logger.Debug("zookeeper operation retried", "op", what, "path", path, "error", err, "after", next)
+		c.opts.logger.Debug("connection: request retried", "op", what, "path", path, "error", err, "after", next)
 	})
 	if err != nil && sc == inSession && unknown {
 		// A write sent and not answered may have been applied: never

@@ -170,7 +170,7 @@ func (c *Client) dialLocked() error {
 	zopts := []func(*zk.Conn){
 		zk.WithDialer(tr.Dialer(func(network, addr string, _ time.Duration) (net.Conn, error) {
 			refused := func(err error) {
-				c.opts.logger.Error("zookeeper TLS handshake refused", "server", addr, "error", err)
+				c.opts.logger.Error("connection: TLS handshake refused", "server", addr, "error", err)
 				select {
 				case c.openFailed <- errtext.Errorf("%w: %s: %w", ErrTLS, addr, err):
 				default:
@@ -244,7 +244,7 @@ func (c *Client) endHandle(zc *zk.Conn, tr *wire.Tracker, events <-chan zk.Event
 				return
 			}
 		case <-t.C:
-			c.opts.logger.Error("zookeeper: go-zookeeper's loop still runs after its handle and connections were closed", "after", endHandleBound)
+			c.opts.logger.Error("connection: go-zookeeper's loop still runs after its handle and connections were closed", "after", endHandleBound)
 			return
 		}
 	}

@@ -65,7 +65,7 @@ func (c *Client) checkHistoryLocked(id int64, timeout time.Duration) {
 	if err := c.tr.Send(id, req, traced); err != nil {
 		notSent(err)
 		c.checking = 0 // the watchdog tries again (retryHistoryLocked)
-		c.opts.logger.Debug("zookeeper history check not sent", "session", fmt.Sprintf("%#x", id), "error", err)
+		c.opts.logger.Debug("connection: history check not sent", "session", fmt.Sprintf("%#x", id), "error", err)
 	}
 }
 
@@ -80,16 +80,16 @@ func (c *Client) historyAnsweredLocked(ev connEvent) {
 		// The connection failed under it: the next connection of the
 		// session, or the watchdog, checks again (an expiry replaces
 		// the handle).
-		c.opts.logger.Debug("zookeeper history check failed", "session", fmt.Sprintf("%#x", ev.sessionID), "error", ev.err)
+		c.opts.logger.Debug("connection: history check failed", "session", fmt.Sprintf("%#x", ev.sessionID), "error", ev.err)
 		return
 	case ev.err != nil:
 		// The server refused the sync (no server does today): the
 		// session is reported without the check rather than never.
-		c.opts.logger.Warn("zookeeper history check refused; the session is taken to be in the same history", "session", fmt.Sprintf("%#x", ev.sessionID), "error", ev.err)
+		c.opts.logger.Warn("connection: history check refused; the session is taken to be in the same history", "session", fmt.Sprintf("%#x", ev.sessionID), "error", ev.err)
 	case ev.zxid < c.histZxid:
 		c.history++
-		c.opts.logger.Warn("zookeeper database replaced: a new history",
-			"error", errtext.Errorf("%w: the servers have applied zxid %#x, older than %#x heard before", ErrNewHistory, ev.zxid, c.histZxid),
+		c.opts.logger.Warn("connection: database replaced; a new history",
+			"cause", errtext.Errorf("%w: the servers have applied zxid %#x, older than %#x heard before", ErrNewHistory, ev.zxid, c.histZxid),
 			"history", c.history)
 		c.histZxid = 0
 	}
@@ -118,7 +118,7 @@ func (c *Client) retryHistoryLocked() {
 		c.checking = 0
 	}
 	if c.checkOf == id && time.Since(c.checkFirst) >= c.opts.sessionTimeout {
-		c.opts.logger.Warn("zookeeper history check unanswered for the session timeout; the session is taken to be in the same history",
+		c.opts.logger.Warn("connection: history check unanswered for the session timeout; the session is taken to be in the same history",
 			"session", fmt.Sprintf("%#x", id))
 		c.newSessionLocked(id, c.tr.Timeout())
 		return

@@ -189,7 +189,7 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 		}
 		return nil
 	}, func(err error, next time.Duration) {
-		c.opts.logger.Debug("zookeeper protected create retried", "path", path, "error", err, "after", next)
+		c.opts.logger.Debug("connection: protected create retried", "path", path, "error", err, "after", next)
 	})
 	if err != nil {
 		if !handedOff {
@@ -310,7 +310,7 @@ func (c *Client) deleteProtectedLater(sdir, id string) {
 				if err := c.run(ctx, tracedErr(c, ctx, zc, "delete", p, func() error { return zc.Delete(p, -1) })); err != nil && !errors.Is(err, zk.ErrNoNode) {
 					return c.mapErr(err)
 				}
-				c.opts.logger.Debug("zookeeper deleted an abandoned protected node", "path", c.client(p))
+				c.opts.logger.Debug("connection: abandoned protected node deleted", "path", c.client(p))
 			}
 		}
 		return nil
@@ -392,7 +392,7 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 			if sess != nil {
 				attrs = append(attrs, "session", fmt.Sprintf("%#x", sess.ID()))
 			}
-			c.opts.logger.Warn("zookeeper background cleanup gave up", attrs...)
+			c.opts.logger.Warn("connection: background cleanup gave up", attrs...)
 		}
 	}()
 }

@@ -98,7 +98,7 @@ func (c *Client) handle(ev connEvent) {
 		c.sessionLostLocked(errtext.Errorf("%w: expired by the server", ErrSessionLost))
 		c.replaceHandleLocked()
 	case ev.state == zk.StateAuthFailed:
-		c.opts.logger.Warn("zookeeper authentication failed", "gen", ev.gen)
+		c.opts.logger.Warn("connection: credentials not sent", "handle", ev.gen)
 	}
 }
 
@@ -120,9 +120,9 @@ func (c *Client) authRefusedLocked(err error) {
 		return
 	}
 	if c.authErr == nil {
-		c.opts.logger.Error("zookeeper credentials refused; no session until they are accepted, tried again on every new connection", "error", err)
+		c.opts.logger.Error("connection: credentials refused; no session until they are accepted, tried again on every new connection", "error", err)
 	} else {
-		c.opts.logger.Debug("zookeeper credentials refused again", "error", err)
+		c.opts.logger.Debug("connection: credentials refused again", "error", err)
 	}
 	c.authErr = err
 }
@@ -175,11 +175,11 @@ func (c *Client) newSessionLocked(id int64, timeout time.Duration) {
 	c.authErr = nil
 	c.session = newSession(id, timeout, c.history)
 	if c.opts.serverLag > 0 && timeout-c.opts.serverLag < timeout/2 {
-		c.opts.logger.Warn("zookeeper session timeout hardly above the server lag: holds end early, and a longer lag is unsafe",
-			"timeout", timeout, "server lag", c.opts.serverLag)
+		c.opts.logger.Warn("connection: session timeout hardly above the server lag: holds end early, and a longer lag is unsafe",
+			"timeout", timeout, "server_lag", c.opts.serverLag)
 	}
 	close(c.ready)
-	c.opts.logger.Info("zookeeper session established", "session", fmt.Sprintf("%#x", id), "timeout", timeout)
+	c.opts.logger.Info("connection: session established", "session", fmt.Sprintf("%#x", id), "timeout", timeout)
 	if c.connected {
 		c.setStateLocked(Reconnected, id, nil)
 	} else {
@@ -195,7 +195,7 @@ func (c *Client) sessionLostLocked(why error) {
 	}
 	id := c.session.id
 	c.session.end(why)
-	c.opts.logger.Warn("zookeeper session lost", "session", fmt.Sprintf("%#x", id), "reason", why)
+	c.opts.logger.Warn("connection: session lost", "session", fmt.Sprintf("%#x", id), "cause", why)
 	c.session = nil
 	c.ready = make(chan struct{})
 	c.setStateLocked(Lost, id, why)
@@ -218,7 +218,7 @@ func (c *Client) replaceHandleLocked() {
 	}()
 	c.zkUp = false
 	if err := c.dialLocked(); err != nil {
-		c.opts.logger.Error("zookeeper reconnect failed", "error", err)
+		c.opts.logger.Error("connection: reconnect failed", "error", err)
 	}
 }
 
@@ -245,7 +245,7 @@ func (c *Client) authenticateLocked(gen int) {
 				if errors.Is(err, zk.ErrAuthFailed) {
 					ev.refused = errtext.Errorf("%w: scheme %q, server %s: %w", ErrAuthFailed, a.scheme, zc.Server(), err)
 				} else {
-					c.opts.logger.Warn("zookeeper add auth failed", "scheme", a.scheme, "error", err)
+					c.opts.logger.Warn("connection: credentials not sent", "scheme", a.scheme, "error", err)
 				}
 				c.events.push(ev)
 				return
@@ -259,7 +259,7 @@ func (c *Client) authenticateLocked(gen int) {
 // it to every listener and the observer.
 func (c *Client) setStateLocked(s State, id int64, cause error) {
 	c.state = s
-	c.opts.logger.Info("zookeeper connection state", "state", s.String())
+	c.opts.logger.Info("connection: state changed", "state", s.String(), "session", fmt.Sprintf("%#x", id))
 	for l := range c.listeners {
 		l.push(s)
 	}

@@ -105,7 +105,7 @@ func (c *Client) watchdogLocked() {
 func (c *Client) restoredLocked() bool {
 	ok, byNet := c.tr.Restored(c.suspendAfter())
 	if ok && byNet && c.state == Suspended {
-		c.opts.logger.Warn("zookeeper watches not seen registered again; reconnected without that proof")
+		c.opts.logger.Warn("connection: watches not seen registered again; reconnected without that proof")
 	}
 	return ok
 }

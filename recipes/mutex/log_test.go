@@ -68,7 +68,7 @@ func TestFaultsAreLogged(t *testing.T) {
 	})
 	zktest.Eventually(t, 10*time.Second, "the session-lost record", func() error {
 		for _, r := range buf.records(t) {
-			if r["msg"] == "zookeeper session lost" && r["session"] == fmt.Sprintf("%#x", sess.ID()) && r["reason"] != nil {
+			if r["msg"] == "connection: session lost" && r["session"] == fmt.Sprintf("%#x", sess.ID()) && r["cause"] != nil {
 				return nil
 			}
 		}
