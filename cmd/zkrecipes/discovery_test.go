@@ -212,11 +212,18 @@ func TestRegisterSurvivesExpiry(t *testing.T) {
 	flag := filepath.Join(t.TempDir(), "done")
 	args := append([]string{"register", "--servers", strings.Join(proxy.Servers(), ","), "--session-timeout", "2s",
 		"--base", base, "--id", "a", "web", "--"}, untilFile(flag, 0)...)
-	_, errOut, _, wait := runBackground(t, args...)
+	out, errOut, _, wait := runBackground(t, args...)
 	t.Cleanup(func() { os.WriteFile(flag, nil, 0o644) }) // before runBackground's: CMD ends
 	node := base + "/web/a"
 	var old int64
+	// Registered as register sees it: CMD runs (it starts once Register
+	// returned, and the reports with it). The node alone is not enough: it
+	// is on the server before register has read it back, and a session
+	// lost in between is one the instance was never registered in.
 	zktest.Eventually(t, 20*time.Second, "registered", func() error {
+		if !strings.Contains(out.String(), "web a "+node) {
+			return fmt.Errorf("CMD not started: stdout %q", out.String())
+		}
 		if i, st := instanceAt(t, conn, node); i != nil {
 			old = st.EphemeralOwner
 			return nil
