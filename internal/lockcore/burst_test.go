@@ -1,16 +1,11 @@
 package lockcore_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"path"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
@@ -61,56 +56,40 @@ func burstOverFaultyLink(t *testing.T, timeout, before, fault time.Duration, dro
 	}
 	const waiters = 240
 	var (
-		holders      atomic.Int32
-		mu           sync.Mutex
-		fails        []string
-		lastSeq      = int32(-1)
-		wg           sync.WaitGroup
-		held, gaveUp atomic.Int32
+		burst   testkit.Burst
+		mu      sync.Mutex
+		lastSeq = int32(-1)
 	)
-	fail := func(format string, args ...any) {
-		mu.Lock()
-		fails = append(fails, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	}
 	p.Delay(200 * time.Millisecond)
 	for i := range waiters {
 		m := newLock(t, wc, lock)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wctx := ctx
-			if i%4 == 0 {
-				var cancel context.CancelFunc
-				wctx, cancel = context.WithTimeout(ctx, time.Duration(100+10*i)*time.Millisecond)
-				defer cancel()
-			}
+		burst.Go(func() {
+			wctx, cancel := burst.Context(ctx, i, 4, 100*time.Millisecond, 10*time.Millisecond)
+			defer cancel()
 			if err := m.Lock(wctx); err != nil {
 				if wctx.Err() == nil || !errors.Is(err, wctx.Err()) {
-					fail("waiter %d: Lock: %v", i, err)
+					burst.Fail("waiter %d: Lock: %v", i, err)
 				}
-				gaveUp.Add(1)
+				burst.GaveUp.Add(1)
 				return
 			}
-			if n := holders.Add(1); n != 1 {
-				fail("waiter %d: %d holders in the process", i, n)
-			}
+			burst.Enter(i)
 			if first, err := firstContender(obs, lock); (err != nil || first != m.Node()) && !closed(m.Done()) {
-				fail("waiter %d: holds %s, the server's first is %s (%v)", i, m.Node(), first, err)
+				burst.Fail("waiter %d: holds %s, the server's first is %s (%v)", i, m.Node(), first, err)
 			}
 			c, ok := lockcore.Parse(path.Base(m.Node()))
 			mu.Lock()
 			if !ok || c.N <= lastSeq {
-				fails = append(fails, fmt.Sprintf("waiter %d: holds %s after a holder of sequence %d", i, m.Node(), lastSeq))
+				burst.Fail("waiter %d: holds %s after a holder of sequence %d", i, m.Node(), lastSeq)
 			}
 			lastSeq = c.N
 			mu.Unlock()
-			holders.Add(-1)
+			burst.Leave()
 			if err := m.Unlock(ctx); err != nil {
-				fail("waiter %d: Unlock: %v", i, err)
+				burst.Fail("waiter %d: Unlock: %v", i, err)
 			}
-			held.Add(1)
-		}()
+			burst.Held.Add(1)
+		})
 	}
 	time.Sleep(before)
 	if drop {
@@ -121,36 +100,14 @@ func burstOverFaultyLink(t *testing.T, timeout, before, fault time.Duration, dro
 	time.Sleep(fault)
 	p.Restore()
 	time.Sleep(500 * time.Millisecond)
-	if holders.Load() != 0 {
+	if burst.Holders() != 0 {
 		t.Error("a waiter holds while the holder's node is first")
 	}
 	if err := h.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(90 * time.Second):
-		testkit.LogGoroutines(t, "waiters still waiting")
-		t.Fatalf("%d held and %d gave up of %d waiters within 90 s of the release", held.Load(), gaveUp.Load(), waiters)
-	}
-	t.Logf("%d held, %d gave up", held.Load(), gaveUp.Load())
-	mu.Lock()
-	for _, f := range fails {
-		t.Error(f)
-	}
-	mu.Unlock()
-	zktest.Eventually(t, 20*time.Second, "no node left", func() error {
-		kids, _, err := obs.Children(lock)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		if len(kids) != 0 {
-			return fmt.Errorf("%d left, such as %v", len(kids), kids[0])
-		}
-		return nil
-	})
+	burst.Wait(t, waiters, 90*time.Second, "the release")
+	testkit.NoChildrenLeft(t, obs, lock, 20*time.Second, nil)
 }
 
 // TestBurstOfWaitersAcrossADatabaseRestore: waiters of one client join a
@@ -177,83 +134,38 @@ func TestBurstOfWaitersAcrossADatabaseRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	const waiters = 120
-	var (
-		holders      atomic.Int32
-		mu           sync.Mutex
-		fails        []string
-		wg           sync.WaitGroup
-		held, gaveUp atomic.Int32
-	)
-	fail := func(format string, args ...any) {
-		mu.Lock()
-		fails = append(fails, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	}
+	var burst testkit.Burst
 	for i := range waiters {
 		m := newLock(t, wc, lock)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wctx := ctx
-			if i%4 == 0 {
-				var cancel context.CancelFunc
-				wctx, cancel = context.WithTimeout(ctx, time.Duration(200+30*i)*time.Millisecond)
-				defer cancel()
-			}
+		burst.Go(func() {
+			wctx, cancel := burst.Context(ctx, i, 4, 200*time.Millisecond, 30*time.Millisecond)
+			defer cancel()
 			if err := m.Lock(wctx); err != nil {
 				if wctx.Err() == nil {
-					fail("waiter %d: Lock: %v", i, err)
+					burst.Fail("waiter %d: Lock: %v", i, err)
 				}
-				gaveUp.Add(1)
+				burst.GaveUp.Add(1)
 				return
 			}
-			if n := holders.Add(1); n != 1 {
-				fail("waiter %d: %d holders in the process", i, n)
-			}
+			burst.Enter(i)
 			if kids, _, err := wc.Children(ctx, lock); err == nil && !closed(m.Done()) {
 				cs := lockcore.Sort(kids, lockcore.MutexKinds)
 				if len(cs) == 0 || path.Join(lock, cs[0].Name) != m.Node() {
-					fail("waiter %d: holds %s, its client lists %v first", i, m.Node(), cs[:min(1, len(cs))])
+					burst.Fail("waiter %d: holds %s, its client lists %v first", i, m.Node(), cs[:min(1, len(cs))])
 				}
 			}
-			holders.Add(-1)
+			burst.Leave()
 			_ = m.Unlock(ctx)
-			held.Add(1)
-		}()
+			burst.Held.Add(1)
+		})
 	}
 	time.Sleep(150 * time.Millisecond)
 	if err := ens.RestoreBackup(backup); err != nil {
 		t.Fatal(err)
 	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(90 * time.Second):
-		testkit.LogGoroutines(t, "waiters still waiting")
-		t.Fatalf("%d held and %d gave up of %d waiters within 90 s of the restore", held.Load(), gaveUp.Load(), waiters)
-	}
-	t.Logf("%d held, %d gave up", held.Load(), gaveUp.Load())
-	mu.Lock()
-	for _, f := range fails {
-		t.Error(f)
-	}
-	mu.Unlock()
-	obs := ens.Conn(t)
-	zktest.Eventually(t, 20*time.Second, "no waiter's node left", func() error {
-		kids, _, err := obs.Children(lock)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		if len(kids) > 1 {
-			return fmt.Errorf("%d left, such as %v", len(kids), kids[0])
-		}
-		if len(kids) == 1 && h.Held() && path.Join(lock, kids[0]) == h.Node() {
-			return nil // the first holder's, if it still holds
-		}
-		if len(kids) == 1 {
-			return fmt.Errorf("left %v", kids[0])
-		}
-		return nil
+	burst.Wait(t, waiters, 90*time.Second, "the restore")
+	// The first holder's node may be left, if it still holds.
+	testkit.NoChildrenLeft(t, ens.Conn(t), lock, 20*time.Second, func(k string) bool {
+		return h.Held() && path.Join(lock, k) == h.Node()
 	})
 }

@@ -1,17 +1,11 @@
 package mutex_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"path"
 	"sort"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
@@ -33,18 +27,7 @@ func TestBurstOfWaitersOfTwoClientsAcrossALeaderKill(t *testing.T) {
 	a := open(t, ens.Servers(), connection.WithSessionTimeout(6*time.Second))
 	b := open(t, ens.Servers(), connection.WithSessionTimeout(6*time.Second))
 	obs := ens.Conn(t)
-	var (
-		holders      atomic.Int32
-		mu           sync.Mutex
-		fails        []string
-		wg           sync.WaitGroup
-		held, gaveUp atomic.Int32
-	)
-	fail := func(format string, args ...any) {
-		mu.Lock()
-		fails = append(fails, fmt.Sprintf(format, args...))
-		mu.Unlock()
-	}
+	var burst testkit.Burst
 	// The first contender as the holder's own client lists it, right
 	// after its Lock returned: on its session's connection, behind the
 	// notifications that made it hold. (Another session's listing, even
@@ -73,35 +56,27 @@ func TestBurstOfWaitersOfTwoClientsAcrossALeaderKill(t *testing.T) {
 			c = b
 		}
 		m := newMutex(t, c, lock)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wctx := ctx
-			if i%5 == 0 {
-				var cancel context.CancelFunc
-				wctx, cancel = context.WithTimeout(ctx, time.Duration(50+20*i)*time.Millisecond)
-				defer cancel()
-			}
+		burst.Go(func() {
+			wctx, cancel := burst.Context(ctx, i, 5, 50*time.Millisecond, 20*time.Millisecond)
+			defer cancel()
 			if err := m.Lock(wctx); err != nil {
 				if wctx.Err() == nil {
-					fail("waiter %d: Lock: %v", i, err)
+					burst.Fail("waiter %d: Lock: %v", i, err)
 				}
-				gaveUp.Add(1)
+				burst.GaveUp.Add(1)
 				return
 			}
-			if n := holders.Add(1); n != 1 {
-				fail("waiter %d: %d holders at once", i, n)
-			}
+			burst.Enter(i)
 			if f, err := first(c); err == nil && f != m.Node() && !closedCh(m.Done()) {
-				fail("waiter %d: holds %s, its client's first is %s", i, m.Node(), f)
+				burst.Fail("waiter %d: holds %s, its client's first is %s", i, m.Node(), f)
 			}
 			time.Sleep(time.Millisecond)
-			holders.Add(-1)
+			burst.Leave()
 			if err := m.Unlock(ctx); err != nil && !errors.Is(err, connection.ErrOutcomeUnknown) {
-				fail("waiter %d: Unlock: %v", i, err)
+				burst.Fail("waiter %d: Unlock: %v", i, err)
 			}
-			held.Add(1)
-		}()
+			burst.Held.Add(1)
+		})
 	}
 	time.Sleep(100 * time.Millisecond)
 	if err := ens.Kill(leader); err != nil {
@@ -111,30 +86,8 @@ func TestBurstOfWaitersOfTwoClientsAcrossALeaderKill(t *testing.T) {
 	if err := ens.Start(leader); err != nil {
 		t.Fatal(err)
 	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(120 * time.Second):
-		testkit.LogGoroutines(t, "waiters still waiting")
-		t.Fatalf("%d held and %d gave up of %d waiters", held.Load(), gaveUp.Load(), waiters)
-	}
-	t.Logf("%d held, %d gave up", held.Load(), gaveUp.Load())
-	mu.Lock()
-	for _, f := range fails {
-		t.Error(f)
-	}
-	mu.Unlock()
-	zktest.Eventually(t, 30*time.Second, "no node left", func() error {
-		kids, _, err := obs.Children(lock)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		if len(kids) != 0 {
-			return fmt.Errorf("%d left, such as %v", len(kids), kids[0])
-		}
-		return nil
-	})
+	burst.Wait(t, waiters, 120*time.Second, "the leader's kill")
+	testkit.NoChildrenLeft(t, obs, lock, 30*time.Second, nil)
 }
 
 func closedCh(ch <-chan struct{}) bool {
