@@ -89,16 +89,18 @@ func TestLockTakenAndReleasedIsRecorded(t *testing.T) {
 
 	locked := make(chan error, 1)
 	go func() { locked <- m2.Lock(ctx) }()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		ps, err := m1.Participants(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ps) == 2 || time.Now().After(deadline) {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		tl.mu.Lock()
+		waiting := tl.waiting
+		tl.mu.Unlock()
+		if waiting == 1 {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("the second contender did not begin waiting")
+		}
 	}
+	wantSeries(t, reg, "zkrecipes_hold_wait_seconds", map[string]float64{}) // observed when the wait ends
 	if err := m1.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

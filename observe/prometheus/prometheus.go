@@ -129,7 +129,10 @@ func NewObserver(reg prometheus.Registerer, opts ...Option) (*connection.Observe
 	if reg == nil {
 		return nil, fmt.Errorf("%w: nil prometheus.Registerer", ErrInvalidOption)
 	}
-	cfg := config{requestBuckets: DefaultRequestBuckets, holdBuckets: DefaultHoldBuckets}
+	cfg := config{
+		requestBuckets: append([]float64(nil), DefaultRequestBuckets...),
+		holdBuckets:    append([]float64(nil), DefaultHoldBuckets...),
+	}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)

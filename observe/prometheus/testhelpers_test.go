@@ -23,6 +23,7 @@ type told struct {
 	begun    int            // requests begun
 	states   []connection.State
 	waits    map[string]int // "recipe,result"
+	waiting  int            // waits begun
 	holds    map[string]int // recipe: holds begun
 	ends     map[string]int // recipe: holds ended
 	lost     map[string]int // "cause,recipe"
@@ -57,6 +58,9 @@ func (t *told) tee(a *connection.Observer) *connection.Observer {
 		},
 		Wait: func(ctx context.Context, w connection.Wait) (context.Context, func(connection.WaitDone)) {
 			ctx, done := a.Wait(ctx, w)
+			t.mu.Lock()
+			t.waiting++
+			t.mu.Unlock()
 			return ctx, func(d connection.WaitDone) {
 				done(d)
 				t.mu.Lock()
