@@ -45,7 +45,8 @@ TEST_PARALLEL ?= 4
 ## reconnect, a race inside the dependency that the fault run's many reconnects make the detector
 ## report (go-zookeeper/zk#35, open); the tests that skip under -race for that race
 ## (scripts/race-skipped.sh lists them) but for those of $(OLDEST_INTEGRATION), which the oldest Go
-## runs; the Docker backend's module (its tests skip, saying why, without a Docker engine); and
+## runs; the Docker backend's module (its tests skip, saying why, without a Docker engine); the
+## Prometheus adapter's module; and
 ## fuzzing — and test-oldest — with the oldest supported Go ($(GO_OLDEST), without -race), what can
 ## differ between Go versions: the build and vet of every package, every unit test (-short: the
 ## tests against real servers skip), and the integration tests of the packages whose code leans on
@@ -79,6 +80,7 @@ test-norace:
 		echo "$(GO) test -count=1 -run '$$run' $$pkg"; \
 		$(GO) test -count=1 -timeout 10m $(TESTFLAGS) -run "$$run" $$pkg || exit 1; done
 	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
+	cd observe/prometheus && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	@echo "== fuzzing, $(FUZZTIME) inputs per target (the seeds also run in every go test)"
 	@for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done
@@ -101,7 +103,8 @@ chaos: deps
 
 # The API file of each module, as module-directory=file: the exported API of its packages
 # that are neither internal nor commands (docs/stability.md says what it promises).
-API_FILES = .=api/zkrecipes.txt testing/zktest/docker=testing/zktest/docker/api/docker.txt
+API_FILES = .=api/zkrecipes.txt testing/zktest/docker=testing/zktest/docker/api/docker.txt \
+	observe/prometheus=observe/prometheus/api/prometheus.txt
 
 ## lint: gofmt, go vet, staticcheck, and the API files (each module's exported API as its file has it)
 lint:
@@ -124,7 +127,7 @@ deps-demo:
 	@./scripts/install-deps.sh demo
 
 ## bench: the Go benchmarks (the partitioner's rebalance beside Kazoo's among them; Lock+Unlock
-## with and without an observer; a scrape of zkrecipes exporter with 10,000 locks under its path),
+## with and without an observer, and the Prometheus adapter's cost of a request and a hold; a scrape of zkrecipes exporter with 10,000 locks under its path),
 ## the cache's first view of a 100,011-node subtree checked node for node (TestScaleTree at its full
 ## size), then zkrecipes,
 ## Curator, Kazoo and zk.Lock side by side on a local 3-node ensemble (medians of 3 rounds), the
@@ -136,6 +139,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkbench/internal/bench
 	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex
 	$(GO) test -run '^$$' -bench TracedRequest -benchmem ./connection
+	cd observe/prometheus && $(GO) test -run '^$$' -bench Record -benchmem .
 	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
