@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -117,100 +116,6 @@ type Tracker struct {
 	// credentials go-zookeeper holds and sends again on a new connection
 	// before anything else (inject.go).
 	creds int
-}
-
-// Created is what a create2 reply says of the new node: its czxid (the
-// fencing token) and its ephemeral owner.
-type Created struct {
-	Czxid, Owner int64
-}
-
-// maxCreated bounds the create2 results not yet collected: their callers
-// collect them as soon as their create returns, and a caller that gave up
-// has its cleanup collect it, so the map holds about as many as there are
-// creates in flight. Beyond the bound (a safety net: 64 Ki creates in
-// flight) it is cleared, and the callers whose results went read the
-// Stat instead. It is that large so that many waiters queueing at once
-// (10,000 and more) keep their results rather than paying a read each.
-const maxCreated = 1 << 16
-
-// WhenWritten has f called, once, when a create of spath (a protected
-// name before its sequence, or a plain path) is written — with data, if
-// data is not nil: a create of the same path with other data is not it.
-// It is called from the writer, so f must not block; it may send
-// requests (Send), which go out behind the create. It returns the
-// function that forgets f (and only f), or nil, registering nothing, when
-// another f waits for a create of spath: a path has one at a time.
-func (t *Tracker) WhenWritten(spath string, data []byte, f func()) (forget func()) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if _, taken := t.written[spath]; taken {
-		return nil
-	}
-	if t.written == nil {
-		t.written = map[string]writtenHook{}
-	}
-	t.writtenSeq++
-	id := t.writtenSeq
-	t.written[spath] = writtenHook{f, data, id}
-	return func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if h, ok := t.written[spath]; ok && h.id == id {
-			delete(t.written, spath)
-		}
-	}
-}
-
-// writtenHook is a caller of WhenWritten waiting for its create.
-type writtenHook struct {
-	f    func()
-	data []byte // the create's data, when they tell it apart; nil: any
-	id   uint64
-}
-
-// wrote is told that a create of spath with data is being written, and
-// returns the WhenWritten function waiting for it, if any, for the writer
-// to call once it holds no lock of the connection's: the function may
-// send requests of its own (Send) behind the create.
-func (t *Tracker) wrote(spath, data []byte) func() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.written) == 0 {
-		return nil
-	}
-	h, ok := t.written[string(spath)]
-	if !ok || h.data != nil && !bytes.Equal(h.data, data) {
-		return nil // none, or another create of the path: not the one awaited
-	}
-	delete(t.written, string(spath))
-	return h.f
-}
-
-// TakeCreated returns, once, the Stat of the node a create2 made at path.
-func (t *Tracker) TakeCreated(path string) (Created, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st, ok := t.created[path]
-	delete(t.created, path)
-	return st, ok
-}
-
-// CreatedPending returns how many create2 results nobody has collected
-// (TakeCreated) yet.
-func (t *Tracker) CreatedPending() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.created)
-}
-
-func (t *Tracker) putCreated(path string, st Created) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.created == nil || len(t.created) >= maxCreated {
-		t.created = map[string]Created{}
-	}
-	t.created[path] = st
 }
 
 func count(n *atomic.Int64) {
@@ -470,38 +375,6 @@ func (t *Tracker) mayConnect(b []byte) bool {
 	return len(b) >= at+8 && int64(binary.BigEndian.Uint64(b[at:at+8])) == first
 }
 
-// noteCreate handles a whole create request at the start of b as it is
-// written — [len][xid][opcode][path][data][acl][flags]: it returns the
-// WhenWritten function waiting for it, and turns a create of a protected
-// name into a create2. go-zookeeper writes each request with one Write, so the header
-// is here when the frame is ours to change. c.mu is held.
-func (c *trackedConn) noteCreate(b []byte) (written func()) {
-	if len(b) < 16 || int32(binary.BigEndian.Uint32(b[8:12])) != opCreate {
-		return nil
-	}
-	n := int(int32(binary.BigEndian.Uint32(b[12:16])))
-	if n <= 0 || 16+n > len(b) {
-		return nil
-	}
-	path, rest := b[16:16+n], b[16+n:]
-	var data []byte
-	if len(rest) >= 4 {
-		if m := int(int32(binary.BigEndian.Uint32(rest[:4]))); m > 0 && 4+m <= len(rest) {
-			data = rest[4 : 4+m]
-		}
-	}
-	written = c.t.wrote(path, data)
-	if !protectedPath(path) {
-		return written
-	}
-	binary.BigEndian.PutUint32(b[8:12], opCreate2)
-	if c.create2 == nil {
-		c.create2 = map[int32]bool{}
-	}
-	c.create2[int32(binary.BigEndian.Uint32(b[4:8]))] = true
-	return written
-}
-
 // requestKey names a whole request at the start of b for tooLarge: its
 // kind, as the client's operations name it, and its path, so that two
 // reads of one path in flight at once (a node's data and its children)
@@ -542,37 +415,6 @@ func requestPath(b []byte) string {
 	return string(b[16 : 16+n])
 }
 
-// ProtectedPrefix starts the name of every protected node
-// (connection.ProtectedPrefix): a create of such a name goes out as a
-// create2.
-const ProtectedPrefix = "_c_"
-
-// protectedPath reports whether the last component of a path starts with
-// the protected prefix.
-func protectedPath(p []byte) bool {
-	i := bytes.LastIndexByte(p, '/')
-	return bytes.HasPrefix(p[i+1:], []byte(ProtectedPrefix))
-}
-
-// create2Reply reads a create2 reply body: the path (int32 length and
-// bytes), then the Stat, whose first field is czxid and eighth
-// (after 3 int64 and 3 int32) the ephemeralOwner.
-func (c *trackedConn) create2Reply(body []byte) {
-	if len(body) < 4 {
-		return
-	}
-	n := int(int32(binary.BigEndian.Uint32(body[0:4])))
-	const ownerAt = 8 + 8 + 8 + 8 + 4 + 4 + 4
-	if n < 0 || len(body) < 4+n+ownerAt+8 {
-		return
-	}
-	stat := body[4+n:]
-	c.t.putCreated(string(body[4:4+n]), Created{
-		Czxid: int64(binary.BigEndian.Uint64(stat[0:8])),
-		Owner: int64(binary.BigEndian.Uint64(stat[ownerAt : ownerAt+8])),
-	})
-}
-
 // overLong is told of a reply longer than maxReply, before its xid is
 // read: it answers the oldest request not yet answered but auth requests
 // (replies come in order but for those, which are small; so are
@@ -589,12 +431,6 @@ func (c *trackedConn) overLong() {
 			return
 		}
 	}
-}
-
-// isCreate2Reply reports whether a reply's header names a create sent as
-// create2, whose body the tracker must read. c.mu is held.
-func (c *trackedConn) isCreate2Reply(head []byte) bool {
-	return c.in.frames > 0 && c.create2[int32(binary.BigEndian.Uint32(head[0:4]))]
 }
 
 // reply handles the head of one frame from the server; c.mu is held.
@@ -714,75 +550,4 @@ func (c *trackedConn) takeSent(xid int32, injected bool) (s sentReq, ok bool) {
 		}
 	}
 	return s, true
-}
-
-// headLen is how much of each frame's body framer keeps: enough for the
-// connect response's session ID, or a reply's header. longHeadLen is what
-// it keeps of a frame its grow function picks: a create2 reply's path and
-// Stat.
-const (
-	headLen     = 16
-	longHeadLen = 16 + 4 + 1024 + 68
-)
-
-// framer splits a stream of length-prefixed frames (int32 length, body)
-// and hands each frame's first headLen bytes (fewer if the frame is
-// shorter) to a callback once the frame is complete.
-type framer struct {
-	lenBuf [4]byte
-	lenN   int
-	remain int // body bytes still to come; 0 while reading a length
-	head   []byte
-	limit  int // how much of this frame's body to keep
-	frames int
-	// grow, if set, sees the first headLen bytes of each frame and says
-	// whether to keep longHeadLen bytes of it instead.
-	grow func(head []byte) bool
-	// overLen, if set, is called when a frame's length exceeds maxLen.
-	maxLen  int
-	overLen func()
-}
-
-// atBoundary reports whether the next byte fed starts a frame.
-func (f *framer) atBoundary() bool { return f.remain == 0 && f.lenN == 0 }
-
-func (f *framer) feed(b []byte, done func(head []byte)) {
-	for len(b) > 0 {
-		if f.remain == 0 {
-			k := copy(f.lenBuf[f.lenN:], b)
-			f.lenN += k
-			b = b[k:]
-			if f.lenN < 4 {
-				return
-			}
-			f.lenN = 0
-			f.remain = int(int32(binary.BigEndian.Uint32(f.lenBuf[:])))
-			if f.overLen != nil && f.remain > f.maxLen {
-				f.overLen()
-			}
-			f.head = f.head[:0]
-			f.limit = headLen
-			if f.remain <= 0 {
-				f.remain = 0
-				f.frames++
-				done(nil)
-			}
-			continue
-		}
-		k := min(f.remain, len(b))
-		for chunk := b[:k]; len(chunk) > 0 && len(f.head) < f.limit; {
-			n := min(f.limit-len(f.head), len(chunk))
-			f.head = append(f.head, chunk[:n]...)
-			chunk = chunk[n:]
-			if f.limit == headLen && len(f.head) == headLen && f.grow != nil && f.grow(f.head) {
-				f.limit = longHeadLen
-			}
-		}
-		f.remain -= k
-		b = b[k:]
-		if f.remain == 0 {
-			f.frames++
-			done(f.head)
-		}
-	}
 }
