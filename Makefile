@@ -55,8 +55,11 @@ TEST_PARALLEL ?= 4
 ## (OLDEST_CONNECTION_RUN) and $(OLDEST_INTEGRATION) (with ZKRECIPES_SKIP_HEAVY set, their longest
 ## fault tests skip there, having run once)
 test: deps
+	@echo "== make test: the -race pass from $$(date +%T)"
 	@$(MAKE) --no-print-directory test-race
+	@echo "== make test: the two streams from $$(date +%T)"
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-norace test-oldest
+	@echo "== make test: done at $$(date +%T)"
 
 ## test-race: every test with -race; a package that fails with go-zookeeper's own race alone (above),
 ## or with its other own race (a call that gave up on a closed handle reads its response as the late
@@ -84,6 +87,7 @@ test-norace:
 	@echo "== fuzzing, $(FUZZTIME) inputs per target (the seeds also run in every go test)"
 	@for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done
+	@echo "== test-norace done at $$(date +%T)"
 
 test-oldest:
 	@echo "== the oldest supported Go, $(GO_OLDEST): the build, vet and unit tests of every package, the connection's tests of its timers, the integration tests of $(OLDEST_INTEGRATION)"
@@ -91,6 +95,7 @@ test-oldest:
 	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -short -count=1 -timeout 10m $(TESTFLAGS) ./...
 	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 10m $(TESTFLAGS) -run '$(OLDEST_CONNECTION_RUN)' ./connection
 	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 15m $(TESTFLAGS) $(OLDEST_INTEGRATION)
+	@echo "== test-oldest done at $$(date +%T)"
 
 ## chaos: participants of every recipe held exclusively (the work queue's one item too), 2–4 to a process sharing its client, under a nemesis on a local 3-node ensemble
 ## (answers lost while requests apply, releases with deadlines shorter than the answer, the network, server and pause faults,
