@@ -78,15 +78,19 @@ type HoldConfig struct {
 	OnRevoke func()
 	// Recipe and Path name the hold to the client's observer
 	// (connection.Observer's Hold), told with Ctx, the context the hold
-	// was taken with (nil: none). A hold without Recipe tells it nothing.
+	// was taken with (nil: none), and in its log lines ("mutex: hold
+	// lost"). A hold without Recipe, or Unobserved, tells the observer
+	// nothing.
 	Recipe, Path string
 	Ctx          context.Context
+	Unobserved   bool
 }
 
 // holdConfig is what a hold keeps of its HoldConfig.
 type holdConfig struct {
 	Lost, Released error
 	OnRevoke       func()
+	recipe, path   string // for its log lines
 }
 
 // NewHold starts a hold of a, confirmed (Confirm): it is lost when its
@@ -100,15 +104,14 @@ func NewHold(c *connection.Client, a Acquired, cfg HoldConfig) *Hold {
 		cfg.Released = ErrReleased
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	h := &Hold{Acquired: a, client: c, cfg: holdConfig{cfg.Lost, cfg.Released, cfg.OnRevoke}, cancel: cancel}
+	h := &Hold{Acquired: a, client: c, cfg: holdConfig{cfg.Lost, cfg.Released, cfg.OnRevoke, cfg.Recipe, cfg.Path}, cancel: cancel}
 	h.ctx = holdContext{ctx, h}
 	h.observe(cfg) // before anything can end the hold
 	h.mu.Lock()    // the period may be over already: its function waits for stopLost
 	h.stopLost = context.AfterFunc(a.Trusted, func() {
 		cause := h.periodLost()
 		if h.finish(cause) {
-			connx.Of(c).Logger().Warn("zkrecipes hold lost", "node", a.Path, "session", fmt.Sprintf("%#x", a.Session.ID()),
-				"token", a.Token, "cause", cause)
+			h.logLost(cause)
 			h.deleteLater()
 		}
 	})
@@ -215,9 +218,8 @@ func (h *Hold) nodeEvent(ev zk.Event) {
 	}
 	switch ev.Type {
 	case zk.EventNodeDeleted:
-		if h.finish(h.lostWith(errtext.Errorf("%w: %s", ErrNodeGone, h.Path))) {
-			connx.Of(h.client).Logger().Warn("zkrecipes hold lost: its node was deleted", "node", h.Path,
-				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token)
+		if cause := h.lostWith(errtext.Errorf("%w: %s", ErrNodeGone, h.Path)); h.finish(cause) {
+			h.logLost(cause)
 		}
 	case zk.EventNotWatching:
 		// The session ended; the node went with it.
@@ -251,9 +253,8 @@ func (h *Hold) rewatch() {
 	case errors.Is(err, zk.ErrNoNode):
 		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted})
 	case err == nil && stat.Czxid != h.Token:
-		if h.finish(h.lostWith(errtext.Errorf("%w: %s was made again (czxid %#x, owner %#x)", ErrNodeGone, h.Path, stat.Czxid, stat.EphemeralOwner))) {
-			connx.Of(h.client).Logger().Warn("zkrecipes hold lost: its node was replaced", "node", h.Path,
-				"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token, "czxid", stat.Czxid)
+		if cause := h.lostWith(errtext.Errorf("%w: %s was made again (czxid %#x, owner %#x)", ErrNodeGone, h.Path, stat.Czxid, stat.EphemeralOwner)); h.finish(cause) {
+			h.logLost(cause)
 		}
 	case err == nil:
 		h.unsure.Store(false)
@@ -272,11 +273,21 @@ func (h *Hold) rewatch() {
 // the session lives. A hold that ended already (its read failed because it
 // did) is left as it is.
 func (h *Hold) unwatched(err error) {
-	if h.finish(h.lostWith(errtext.Errorf("the watch of its node %s could not be set: %w", h.Path, err))) {
-		connx.Of(h.client).Logger().Warn("zkrecipes hold lost: its node's watch could not be set", "node", h.Path,
-			"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token, "error", err)
+	if cause := h.lostWith(errtext.Errorf("the watch of its node %s could not be set: %w", h.Path, err)); h.finish(cause) {
+		h.logLost(cause)
 		h.deleteLater()
 	}
+}
+
+// logLost logs the loss of the hold, ended with cause, as a warning named
+// for its recipe (docs/observability.md, "Logging").
+func (h *Hold) logLost(cause error) {
+	recipe := h.cfg.recipe
+	if recipe == "" {
+		recipe = "lock"
+	}
+	connx.Of(h.client).Logger().Warn(recipe+": hold lost", "path", h.cfg.path, "participant", h.Path,
+		"session", fmt.Sprintf("%#x", h.Session.ID()), "token", h.Token, "cause", cause)
 }
 
 // periodLost is the cause of a hold lost with its trusted period: the

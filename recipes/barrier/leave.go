@@ -188,7 +188,7 @@ func (d *Double) dropReady(ctx context.Context, czxid int64) {
 		err = d.client.Delete(ctx, d.ready, stat.Version)
 	}
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-		connx.Of(d.client).Logger().Warn("barrier: delete the ready node", "path", d.ready, "err", err)
+		connx.Of(d.client).Logger().Warn("barrier: ready node not deleted", "path", d.path, "child", d.ready, "error", err)
 	}
 }
 

@@ -569,7 +569,7 @@ func (w *worker) failed(o *op, r *result) {
 		mode = modeCheck // the check's watch may be gone with the failure
 	}
 	w.markDirty(o, mode)
-	connx.Of(w.client).Logger().Debug("cache: read failed, will retry", "path", o.e.path(), "error", r.err)
+	connx.Of(w.client).Logger().Debug("cache: read failed, will retry", "path", w.c.root, "child", o.e.path(), "error", r.err)
 	w.park(o)
 }
 

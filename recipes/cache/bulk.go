@@ -141,7 +141,7 @@ func (w *worker) bulkResult(r *result) {
 	if errors.Is(r.err, connx.ErrBulkUnsupported) {
 		w.noBulk = true
 	}
-	connx.Of(w.client).Logger().Debug("cache: bulk read failed, reading alone", "nodes", len(r.batch), "error", r.err)
+	connx.Of(w.client).Logger().Debug("cache: bulk read failed, reading alone", "path", w.c.root, "nodes", len(r.batch), "error", r.err)
 	for _, sub := range r.batch {
 		o := sub.op
 		o.inflight = false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -126,6 +127,24 @@ func startedOver(t *testing.T, rec *recorder) {
 	t.Fatalf("no Deleted event wraps connection.ErrNewHistory; events:\n%s", detail(rec.all(), ""))
 }
 
+// loggedStartOver checks that the view at path logged that it started
+// over, once, as the logging conventions say: a Warn named for the cache,
+// with its path and the error wrapping connection.ErrNewHistory.
+func loggedStartOver(t *testing.T, logs *testkit.Logs, path string) {
+	t.Helper()
+	lines := logs.With("cache: the servers' database was replaced; the view starts over")
+	if len(lines) != 1 {
+		t.Fatalf("%d start-over lines, want 1: %+v", len(lines), logs.All())
+	}
+	r := lines[0]
+	if e, _ := r.Attrs["error"].(error); r.Level != slog.LevelWarn || r.Attrs["path"] != path || !errors.Is(e, connection.ErrNewHistory) {
+		t.Errorf("start-over line %+v: want Warn, path %s, an error wrapping ErrNewHistory", r, path)
+	}
+	if err := logs.CheckConventions("cache"); err != nil {
+		t.Error(err)
+	}
+}
+
 // tree makes the nodes of paths with data, parents first.
 func tree(t *testing.T, conn *zk.Conn, data string, paths ...string) {
 	t.Helper()
@@ -153,7 +172,8 @@ func TestNodeViewStartsOverAfterWipe(t *testing.T) {
 	conn := connectNew(t, ens)
 	bump(t, conn, 30)
 	tree(t, conn, "pre-wipe", "/cfg")
-	client := open(t, ens.Servers(), connection.WithSessionTimeout(2*time.Second))
+	logs := testkit.NewLogs()
+	client := open(t, ens.Servers(), connection.WithSessionTimeout(2*time.Second), connection.WithLogger(logs.Logger()))
 	c := newCache(t, client, "/cfg", cache.WithMaxDepth(0))
 	rec := record(t, c)
 	replaceAndRecover(t, ens, c, conn, ens.WipeDatabase, func(conn *zk.Conn) { tree(t, conn, "post-wipe", "/cfg") }, "/cfg", 0)
@@ -161,6 +181,7 @@ func TestNodeViewStartsOverAfterWipe(t *testing.T) {
 		t.Fatalf("view after the wipe: %q", n.Data)
 	}
 	startedOver(t, rec)
+	loggedStartOver(t, logs, "/cfg")
 	if client.Session().History() != 1 {
 		t.Fatalf("the client's history after the wipe: %d, want 1", client.Session().History())
 	}

@@ -116,14 +116,14 @@ func (d *Discovery) Instances(ctx context.Context, service string) ([]Instance, 
 		case errors.Is(err, zk.ErrNoNode):
 			continue
 		case unreadable(err):
-			connx.Of(d.client).Logger().Warn("zookeeper node is not a readable service instance", "path", p, "error", err)
+			connx.Of(d.client).Logger().Warn("discovery: instance not readable, skipped", "path", dir, "participant", p, "error", err)
 			continue
 		case err != nil:
 			return nil, errtext.Errorf("discovery: instances of %s: %w", dir, err)
 		}
 		i, err := Decode(data)
 		if err != nil {
-			connx.Of(d.client).Logger().Warn("zookeeper node is not a service instance", "path", p, "error", err)
+			connx.Of(d.client).Logger().Warn("discovery: malformed instance skipped", "path", dir, "participant", p, "error", err)
 			continue
 		}
 		out = append(out, instanceAt{i, k})

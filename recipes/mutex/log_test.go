@@ -1,83 +1,69 @@
 package mutex_test
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) records(t *testing.T) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []map[string]any
-	for _, line := range bytes.Split(bytes.TrimSpace(s.b.Bytes()), []byte("\n")) {
-		var r map[string]any
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// TestFaultsAreLogged: a lost session and the hold it ends reach the
-// client's slog.Logger as structured records.
-func TestFaultsAreLogged(t *testing.T) {
+// TestHoldLostLoggedAsMutex: a hold lost with its session, cut off by the
+// proxy, is logged once as "mutex: hold lost" at Warn, with the lock's
+// path, the holder's node as participant, the session, the token and the
+// cause (the lock lost, because the session was); the session's loss as
+// "connection: session lost" — and every line of both keeps the logging
+// conventions.
+func TestHoldLostLoggedAsMutex(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	p := ens.Proxy(t)
-	var buf syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	c := open(t, p.Servers(), connection.WithSessionTimeout(time.Second), connection.WithLogger(logger))
+	logs := testkit.NewLogs()
+	c := open(t, p.Servers(), connection.WithSessionTimeout(time.Second), connection.WithLogger(logs.Logger()))
 	m := newMutex(t, c, root+"/lock")
 	ctx := ctxFor(t, time.Minute)
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	node, sess := m.Node(), c.Session()
+	node, token, sess := m.Node(), m.Token(), c.Session()
 	p.Blackhole()
 	<-sess.Done()
 	p.Restore()
-	zktest.Eventually(t, 10*time.Second, "the hold-lost record", func() error {
-		for _, r := range buf.records(t) {
-			if r["msg"] == "zkrecipes hold lost" && r["node"] == node && r["level"] == "WARN" {
-				return nil
-			}
+	<-m.Done()
+	zktest.Eventually(t, 10*time.Second, "the session-lost line", func() error {
+		if len(logs.With("connection: session lost")) == 0 {
+			return errors.New("not logged yet")
 		}
-		return errLogMissing
+		return nil
 	})
-	zktest.Eventually(t, 10*time.Second, "the session-lost record", func() error {
-		for _, r := range buf.records(t) {
-			if r["msg"] == "connection: session lost" && r["session"] == fmt.Sprintf("%#x", sess.ID()) && r["cause"] != nil {
-				return nil
-			}
+	if r := logs.With("connection: session lost")[0]; r.Level != slog.LevelWarn || r.Attrs["session"] != fmt.Sprintf("%#x", sess.ID()) || r.Attrs["cause"] == nil {
+		t.Errorf("session-lost line %+v: want Warn, the session, a cause", r)
+	}
+	lost := logs.With("mutex: hold lost")
+	if len(lost) != 1 {
+		t.Fatalf("%d hold-lost lines, want 1: %+v", len(lost), logs.All())
+	}
+	r := lost[0]
+	if r.Level != slog.LevelWarn {
+		t.Errorf("level %v, want WARN", r.Level)
+	}
+	want := map[string]any{"path": root + "/lock", "participant": node, "session": fmt.Sprintf("%#x", sess.ID()), "token": token}
+	for k, v := range want {
+		if r.Attrs[k] != v {
+			t.Errorf("%s = %v (%T), want %v (%T)", k, r.Attrs[k], r.Attrs[k], v, v)
 		}
-		return errLogMissing
-	})
+	}
+	cause, _ := r.Attrs["cause"].(error)
+	if !errors.Is(cause, mutex.ErrLockLost) || !errors.Is(cause, connection.ErrSuspended) && !errors.Is(cause, connection.ErrSessionLost) {
+		t.Errorf("cause %v: not the lock lost with its session", r.Attrs["cause"])
+	}
+	if err := logs.CheckConventions("mutex", "connection"); err != nil {
+		t.Error(err)
+	}
 }
-
-var errLogMissing = errorString("not logged yet")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

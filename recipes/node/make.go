@@ -350,7 +350,7 @@ func (w *worker) write(sess *connection.Session) error {
 	// Refused (no permission, say): the node stays, with older data;
 	// SetData returns the refusal.
 	n.writeRefused(g, err)
-	connx.Of(n.client).Logger().Warn("zookeeper node data refused", "path", w.own.path, "error", err)
+	connx.Of(n.client).Logger().Error("node: data refused", "path", n.base, "participant", w.own.path, "error", err)
 	return nil
 }
 

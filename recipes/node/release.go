@@ -80,7 +80,7 @@ func (n *Node) releaseLater(h held) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := n.release(ctx, h); err != nil {
-		connx.Of(n.client).Logger().Warn("zookeeper node not deleted at close", "path", n.base, "error", err)
+		connx.Of(n.client).Logger().Warn("node: not deleted at close", "path", n.base, "error", err)
 	}
 	unregister(n)
 }

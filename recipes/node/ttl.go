@@ -183,7 +183,7 @@ func (t *TTLNode) touchOnce() {
 	}
 	if err != nil {
 		if t.ctx.Err() == nil {
-			connx.Of(c).Logger().Debug("zookeeper TTL node not touched", "path", t.touch, "error", err)
+			connx.Of(c).Logger().Debug("node: TTL child not touched, will retry", "path", t.node.base, "child", t.touch, "error", err)
 		}
 	}
 }

@@ -135,7 +135,7 @@ func (w *worker) session(sess *connection.Session) {
 		default:
 			if refused(err) {
 				n.setRefused(errtext.Errorf("node: make %s: %w", n.base, err))
-				connx.Of(n.client).Logger().Warn("zookeeper node refused", "path", n.base, "error", err)
+				connx.Of(n.client).Logger().Error("node: create refused", "path", n.base, "error", err)
 			} else {
 				n.setAbsent(errtext.Errorf("node: make %s: %w", n.base, err))
 			}

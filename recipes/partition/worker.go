@@ -161,7 +161,7 @@ func (p *Partitioner) allocate() (*Share, error) {
 		case !errors.Is(err, errChanged):
 			// A refusal (no permission on a lock directory, say): try
 			// again after a pause, or sooner if the party changes.
-			connx.Of(p.client).Logger().Warn("zkrecipes partition: allocation failed", "path", p.path, "error", err)
+			connx.Of(p.client).Logger().Warn("partition: allocation failed, will retry", "path", p.path, "error", err)
 			if err := p.pause(gen); err != nil {
 				return nil, err
 			}
@@ -288,6 +288,7 @@ func (p *Partitioner) take(items []string, gen uint64) (*Share, error) {
 		h := lockcore.NewHold(p.client, a, lockcore.HoldConfig{
 			Lost:     errtext.Errorf("%w: %s", ErrItemLost, item),
 			Released: ErrReleased,
+			Recipe:   "partition", Path: p.path, Unobserved: true,
 		})
 		it := &Item{Name: item, Token: a.Token, Node: a.Path, hold: h}
 		s.items = append(s.items, it)
