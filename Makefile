@@ -45,7 +45,8 @@ TEST_PARALLEL ?= 4
 ## reconnect, a race inside the dependency that the fault run's many reconnects make the detector
 ## report (go-zookeeper/zk#35, open); the tests that skip under -race for that race
 ## (scripts/race-skipped.sh lists them) but for those of $(OLDEST_INTEGRATION), which the oldest Go
-## runs; the Docker backend's module (its tests skip, saying why, without a Docker engine); and
+## runs; the Docker backend's module (its tests skip, saying why, without a Docker engine); the
+## OpenTelemetry adapter's module (observe/otel); and
 ## fuzzing — and test-oldest — with the oldest supported Go ($(GO_OLDEST), without -race), what can
 ## differ between Go versions: the build and vet of every package, every unit test (-short: the
 ## tests against real servers skip), and the integration tests of the packages whose code leans on
@@ -79,6 +80,7 @@ test-norace:
 		echo "$(GO) test -count=1 -run '$$run' $$pkg"; \
 		$(GO) test -count=1 -timeout 10m $(TESTFLAGS) -run "$$run" $$pkg || exit 1; done
 	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
+	cd observe/otel && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	@echo "== fuzzing, $(FUZZTIME) inputs per target (the seeds also run in every go test)"
 	@for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done
@@ -101,13 +103,15 @@ chaos: deps
 
 # The API file of each module, as module-directory=file: the exported API of its packages
 # that are neither internal nor commands (docs/stability.md says what it promises).
-API_FILES = .=api/zkrecipes.txt testing/zktest/docker=testing/zktest/docker/api/docker.txt
+API_FILES = .=api/zkrecipes.txt testing/zktest/docker=testing/zktest/docker/api/docker.txt \
+	observe/otel=observe/otel/api/otel.txt
 
-## lint: gofmt, go vet, staticcheck, and the API files (each module's exported API as its file has it)
+## lint: gofmt, go vet, staticcheck (of the main module and of observe/otel), and the API files (each module's exported API as its file has it)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd observe/otel && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	$(GO) run ./internal/testinfra/apifile/zkapi -check $(API_FILES)
 
 ## api: rewrite the API files after a change to the exported API (review their diff and commit

@@ -112,7 +112,7 @@ func (tel *telemetry) sum(t *testing.T, name, unit string, monotonic bool) map[s
 func setKey(s attribute.Set) string {
 	var parts []string
 	for _, kv := range s.ToSlice() {
-		parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.Emit()))
+		parts = append(parts, fmt.Sprintf("%s=%s", kv.Key, kv.Value.String()))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")

@@ -99,7 +99,7 @@ func wantRequestSpans(t *testing.T, tel *telemetry, rec *testkit.Recorder, calle
 				t.Errorf("span %q failed with %q and has no error.type", s.Name(), msg)
 			}
 		} else if _, ok := a["error.type"]; ok {
-			t.Errorf("span %q has error.type %v and status %v", s.Name(), a["error.type"].Emit(), s.Status())
+			t.Errorf("span %q has error.type %v and status %v", s.Name(), a["error.type"].String(), s.Status())
 		}
 		got[key(op, a["zookeeper.path"].AsString(), a["zookeeper.watch"].AsBool(), int(a["zookeeper.attempt"].AsInt64()),
 			a["zookeeper.session.id"].AsString(), msg, parentOf(s.Parent()))]++
@@ -228,7 +228,7 @@ func TestLockTakenAndReleasedMakesItsSpansAndMetrics(t *testing.T) {
 }
 
 // wantSpan checks a span's name, kind, parent, status code and the
-// attributes in want (values as Emit writes them).
+// attributes in want (values as Value.String writes them).
 func wantSpan(t *testing.T, s sdktrace.ReadOnlySpan, name string, kind trace.SpanKind, parent trace.SpanContext, code codes.Code, want map[string]string) {
 	t.Helper()
 	if s.Name() != name || s.SpanKind() != kind || !s.Parent().Equal(parent) || s.Status().Code != code {
@@ -237,8 +237,8 @@ func wantSpan(t *testing.T, s sdktrace.ReadOnlySpan, name string, kind trace.Spa
 	}
 	a := attrs(s)
 	for k, v := range want {
-		if got, ok := a[attribute.Key(k)]; !ok || got.Emit() != v {
-			t.Errorf("span %q: %s = %q, want %q", name, k, got.Emit(), v)
+		if got, ok := a[attribute.Key(k)]; !ok || got.String() != v {
+			t.Errorf("span %q: %s = %q, want %q", name, k, got.String(), v)
 		}
 	}
 	if len(a) != len(want) {
