@@ -140,6 +140,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkbench/internal/bench
 	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex
 	$(GO) test -run '^$$' -bench TracedRequest -benchmem ./connection
+	cd observe/otel && $(GO) test -run '^$$' -bench RequestObserved -benchmem .
 	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared

@@ -52,6 +52,28 @@ type observer struct {
 
 	mu    sync.Mutex
 	state string // the client's last state as sessionState counts it, "" before the first
+
+	// requestSets holds the attribute set of request durations by
+	// operation and error.type: a bounded set, built once each rather
+	// than on every request.
+	requestSets sync.Map // requestKey -> metric.MeasurementOption
+}
+
+type requestKey struct{ op, errorType string }
+
+// requestSet returns the measurement option of request durations of op
+// ending with errorType ("" for a success).
+func (o *observer) requestSet(op, errorType string) metric.MeasurementOption {
+	k := requestKey{op, errorType}
+	if s, ok := o.requestSets.Load(k); ok {
+		return s.(metric.MeasurementOption)
+	}
+	attrs := []attribute.KeyValue{systemZooKeeper, attrOperation.String(op)}
+	if errorType != "" {
+		attrs = append(attrs, attrErrorType.String(errorType))
+	}
+	s, _ := o.requestSets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(attrs...)))
+	return s.(metric.MeasurementOption)
 }
 
 // durationBuckets are the bucket boundaries, in seconds, OpenTelemetry's
@@ -107,28 +129,27 @@ func handle(err error) {
 }
 
 func (o *observer) request(ctx context.Context, r connection.Request) func(connection.RequestDone) {
-	attrs := []attribute.KeyValue{systemZooKeeper, attrOperation.String(r.Op)}
 	_, span := o.tracer.Start(ctx, "zookeeper "+r.Op,
 		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrs...),
 		trace.WithAttributes(requestAttrs(r)...))
 	return func(d connection.RequestDone) {
 		if d.Bytes > 0 {
 			span.SetAttributes(attrResponseBytes.Int(d.Bytes))
 		}
+		errorType := ""
 		if d.Err != nil {
-			et := attrErrorType.String(requestErrorType(d.Err))
-			attrs = append(attrs, et)
-			span.SetAttributes(et)
+			errorType = requestErrorType(d.Err)
+			span.SetAttributes(attrErrorType.String(errorType))
 			span.SetStatus(codes.Error, d.Err.Error())
 		}
 		span.End()
-		o.requestDuration.Record(ctx, d.Duration.Seconds(), metric.WithAttributes(attrs...))
+		o.requestDuration.Record(ctx, d.Duration.Seconds(), o.requestSet(r.Op, errorType))
 	}
 }
 
 func requestAttrs(r connection.Request) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs = append(attrs, systemZooKeeper, attrOperation.String(r.Op))
 	if r.Path != "" {
 		attrs = append(attrs, attrPath.String(r.Path))
 	}
