@@ -67,12 +67,22 @@ var zkCodes = []struct {
 
 // requestErrorType is error.type of a request that failed: ZooKeeper's
 // name of its code (a lost answer is CONNECTIONLOSS), CLOSING for a
-// request its handle's end cut short.
+// request its handle's end cut short, response_too_large for an answer
+// longer than the client's buffer, canceled or deadline_exceeded for a
+// context's error.
 func requestErrorType(err error) string {
 	for _, c := range zkCodes {
 		if errors.Is(err, c.err) {
 			return c.name
 		}
+	}
+	switch {
+	case errors.Is(err, connection.ErrResponseTooLarge):
+		return "response_too_large"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
 	}
 	return otherType
 }
@@ -88,6 +98,8 @@ func waitErrorType(err error) string {
 		return "session_lost"
 	case errors.Is(err, connection.ErrSuspended):
 		return "suspended"
+	case errors.Is(err, connection.ErrNodeDeleted):
+		return "node_deleted"
 	}
 	return otherType
 }
@@ -121,14 +133,16 @@ func viewCause(err error) string {
 	return "other"
 }
 
-// stateName is zkrecipes.state of a client in state s: a reconnected
-// client is connected.
+// stateName is zkrecipes.state of a client in state s: the state's name
+// in lower case, as OpenTelemetry writes attribute values.
 func stateName(s connection.State) string {
 	switch s {
-	case connection.Connected, connection.Reconnected:
+	case connection.Connected:
 		return "connected"
 	case connection.Suspended:
 		return "suspended"
+	case connection.Reconnected:
+		return "reconnected"
 	case connection.Lost:
 		return "lost"
 	case connection.ReadOnly:

@@ -26,11 +26,14 @@ func TestErrorsAreNamedByWhatTheyMatch(t *testing.T) {
 		{"request", requestErrorType, zk.ErrConnectionClosed, "CONNECTIONLOSS"},
 		{"request", requestErrorType, zk.ErrClosing, "CLOSING"},
 		{"request", requestErrorType, zk.ErrSessionExpired, "SESSIONEXPIRED"},
+		{"request", requestErrorType, fmt.Errorf("getChildren2 /x: %w", connection.ErrResponseTooLarge), "response_too_large"},
+		{"request", requestErrorType, context.DeadlineExceeded, "deadline_exceeded"},
 		{"request", requestErrorType, other, "_OTHER"},
 		{"wait", waitErrorType, context.Canceled, "canceled"},
 		{"wait", waitErrorType, wrap(context.DeadlineExceeded), "deadline_exceeded"},
 		{"wait", waitErrorType, wrap(connection.ErrSessionLost), "session_lost"},
 		{"wait", waitErrorType, wrap(connection.ErrSuspended), "suspended"},
+		{"wait", waitErrorType, wrap(connection.ErrNodeDeleted), "node_deleted"},
 		{"wait", waitErrorType, other, "_OTHER"},
 		{"hold", holdCause, nil, "released"},
 		{"hold", holdCause, wrap(connection.ErrSuspended), "suspended"},
@@ -52,7 +55,7 @@ func TestErrorsAreNamedByWhatTheyMatch(t *testing.T) {
 func TestStatesAreNamedAsTheSessionStateCountsThem(t *testing.T) {
 	for s, want := range map[connection.State]string{
 		connection.Connected:   "connected",
-		connection.Reconnected: "connected",
+		connection.Reconnected: "reconnected",
 		connection.Suspended:   "suspended",
 		connection.Lost:        "lost",
 		connection.ReadOnly:    "read_only",

@@ -18,8 +18,8 @@ import (
 // TestHoldLostByACutEndsItsSpanAndCountsItLost: a cut that outlives the
 // session ends the hold once, suspended; its span ends with that cause
 // and an Error status, zkrecipes.hold.lost counts it once, and the
-// session state follows the client through suspended and lost back to
-// connected in a new session.
+// session state follows the client through suspended and lost to
+// reconnected in a new session.
 func TestHoldLostByACutEndsItsSpanAndCountsItLost(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -77,7 +77,7 @@ func TestHoldLostByACutEndsItsSpanAndCountsItLost(t *testing.T) {
 	if got := tel.histogram(t, "zkrecipes.hold.duration", "s"); fmt.Sprint(got) != "map[zkrecipes.cause=suspended,zkrecipes.recipe=mutex:1]" {
 		t.Errorf("hold durations %v, want one mutex hold lost, suspended", got)
 	}
-	wantStates(t, tel, "map[zkrecipes.state=connected:1 zkrecipes.state=lost:0 zkrecipes.state=suspended:0]", "after the new session")
+	wantStates(t, tel, "map[zkrecipes.state=connected:0 zkrecipes.state=lost:0 zkrecipes.state=reconnected:1 zkrecipes.state=suspended:0]", "after the new session")
 	if waits := tel.spansNamed("wait"); len(waits) != 0 {
 		t.Errorf("%d wait spans, want none (the lock was free)", len(waits))
 	}
