@@ -32,6 +32,7 @@ const (
 	attrCause         = attribute.Key("zkrecipes.cause")
 	attrConsumed      = attribute.Key("zkrecipes.consumed")
 	attrState         = attribute.Key("zkrecipes.state")
+	attrEventType     = attribute.Key("zookeeper.event.type")
 )
 
 // systemZooKeeper is db.system.name for ZooKeeper, which the conventions'
@@ -149,4 +150,19 @@ func stateName(s connection.State) string {
 		return "read_only"
 	}
 	return "unknown"
+}
+
+// eventType is zookeeper.event.type of a watch notification.
+func eventType(t zk.EventType) string {
+	switch t {
+	case zk.EventNodeCreated:
+		return "node_created"
+	case zk.EventNodeDeleted:
+		return "node_deleted"
+	case zk.EventNodeDataChanged:
+		return "node_data_changed"
+	case zk.EventNodeChildrenChanged:
+		return "node_children_changed"
+	}
+	return "other"
 }

@@ -66,3 +66,17 @@ func TestStatesAreNamedAsTheSessionStateCountsThem(t *testing.T) {
 		}
 	}
 }
+
+func TestNotificationsAreNamedByType(t *testing.T) {
+	for typ, want := range map[zk.EventType]string{
+		zk.EventNodeCreated:         "node_created",
+		zk.EventNodeDeleted:         "node_deleted",
+		zk.EventNodeDataChanged:     "node_data_changed",
+		zk.EventNodeChildrenChanged: "node_children_changed",
+		zk.EventSession:             "other",
+	} {
+		if got := eventType(typ); got != want {
+			t.Errorf("eventType(%v) = %q, want %q", typ, got, want)
+		}
+	}
+}

@@ -147,7 +147,8 @@ func tee(a, b *connection.Observer) *connection.Observer {
 			da, db := a.Request(ctx, r), b.Request(ctx, r)
 			return func(d connection.RequestDone) { da(d); db(d) }
 		},
-		StateChange: func(s connection.StateChange) { a.StateChange(s); b.StateChange(s) },
+		StateChange:  func(s connection.StateChange) { a.StateChange(s); b.StateChange(s) },
+		Notification: func(n connection.Notification) { a.Notification(n); b.Notification(n) },
 		Wait: func(ctx context.Context, w connection.Wait) (context.Context, func(connection.WaitDone)) {
 			ctx, da := a.Wait(ctx, w)
 			ctx, db := b.Wait(ctx, w)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -153,6 +154,9 @@ func TestLockTakenAndReleasedMakesItsSpansAndMetrics(t *testing.T) {
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if got := tel.sum(t, "zkrecipes.hold.active", "{hold}", false); fmt.Sprint(got) != "map[zkrecipes.recipe=mutex:1]" {
+		t.Errorf("holds active while a holds: %v, want one mutex hold", got)
+	}
 	locked := make(chan error, 1)
 	go func() { locked <- b.Lock(ctx) }()
 	zktest.Eventually(t, 10*time.Second, "b waits", func() error {
@@ -217,6 +221,10 @@ func TestLockTakenAndReleasedMakesItsSpansAndMetrics(t *testing.T) {
 	if got := tel.histogram(t, "zkrecipes.hold.duration", "s"); fmt.Sprint(got) != "map[zkrecipes.cause=released,zkrecipes.recipe=mutex:2]" {
 		t.Errorf("hold durations %v, want two mutex holds released", got)
 	}
+	if got := tel.sum(t, "zkrecipes.hold.active", "{hold}", false); fmt.Sprint(got) != "map[zkrecipes.recipe=mutex:0]" {
+		t.Errorf("holds active after both released: %v, want none", got)
+	}
+	wantNotifications(t, tel, rec)
 	if got := tel.sum(t, "zkrecipes.hold.lost", "{hold}", true); len(got) != 0 {
 		t.Errorf("holds lost %v, want none", got)
 	}
@@ -255,4 +263,22 @@ func splitKey(k string) [][2]string {
 		}
 	}
 	return out
+}
+
+// wantNotifications checks that zkrecipes.notifications counts the
+// notifications the Recorder heard, by type, and that there were some.
+func wantNotifications(t *testing.T, tel *telemetry, rec *testkit.Recorder) {
+	t.Helper()
+	names := map[zk.EventType]string{
+		zk.EventNodeCreated: "node_created", zk.EventNodeDeleted: "node_deleted",
+		zk.EventNodeDataChanged: "node_data_changed", zk.EventNodeChildrenChanged: "node_children_changed",
+	}
+	want := map[string]int64{}
+	for _, n := range rec.Notifications() {
+		want["zookeeper.event.type="+names[n.Type]]++
+	}
+	got := tel.sum(t, "zkrecipes.notifications", "{notification}", true)
+	if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("notifications counted %v, the observer heard %v", got, want)
+	}
 }

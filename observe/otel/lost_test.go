@@ -74,6 +74,9 @@ func TestHoldLostByACutEndsItsSpanAndCountsItLost(t *testing.T) {
 	if got := tel.sum(t, "zkrecipes.hold.lost", "{hold}", true); fmt.Sprint(got) != "map[zkrecipes.cause=suspended,zkrecipes.recipe=mutex:1]" {
 		t.Errorf("holds lost %v, want one mutex hold lost, suspended", got)
 	}
+	if got := tel.sum(t, "zkrecipes.hold.active", "{hold}", false); fmt.Sprint(got) != "map[zkrecipes.recipe=mutex:0]" {
+		t.Errorf("holds active after the loss: %v, want none", got)
+	}
 	if got := tel.histogram(t, "zkrecipes.hold.duration", "s"); fmt.Sprint(got) != "map[zkrecipes.cause=suspended,zkrecipes.recipe=mutex:1]" {
 		t.Errorf("hold durations %v, want one mutex hold lost, suspended", got)
 	}

@@ -31,11 +31,12 @@ func NewObserver(opts ...Option) *connection.Observer {
 	o := &observer{tracer: cfg.tp.Tracer(ScopeName)}
 	o.newInstruments(cfg.mp.Meter(ScopeName))
 	return &connection.Observer{
-		Request:     o.request,
-		StateChange: o.stateChange,
-		Wait:        o.wait,
-		Hold:        o.hold,
-		View:        o.view,
+		Request:      o.request,
+		StateChange:  o.stateChange,
+		Notification: o.notification,
+		Wait:         o.wait,
+		Hold:         o.hold,
+		View:         o.view,
 	}
 }
 
@@ -46,6 +47,8 @@ type observer struct {
 	waitDuration    metric.Float64Histogram
 	holdDuration    metric.Float64Histogram
 	holdsLost       metric.Int64Counter
+	holdsActive     metric.Int64UpDownCounter
+	notifications   metric.Int64Counter
 	sessionState    metric.Int64UpDownCounter
 	viewsTrusted    metric.Int64UpDownCounter
 	viewsUntrusted  metric.Int64Counter
@@ -107,6 +110,14 @@ func (o *observer) newInstruments(m metric.Meter) {
 	o.holdsLost, err = m.Int64Counter("zkrecipes.hold.lost",
 		metric.WithUnit("{hold}"),
 		metric.WithDescription("Holds that ended without their holder's release, by cause."))
+	handle(err)
+	o.holdsActive, err = m.Int64UpDownCounter("zkrecipes.hold.active",
+		metric.WithUnit("{hold}"),
+		metric.WithDescription("Holds held now."))
+	handle(err)
+	o.notifications, err = m.Int64Counter("zkrecipes.notifications",
+		metric.WithUnit("{notification}"),
+		metric.WithDescription("Watch notifications from the server, by type."))
 	handle(err)
 	o.sessionState, err = m.Int64UpDownCounter("zkrecipes.session.state",
 		metric.WithUnit("{client}"),
@@ -199,7 +210,10 @@ func (o *observer) hold(ctx context.Context, h connection.Hold) func(connection.
 			attrParticipant.String(h.Participant),
 			attrToken.Int64(h.Token),
 			sessionAttr(h.SessionID)))
+	active := metric.WithAttributes(attrRecipe.String(h.Recipe))
+	o.holdsActive.Add(ctx, 1, active)
 	return func(d connection.HoldDone) {
+		o.holdsActive.Add(ctx, -1, active)
 		cause := holdCause(d.Cause)
 		attrs := []attribute.KeyValue{attrRecipe.String(h.Recipe), attrCause.String(cause)}
 		span.SetAttributes(attrCause.String(cause))
@@ -242,4 +256,8 @@ func (o *observer) view(v connection.ViewChange) {
 	}
 	o.viewsTrusted.Add(ctx, -1, metric.WithAttributes(recipe))
 	o.viewsUntrusted.Add(ctx, 1, metric.WithAttributes(recipe, attrCause.String(viewCause(v.Cause))))
+}
+
+func (o *observer) notification(n connection.Notification) {
+	o.notifications.Add(context.Background(), 1, metric.WithAttributes(attrEventType.String(eventType(n.Type))))
 }
