@@ -1,8 +1,8 @@
 // Package otelzk makes OpenTelemetry traces and metrics of what a
 // zkrecipes client and its recipes do: a span per ZooKeeper request, per
 // lock recipe's wait and per hold, and instruments of the requests'
-// durations, the waits and holds, the holds lost by cause, the session's
-// state and the views' trust.
+// durations, the waits and holds, the holds held and lost (by cause),
+// the watch notifications, the session's state and the views' trust.
 //
 // It is a module of its own, so that the main module does not depend on
 // OpenTelemetry, and it uses OpenTelemetry's API alone: the application
