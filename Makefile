@@ -46,7 +46,7 @@ TEST_PARALLEL ?= 4
 ## report (go-zookeeper/zk#35, open); the tests that skip under -race for that race
 ## (scripts/race-skipped.sh lists them) but for those of $(OLDEST_INTEGRATION), which the oldest Go
 ## runs; the Docker backend's module (its tests skip, saying why, without a Docker engine); the
-## Prometheus adapter's module; and
+## Prometheus adapter's module (observe/prometheus); the OpenTelemetry adapter's module (observe/otel); and
 ## fuzzing — and test-oldest — with the oldest supported Go ($(GO_OLDEST), without -race), what can
 ## differ between Go versions: the build and vet of every package, every unit test (-short: the
 ## tests against real servers skip), and the integration tests of the packages whose code leans on
@@ -84,6 +84,7 @@ test-norace:
 		$(GO) test -count=1 -timeout 10m $(TESTFLAGS) -run "$$run" $$pkg || exit 1; done
 	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	cd observe/prometheus && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
+	cd observe/otel && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	@echo "== fuzzing, $(FUZZTIME) inputs per target (the seeds also run in every go test)"
 	@for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done
@@ -109,13 +110,15 @@ chaos: deps
 # The API file of each module, as module-directory=file: the exported API of its packages
 # that are neither internal nor commands (docs/stability.md says what it promises).
 API_FILES = .=api/zkrecipes.txt testing/zktest/docker=testing/zktest/docker/api/docker.txt \
-	observe/prometheus=observe/prometheus/api/prometheus.txt
+	observe/prometheus=observe/prometheus/api/prometheus.txt \
+	observe/otel=observe/otel/api/otel.txt
 
-## lint: gofmt, go vet, staticcheck, and the API files (each module's exported API as its file has it)
+## lint: gofmt, go vet, staticcheck (of the main module and of the adapters' modules), and the API files (each module's exported API as its file has it)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	for m in observe/otel observe/prometheus; do (cd $$m && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...) || exit 1; done
 	$(GO) run ./internal/testinfra/apifile/zkapi -check $(API_FILES)
 
 ## api: rewrite the API files after a change to the exported API (review their diff and commit
@@ -145,6 +148,7 @@ bench: deps
 	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex
 	$(GO) test -run '^$$' -bench TracedRequest -benchmem ./connection
 	cd observe/prometheus && $(GO) test -run '^$$' -bench Record -benchmem .
+	cd observe/otel && $(GO) test -run '^$$' -bench RequestObserved -benchmem .
 	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
