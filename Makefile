@@ -39,8 +39,9 @@ TEST_P ?= 3
 TEST_PARALLEL ?= 4
 
 ## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
-## (test-race), and then two streams side by side, each printing its output when it ends:
-## test-norace — what runs without -race: the short fault run (internal/testinfra/chaos), as
+## (test-race), and then, one after the other (the fault tests of the first are timed against the
+## session timeout: a build of the second beside them can starve them), test-norace — what runs
+## without -race: the short fault run (internal/testinfra/chaos), as
 ## go-zookeeper v1.0.4 reads its last zxid unsynchronised while it re-registers watches on a
 ## reconnect, a race inside the dependency that the fault run's many reconnects make the detector
 ## report (go-zookeeper/zk#35, open); the tests that skip under -race for that race
@@ -57,8 +58,10 @@ TEST_PARALLEL ?= 4
 test: deps
 	@echo "== make test: the -race pass from $$(date +%T)"
 	@$(MAKE) --no-print-directory test-race
-	@echo "== make test: the two streams from $$(date +%T)"
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-norace test-oldest
+	@echo "== make test: without -race from $$(date +%T)"
+	@$(MAKE) --no-print-directory test-norace
+	@echo "== make test: the oldest Go from $$(date +%T)"
+	@$(MAKE) --no-print-directory test-oldest
 	@echo "== make test: done at $$(date +%T)"
 
 ## test-race: every test with -race; a package that fails with go-zookeeper's own race alone (above),
