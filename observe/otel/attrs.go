@@ -95,30 +95,37 @@ func waitErrorType(err error) string {
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
-	case errors.Is(err, connection.ErrSessionLost):
-		return "session_lost"
-	case errors.Is(err, connection.ErrSuspended):
-		return "suspended"
-	case errors.Is(err, connection.ErrNodeDeleted):
-		return "node_deleted"
+	}
+	if cause, ok := lossCause(err); ok {
+		return cause
 	}
 	return otherType
 }
 
-// holdCause is zkrecipes.cause of a hold's end. A cause that wraps both
-// ErrSessionLost and ErrSuspended is the session's loss, the later fact.
+// holdCause is zkrecipes.cause of a hold's end.
 func holdCause(err error) string {
-	switch {
-	case err == nil:
+	if err == nil {
 		return "released"
-	case errors.Is(err, connection.ErrSessionLost):
-		return "session_lost"
-	case errors.Is(err, connection.ErrSuspended):
-		return "suspended"
-	case errors.Is(err, connection.ErrNodeDeleted):
-		return "node_deleted"
+	}
+	if cause, ok := lossCause(err); ok {
+		return cause
 	}
 	return "other"
+}
+
+// lossCause names the loss err wraps, if it wraps one: session_lost,
+// suspended or node_deleted. A cause that wraps both ErrSessionLost and
+// ErrSuspended is the session's loss, the later fact.
+func lossCause(err error) (string, bool) {
+	switch {
+	case errors.Is(err, connection.ErrSessionLost):
+		return "session_lost", true
+	case errors.Is(err, connection.ErrSuspended):
+		return "suspended", true
+	case errors.Is(err, connection.ErrNodeDeleted):
+		return "node_deleted", true
+	}
+	return "", false
 }
 
 // viewCause is zkrecipes.cause of the end of a view's trust.
