@@ -112,15 +112,7 @@ func TestConcurrentProtectedCreatesEachGetTheirOwnAnswer(t *testing.T) {
 func TestProtectedCreateGivenUpWithItsAnswerDroppedLeavesNoNode(t *testing.T) {
 	for _, mode := range []connection.Mode{connection.PersistentSequential, connection.EphemeralSequential} {
 		t.Run(mode.String(), func(t *testing.T) {
-			ens := shared.Ensemble(t)
-			root := ens.Root(t)
-			ctx := ctxFor(t, time.Minute)
-			p := ens.Proxy(t)
-			c := open(t, p.Servers(), connection.WithSessionTimeout(8*time.Second))
-			obs := ens.Conn(t)
-			if err := c.EnsurePath(ctx, root+"/d"); err != nil {
-				t.Fatal(err)
-			}
+			root, ctx, p, c, obs := proxiedDir(t, connection.WithSessionTimeout(8*time.Second))
 			p.DropReplies()
 			const n = 20
 			var wg sync.WaitGroup
@@ -156,15 +148,7 @@ func TestProtectedCreateGivenUpWithItsAnswerDroppedLeavesNoNode(t *testing.T) {
 // answer comes after their caller's context ended (replies slower than
 // the deadline) each delete the node they made, once answered.
 func TestProtectedCreateAnsweredAfterItsCallerLeftIsDeleted(t *testing.T) {
-	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	ctx := ctxFor(t, time.Minute)
-	p := ens.Proxy(t)
-	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
-	obs := ens.Conn(t)
-	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
-		t.Fatal(err)
-	}
+	root, ctx, p, c, obs := proxiedDir(t, connection.WithSessionTimeout(10*time.Second))
 	p.DelayReplies(time.Second)
 	const n = 60
 	var wg sync.WaitGroup
@@ -316,15 +300,7 @@ func TestProtectedCreateOfLargeDataAndACLsMatchesTheServer(t *testing.T) {
 // listing sent from then names the node, and a create whose caller gave
 // up meanwhile leaves no node.
 func TestProtectedCreatesIssuedWhileDisconnectedKeepTheirPromises(t *testing.T) {
-	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	ctx := ctxFor(t, time.Minute)
-	p := ens.Proxy(t)
-	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
-	obs := ens.Conn(t)
-	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
-		t.Fatal(err)
-	}
+	root, ctx, p, c, obs := proxiedDir(t, connection.WithSessionTimeout(10*time.Second))
 	p.Cut()
 	time.Sleep(200 * time.Millisecond)
 	const n = 20
@@ -474,15 +450,7 @@ func TestListingOnTheWireOfManyChildren(t *testing.T) {
 // when the server expires the session each either fail or return a node
 // of the session they name, which exists; no other node is left.
 func TestProtectedCreatesAcrossAnExpiryAreOfTheirSession(t *testing.T) {
-	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	ctx := ctxFor(t, time.Minute)
-	p := ens.Proxy(t)
-	c := open(t, p.Servers(), connection.WithSessionTimeout(4*time.Second))
-	obs := ens.Conn(t)
-	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
-		t.Fatal(err)
-	}
+	root, ctx, p, c, obs := proxiedDir(t, connection.WithSessionTimeout(4*time.Second))
 	p.DelayReplies(500 * time.Millisecond)
 	const n = 60
 	got := make([]connection.Created, n)
@@ -649,16 +617,8 @@ func TestProtectedCreatesUnderChangingFaults(t *testing.T) {
 // credentials on a new connection), its listing names it, and a client
 // without the credentials cannot read it.
 func TestProtectedCreatesWithCredentialsAcrossReconnects(t *testing.T) {
-	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	ctx := ctxFor(t, time.Minute)
-	p := ens.Proxy(t)
-	c := open(t, p.Servers(), connection.WithSessionTimeout(8*time.Second),
+	root, ctx, p, c, obs := proxiedDir(t, connection.WithSessionTimeout(8*time.Second),
 		connection.WithDigestAuth("wire", "secret"), connection.WithACL(zk.AuthACL(zk.PermAll)))
-	obs := ens.Conn(t)
-	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
-		t.Fatal(err)
-	}
 	for i := range 8 {
 		type result struct {
 			got connection.Created
@@ -791,4 +751,22 @@ func TestProtectedCreateRefusedFailsAlikeOnBothPaths(t *testing.T) {
 	if kids, _, err := obs.Children(root + "/d"); err != nil || len(kids) != 0 {
 		t.Errorf("left %v (%v)", kids, err)
 	}
+}
+
+// proxiedDir is the set-up of a test of protected creates under link
+// faults: a test root on the package's ensemble, a context of a minute, a
+// client opened with opts behind a proxy of its own, an observer's
+// session, and the directory root/d the creates go in.
+func proxiedDir(t *testing.T, opts ...connection.Option) (root string, ctx context.Context, p *zktest.Proxy, c *connection.Client, obs *zk.Conn) {
+	t.Helper()
+	ens := shared.Ensemble(t)
+	root = ens.Root(t)
+	ctx = ctxFor(t, time.Minute)
+	p = ens.Proxy(t)
+	c = open(t, p.Servers(), opts...)
+	obs = ens.Conn(t)
+	if err := c.EnsurePath(ctx, root+"/d"); err != nil {
+		t.Fatal(err)
+	}
+	return root, ctx, p, c, obs
 }
