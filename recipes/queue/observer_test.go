@@ -64,12 +64,7 @@ func TestObserverHearsEachItemTakenAndHowItEnded(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var holds []testkit.Recorded[connection.Hold, connection.HoldDone]
-	for _, h := range rec.Holds() {
-		if h.Begin.Recipe == "queue" {
-			holds = append(holds, h)
-		}
-	}
+	holds := rec.HoldsOf("queue")
 	testkit.OnceEnded(t, "item", holds)
 	if len(holds) != len(items) {
 		t.Fatalf("item holds %+v, want %d", holds, len(items))

@@ -26,12 +26,7 @@ func TestObserverHearsEachLeaseAsAHold(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var got []testkit.Recorded[connection.Hold, connection.HoldDone]
-	for _, h := range rec.Holds() {
-		if h.Begin.Recipe == "semaphore" {
-			got = append(got, h)
-		}
-	}
+	got := rec.HoldsOf("semaphore")
 	testkit.OnceEnded(t, "lease", got)
 	if len(got) != len(leases) {
 		t.Fatalf("semaphore holds %+v, want %d", got, len(leases))

@@ -118,6 +118,17 @@ func (r *Recorder) Holds() []Recorded[connection.Hold, connection.HoldDone] {
 	return snapshot(r, r.holds)
 }
 
+// HoldsOf returns the holds of recipe recorded so far.
+func (r *Recorder) HoldsOf(recipe string) []Recorded[connection.Hold, connection.HoldDone] {
+	var of []Recorded[connection.Hold, connection.HoldDone]
+	for _, h := range r.Holds() {
+		if h.Begin.Recipe == recipe {
+			of = append(of, h)
+		}
+	}
+	return of
+}
+
 // Notifications returns the notifications recorded so far.
 func (r *Recorder) Notifications() []connection.Notification {
 	r.mu.Lock()
