@@ -16,7 +16,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -241,7 +240,7 @@ func TestRegisterSurvivesExpiry(t *testing.T) {
 		t.Fatal("the server did not expire the session")
 	}
 	proxy.Restore()
-	again := func() error {
+	zktest.Eventually(t, 30*time.Second, "registered again in a new session", func() error {
 		i, st := instanceAt(t, conn, node)
 		switch {
 		case i == nil:
@@ -252,15 +251,7 @@ func TestRegisterSurvivesExpiry(t *testing.T) {
 			return fmt.Errorf("stderr %q", errOut.String())
 		}
 		return nil
-	}
-	for deadline := time.Now().Add(30 * time.Second); again() != nil; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			// The goroutines say where the report of the registration
-			// waits (reportRegistration).
-			testkit.LogGoroutines(t, "the instance was not reported registered again")
-			t.Fatalf("registered again in a new session: not within 30s: %v", again())
-		}
-	}
+	})
 	if !strings.Contains(errOut.String(), "web/a is not registered (") {
 		t.Fatalf("stderr %q", errOut.String())
 	}
