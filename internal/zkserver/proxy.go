@@ -130,7 +130,8 @@ func (p *Proxy) Blackhole() {
 // DropReplies delivers what clients send but drops everything the servers
 // answer, until Restore: requests take effect and their answers are lost,
 // as when a connection breaks after a request was sent. Restore closes the
-// connections that lost bytes.
+// connections that lost bytes and those that delivered a request since
+// DropReplies, whose answer is lost whenever the server sends it.
 func (p *Proxy) DropReplies() {
 	p.mu.Lock()
 	p.mode = modeDropReplies
@@ -364,6 +365,12 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 				l.lost = true
 			} else if !toClient && !reset {
 				p.lastUp = time.Now().Add(delay)
+				if mode == modeDropReplies {
+					// The answer to what this delivers is lost too, even
+					// if the server sends it after Restore switched the
+					// mode back: the connection loses it on Restore.
+					l.lost = true
+				}
 			}
 			p.mu.Unlock()
 			if reset {

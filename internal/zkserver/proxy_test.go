@@ -103,3 +103,55 @@ func TestLinkThatLostBytesNeverDeliversMore(t *testing.T) {
 		t.Fatalf("the client's side of a connection with a hole is still open: %v", err)
 	}
 }
+
+// TestRequestDeliveredWhileDroppingRepliesLosesItsAnswer: a request the
+// proxy delivers while it drops replies loses its answer even when the
+// server sends that answer only after Restore: Restore closes the
+// connection, and the answer never reaches the client.
+func TestRequestDeliveredWhileDroppingRepliesLosesItsAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	request := make(chan net.Conn, 1)
+	go func() {
+		s, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if _, err := s.Read(make([]byte, 64)); err != nil {
+			s.Close()
+			return
+		}
+		request <- s // answered once the proxy forwards again
+	}()
+	p, err := NewProxy([]string{ln.Addr().String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Servers()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p.DropReplies()
+	if _, err := c.Write([]byte("request")); err != nil {
+		t.Fatal(err)
+	}
+	var s net.Conn
+	select {
+	case s = <-request:
+		defer s.Close()
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was not delivered")
+	}
+	p.Restore()
+	_, _ = s.Write([]byte("answer")) // the connection may be closed already
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := c.Read(make([]byte, 64))
+	if n > 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the client read %d bytes, %v; want its connection closed without the answer", n, err)
+	}
+}

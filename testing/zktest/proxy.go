@@ -57,7 +57,8 @@ func (p *Proxy) Blackhole() { p.p.Blackhole() }
 // DropReplies delivers what clients send but drops everything the servers
 // answer, until Restore: requests take effect and their answers are lost,
 // as when a connection breaks after a request was sent. Restore closes the
-// connections that lost bytes.
+// connections that lost bytes and those that delivered a request since
+// DropReplies, whose answer is lost whenever the server sends it.
 func (p *Proxy) DropReplies() { p.p.DropReplies() }
 
 // DropRequests drops everything clients send but delivers what the
