@@ -119,11 +119,20 @@ func TestScaleTree(t *testing.T) {
 	})
 }
 
-// wideChildren is the size of TestScaleWideDirectory's directory: more
-// than 65,535, the reads in flight CuratorCache before 5.6.0 could count
-// (CURATOR-690: its Phaser's bound), which a listing of that many
-// children starts at once.
-const wideChildren = 70_000
+// wideShape returns the size of wideDirectory's directory and the name of
+// its i-th child. Its listing is longer than 1 MiB either way (the Java
+// client's bound, javaMaxPacket). In make test it has 7,000 children of
+// 200-byte names (1.4 MB); with ZKRECIPES_SCALE=full (make bench) 70,000
+// of 16-byte names (1.4 MB too): more than 65,535, the reads in flight
+// CuratorCache before 5.6.0 could count (CURATOR-690: its Phaser's bound),
+// which a listing of that many children starts at once.
+func wideShape() (children int, name func(i int) string) {
+	if os.Getenv("ZKRECIPES_SCALE") == "full" {
+		return 70_000, func(i int) string { return fmt.Sprintf("member-%09d", i) }
+	}
+	pad := strings.Repeat("x", 184)
+	return 7_000, func(i int) string { return fmt.Sprintf("member-%09d-%s", i, pad) }
+}
 
 // javaMaxPacket is the longest answer the Java client reads unless its
 // jute.maxbuffer says otherwise (ZKClientConfig's
@@ -132,7 +141,7 @@ const wideChildren = 70_000
 const javaMaxPacket = 0xfffff
 
 // wideDirectory writes, under a root of the test's own, a directory
-// ("wide") of 70,000 children whose listing, 1.4 MB, is longer than the
+// ("wide") of wideShape's children, whose listing is longer than the
 // Java client reads by default (ZooKeeper 3.8.0 sends it: its
 // jute.maxbuffer bounds what it reads, not what it answers), and a small
 // subtree beside it ("other"), and returns the three paths.
@@ -140,12 +149,13 @@ func wideDirectory(t *testing.T, ens *zktest.Ensemble, conn *zk.Conn) (root, wid
 	t.Helper()
 	root = ens.Root(t)
 	wide, other = root+"/wide", root+"/other"
-	kids := make([]string, wideChildren)
+	n, name := wideShape()
+	kids := make([]string, n)
 	for i := range kids {
-		kids[i] = fmt.Sprintf("%s/member-%09d", wide, i) // 16-byte names: 20 bytes each in a listing
+		kids[i] = wide + "/" + name(i)
 	}
 	bulkTree(t, conn, [][]string{{wide, other}, append(kids, other+"/x", other+"/y")})
-	if _, stat, err := conn.Children(wide); err != nil || stat.NumChildren != wideChildren {
+	if _, stat, err := conn.Children(wide); err != nil || stat.NumChildren != int32(n) {
 		t.Fatalf("list the directory: %v, %v", err, stat)
 	}
 	return root, wide, other
@@ -159,12 +169,13 @@ func TestScaleWideDirectory(t *testing.T) {
 	ens := shared.Ensemble(t)
 	conn := ens.Conn(t)
 	root, wide, other := wideDirectory(t, ens, conn)
+	n, name := wideShape()
 	followLarge(t, ens, conn, root, []change{
 		{"set", wide},
-		{"set", wide + "/member-000000000"},
-		{"set", wide + "/member-000069999"},
-		{"delete", wide + "/member-000035000"},
-		{"create", wide + "/member-000070000"},
+		{"set", wide + "/" + name(0)},
+		{"set", wide + "/" + name(n-1)},
+		{"delete", wide + "/" + name(n/2)},
+		{"create", wide + "/" + name(n)},
 		{"set", other + "/x"},
 	})
 }
@@ -247,7 +258,8 @@ func TestScaleWideDirectoryOnBoundedClient(t *testing.T) {
 	if _, err := conn.Set(other+"/x", []byte("bounded"), -1); err != nil {
 		t.Fatal(err)
 	}
-	mustCreate(t, conn, wide+"/member-000070001", nil)
+	n, name := wideShape()
+	mustCreate(t, conn, wide+"/"+name(n+1), nil)
 	mustCreate(t, conn, other+"/z", []byte("z"))
 	if err := c.Sync(ctx); err != nil {
 		t.Fatal(err)
