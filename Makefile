@@ -18,8 +18,11 @@ TESTFLAGS ?=
 # tests in the order it is given them).
 TEST_FIRST ?= ./recipes/cache ./connection ./recipes/election ./recipes/mutex ./cmd/zkrecipes
 # The packages whose integration tests run with the oldest Go too (see test): the recipes whose
-# workers wait on timers, and the command line's processes, signals and terminal.
-OLDEST_INTEGRATION ?= ./recipes/node ./recipes/partition ./cmd/zkrecipes
+# workers wait on timers.
+OLDEST_INTEGRATION ?= ./recipes/node ./recipes/partition
+# The command line's tests that run with the oldest Go too: those of its processes, signals and
+# terminal (the files only Linux builds, where they live).
+OLDEST_CMD_FILES ?= cmd/zkrecipes/*_linux_test.go
 # The session owner's integration tests that run with the oldest Go too, as a go test -run
 # pattern: those of its code that waits on timers — the watchdog (suspension, loss, expiry, the
 # server's lag), the end of a handle (Close) and the guards' settling. The rest of the package
@@ -50,11 +53,13 @@ TEST_PARALLEL ?= 4
 ## Prometheus adapter's module (observe/prometheus); the OpenTelemetry adapter's module (observe/otel); and
 ## fuzzing — and test-oldest — with the oldest supported Go ($(GO_OLDEST), without -race), what can
 ## differ between Go versions: the build and vet of every package, every unit test (-short: the
-## tests against real servers skip), and the integration tests of the packages whose code leans on
-## what Go versions changed — timers (Go 1.23 made their channels unbuffered and Stop/Reset
-## synchronous), child processes and signals: the connection's tests of its timers
-## (OLDEST_CONNECTION_RUN) and $(OLDEST_INTEGRATION) (with ZKRECIPES_SKIP_HEAVY set, their longest
-## fault tests skip there, having run once)
+## tests against real servers skip), and the integration tests of the code that leans on what Go
+## versions changed — timers (Go 1.23 made their channels unbuffered and Stop/Reset synchronous),
+## child processes and signals: the connection's tests of its timers (OLDEST_CONNECTION_RUN),
+## $(OLDEST_INTEGRATION) (with ZKRECIPES_SKIP_HEAVY set, their longest fault tests skip there,
+## having run once) and the command line's tests of its processes, signals and terminal
+## (OLDEST_CMD_FILES). The -race pass and the stage without it leave go vet to this stage (and to
+## make lint): -vet=off
 test: deps
 	@echo "== make test: the -race pass from $$(date +%T)"
 	@$(MAKE) --no-print-directory test-race
@@ -70,21 +75,21 @@ test: deps
 test-race:
 	@out=$$(mktemp); \
 	pkgs=$$($(GO) list $(TEST_FIRST) ./... | awk '!seen[$$0]++' | grep -v /internal/testinfra/chaos); \
-	{ $(GO) test -race -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TESTFLAGS) $$pkgs 2>&1; echo $$? > $$out.rc; } | tee $$out; \
+	{ $(GO) test -race -vet=off -count=1 -timeout 15m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(TESTFLAGS) $$pkgs 2>&1; echo $$? > $$out.rc; } | tee $$out; \
 	rc=$$(cat $$out.rc); rm -f $$out.rc; \
 	if [ $$rc -ne 0 ]; then \
 		again=$$(python3 scripts/known-race.py < $$out) && [ -n "$$again" ] || { rm -f $$out; exit 1; }; \
 		echo "== go-zookeeper's own race (go-zookeeper/zk#35) failed $$again; once more"; \
-		$(GO) test -race -count=1 -timeout 15m $(TESTFLAGS) $$again || { rm -f $$out; exit 1; }; \
+		$(GO) test -race -vet=off -count=1 -timeout 15m $(TESTFLAGS) $$again || { rm -f $$out; exit 1; }; \
 	fi; rm -f $$out
 
 test-norace:
 	@echo "== the short fault run, without -race"
-	$(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./internal/testinfra/chaos
+	$(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) ./internal/testinfra/chaos
 	@echo "== the tests that skip under -race (go-zookeeper/zk#35), without it, but for $(OLDEST_INTEGRATION)'s (the oldest Go runs them)"
 	@scripts/race-skipped.sh $(OLDEST_INTEGRATION) | while read -r pkg run; do \
 		echo "$(GO) test -count=1 -run '$$run' $$pkg"; \
-		$(GO) test -count=1 -timeout 10m $(TESTFLAGS) -run "$$run" $$pkg || exit 1; done
+		$(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) -run "$$run" $$pkg || exit 1; done
 	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	cd observe/prometheus && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	cd observe/otel && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
@@ -94,11 +99,12 @@ test-norace:
 	@echo "== test-norace done at $$(date +%T)"
 
 test-oldest:
-	@echo "== the oldest supported Go, $(GO_OLDEST): the build, vet and unit tests of every package, the connection's tests of its timers, the integration tests of $(OLDEST_INTEGRATION)"
+	@echo "== the oldest supported Go, $(GO_OLDEST): the build, vet and unit tests of every package, the connection's tests of its timers, the integration tests of $(OLDEST_INTEGRATION), the command line's of its processes, signals and terminal"
 	GOTOOLCHAIN=$(GO_OLDEST) $(GO) vet ./...
-	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -short -count=1 -timeout 10m $(TESTFLAGS) ./...
-	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 10m $(TESTFLAGS) -run '$(OLDEST_CONNECTION_RUN)' ./connection
-	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -count=1 -timeout 15m $(TESTFLAGS) $(OLDEST_INTEGRATION)
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -short -count=1 -timeout 10m $(TESTFLAGS) ./...
+	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) -run '$(OLDEST_CONNECTION_RUN)' ./connection
+	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -count=1 -timeout 15m $(TESTFLAGS) $(OLDEST_INTEGRATION)
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) -run "$$(scripts/test-names.sh $(OLDEST_CMD_FILES))" ./cmd/zkrecipes
 	@echo "== test-oldest done at $$(date +%T)"
 
 ## chaos: participants of every recipe held exclusively (the work queue's one item too), 2–4 to a process sharing its client, under a nemesis on a local 3-node ensemble
@@ -157,5 +163,5 @@ bench: deps
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
 	$(GO) test -run '^$$' -bench Rebalance -benchtime 1x ./recipes/partition
 	$(GO) test -run '^$$' -bench ExporterScrape -benchtime 20x ./cmd/zkrecipes
-	ZKRECIPES_SCALE=full $(GO) test -count=1 -v -run '^TestScaleTree$$' ./recipes/cache
+	ZKRECIPES_SCALE=full $(GO) test -count=1 -v -run '^(TestScaleTree|TestScaleWideDirectory|TestScaleWideDirectoryOnBoundedClient)$$' ./recipes/cache
 	$(GO) run ./cmd/zkbench --rounds 3 --link-delay 0,250us --docs docs
