@@ -22,6 +22,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // devStopBound is how long dev may take from the signal to its exit with
@@ -52,6 +53,7 @@ func (d *devRun) errOut() string {
 // The process group is killed when the test ends, if still running.
 func startDev(t *testing.T, args ...string) *devRun {
 	t.Helper()
+	zktest.SkipIfShort(t) // it starts ZooKeeper servers
 	// A test run in the background of a shell without job control starts
 	// with SIGINT ignored, which its children would inherit: caught here,
 	// it reaches them with its default action, as at a terminal.
