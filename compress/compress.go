@@ -36,7 +36,7 @@ func Get(ctx context.Context, c *connection.Client, path string, p Provider) ([]
 	}
 	raw, stat, err := c.Get(ctx, path)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, errtext.Errorf("compress: get %s: %w", path, err)
 	}
 	data, err := p.Decompress(path, raw)
 	if err != nil {
@@ -56,7 +56,11 @@ func Set(ctx context.Context, c *connection.Client, path string, data []byte, ve
 	if err != nil {
 		return nil, errtext.Errorf("compress: set %s: %w", path, err)
 	}
-	return c.Set(ctx, path, z, version)
+	stat, err := c.Set(ctx, path, z, version)
+	if err != nil {
+		return nil, errtext.Errorf("compress: set %s: %w", path, err)
+	}
+	return stat, nil
 }
 
 // Create creates the node at path with data compressed by p, as Curator's
@@ -70,5 +74,9 @@ func Create(ctx context.Context, c *connection.Client, path string, data []byte,
 	if err != nil {
 		return "", errtext.Errorf("compress: create %s: %w", path, err)
 	}
-	return c.Create(ctx, path, z, mode, opts...)
+	created, err := c.Create(ctx, path, z, mode, opts...)
+	if err != nil {
+		return "", errtext.Errorf("compress: create %s: %w", path, err)
+	}
+	return created, nil
 }

@@ -218,7 +218,7 @@ func attempt(ctx context.Context, c *connection.Client, path string, d time.Dura
 			return nil, err
 		}
 		if cur.Holder != cfg.identifier && now.Before(cur.End) {
-			return nil, fmt.Errorf("%w: by %q until %s", ErrHeld, cur.Holder, cur.End.Format(time.RFC3339))
+			return nil, fmt.Errorf("%w: %q until %s", ErrHeld, cur.Holder, cur.End.Format(time.RFC3339))
 		}
 	}
 	rec := Record{Holder: cfg.identifier, End: now.Add(d).UTC().Truncate(time.Second)}
