@@ -67,7 +67,7 @@ var errAgain = errors.New("lease: again")
 // Obtain takes the lease at path for d, as Kazoo's NonBlockingLease does:
 // under a Kazoo Lock at path, it reads <path>/lease_holder and, unless
 // another holder's record ends after now, writes its own record there,
-// ending at now+d (to the second, rounded down). The holder of the
+// ending at now+d (to the second, rounded down; d is at least a second). The holder of the
 // current record obtains it again whatever its end: that renews it.
 //
 // It returns ErrHeld when another holder's lease has not ended, and

@@ -237,6 +237,7 @@ func TestObtainMisuse(t *testing.T) {
 	root, c, _, ctx := testkit.ClientAndObserver(t, ens, time.Minute)
 	invalid := map[string]error{}
 	_, invalid["zero duration"] = lease.Obtain(ctx, c, root+"/m", 0)
+	_, invalid["under a second"] = lease.Obtain(ctx, c, root+"/m", 999*time.Millisecond)
 	_, invalid["negative duration"] = lease.ObtainOneOf(ctx, c, root+"/m", 2, -time.Second)
 	_, invalid["no slots"] = lease.ObtainOneOf(ctx, c, root+"/m", 0, time.Second)
 	_, invalid["empty identifier"] = lease.Obtain(ctx, c, root+"/m", time.Second, as(""))

@@ -45,8 +45,10 @@ func WithClock(now func() time.Time) Option {
 
 func newConfig(d time.Duration, opts []Option) (config, error) {
 	c := config{clock: time.Now}
-	if d <= 0 {
-		return c, errtext.Errorf("lease: duration %v: %w: must be positive", d, connection.ErrInvalidOption)
+	// The record's end is to the second, rounded down: a shorter lease
+	// could be written over already.
+	if d < time.Second {
+		return c, errtext.Errorf("lease: duration %v: %w: must be at least a second", d, connection.ErrInvalidOption)
 	}
 	for _, o := range opts {
 		if o == nil {
