@@ -136,14 +136,23 @@ func Current(ctx context.Context, c *connection.Client, path string) (Record, er
 	if err != nil {
 		return Record{}, errtext.Errorf("lease: read %s: %w", path, err)
 	}
-	rec, err := decode(data)
+	rec, err := ParseRecord(data)
 	if err != nil {
 		return Record{}, errtext.Errorf("lease: read %s: %w", path, err)
 	}
 	return rec, nil
 }
 
-func holderPath(path string) string { return path + "/" + holderName }
+// HolderNode is the name of the child of a lease's path that holds its
+// record, as in Kazoo.
+const HolderNode = "lease_holder"
+
+// ParseRecord reads a lease's record (the data of its HolderNode) as
+// Kazoo does; a record of another version is ErrVersion, one that is not
+// Kazoo's JSON ErrBadRecord.
+func ParseRecord(data []byte) (Record, error) { return decode(data) }
+
+func holderPath(path string) string { return path + "/" + HolderNode }
 
 // check refuses a nil client and a bad path; the root, which would hold
 // a lock's nodes beside every other node, is refused as a lock's is.

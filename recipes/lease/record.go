@@ -15,7 +15,6 @@ import (
 const (
 	recordVersion = 1
 	endLayout     = "2006-01-02T15:04:05"
-	holderName    = "lease_holder"
 	lockName      = "__lock__" // Kazoo's Lock node name (see Obtain)
 )
 
