@@ -30,6 +30,10 @@
 //   - recipes/partition: work split among the live members (Kazoo's
 //     SetPartitioner).
 //   - recipes/barrier: barriers and double barriers.
+//   - recipes/lease: Kazoo's leases held until a wall-clock time
+//     (NonBlockingLease, MultiNonBlockingLease).
+//   - compress: node data compressed as Curator's compressed() builders
+//     write it (CompressionProvider, GzipCompressionProvider).
 //   - recipes/naive: the herd-prone one-node lock, for comparison.
 //   - retry: Curator's retry policies on cenkalti/backoff.
 //   - testing/zktest: real ZooKeeper ensembles with fault injection for

@@ -153,6 +153,7 @@ type view struct {
 	Partition    *partInfo     `json:"partition,omitempty"`
 	Counter      *counterInfo  `json:"counter,omitempty"` // inspect_shared.go
 	Barrier      *barrierInfo  `json:"barrier,omitempty"` // a double barrier's
+	Lease        *leaseInfo    `json:"lease,omitempty"`   // inspect_lease.go
 	Recipes      *[]recipeRow  `json:"recipes,omitempty"`
 	Depth        int           `json:"depth,omitempty"`
 	Truncated    bool          `json:"truncated,omitempty"`

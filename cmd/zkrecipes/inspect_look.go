@@ -111,6 +111,11 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 	}
 	lines, kazoo := contenderLines(kids)
 	var fams []family
+	if isLease(kids) {
+		// The lock nodes beside the record are the lease's takers.
+		fams = append(fams, famLease)
+		delete(lines, famMutex)
+	}
 	for _, f := range []family{famMutex, famRW, famLatch} {
 		if len(lines[f]) > 0 {
 			fams = append(fams, f)
@@ -222,6 +227,11 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 			}
 		case famDouble:
 			if _, err := lookDouble(ctx, r, v, kids, true, o.brief, tolerate); err != nil {
+				return nil, nil, err
+			}
+		case famLease:
+			takers, _ := contenderLines(kids)
+			if err := lookLease(ctx, r, v, takers[famMutex]); err != nil {
 				return nil, nil, err
 			}
 		}

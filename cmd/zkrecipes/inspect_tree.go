@@ -142,6 +142,12 @@ func tallyOf(v *view, f family) tally {
 		return serviceTally(v)
 	case famCounter, famDouble:
 		return sharedTally(v, f)
+	case famLease:
+		t := tally{waiters: v.Lease.Taking, summary: leaseStateText(v.Lease, v.at)}
+		if v.Lease.Error == "" && !v.Lease.Expired {
+			t.holders = 1
+		}
+		return t
 	}
 	readers := 0
 	for i := range v.Participants {

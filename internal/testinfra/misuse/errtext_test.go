@@ -9,9 +9,11 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/compress"
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
+	"github.com/zkrecipes/zkrecipes/recipes/lease"
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
@@ -27,6 +29,7 @@ import (
 var packageNames = []string{
 	"connection", "retry", "lockcore", "mutex", "naive", "rwlock", "semaphore",
 	"election", "queue", "multilock", "cache", "node", "shared", "discovery", "zk",
+	"compress", "lease",
 }
 
 // errCase is one failure: the error, the package that returned it (its
@@ -224,7 +227,28 @@ func TestErrorTextNamesEachPackageOnce(t *testing.T) {
 	_, err = connection.Open(ctx, []string{"x:1"}, connection.WithSessionTimeout(-1))
 	add("connection.Open(bad timeout)", "connection", err, connection.ErrInvalidOption)
 
+	_, err = lease.Obtain(ctx, c, root+"/lease", time.Minute, lease.WithIdentifier("a"))
+	must(t, err)
+	_, err = lease.Obtain(ctx, c, root+"/lease", time.Minute, lease.WithIdentifier("b"))
+	add("lease: Obtain while another holds", "lease", err, lease.ErrHeld)
+	_, err = lease.ObtainOneOf(ctx, c, root+"/lease-pool", 0, time.Minute)
+	add("lease: ObtainOneOf(0)", "lease", err, connection.ErrInvalidOption)
+	_, err = lease.Obtain(ctx, nil, root+"/lease", time.Minute)
+	add("lease.Obtain(nil client)", "lease", err, connection.ErrInvalidOption)
+	_, err = lease.Obtain(ctx, c, "/bad//path", time.Minute)
+	add("lease.Obtain(bad path)", "lease", err, connection.ErrInvalidPath)
+	_, err = lease.Obtain(cancelled, c, root+"/lease", time.Minute)
+	add("lease.Obtain(cancelled)", "lease", err, context.Canceled)
+	_, _, err = compress.Get(ctx, c, root+"/lease/lease_holder", compress.Gzip{})
+	add("compress: Get of plain data", "compress", err, compress.ErrCorrupt)
+	_, _, err = compress.Get(ctx, c, root+"/absent", compress.Gzip{})
+	add("compress: Get of an absent node", "compress", err, zk.ErrNoNode)
+
 	c.Close()
+	_, err = compress.Set(ctx, c, root+"/lease", nil, -1, compress.Gzip{})
+	add("compress: Set after Close", "compress", err, connection.ErrClosed)
+	_, err = lease.Obtain(ctx, c, root+"/lease", time.Minute)
+	add("lease: Obtain after Close", "lease", err, connection.ErrClosed)
 	add("mutex: Lock after Close", "mutex", m.Lock(ctx), connection.ErrClosed)
 	_, _, err = c.Get(ctx, "/")
 	add("connection: Get after Close", "connection", err, connection.ErrClosed)

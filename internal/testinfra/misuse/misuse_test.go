@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/group"
+	"github.com/zkrecipes/zkrecipes/recipes/lease"
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/naive"
@@ -98,6 +99,18 @@ var constructors = map[string]func(c *connection.Client, p string) error{
 	},
 	"shared.NewCounter": func(c *connection.Client, p string) error {
 		_, err := sharedvalue.NewCounter(c, p)
+		return err
+	},
+	"lease.Obtain": func(c *connection.Client, p string) error {
+		_, err := lease.Obtain(context.Background(), c, p, time.Minute)
+		return err
+	},
+	"lease.ObtainOneOf": func(c *connection.Client, p string) error {
+		_, err := lease.ObtainOneOf(context.Background(), c, p, 2, time.Minute)
+		return err
+	},
+	"lease.Current": func(c *connection.Client, p string) error {
+		_, err := lease.Current(context.Background(), c, p)
 		return err
 	},
 	"shared.WithPromotedLock": func(c *connection.Client, p string) error {

@@ -21,6 +21,10 @@
 //                    for PERSISTENT_WITH_TTL; parents made as containers; without data, Curator's
 //                    default data: the local address)
 // Writer answers:    CREATED <path> | SET <version> | DELETED | SESSION <hex id>
+// Compressed data (writer; the client's default GzipCompressionProvider; data in hex, "-" for none):
+//   commands: zcreate <path> <hex> (create().compressed(), persistent) | zset <path> <hex>
+//             (setData().compressed()) | zget <path> (getData().decompressed()) | rawget <path>
+//   answers:  CREATED <path> | SET <version> | DATA <hex>
 // Group commands:    start | members | setdata <data> | close   (a GroupMember at the lock path)
 // Group answers:     STARTED | MEMBERS <id=data,...> (sorted by id) | SET | CLOSED
 // Barriers (kinds barrier, a DistributedBarrier, and doublebarrier N, a
@@ -363,10 +367,42 @@ public class CuratorDriver {
                     return "DELETED";
                 case "session":
                     return "SESSION " + Long.toHexString(client.getZookeeperClient().getZooKeeper().getSessionId());
+                case "zcreate":
+                    return "CREATED " + client.create().compressed().forPath(cmd[1], fromHex(cmd[2]));
+                case "zset":
+                    return "SET " + client.setData().compressed().forPath(cmd[1], fromHex(cmd[2])).getVersion();
+                case "zget":
+                    return "DATA " + toHex(client.getData().decompressed().forPath(cmd[1]));
+                case "rawget":
+                    return "DATA " + toHex(client.getData().forPath(cmd[1]));
                 default:
                     return null;
             }
         };
+    }
+
+    // fromHex decodes a command's hex bytes; "-" is none.
+    private static byte[] fromHex(String s) {
+        if (s.equals("-")) {
+            return new byte[0];
+        }
+        byte[] b = new byte[s.length() / 2];
+        for (int i = 0; i < b.length; i++) {
+            b[i] = (byte) Integer.parseInt(s.substring(2 * i, 2 * i + 2), 16);
+        }
+        return b;
+    }
+
+    // toHex encodes bytes for an answer; "-" is none.
+    private static String toHex(byte[] b) {
+        if (b.length == 0) {
+            return "-";
+        }
+        StringBuilder sb = new StringBuilder();
+        for (byte x : b) {
+            sb.append(String.format("%02x", x & 0xff));
+        }
+        return sb.toString();
     }
 
     // barrier serves a DistributedBarrier: set, remove, wait.

@@ -29,7 +29,14 @@ N members, at the path):
             (doublebarrier); session (both)
   answers:  RAISED | REMOVED <True|False> | PASSED | TIMEOUT | ENTERED <participating>
             | LEFT | SESSION <hex id>
+Leases (kind lease; the path unused): Kazoo's NonBlockingLease and
+  MultiNonBlockingLease, the duration in seconds, the identifier, and
+  optionally the time it is now (UTC, %Y-%m-%dT%H:%M:%S.%f) for utcnow.
+  commands: lease <path> <seconds> <identifier> [now]
+            | multilease <count> <path> <seconds> <identifier> [now] | raw <path>
+  answers:  LEASE <True|False> | RAW <the node's data as text>
 """
+import datetime
 import sys
 import threading
 
@@ -93,6 +100,8 @@ def main():
         serve_partitioner(client, path, sys.argv[4], sys.argv[5].split(","), float(sys.argv[6]))
     elif kind in ("barrier", "doublebarrier"):
         serve_barrier(client, path, kind, sys.argv[4:])
+    elif kind == "lease":
+        serve_lease(client)
     elif kind == "write":
         # Curator-layout readers and writers block a Kazoo writer.
         serve_lock(client.WriteLock(path, "kazoo", extra_lock_patterns=["__WRIT__", "__READ__"]))
@@ -239,6 +248,31 @@ def serve_writer(client):
         "set": lambda args: "SET %d" % client.set(args[0], args[1].encode()).version,
         "delete": delete,
         "session": lambda args: "SESSION %x" % client.client_id[0],
+    })
+
+
+def serve_lease(client):
+    def clock(args):
+        if not args:
+            return datetime.datetime.utcnow
+        now = datetime.datetime.strptime(args[0], "%Y-%m-%dT%H:%M:%S.%f")
+        return lambda: now
+
+    def lease(args):
+        got = client.NonBlockingLease(args[0], datetime.timedelta(seconds=float(args[1])),
+                                      identifier=args[2], utcnow=clock(args[3:]))
+        return "LEASE %s" % bool(got)
+
+    def multilease(args):
+        got = client.MultiNonBlockingLease(int(args[0]), args[1],
+                                           datetime.timedelta(seconds=float(args[2])),
+                                           identifier=args[3], utcnow=clock(args[4:]))
+        return "LEASE %s" % bool(got)
+
+    serve({
+        "lease": lease,
+        "multilease": multilease,
+        "raw": lambda args: "RAW " + client.get(args[0])[0].decode("utf-8"),
     })
 
 

@@ -163,6 +163,13 @@ func KazooDoubleBarrier(t testing.TB, connect, path string, members int) *Peer {
 	return kazoo(t, connect, path, "doublebarrier", fmt.Sprint(members))
 }
 
+// KazooLease starts a Kazoo client that takes Kazoo's NonBlockingLease
+// ("lease <path> <seconds> <identifier> [now]") and MultiNonBlockingLease
+// ("multilease <count> <path> <seconds> <identifier> [now]"), answering
+// LEASE True or LEASE False; "raw <path>" answers RAW and the node's data.
+// Now, if given, is Kazoo's utcnow: UTC as 2006-01-02T15:04:05.000000.
+func KazooLease(t testing.TB, connect string) *Peer { return kazoo(t, connect, "/", "lease") }
+
 func kazoo(t testing.TB, connect, path, kind string, args ...string) *Peer {
 	return start(t, "kazoo "+kind, peers.KazooDriver, append([]string{connect, path, kind}, args...)...)
 }
