@@ -201,7 +201,7 @@ func (c *Client) dialLocked() error {
 				}
 				c.events.push(connEvent{gen: gen, state: ev.State, sessionID: tr.SessionID(), timeout: tr.Timeout()})
 			} else if zc := self.Load(); zc != nil {
-				c.notified(ev, tr.SessionID())
+				c.notified(zc, ev, tr.SessionID())
 				c.watchEvent(zc, ev) // no watch is set before Connect returns
 			}
 		}),
@@ -335,7 +335,9 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	var lastSession int64
 	if c.session != nil {
+		lastSession = c.session.ID()
 		c.session.end(errtext.Errorf("%w: %w", ErrSessionLost, ErrClosed))
 		c.session = nil
 	}
@@ -346,6 +348,7 @@ func (c *Client) Close() error {
 	c.endHandle(zc, tr, events)
 	c.endWatches(zc, zk.ErrClosing)
 	c.wg.Wait()
+	c.closedTold(lastSession)
 	close(c.closeDone)
 	return nil
 }

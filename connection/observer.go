@@ -11,8 +11,9 @@ import (
 )
 
 // Observer is told what a Client and the recipes built on it do: every
-// request, watch notification and state change, and the waits and holds
-// of the lock recipes. It is the hook metrics, tracing and logging
+// request, watch notification and state change, its close, the waits
+// and holds of the lock recipes, the caches' trust and the shared
+// counters' lost answers. It is the hook metrics, tracing and logging
 // adapters are written on; give one to Open with WithObserver.
 //
 // Every field is optional: a nil field, or no observer, costs a nil check
@@ -79,6 +80,20 @@ type Observer struct {
 	// watcher) begins to be trusted and when that trust ends, in order,
 	// once each.
 	View func(v ViewChange)
+	// Closed is told once, when Close has ended the client: its session
+	// closed, its goroutines stopped. No state change follows it; a
+	// client's end is not one (Listen reports none), so an adapter that
+	// shows a client's state clears it here.
+	Closed func(c ClientClosed)
+	// CounterOutcome is told when a shared counter (recipes/shared) has
+	// sent a write whose answer was lost — it may have applied — and
+	// either settled it (its marker's read proved whether it applied) or
+	// had to leave it unknown (the operation's error then wraps
+	// ErrOutcomeUnknown). The requests show the lost answer
+	// (zk.ErrConnectionClosed) and the read after it; only the counter
+	// knows what the read proved. Told once per lost answer, with the
+	// context of the counter's operation.
+	CounterOutcome func(ctx context.Context, o CounterOutcome)
 }
 
 // WithObserver has the client tell o of its requests, notifications and
@@ -155,6 +170,14 @@ type Notification struct {
 	Path string
 	// SessionID is the session of the connection it came on.
 	SessionID int64
+	// SinceWatch is the time since the oldest of the client's watches it
+	// fires was set: since the read that set it (GetWatch, ChildrenWatch,
+	// ExistsWatch, and the recipes' reads through them) was sent, through
+	// any reconnection that set it again. It is 0 where the client keeps
+	// no time: for the watches a cache sets with its bulk reads and
+	// keeps in its own table, and for a notification that fires no
+	// watch the client still has.
+	SinceWatch time.Duration
 }
 
 // StateChange is a change of the client's state.
@@ -227,6 +250,29 @@ type HoldDone struct {
 	// item was consumed: removed from the queue. An item released, or
 	// lost, is not: it is delivered again.
 	Consumed bool
+}
+
+// ClientClosed is the end of a client by its Close.
+type ClientClosed struct {
+	// SessionID is the session Close ended; 0 if the client was between
+	// sessions.
+	SessionID int64
+}
+
+// CounterOutcome is what a shared counter learnt of its write whose
+// answer was lost.
+type CounterOutcome struct {
+	// Path is the counter's path as its caller gave it.
+	Path string
+	// Settled says that a read after the loss proved whether the write
+	// applied; Applied, then, says whether it did. A write not applied is
+	// tried again, within the operation's retry policy.
+	Settled bool
+	Applied bool
+	// Err, when the outcome was left unknown, is why: an error wrapping
+	// ErrOutcomeUnknown (the write's session ended, or the operation's
+	// context, before the read could tell). Nil when settled.
+	Err error
 }
 
 // ViewChange is a change of a view's trust.
@@ -365,15 +411,55 @@ func ignoreErr(error) {}
 // prefix and the reply header (xid, zxid, err) before it.
 func replyBytes(body []byte) int { return 4 + 16 + len(body) }
 
-// notified tells the observer of a watch notification.
-// go-zookeeper's own EventNotWatching, at the end of a handle, is not one.
-func (c *Client) notified(ev zk.Event, session int64) {
+// notified tells the observer of a watch notification of handle zc, before
+// its watches fire. go-zookeeper's own EventNotWatching, at the end of a
+// handle, is not one.
+func (c *Client) notified(zc *zk.Conn, ev zk.Event, session int64) {
 	o := c.opts.observer
 	if o == nil || o.Notification == nil {
 		return
 	}
 	switch ev.Type {
 	case zk.EventNodeCreated, zk.EventNodeDeleted, zk.EventNodeDataChanged, zk.EventNodeChildrenChanged:
-		o.Notification(Notification{Type: ev.Type, Path: ev.Path, SessionID: session})
+		o.Notification(Notification{Type: ev.Type, Path: ev.Path, SessionID: session, SinceWatch: c.watchedSince(zc, ev)})
+	}
+}
+
+// watchesTimed says whether Watches keep the time they were armed at:
+// only for an observer of notifications, the one reader of that time.
+func (c *Client) watchesTimed() bool {
+	o := c.opts.observer
+	return o != nil && o.Notification != nil
+}
+
+// monoStart is the origin of Watch.armedAt: a reading of the monotonic
+// clock.
+var monoStart = time.Now()
+
+// watchedSince is the time since the oldest Watch of handle zc that ev
+// fires was armed; 0 if it fires none.
+func (c *Client) watchedSince(zc *zk.Conn, ev zk.Event) time.Duration {
+	now := time.Since(monoStart)
+	var oldest time.Duration
+	c.watchMu.Lock()
+	for _, k := range firedKinds(ev.Type) {
+		for w := c.watches[watchKey{zc, ev.Path, k}]; w != nil; w = w.next {
+			if at := time.Duration(w.armedAt); at > 0 && (oldest == 0 || at < oldest) {
+				oldest = at
+			}
+		}
+	}
+	c.watchMu.Unlock()
+	if oldest == 0 {
+		return 0
+	}
+	return now - oldest
+}
+
+// closedTold tells the observer that Close ended the client, whose last
+// session was id (0: none).
+func (c *Client) closedTold(id int64) {
+	if o := c.opts.observer; o != nil && o.Closed != nil {
+		o.Closed(ClientClosed{SessionID: id})
 	}
 }

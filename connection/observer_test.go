@@ -261,11 +261,128 @@ func TestObserverHearsEachNotificationOnce(t *testing.T) {
 	var got []connection.Notification
 	for _, g := range rec.Notifications() {
 		if strings.HasPrefix(g.Path, root) {
+			if g.SinceWatch <= 0 {
+				t.Errorf("notification %+v: no time since its watch was set", g)
+			}
+			g.SinceWatch = 0
 			got = append(got, g)
 		}
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("notifications %+v, want %+v", got, want)
+	}
+}
+
+// TestObserverHearsTheTimeSinceTheFiredWatchWasSet: a notification's
+// SinceWatch is the age of the oldest watch it fires — at least the time
+// waited between the read that set it and the change, at most the time
+// from before that read to the notification — and 0 when it fires no
+// watch of the client's table (a cache's own).
+func TestObserverHearsTheTimeSinceTheFiredWatchWasSet(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	rec := &testkit.Recorder{}
+	c := open(t, ens.Servers(), connection.WithObserver(rec.Observer()))
+	other := ens.Conn(t)
+	ctx := ctxFor(t, 20*time.Second)
+	n := root + "/n"
+	if _, err := c.Create(ctx, n, nil, connection.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	const waited = 400 * time.Millisecond
+	before := time.Now()
+	_, _, first, err := c.GetWatch(ctx, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(waited)
+	// A second watch of another kind, younger: the notification reports
+	// the older.
+	if _, _, _, err := c.ExistsWatch(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(waited)
+	if _, err := other.Set(n, []byte("v"), -1); err != nil {
+		t.Fatal(err)
+	}
+	<-first.Done()
+	within := time.Since(before)
+	var got []connection.Notification
+	for _, g := range rec.Notifications() {
+		if g.Path == n {
+			got = append(got, g)
+		}
+	}
+	if len(got) != 1 || got[0].Type != zk.EventNodeDataChanged {
+		t.Fatalf("notifications of %s: %+v, want one data change", n, got)
+	}
+	if s := got[0].SinceWatch; s < 2*waited || s > within {
+		t.Errorf("SinceWatch %v, want between %v and %v", s, 2*waited, within)
+	}
+}
+
+// TestObserverHearsTheClientsCloseOnceAfterItsStates: Close tells
+// Closed once, with the session it ended, after every state change and
+// with none after it; a second Close tells nothing.
+func TestObserverHearsTheClientsCloseOnceAfterItsStates(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	rec := &testkit.Recorder{}
+	c, err := connection.Open(ctxFor(t, 20*time.Second), ens.Servers(), connection.WithObserver(rec.Observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := c.Session().ID()
+	if got := rec.Closes(); len(got) != 0 {
+		t.Fatalf("closes before Close: %+v", got)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	states := rec.States()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := rec.Closes(); len(got) != 1 || got[0].SessionID != id {
+		t.Fatalf("closes %+v, want one of session %#x", got, id)
+	}
+	if got := rec.States(); len(got) != len(states) || len(got) != 1 || got[0].State != connection.Connected {
+		t.Errorf("state changes %+v, want the one CONNECTED and none after the close", got)
+	}
+}
+
+// TestObserverSeesTheCallersContextInAMissingParentsCreates: a protected
+// create whose parents are missing makes them with requests whose
+// context carries the caller's values, as its own create's does.
+func TestObserverSeesTheCallersContextInAMissingParentsCreates(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	rec := &testkit.Recorder{}
+	c := open(t, ens.Servers(), connection.WithObserver(rec.Observer()))
+	ctx := context.WithValue(ctxFor(t, 20*time.Second), testkit.CtxKey{}, "caller")
+	if _, err := c.CreateProtected(ctx, root+"/p/q/lock-", nil, connection.EphemeralSequential); err != nil {
+		t.Fatal(err)
+	}
+	got := requestsUnder(rec, root+"/p")
+	testkit.OnceEnded(t, "request", got)
+	var ops []string
+	for _, g := range got {
+		name := strings.TrimPrefix(g.Begin.Path, root)
+		if strings.Contains(name, "/"+connection.ProtectedPrefix) {
+			name = name[:strings.LastIndexByte(name, '/')] + "/<protected>"
+		}
+		ops = append(ops, g.Begin.Op+" "+name)
+		if g.CtxVal != "caller" {
+			t.Errorf("request %s %s: context value %v, want the caller's", g.Begin.Op, g.Begin.Path, g.CtxVal)
+		}
+	}
+	// The create, NoNode; the parents from the nearest; the create again.
+	want := []string{"create2 /p/q/<protected>", "createContainer /p/q", "createContainer /p", "createContainer /p/q", "create2 /p/q/<protected>"}
+	if fmt.Sprint(ops) != fmt.Sprint(want) {
+		t.Errorf("requests %v, want %v", ops, want)
 	}
 }
 

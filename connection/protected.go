@@ -145,8 +145,9 @@ func (c *Client) createProtected(ctx context.Context, path string, data []byte, 
 			created, err = valueThen(c, ctx, func() (string, error) {
 				// Not cancellable: it returns when the server answers or
 				// the connection closes, and only then is its outcome
-				// known.
-				bg := context.Background()
+				// known. Its requests keep the caller's values (the
+				// observer's span, the attempt).
+				bg := context.WithoutCancel(ctx)
 				if noParent {
 					if err := c.createParents(bg, zc, spath, Container); err != nil {
 						return "", err
@@ -351,10 +352,16 @@ func (c *Client) guaranteedDelete(sess *Session, path string, czxid int64) {
 }
 
 // background runs op under the retry policy in a goroutine the client
-// owns, with a context that ends after twice the session timeout or at
-// Close. With a session, op runs only on that session's handle and stops
-// when the session ends; without one, it follows the client from session
-// to session (for operations safe in any session).
+// owns. With a session, op runs only on that session's handle and stops
+// when the session ends, at Close, or after twice the session timeout.
+// Without one, op is safe in any session (a protected create's search by
+// its GUID): it follows the client from session to session — a session
+// lost under it is no reason to stop, the node it looks for may be of the
+// next — and gives up only at Close or on an error no retry can mend (the
+// server's refusal). Its node, persistent or of a session that lives on,
+// would otherwise stay; rounds of the policy follow each other, a pause
+// of a third of the session timeout between them, for as long as the
+// servers cannot be reached.
 func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.Conn) error) {
 	c.mu.Lock()
 	if c.closed {
@@ -365,27 +372,15 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		ctx, cancel := c.detached(2 * c.negotiatedTimeout(sess))
-		defer cancel()
-		tries := 0
-		err := retry.Do(ctx, c.opts.policy, func(ctx context.Context) error {
-			tries++
-			ctx = c.withAttempt(ctx, tries)
-			if sess != nil {
-				if err := c.sessionErr(sess, nil); err != nil {
-					return retry.Permanent(err)
-				}
-			}
-			zc, cur, err := c.current(ctx)
-			if err != nil {
-				return retry.Permanent(err)
-			}
-			if sess != nil && cur != sess {
-				return retry.Permanent(errtext.Errorf("%w: session %#x is no longer current", ErrSessionLost, sess.ID()))
-			}
-			return op(ctx, zc)
-		})
-		if err != nil && !errors.Is(err, ErrSessionLost) && !errors.Is(err, ErrClosed) {
+		var err error
+		if sess != nil {
+			ctx, cancel := c.detached(2 * c.negotiatedTimeout(sess))
+			defer cancel()
+			err = c.backgroundRound(ctx, sess, op)
+		} else {
+			err = c.anySessionCleanup(op)
+		}
+		if err != nil && !errors.Is(err, ErrSessionLost) && !errors.Is(err, ErrClosed) && c.base.Err() == nil {
 			// The session lives and the work is not done: a node may be
 			// left until the session ends.
 			attrs := []any{"error", err}
@@ -395,6 +390,51 @@ func (c *Client) background(sess *Session, op func(ctx context.Context, zc *zk.C
 			c.opts.logger.Warn("connection: background cleanup gave up", attrs...)
 		}
 	}()
+}
+
+// backgroundRound is one run of op under the retry policy, in sess only
+// if it is not nil.
+func (c *Client) backgroundRound(ctx context.Context, sess *Session, op func(ctx context.Context, zc *zk.Conn) error) error {
+	tries := 0
+	return retry.Do(ctx, c.opts.policy, func(ctx context.Context) error {
+		tries++
+		ctx = c.withAttempt(ctx, tries)
+		if sess != nil {
+			if err := c.sessionErr(sess, nil); err != nil {
+				return retry.Permanent(err)
+			}
+		}
+		zc, cur, err := c.current(ctx)
+		if err != nil {
+			return retry.Permanent(err)
+		}
+		if sess != nil && cur != sess {
+			return retry.Permanent(errtext.Errorf("%w: session %#x is no longer current", ErrSessionLost, sess.ID()))
+		}
+		err = op(ctx, zc)
+		if sess == nil && errors.Is(err, ErrSessionLost) && c.base.Err() == nil {
+			return retry.Again(err) // safe in the next session
+		}
+		return err
+	})
+}
+
+// anySessionCleanup runs op, safe in any session, in rounds of the retry
+// policy until it is done, fails for good, or the client closes.
+func (c *Client) anySessionCleanup(op func(ctx context.Context, zc *zk.Conn) error) error {
+	for {
+		err := c.backgroundRound(c.base, nil, op)
+		if err == nil || c.base.Err() != nil || !retry.Retryable(err) {
+			return err
+		}
+		pause := time.NewTimer(c.negotiatedTimeout(nil) / 3)
+		select {
+		case <-pause.C:
+		case <-c.base.Done():
+			pause.Stop()
+			return ErrClosed
+		}
+	}
 }
 
 // negotiatedTimeout is the timeout the server granted sess (the current

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -41,6 +42,9 @@ type Watch struct {
 	own   bool         // registered by the client's setWatches, not go-zookeeper's read (bulk.go)
 	hook  watchHook    // the first hook, the usual one
 	more  *[]watchHook // any others: 64 bytes a Watch
+	// armedAt is when its read was sent, as time since monoStart; 0
+	// unless an observer of notifications reads it (watchedSince).
+	armedAt int64
 }
 
 // watchHook is told when a Watch fires (addHook).
@@ -279,6 +283,9 @@ func requestOp(kind watchKind) string {
 // arm records a new Watch of key whose read is about to be sent.
 func (c *Client) arm(key watchKey) *Watch {
 	w := &Watch{mu: &c.watchMu}
+	if c.watchesTimed() {
+		w.armedAt = int64(time.Since(monoStart))
+	}
 	c.watchMu.Lock()
 	defer c.watchMu.Unlock()
 	if c.watches == nil {
@@ -341,17 +348,8 @@ func (c *Client) sharedLocked(key watchKey) *Watch {
 // at expiry or close) every kind. It runs on go-zookeeper's receive loop
 // and must not block.
 func (c *Client) watchEvent(zc *zk.Conn, ev zk.Event) {
-	var kinds []watchKind
-	switch ev.Type {
-	case zk.EventNodeDeleted, zk.EventNotWatching:
-		kinds = []watchKind{dataWatch, childWatch, existWatch}
-	case zk.EventNodeCreated:
-		kinds = []watchKind{existWatch}
-	case zk.EventNodeDataChanged:
-		kinds = []watchKind{dataWatch, existWatch}
-	case zk.EventNodeChildrenChanged:
-		kinds = []watchKind{childWatch}
-	default:
+	kinds := firedKinds(ev.Type)
+	if kinds == nil {
 		return
 	}
 	c.watchMu.Lock()
@@ -360,6 +358,29 @@ func (c *Client) watchEvent(zc *zk.Conn, ev zk.Event) {
 		c.fireLocked(watchKey{zc, ev.Path, k}, ev)
 	}
 	c.ownEventLocked(zc, ev)
+}
+
+// The kinds of watches an event of type t fires, nil for none.
+var (
+	firesAll      = []watchKind{dataWatch, childWatch, existWatch}
+	firesExists   = []watchKind{existWatch}
+	firesData     = []watchKind{dataWatch, existWatch}
+	firesChildren = []watchKind{childWatch}
+)
+
+// firedKinds returns the kinds of watches an event of type t fires.
+func firedKinds(t zk.EventType) []watchKind {
+	switch t {
+	case zk.EventNodeDeleted, zk.EventNotWatching:
+		return firesAll
+	case zk.EventNodeCreated:
+		return firesExists
+	case zk.EventNodeDataChanged:
+		return firesData
+	case zk.EventNodeChildrenChanged:
+		return firesChildren
+	}
+	return nil
 }
 
 func (c *Client) fireLocked(key watchKey, ev zk.Event) {

@@ -25,7 +25,7 @@ func isClosed(ch <-chan struct{}) bool {
 // added; a hook removed before is not told; a hook added after is told at
 // once.
 func TestWatchDoneAndHooks(t *testing.T) {
-	c := &Client{}
+	c := &Client{opts: &options{}}
 	key := watchKey{spath: "/a", kind: dataWatch}
 	early := c.arm(key)
 	c.armed(key, early, true)
@@ -77,7 +77,7 @@ func TestWatchDoneAndHooks(t *testing.T) {
 // TestArmedWithoutWatch: a read that failed forgets its watch, wherever it
 // is in its key's list, and the others stay.
 func TestArmedWithoutWatch(t *testing.T) {
-	c := &Client{}
+	c := &Client{opts: &options{}}
 	key := watchKey{spath: "/a", kind: childWatch}
 	ws := []*Watch{c.arm(key), c.arm(key), c.arm(key)}
 	c.armed(key, ws[1], false) // the middle one
@@ -100,7 +100,7 @@ func TestArmedWithoutWatch(t *testing.T) {
 // third told twice.
 func TestWatchRemoveFirstHookKeepsTheOthers(t *testing.T) {
 	for _, n := range []int{2, 3} {
-		c := &Client{}
+		c := &Client{opts: &options{}}
 		key := watchKey{spath: "/a", kind: dataWatch}
 		w := c.arm(key)
 		c.armed(key, w, true)

@@ -14,7 +14,7 @@ import (
 
 // benchmarksPage is docs/benchmarks.md: how it was measured, then the
 // results.
-func benchmarksPage(report, cacheSection string, servers []string, rounds int, d time.Duration, iterations int) string {
+func benchmarksPage(report, cacheSection, observerSection string, servers []string, rounds int, d time.Duration, iterations int) string {
 	var b strings.Builder
 	b.WriteString("# Benchmarks\n\n")
 	b.WriteString("Written by `make bench` (`zkbench --docs docs`); every figure below comes from one run.\n\n")
@@ -49,6 +49,8 @@ func benchmarksPage(report, cacheSection string, servers []string, rounds int, d
 	// The cache's section between its markers, so that a run of the cache
 	// scenarios alone (--scenarios cache --docs) replaces it in place.
 	b.WriteString("\n" + bench.CacheBegin + "\n" + strings.Trim(cacheSection, "\n") + "\n" + bench.CacheEnd + "\n")
+	// The observer's section likewise (--scenarios observer --docs).
+	b.WriteString("\n" + bench.ObserverBegin + "\n" + strings.Trim(observerSection, "\n") + "\n" + bench.ObserverEnd + "\n")
 	b.WriteString(`
 ## Reading the results
 

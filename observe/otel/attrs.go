@@ -33,6 +33,7 @@ const (
 	attrConsumed      = attribute.Key("zkrecipes.consumed")
 	attrState         = attribute.Key("zkrecipes.state")
 	attrEventType     = attribute.Key("zookeeper.event.type")
+	attrOutcome       = attribute.Key("zkrecipes.outcome")
 )
 
 // systemZooKeeper is db.system.name for ZooKeeper, which the conventions'
@@ -172,4 +173,16 @@ func eventType(t zk.EventType) string {
 		return "node_children_changed"
 	}
 	return "other"
+}
+
+// counterOutcome is the zkrecipes.outcome of a counter's lost answer:
+// "applied", "not_applied" or "unknown".
+func counterOutcome(o connection.CounterOutcome) string {
+	switch {
+	case !o.Settled:
+		return "unknown"
+	case o.Applied:
+		return "applied"
+	}
+	return "not_applied"
 }

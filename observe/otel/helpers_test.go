@@ -158,6 +158,11 @@ func tee(a, b *connection.Observer) *connection.Observer {
 			da, db := a.Hold(ctx, h), b.Hold(ctx, h)
 			return func(d connection.HoldDone) { da(d); db(d) }
 		},
-		View: func(v connection.ViewChange) { a.View(v); b.View(v) },
+		View:   func(v connection.ViewChange) { a.View(v); b.View(v) },
+		Closed: func(c connection.ClientClosed) { a.Closed(c); b.Closed(c) },
+		CounterOutcome: func(ctx context.Context, o connection.CounterOutcome) {
+			a.CounterOutcome(ctx, o)
+			b.CounterOutcome(ctx, o)
+		},
 	}
 }

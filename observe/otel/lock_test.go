@@ -228,10 +228,9 @@ func TestLockTakenAndReleasedMakesItsSpansAndMetrics(t *testing.T) {
 	if got := tel.sum(t, "zkrecipes.hold.lost", "{hold}", true); len(got) != 0 {
 		t.Errorf("holds lost %v, want none", got)
 	}
-	// A client's close is not a state change: the client is counted
-	// connected still.
-	if got := tel.sum(t, "zkrecipes.session.state", "{client}", false); fmt.Sprint(got) != "map[zkrecipes.state=connected:1]" {
-		t.Errorf("session states %v, want one client connected", got)
+	// A closed client is in no state.
+	if got := tel.sum(t, "zkrecipes.session.state", "{client}", false); fmt.Sprint(got) != "map[zkrecipes.state=connected:0]" {
+		t.Errorf("session states %v, want no client counted once closed", got)
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // session ends the hold once, suspended; its span ends with that cause
 // and an Error status, zkrecipes.hold.lost counts it once, and the
 // session state follows the client through suspended and lost to
-// reconnected in a new session.
+// reconnected in a new session, and to none once the client is closed.
 func TestHoldLostByACutEndsItsSpanAndCountsItLost(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -52,7 +52,9 @@ func TestHoldLostByACutEndsItsSpanAndCountsItLost(t *testing.T) {
 	if err := m.Unlock(ctx); !errors.Is(err, mutex.ErrLockLost) {
 		t.Fatalf("Unlock of a lost hold: %v", err)
 	}
+	wantStates(t, tel, "map[zkrecipes.state=connected:0 zkrecipes.state=lost:0 zkrecipes.state=reconnected:1 zkrecipes.state=suspended:0]", "after the new session")
 	c.Close()
+	wantStates(t, tel, "map[zkrecipes.state=connected:0 zkrecipes.state=lost:0 zkrecipes.state=reconnected:0 zkrecipes.state=suspended:0]", "after the close")
 
 	holds := rec.Holds()
 	testkit.OnceEnded(t, "hold", holds)
@@ -80,7 +82,6 @@ func TestHoldLostByACutEndsItsSpanAndCountsItLost(t *testing.T) {
 	if got := tel.histogram(t, "zkrecipes.hold.duration", "s"); fmt.Sprint(got) != "map[zkrecipes.cause=suspended,zkrecipes.recipe=mutex:1]" {
 		t.Errorf("hold durations %v, want one mutex hold lost, suspended", got)
 	}
-	wantStates(t, tel, "map[zkrecipes.state=connected:0 zkrecipes.state=lost:0 zkrecipes.state=reconnected:1 zkrecipes.state=suspended:0]", "after the new session")
 	if waits := tel.spansNamed("wait"); len(waits) != 0 {
 		t.Errorf("%d wait spans, want none (the lock was free)", len(waits))
 	}

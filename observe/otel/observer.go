@@ -2,6 +2,7 @@ package otelzk
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -26,17 +27,37 @@ const ScopeName = "github.com/zkrecipes/zkrecipes/observe/otel"
 // moves a client from its last state to its new one, and an observer
 // keeps one client's last state. Observers made with the same providers
 // record into the same instruments.
+//
+// A nil option or provider is ignored (the global provider stays); New
+// refuses it.
 func NewObserver(opts ...Option) *connection.Observer {
+	return newObserver(newConfig(opts))
+}
+
+// New is NewObserver that refuses an invalid option — nil, or a nil
+// provider — with an error wrapping ErrInvalidOption, where NewObserver
+// keeps the global provider: a program whose provider was never set sees
+// it at once rather than finding its telemetry in the global no-op one.
+func New(opts ...Option) (*connection.Observer, error) {
 	cfg := newConfig(opts)
+	if err := cfg.err(); err != nil {
+		return nil, fmt.Errorf("otelzk: %w", err)
+	}
+	return newObserver(cfg), nil
+}
+
+func newObserver(cfg config) *connection.Observer {
 	o := &observer{tracer: cfg.tp.Tracer(ScopeName)}
 	o.newInstruments(cfg.mp.Meter(ScopeName))
 	return &connection.Observer{
-		Request:      o.request,
-		StateChange:  o.stateChange,
-		Notification: o.notification,
-		Wait:         o.wait,
-		Hold:         o.hold,
-		View:         o.view,
+		Request:        o.request,
+		StateChange:    o.stateChange,
+		Notification:   o.notification,
+		Wait:           o.wait,
+		Hold:           o.hold,
+		View:           o.view,
+		Closed:         o.closed,
+		CounterOutcome: o.counterOutcome,
 	}
 }
 
@@ -52,6 +73,8 @@ type observer struct {
 	sessionState    metric.Int64UpDownCounter
 	viewsTrusted    metric.Int64UpDownCounter
 	viewsUntrusted  metric.Int64Counter
+	watchAge        metric.Float64Histogram
+	counterOutcomes metric.Int64Counter
 
 	mu    sync.Mutex
 	state string // the client's last state as sessionState counts it, "" before the first
@@ -130,6 +153,15 @@ func (o *observer) newInstruments(m metric.Meter) {
 	o.viewsUntrusted, err = m.Int64Counter("zkrecipes.view.untrusted",
 		metric.WithUnit("{view}"),
 		metric.WithDescription("Ends of views' trust, by cause."))
+	handle(err)
+	o.watchAge, err = m.Float64Histogram("zkrecipes.notification.watch_age",
+		metric.WithUnit("s"),
+		metric.WithDescription("Time from setting a watch to the notification that fired it, where the client knows it."),
+		metric.WithExplicitBucketBoundaries(longBuckets...))
+	handle(err)
+	o.counterOutcomes, err = m.Int64Counter("zkrecipes.counter.outcomes",
+		metric.WithUnit("{write}"),
+		metric.WithDescription("Shared counters' writes whose answer was lost, by outcome: applied, not_applied (settled by the marker's read), unknown."))
 	handle(err)
 }
 
@@ -259,5 +291,24 @@ func (o *observer) view(v connection.ViewChange) {
 }
 
 func (o *observer) notification(n connection.Notification) {
-	o.notifications.Add(context.Background(), 1, metric.WithAttributes(attrEventType.String(eventType(n.Type))))
+	typ := metric.WithAttributes(attrEventType.String(eventType(n.Type)))
+	o.notifications.Add(context.Background(), 1, typ)
+	if n.SinceWatch > 0 {
+		o.watchAge.Record(context.Background(), n.SinceWatch.Seconds(), typ)
+	}
+}
+
+// closed takes the closed client out of the session state instrument: it
+// is in no state.
+func (o *observer) closed(connection.ClientClosed) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.state != "" {
+		o.sessionState.Add(context.Background(), -1, metric.WithAttributes(attrState.String(o.state)))
+		o.state = ""
+	}
+}
+
+func (o *observer) counterOutcome(ctx context.Context, c connection.CounterOutcome) {
+	o.counterOutcomes.Add(ctx, 1, metric.WithAttributes(attrOutcome.String(counterOutcome(c))))
 }

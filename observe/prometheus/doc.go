@@ -21,9 +21,14 @@
 //   - zkrecipes_notifications_total{type} (counter): watch notifications,
 //     type node_created, node_deleted, node_data_changed or
 //     node_children_changed.
+//   - zkrecipes_notification_watch_age_seconds{type} (histogram): the
+//     time from setting a watch to the notification that fired it
+//     (connection.Notification.SinceWatch), for the notifications where
+//     the client knows it.
 //   - zkrecipes_session_state{state} (gauge): one series per state
 //     (CONNECTED, SUSPENDED, RECONNECTED, LOST, READ_ONLY), 1 for the
-//     current one, 0 for the others; all 0 before the first session.
+//     current one, 0 for the others; all 0 before the first session and
+//     once the client is closed.
 //   - zkrecipes_session_changes_total{state} (counter): state changes, by
 //     the state entered.
 //   - zkrecipes_hold_wait_seconds{recipe,result} (histogram): the waits of
@@ -41,11 +46,17 @@
 //     lasted, released or lost.
 //   - zkrecipes_views_trusted{recipe} (gauge): caches (and the views built
 //     on one) trusted now.
+//   - zkrecipes_counter_outcomes_total{outcome} (counter): shared
+//     counters' writes whose answer was lost, by what the counter learnt:
+//     applied or not_applied (its marker's read settled it), or unknown
+//     (the operation failed with connection.ErrOutcomeUnknown).
 //
 // recipe is the observer's recipe name: mutex, naive, rwlock, semaphore,
 // election, queue, cache. WithConstLabels adds fixed labels to every
 // series, such as a client's name: two observers on one Registerer need
-// different ones.
+// different ones. RegisterObserver also returns the function that
+// unregisters the collector, for a service that opens and closes clients
+// on one Registerer.
 //
 // The observer's functions update in-memory series only: they take no
 // lock but the series' own and never block, as connection.Observer's

@@ -61,6 +61,7 @@ func ExampleWithConstLabels() {
 		fmt.Println(mf.GetName(), len(mf.GetMetric()), "series")
 	}
 	// Output:
+	// zkrecipes_counter_outcomes_total 6 series
 	// zkrecipes_requests_in_flight 2 series
 	// zkrecipes_session_state 10 series
 }

@@ -203,7 +203,7 @@ zkrecipes_session_changes_total{client="test",state="CONNECTED"} 1
 zkrecipes_session_changes_total{client="test",state="LOST"} 1
 zkrecipes_session_changes_total{client="test",state="RECONNECTED"} 1
 zkrecipes_session_changes_total{client="test",state="SUSPENDED"} 1
-# HELP zkrecipes_session_state The client's connection state: 1 for the current state, 0 for the others; all 0 before the first session.
+# HELP zkrecipes_session_state The client's connection state: 1 for the current state, 0 for the others; all 0 before the first session and once the client is closed.
 # TYPE zkrecipes_session_state gauge
 zkrecipes_session_state{client="test",state="CONNECTED"} 0
 zkrecipes_session_state{client="test",state="LOST"} 0

@@ -62,8 +62,9 @@ func WithRequestBuckets(bounds ...float64) Option {
 }
 
 // WithHoldBuckets sets the upper bounds, in seconds, of the buckets of
-// zkrecipes_hold_wait_seconds and zkrecipes_hold_duration_seconds
-// (DefaultHoldBuckets unless set). They must be positive and increasing.
+// zkrecipes_hold_wait_seconds, zkrecipes_hold_duration_seconds and
+// zkrecipes_notification_watch_age_seconds (DefaultHoldBuckets unless
+// set). They must be positive and increasing.
 func WithHoldBuckets(bounds ...float64) Option {
 	return func(c *config) error {
 		if err := checkBuckets(bounds); err != nil {
@@ -79,9 +80,10 @@ var (
 	// to about 8 s, doubling; a request to a nearby ensemble takes a
 	// millisecond or less, one queued through a reconnection seconds.
 	DefaultRequestBuckets = prometheus.ExponentialBuckets(0.00025, 2, 16)
-	// DefaultHoldBuckets are the buckets of waits and holds: 1 ms to
-	// about 4.5 hours, each 4 times the last; a hold lasts what its
-	// holder's work lasts, from milliseconds to a leader's hours.
+	// DefaultHoldBuckets are the buckets of waits, holds and watches'
+	// ages: 1 ms to about 4.5 hours, each 4 times the last; a hold lasts
+	// what its holder's work lasts, from milliseconds to a leader's
+	// hours, and a watch waits as long for its change.
 	DefaultHoldBuckets = prometheus.ExponentialBuckets(0.001, 4, 12)
 )
 
@@ -98,7 +100,7 @@ func checkBuckets(bounds []float64) error {
 }
 
 // ownLabels are the variable labels of the adapter's series.
-var ownLabels = map[string]bool{"op": true, "result": true, "type": true, "state": true, "recipe": true, "cause": true}
+var ownLabels = map[string]bool{"op": true, "result": true, "type": true, "state": true, "recipe": true, "cause": true, "outcome": true}
 
 func validLabelName(name string) bool {
 	if name == "" || len(name) >= 2 && name[:2] == "__" {
@@ -126,8 +128,20 @@ func validLabelName(name string) bool {
 // (a prometheus.AlreadyRegisteredError for a Registry). A nil reg, or a
 // refused option, is an error wrapping ErrInvalidOption.
 func NewObserver(reg prometheus.Registerer, opts ...Option) (*connection.Observer, error) {
+	obs, _, err := RegisterObserver(reg, opts...)
+	return obs, err
+}
+
+// RegisterObserver is NewObserver that also returns the function that
+// unregisters the collector from reg, for a service that opens and closes
+// clients on one Registerer: once the client is closed, unregister takes
+// its series off, and an observer with the same constant labels can be
+// registered again. unregister reports whether the collector was
+// registered (as prometheus.Registerer's Unregister does); an observer
+// still in use after it records into series nobody collects.
+func RegisterObserver(reg prometheus.Registerer, opts ...Option) (obs *connection.Observer, unregister func() bool, err error) {
 	if reg == nil {
-		return nil, fmt.Errorf("%w: nil prometheus.Registerer", ErrInvalidOption)
+		return nil, nil, fmt.Errorf("%w: nil prometheus.Registerer", ErrInvalidOption)
 	}
 	cfg := config{
 		requestBuckets: append([]float64(nil), DefaultRequestBuckets...),
@@ -135,17 +149,17 @@ func NewObserver(reg prometheus.Registerer, opts ...Option) (*connection.Observe
 	}
 	for _, o := range opts {
 		if o == nil {
-			return nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
+			return nil, nil, fmt.Errorf("%w: nil option", ErrInvalidOption)
 		}
 		if err := o(&cfg); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	m := newMetrics(cfg)
 	if err := reg.Register(m); err != nil {
-		return nil, fmt.Errorf("zkprom: register the collector: %w", err)
+		return nil, nil, fmt.Errorf("zkprom: register the collector: %w", err)
 	}
-	return m.observer(), nil
+	return m.observer(), func() bool { return reg.Unregister(m) }, nil
 }
 
 // metrics are the series of one observer, collected as one.
@@ -160,6 +174,8 @@ type metrics struct {
 	holdsLost       *prometheus.CounterVec
 	holdDuration    *prometheus.HistogramVec
 	viewsTrusted    *prometheus.GaugeVec
+	watchAge        *prometheus.HistogramVec
+	counterOutcomes *prometheus.CounterVec
 }
 
 // states are the session's states, each a series of zkrecipes_session_state.
@@ -186,7 +202,7 @@ func newMetrics(cfg config) *metrics {
 		}, []string{"type"}),
 		sessionState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name:        "zkrecipes_session_state",
-			Help:        "The client's connection state: 1 for the current state, 0 for the others; all 0 before the first session.",
+			Help:        "The client's connection state: 1 for the current state, 0 for the others; all 0 before the first session and once the client is closed.",
 			ConstLabels: cl,
 		}, []string{"state"}),
 		sessionChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -221,16 +237,30 @@ func newMetrics(cfg config) *metrics {
 			Help:        "Views (caches and the views built on one) trusted now, by recipe.",
 			ConstLabels: cl,
 		}, []string{"recipe"}),
+		watchAge: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:        "zkrecipes_notification_watch_age_seconds",
+			Help:        "Time from setting a watch to the notification that fired it, where the client knows it, by type.",
+			Buckets:     cfg.holdBuckets,
+			ConstLabels: cl,
+		}, []string{"type"}),
+		counterOutcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name:        "zkrecipes_counter_outcomes_total",
+			Help:        "Shared counters' writes whose answer was lost, by what the counter learnt: applied, not_applied (settled by its marker's read), unknown.",
+			ConstLabels: cl,
+		}, []string{"outcome"}),
 	}
 	for _, s := range states {
 		m.sessionState.WithLabelValues(stateLabel(s))
+	}
+	for _, o := range []string{"applied", "not_applied", "unknown"} {
+		m.counterOutcomes.WithLabelValues(o)
 	}
 	return m
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requestDuration, m.inFlight, m.notifications, m.sessionState,
-		m.sessionChanges, m.waits, m.holds, m.holdsLost, m.holdDuration, m.viewsTrusted}
+		m.sessionChanges, m.waits, m.holds, m.holdsLost, m.holdDuration, m.viewsTrusted, m.watchAge, m.counterOutcomes}
 }
 
 // Describe implements prometheus.Collector.
@@ -260,7 +290,11 @@ func (m *metrics) observer() *connection.Observer {
 			}
 		},
 		Notification: func(n connection.Notification) {
-			m.notifications.WithLabelValues(eventLabel(n.Type)).Inc()
+			label := eventLabel(n.Type)
+			m.notifications.WithLabelValues(label).Inc()
+			if n.SinceWatch > 0 {
+				m.watchAge.WithLabelValues(label).Observe(n.SinceWatch.Seconds())
+			}
 		},
 		StateChange: func(s connection.StateChange) {
 			label := stateLabel(s.State)
@@ -272,6 +306,15 @@ func (m *metrics) observer() *connection.Observer {
 				m.sessionState.WithLabelValues(stateLabel(st)).Set(v)
 			}
 			m.sessionChanges.WithLabelValues(label).Inc()
+		},
+		Closed: func(connection.ClientClosed) {
+			// A closed client is in no state.
+			for _, st := range states {
+				m.sessionState.WithLabelValues(stateLabel(st)).Set(0)
+			}
+		},
+		CounterOutcome: func(_ context.Context, o connection.CounterOutcome) {
+			m.counterOutcomes.WithLabelValues(counterOutcome(o)).Inc()
 		},
 		Wait: func(ctx context.Context, w connection.Wait) (context.Context, func(connection.WaitDone)) {
 			return ctx, func(d connection.WaitDone) {
@@ -374,6 +417,18 @@ func waitResult(err error) string {
 		return "deadline_exceeded"
 	}
 	return lostCause(err)
+}
+
+// counterOutcome is the outcome label of a counter's lost answer:
+// "applied", "not_applied" or "unknown".
+func counterOutcome(o connection.CounterOutcome) string {
+	switch {
+	case !o.Settled:
+		return "unknown"
+	case o.Applied:
+		return "applied"
+	}
+	return "not_applied"
 }
 
 // lostCause is the cause label of a hold's loss: "session_lost",

@@ -83,7 +83,9 @@ func (t *told) tee(a *connection.Observer) *connection.Observer {
 				t.mu.Unlock()
 			}
 		},
-		View: a.View,
+		View:           a.View,
+		Closed:         a.Closed,
+		CounterOutcome: a.CounterOutcome,
 	}
 }
 

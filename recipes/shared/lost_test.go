@@ -43,6 +43,22 @@ func addedThenDropped(t *testing.T, ctx context.Context, c *connection.Client, c
 	return sess
 }
 
+// oneOutcome fails t unless rec heard exactly one counter outcome: of
+// path p, settled (applied or not) or unknown as want says, with the
+// context of the add (its CtxKey value "add").
+func oneOutcome(t *testing.T, rec *testkit.Recorder, p string, want connection.CounterOutcome) {
+	t.Helper()
+	got := rec.CounterOutcomes()
+	if len(got) != 1 {
+		t.Fatalf("counter outcomes %+v, want one", got)
+	}
+	g := got[0]
+	if g.Begin.Path != p || g.Begin.Settled != want.Settled || g.Begin.Applied != want.Applied || g.CtxVal != "add" ||
+		want.Settled != (g.Begin.Err == nil) || !want.Settled && !errors.Is(g.Begin.Err, connection.ErrOutcomeUnknown) {
+		t.Errorf("counter outcome %+v (context value %v), want %+v of %s in the add's context", g.Begin, g.CtxVal, want, p)
+	}
+}
+
 // addResult is the answer of an add.
 type addResult struct {
 	res shared.Result
@@ -68,12 +84,13 @@ func TestAddLostAnswerApplied(t *testing.T) {
 	ens := zkShared.Ensemble(t)
 	p := ens.Root(t) + "/c"
 	proxy := ens.Proxy(t)
-	c := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
+	rec := &testkit.Recorder{}
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second), connection.WithObserver(rec.Observer()))
 	conn := ens.Conn(t)
 	ctx := ctxFor(t, time.Minute)
 	cn := newCounter(t, c, p, shared.WithEncoding(shared.Text))
 	sess := addedThenDropped(t, ctx, c, cn, proxy)
-	done := addAsync(ctx, cn, 10)
+	done := addAsync(context.WithValue(ctx, testkit.CtxKey{}, "add"), cn, 10)
 	waitData(t, conn, p, []byte("11"))
 	proxy.Restore()
 	r := <-done
@@ -83,6 +100,7 @@ func TestAddLostAnswerApplied(t *testing.T) {
 	if c.Session() != sess {
 		t.Fatal("the session changed: the test did not exercise the same-session case")
 	}
+	oneOutcome(t, rec, p, connection.CounterOutcome{Settled: true, Applied: true})
 	if n, err := cn.Get(ctx); n != 11 || err != nil {
 		t.Fatalf("counter %d, %v; want 11", n, err)
 	}
@@ -100,7 +118,8 @@ func TestAddLostRequestNotApplied(t *testing.T) {
 	ens := zkShared.Ensemble(t)
 	p := ens.Root(t) + "/c"
 	proxy := ens.Proxy(t)
-	c := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
+	rec := &testkit.Recorder{}
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second), connection.WithObserver(rec.Observer()))
 	ctx := ctxFor(t, time.Minute)
 	cn := newCounter(t, c, p)
 	if _, err := cn.Add(ctx, 1); err != nil {
@@ -120,7 +139,7 @@ func TestAddLostRequestNotApplied(t *testing.T) {
 	var res shared.Result
 	go func() {
 		var err error
-		res, err = cn.Add(ctx, 10)
+		res, err = cn.Add(context.WithValue(ctx, testkit.CtxKey{}, "add"), 10)
 		done <- err
 	}()
 	if err := <-done; err != nil || !res.Succeeded || res.Post != 11 {
@@ -135,6 +154,7 @@ func TestAddLostRequestNotApplied(t *testing.T) {
 	if res.OptimisticTries != 2 {
 		t.Fatalf("%d tries; want 2: the lost one, settled as not applied, and the one answered", res.OptimisticTries)
 	}
+	oneOutcome(t, rec, p, connection.CounterOutcome{Settled: true, Applied: false})
 }
 
 // TestAddOutcomeUnknownAfterSessionLoss: the add applies, its answer is
@@ -146,7 +166,8 @@ func TestAddOutcomeUnknownAfterSessionLoss(t *testing.T) {
 	ens := zkShared.Ensemble(t)
 	p := ens.Root(t) + "/c"
 	proxy := ens.Proxy(t)
-	c := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second))
+	rec := &testkit.Recorder{}
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second), connection.WithObserver(rec.Observer()))
 	conn := ens.Conn(t)
 	ctx := ctxFor(t, time.Minute)
 	cn := newCounter(t, c, p, shared.WithEncoding(shared.Int32))
@@ -156,7 +177,7 @@ func TestAddOutcomeUnknownAfterSessionLoss(t *testing.T) {
 	var res shared.Result
 	go func() {
 		var err error
-		res, err = cn.Add(ctx, 10)
+		res, err = cn.Add(context.WithValue(ctx, testkit.CtxKey{}, "add"), 10)
 		done <- err
 	}()
 	waitData(t, conn, p, []byte{0, 0, 0, 11})
@@ -170,6 +191,7 @@ func TestAddOutcomeUnknownAfterSessionLoss(t *testing.T) {
 	if !errors.Is(err, connection.ErrOutcomeUnknown) || res.Succeeded {
 		t.Fatalf("Add after the session was lost = %+v, %v; want ErrOutcomeUnknown", res, err)
 	}
+	oneOutcome(t, rec, p, connection.CounterOutcome{Settled: false})
 	if n, _ := cn.Get(ctx); n != 11 {
 		t.Fatalf("counter %d, want 11 (the add applied once)", n)
 	}

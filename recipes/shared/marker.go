@@ -127,6 +127,9 @@ func (c *Counter) try(ctx context.Context, res *Result, o writeOptions, next fun
 		return nil
 	case errors.Is(err, connection.ErrOutcomeUnknown):
 		applied, serr := c.settle(ctx, m, k)
+		if o := connx.Of(c.client).Observer(); o != nil && o.CounterOutcome != nil {
+			o.CounterOutcome(ctx, connection.CounterOutcome{Path: c.path, Settled: serr == nil, Applied: applied, Err: serr})
+		}
 		if serr != nil {
 			m.version = -1
 			return errors.Join(err, serr)

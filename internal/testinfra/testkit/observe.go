@@ -20,6 +20,8 @@ type Recorder struct {
 	waits         []*Recorded[connection.Wait, connection.WaitDone]
 	holds         []*Recorded[connection.Hold, connection.HoldDone]
 	views         []connection.ViewChange
+	closes        []connection.ClientClosed
+	outcomes      []Recorded[connection.CounterOutcome, struct{}]
 }
 
 // Recorded is a beginning and its ends (one, if the observer's contract
@@ -78,7 +80,32 @@ func (r *Recorder) Observer() *connection.Observer {
 			r.views = append(r.views, v)
 			r.mu.Unlock()
 		},
+		Closed: func(c connection.ClientClosed) {
+			r.mu.Lock()
+			r.closes = append(r.closes, c)
+			r.mu.Unlock()
+		},
+		CounterOutcome: func(ctx context.Context, o connection.CounterOutcome) {
+			r.mu.Lock()
+			r.outcomes = append(r.outcomes, Recorded[connection.CounterOutcome, struct{}]{Begin: o, CtxVal: ctx.Value(CtxKey{})})
+			r.mu.Unlock()
+		},
 	}
+}
+
+// Closes returns the closes of the client recorded so far.
+func (r *Recorder) Closes() []connection.ClientClosed {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]connection.ClientClosed(nil), r.closes...)
+}
+
+// CounterOutcomes returns the counters' outcomes of lost answers recorded
+// so far, each with its context's value.
+func (r *Recorder) CounterOutcomes() []Recorded[connection.CounterOutcome, struct{}] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Recorded[connection.CounterOutcome, struct{}](nil), r.outcomes...)
 }
 
 // Views returns the changes of views' trust recorded so far.
