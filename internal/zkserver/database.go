@@ -110,6 +110,10 @@ func (e *Ensemble) replaceDatabase(what, dir string) error {
 	return nil
 }
 
+// pausedCopyAfter is how many torn copies Backup makes before it pauses
+// the server for the next.
+const pausedCopyAfter = 5
+
 // version2 is where a server keeps its database, under its dataDir.
 const version2 = "version-2"
 
@@ -117,18 +121,28 @@ func (s *localServer) dataDir() string { return filepath.Join(s.dir, "data") }
 
 // Backup copies server i's database while it runs. A file written to
 // during the copy is torn, so the copy is taken again until no file
-// changed while it was made.
+// changed while it was made. Under writes that never pause, after
+// pausedCopyAfter torn copies the server is stopped (SIGSTOP) for the
+// length of one copy, which it cannot then change: a pause of one
+// server, as Pause makes, for the time a copy of its files takes.
 func (b *localBackend) Backup(i int, dir string) error {
 	src := filepath.Join(b.servers[i].dataDir(), version2)
-	for range 50 {
+	for try := range 50 {
 		before, err := listFiles(src)
 		if err != nil {
 			return err
 		}
-		if err := copyDir(dir, src, before); err != nil {
-			return err
+		paused := try >= pausedCopyAfter && b.Pause(i) == nil
+		var after []fileState
+		err = copyDir(dir, src, before)
+		if err == nil {
+			after, err = listFiles(src)
 		}
-		after, err := listFiles(src)
+		if paused {
+			if rerr := b.Resume(i); err == nil {
+				err = rerr
+			}
+		}
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,9 @@ import "github.com/zkrecipes/zkrecipes/internal/zkserver"
 type Backup = zkserver.Backup
 
 // Backup copies the database of the ensemble's leader (of its only server)
-// while the ensemble serves; RestoreBackup puts it back. A backend that
+// while the ensemble serves; RestoreBackup puts it back. A copy that a
+// write tore is taken again; under writes that never pause, the server is
+// paused (as Pause does) for the length of one copy. A backend that
 // cannot (external, docker) gives an error matching ErrNoFaults.
 func (e *Ensemble) Backup() (*Backup, error) { return e.e.Backup() }
 

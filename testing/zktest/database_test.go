@@ -2,6 +2,9 @@ package zktest_test
 
 import (
 	"errors"
+	"fmt"
+	"regexp"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,6 +92,52 @@ func TestRestoreBackupPutsTheCopyBack(t *testing.T) {
 		if ok, _, err := c.Exists("/after"); err != nil || ok {
 			t.Fatalf("server %d: /after exists %v, %v; want gone with the restore", i, ok, err)
 		}
+	}
+}
+
+// TestBackupUnderWritesThatNeverPause: a backup taken while writers keep
+// the database changing without a pause is taken all the same (the server
+// paused for one copy), and restores: the node's data is a value the
+// writers wrote.
+func TestBackupUnderWritesThatNeverPause(t *testing.T) {
+	ens := zktest.Start(t)
+	ens.RequireFaults(t)
+	conn := connect(t, ens.Servers(), 10*time.Second)
+	create(t, conn, "/n", "0", 0)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := conn.Set("/n", []byte(fmt.Sprintf("%d-%d", w, i)), -1); err != nil {
+					t.Errorf("set: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // the writes under way
+	b, err := ens.Backup()
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("backup under writes: %v", err)
+	}
+	conn.Close()
+	if err := ens.RestoreBackup(b); err != nil {
+		t.Fatal(err)
+	}
+	c := connect(t, ens.Servers(), 10*time.Second)
+	data, _, err := c.Get("/n")
+	if err != nil || !regexp.MustCompile(`^(0|[0-3]-[0-9]+)$`).Match(data) {
+		t.Fatalf("/n after the restore = %q, %v; want a value the writers wrote", data, err)
 	}
 }
 
