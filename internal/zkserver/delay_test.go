@@ -59,21 +59,12 @@ func TestProxyDelayIsPrecise(t *testing.T) {
 		t.Skip("timing")
 	}
 	target := echo(t)
-	p, err := NewProxy([]string{target})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, c := proxied(t, target)
 	direct, err := net.Dial("tcp", target)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer direct.Close()
-	c, err := net.Dial("tcp", p.Servers()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	roundTrips(t, c, 200) // warm up
 	var ru0, ru1 syscall.Rusage
 	cpuPer := func(n int) time.Duration {

@@ -42,16 +42,7 @@ func TestLinkThatLostBytesNeverDeliversMore(t *testing.T) {
 			}
 		}
 	}()
-	p, err := NewProxy([]string{ln.Addr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Servers()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p, c := proxied(t, ln.Addr().String())
 	lost := func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -126,16 +117,7 @@ func TestRequestDeliveredWhileDroppingRepliesLosesItsAnswer(t *testing.T) {
 		}
 		request <- s // answered once the proxy forwards again
 	}()
-	p, err := NewProxy([]string{ln.Addr().String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := net.Dial("tcp", p.Servers()[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p, c := proxied(t, ln.Addr().String())
 	p.DropReplies()
 	if _, err := c.Write([]byte("request")); err != nil {
 		t.Fatal(err)
@@ -154,4 +136,21 @@ func TestRequestDeliveredWhileDroppingRepliesLosesItsAnswer(t *testing.T) {
 	if n > 0 || err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("the client read %d bytes, %v; want its connection closed without the answer", n, err)
 	}
+}
+
+// proxied starts a proxy in front of target and connects to it; both end
+// with the test.
+func proxied(t *testing.T, target string) (*Proxy, net.Conn) {
+	t.Helper()
+	p, err := NewProxy([]string{target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c, err := net.Dial("tcp", p.Servers()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return p, c
 }
