@@ -80,7 +80,7 @@ func (q *Queue) removeLocked(ctx context.Context, name string) (*Message, error)
 	if err != nil {
 		return nil, err
 	}
-	m, err := q.claim(ctx, sess, name)
+	m, _, err := q.claim(ctx, sess, name)
 	if m == nil || err != nil {
 		if errors.Is(err, ErrCorrupt) {
 			return m, nil // claim consumed it

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"path"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/chanx"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
@@ -85,8 +87,8 @@ func awaitChange(ctx context.Context, changed <-chan struct{}, due time.Time) er
 
 // scan lists the queue (with a watch when the caller will wait) and takes
 // the first message it can, in the queue's order. When it takes none, it
-// returns the watch's channel and, on a delay queue, when the first
-// message not yet due will be.
+// returns a channel that closes when that may have changed and, on a delay
+// queue, when the first message not yet due will be.
 func (q *Queue) scan(ctx context.Context, watch bool) (*Message, <-chan struct{}, time.Time, error) {
 	if err := q.ensure(ctx); err != nil {
 		return nil, nil, time.Time{}, err
@@ -100,24 +102,72 @@ func (q *Queue) scan(ctx context.Context, watch bool) (*Message, <-chan struct{}
 		return nil, nil, time.Time{}, lockcore.RestartOn(err)
 	}
 	now := time.Now().UnixMilli()
+	var locked []string
+	var due time.Time
 	for _, name := range order(q.kind, names) {
 		if q.kind == delayKind {
 			if ms := epochOf(name); ms > now {
 				// Ordered by due time: none after it is due either.
-				return nil, changed, time.UnixMilli(ms), nil
+				due = time.UnixMilli(ms)
+				break
 			}
 		}
 		var m *Message
 		if q.lockPath == "" {
 			m, err = q.removeNow(ctx, name)
 		} else {
-			m, err = q.claim(ctx, sess, name)
+			var busy bool
+			m, busy, err = q.claim(ctx, sess, name)
+			if busy {
+				locked = append(locked, name)
+			}
 		}
 		if m != nil || err != nil {
 			return m, nil, time.Time{}, err
 		}
 	}
-	return nil, changed, time.Time{}, nil
+	if watch && len(locked) > 0 {
+		// Messages locked by others come free without a change of the
+		// queue's children (a consumer releases, or its session ends):
+		// wait for a change of the locks too. Curator's consumers look
+		// again only when the queue changes.
+		unlocked, err := q.watchLocks(ctx, locked)
+		if err != nil {
+			return nil, nil, time.Time{}, lockcore.RestartOn(err)
+		}
+		changed = either(ctx, changed, unlocked)
+	}
+	return nil, changed, due, nil
+}
+
+// watchLocks sets a watch on the lock path's children and returns a
+// channel that closes when they change — at once if a lock of names is
+// already gone (it went before the watch was set, unseen).
+func (q *Queue) watchLocks(ctx context.Context, names []string) (<-chan struct{}, error) {
+	held, changed, err := list(ctx, q.client, q.lockPath, true)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if !slices.Contains(held, name) {
+			return chanx.Closed, nil
+		}
+	}
+	return changed, nil
+}
+
+// either returns a channel closed when a or b closes, or ctx ends.
+func either(ctx context.Context, a, b <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		defer close(out)
+		select {
+		case <-a:
+		case <-b:
+		case <-ctx.Done():
+		}
+	}()
+	return out
 }
 
 // removeNow takes message name by deleting it (no lock path).
@@ -144,9 +194,9 @@ const lockMark = "\n#take "
 
 // claim tries to take message name under the lock path in session sess,
 // as Curator's lock-safety mode does: it creates the lock node
-// <lockPath>/<name>, ephemeral, then reads the message. It returns nil,
-// nil when another consumer has it or it is gone.
-func (q *Queue) claim(ctx context.Context, sess *connection.Session, name string) (*Message, error) {
+// <lockPath>/<name>, ephemeral, then reads the message. It returns no
+// message and no error when another consumer has it (busy) or it is gone.
+func (q *Queue) claim(ctx context.Context, sess *connection.Session, name string) (m *Message, busy bool, err error) {
 	lpath := path.Join(q.lockPath, name)
 	data := append(append(append([]byte{}, q.data...), lockMark...), connx.NewUUID()...)
 	// The create is not abandoned half-way when ctx ends: its outcome must
@@ -158,19 +208,19 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, name string
 	created, own, err := connx.Of(q.client).Claim(connx.Pin(cctx, sess), lpath, data)
 	switch {
 	case errors.Is(err, zk.ErrNodeExists):
-		return nil, nil // another consumer's, of this client or another
+		return nil, true, nil // another consumer's, of this client or another
 	case errors.Is(err, zk.ErrNoNode):
 		q.ensured.Store(false) // the lock path was deleted
-		return nil, lockcore.ErrRestart
+		return nil, false, lockcore.ErrRestart
 	case errors.Is(err, connection.ErrSessionLost):
-		return nil, lockcore.ErrRestart
+		return nil, false, lockcore.ErrRestart
 	case err != nil && ctx.Err() == nil && cctx.Err() != nil:
 		// The claim's own bound ran out, not the caller's: the link is
 		// slow or cut. A node it may have made is deleted in the
 		// background (Claim); take again.
-		return nil, lockcore.ErrRestart
+		return nil, false, lockcore.ErrRestart
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	}
 	ok := false
 	defer func() {
@@ -179,36 +229,36 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, name string
 		}
 	}()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	// Read after the lock is made: a message consumed (deleted under its
 	// lock) before our lock is seen gone.
 	mdata, _, err := q.client.Get(ctx, path.Join(q.path, name))
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, lockcore.RestartOn(err)
+		return nil, false, lockcore.RestartOn(err)
 	}
 	a, err := lockcore.Confirm(ctx, q.client, lockcore.Acquired{Path: lpath, Session: sess, Token: created.Czxid, Own: own})
 	if err != nil {
-		return nil, lockcore.RestartOn(err)
+		return nil, false, lockcore.RestartOn(err)
 	}
 	hold := lockcore.NewHold(q.client, a, lockcore.HoldConfig{Lost: ErrMessageLost, Released: ErrFinished,
 		Recipe: "curatorqueue", Path: q.path, Ctx: ctx})
 	if hold.Lost() {
 		hold.Stop()
-		return nil, lockcore.ErrRestart
+		return nil, false, lockcore.ErrRestart
 	}
 	ok = true
-	m := &Message{q: q, name: name, data: mdata, hold: hold}
+	m = &Message{q: q, name: name, data: mdata, hold: hold}
 	if m.items, err = decodeItems(mdata); err != nil {
 		// Curator deletes a message it cannot read: so does this take,
 		// under its lock, and hands the data back with the error.
 		if cerr := m.Consume(ctx); cerr != nil {
-			return m, errors.Join(err, cerr)
+			return m, false, errors.Join(err, cerr)
 		}
-		return m, err
+		return m, false, err
 	}
-	return m, nil
+	return m, false, nil
 }
