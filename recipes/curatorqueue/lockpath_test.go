@@ -210,3 +210,61 @@ func TestSeveralConsumersOfOneClientTakeEachMessageOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitingConsumerTakesMessageFreedWithoutPut: a consumer waiting
+// while every message is locked by another takes a message as soon as it
+// comes free — released, or its holder's session ended — though the
+// queue's children did not change.
+func TestWaitingConsumerTakesMessageFreedWithoutPut(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"release", "expiry"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			ens := shared.Ensemble(t)
+			ctx := ctxFor(t, time.Minute)
+			root := ens.Root(t)
+			path, locks := root+"/q", root+"/locks"
+			p := ens.Proxy(t)
+			a := newQueue(t, open(t, p.Servers(), connection.WithSessionTimeout(4*time.Second)), path, "plain", curatorqueue.WithLockPath(locks))
+			b := newQueue(t, open(t, ens.Servers()), path, "plain", curatorqueue.WithLockPath(locks))
+			if _, err := b.Put(ctx, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			held, err := a.Take(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan *curatorqueue.Message, 1)
+			go func() {
+				m, err := b.Take(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- m
+			}()
+			select {
+			case m := <-got:
+				t.Fatalf("took %v while it was locked", m)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if how == "release" {
+				if err := held.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := p.ExpireSession(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case m := <-got:
+				if m == nil || m.Name() != held.Name() {
+					t.Fatalf("took %v, want %s", m, held.Name())
+				}
+				if err := m.Consume(ctx); err != nil {
+					t.Fatal(err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the freed message was not taken")
+			}
+		})
+	}
+}
