@@ -135,6 +135,10 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 	if isCounter(kids) {
 		fams = append(fams, famCounter)
 	}
+	cqLayout := curatorQueueLayout(kids)
+	if cqLayout != "" {
+		fams = append(fams, famCuratorQueue)
+	}
 	double, sure := isDouble(kids)
 	if double && sure {
 		fams = append(fams, famDouble)
@@ -224,6 +228,8 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 			if _, err := lookDouble(ctx, r, v, kids, true, o.brief, tolerate); err != nil {
 				return nil, nil, err
 			}
+		case famCuratorQueue:
+			lookCuratorQueue(v, kids, cqLayout)
 		}
 	}
 	return v, nil, nil

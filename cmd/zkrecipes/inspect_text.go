@@ -129,6 +129,8 @@ func writeSection(w io.Writer, v *view, f family) error {
 		fmt.Fprintf(w, "%s: counter: value %s, version %d, %d participant(s) with a marker\n", v.Path, counterValueText(c), c.Version, c.Participants)
 	case famDouble:
 		fmt.Fprintf(w, "%s: double barrier: %s\n", v.Path, barrierStateText(v.Barrier))
+	case famCuratorQueue:
+		fmt.Fprintf(w, "%s: Curator queue (%s layout): %d item(s)\n", v.Path, v.curatorLayout, v.items)
 	case famLeases:
 		fmt.Fprintf(w, "%s: a semaphore's leases: %d held (its waiters, and its maximum with --count: inspect the semaphore, its parent)\n", v.Path, t.holders)
 	}

@@ -142,6 +142,8 @@ func tallyOf(v *view, f family) tally {
 		return serviceTally(v)
 	case famCounter, famDouble:
 		return sharedTally(v, f)
+	case famCuratorQueue:
+		return curatorQueueTally(v)
 	}
 	readers := 0
 	for i := range v.Participants {
@@ -201,7 +203,7 @@ func rowOf(v *view) recipeRow {
 			age := t.first.AgeMS
 			row.HolderAgeMS = &age
 		}
-		if f == famQueue {
+		if f == famQueue || f == famCuratorQueue {
 			items := v.items
 			row.Items = &items
 		}
