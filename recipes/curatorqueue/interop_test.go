@@ -29,7 +29,8 @@ func consumedBy(t *testing.T, java *peertest.Peer, n int, d time.Duration) []str
 // producer and a Go producer put at once while a Curator consumer and
 // three Go consumers (one client) take: every message is consumed
 // exactly once, with and without a lock path (Curator's and Go's locks
-// side by side in the lock path's directory).
+// side by side in the lock path's directory, none left after); Go takes
+// Curator's messages, and Curator's consumer takes Go's.
 func TestQueueSharedWithCuratorBothWaysAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
@@ -117,7 +118,43 @@ func TestQueueSharedWithCuratorBothWaysAtOnce(t *testing.T) {
 			if !slices.Equal(all, want) {
 				t.Fatalf("consumed %d (%d by Go, %d by Curator): %v; want each of %d once", len(all), len(goGot), len(javaGot), all, len(want))
 			}
-			t.Logf("%d consumed by Go, %d by Curator", len(goGot), len(javaGot))
+			fromJava := 0
+			for _, it := range goGot {
+				if strings.HasPrefix(it, "j-") {
+					fromJava++
+				}
+			}
+			if fromJava == 0 {
+				t.Errorf("the Go consumers took none of Curator's messages")
+			}
+			// The Go consumers stopped: what Go puts now, Curator's
+			// consumer takes.
+			var tail []string
+			for i := range 5 {
+				tail = append(tail, fmt.Sprintf("tail-%d", i))
+				if _, err := q.Put(ctx, []byte(tail[i])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := consumedBy(t, consumer, len(tail), 20*time.Second)
+			sort.Strings(got)
+			if !slices.Equal(got, tail) {
+				t.Fatalf("Curator consumed %v of Go's last messages, want %v", got, tail)
+			}
+			if lockPath != "" {
+				// Curator deletes its lock after its consumer returns.
+				obs := open(t, ens.Servers())
+				for wait := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					names, _, err := obs.Children(ctx, lockPath)
+					if err == nil && len(names) == 0 {
+						break
+					}
+					if time.Now().After(wait) {
+						t.Fatalf("locks left: %v, %v", names, err)
+					}
+				}
+			}
+			t.Logf("%d consumed by Go (%d of them Curator's), %d by Curator, then Go's last %d by Curator", len(goGot), fromJava, len(javaGot), len(tail))
 		})
 	}
 }
