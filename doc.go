@@ -17,6 +17,9 @@
 //     elected.
 //   - recipes/queue: a fair work queue with at-least-once delivery (Kazoo's
 //     LockingQueue layout), whose idle workers wait in line.
+//   - recipes/curatorqueue: Curator's queues (DistributedQueue and its
+//     priority, delay and id variants, SimpleDistributedQueue) in
+//     Curator's layout.
 //   - recipes/shared: shared values, counts and counters in Curator's and
 //     Kazoo's encodings (SharedValue, SharedCount, DistributedAtomicLong,
 //     Kazoo's Counter), whose adds count exactly once under lost answers.

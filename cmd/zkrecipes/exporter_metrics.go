@@ -118,6 +118,8 @@ func seriesOf(v *view) []series {
 			out = append(out, oldestWait("zkrecipes_semaphore_oldest_wait_seconds", l, v.Participants, func(p participant) bool {
 				return p.fam == famSemaphore && (p.Role == "acquiring" || p.Role == "waiter")
 			}))
+		case famCuratorQueue:
+			add("zkrecipes_queue_depth", float64(v.items), base(f, "curator")...)
 		case famQueue:
 			l := base(f, "kazoo")
 			add("zkrecipes_queue_depth", float64(v.items), l...)

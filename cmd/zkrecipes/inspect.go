@@ -19,7 +19,8 @@ leases, who leads an election, who waits, a work queue's items. It knows
 the layouts of zkrecipes, Curator and Kazoo: a mutex (or Curator's
 LeaderSelector, which is one), a read/write lock, a LeaderLatch, a
 semaphore (InterProcessSemaphoreV2), a naive lock, a work queue
-(LockingQueue), a service's instances (curator-x-discovery), a party (Kazoo's Party and ShallowParty, recipes/group's
+(LockingQueue), a Curator queue (DistributedQueue and its variants,
+SimpleDistributedQueue: its items), a service's instances (curator-x-discovery), a party (Kazoo's Party and ShallowParty, recipes/group's
 Kazoo layouts), a partition (Kazoo's SetPartitioner, recipes/partition:
 its members and who holds each item), a counter that zkrecipes Counters
 use (told by their markers: its value in each encoding it fits, and who
@@ -160,7 +161,8 @@ type view struct {
 
 	fams               []family
 	at                 time.Time
-	items, taken, idle int // a queue's
+	items, taken, idle int    // a queue's
+	curatorLayout      string // a Curator queue's (inspect_curatorqueue.go)
 }
 
 // inspectOptions are inspect's flags.

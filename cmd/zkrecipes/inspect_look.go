@@ -140,6 +140,10 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 	if isCounter(kids) {
 		fams = append(fams, famCounter)
 	}
+	cqLayout := curatorQueueLayout(kids)
+	if cqLayout != "" {
+		fams = append(fams, famCuratorQueue)
+	}
 	double, sure := isDouble(kids)
 	if double && sure {
 		fams = append(fams, famDouble)
@@ -234,6 +238,8 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 			if err := lookLease(ctx, r, v, takers[famMutex]); err != nil {
 				return nil, nil, err
 			}
+		case famCuratorQueue:
+			lookCuratorQueue(v, kids, cqLayout)
 		}
 	}
 	return v, nil, nil

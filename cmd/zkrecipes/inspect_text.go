@@ -131,6 +131,8 @@ func writeSection(w io.Writer, v *view, f family) error {
 		fmt.Fprintf(w, "%s: double barrier: %s\n", v.Path, barrierStateText(v.Barrier))
 	case famLease:
 		fmt.Fprintf(w, "%s: lease: %s, %d taker(s) deciding\n", v.Path, leaseStateText(v.Lease, v.at), v.Lease.Taking)
+	case famCuratorQueue:
+		fmt.Fprintf(w, "%s: Curator queue (%s layout): %d item(s)\n", v.Path, v.curatorLayout, v.items)
 	case famLeases:
 		fmt.Fprintf(w, "%s: a semaphore's leases: %d held (its waiters, and its maximum with --count: inspect the semaphore, its parent)\n", v.Path, t.holders)
 	}

@@ -148,6 +148,8 @@ func tallyOf(v *view, f family) tally {
 			t.holders = 1
 		}
 		return t
+	case famCuratorQueue:
+		return curatorQueueTally(v)
 	}
 	readers := 0
 	for i := range v.Participants {
@@ -207,7 +209,7 @@ func rowOf(v *view) recipeRow {
 			age := t.first.AgeMS
 			row.HolderAgeMS = &age
 		}
-		if f == famQueue {
+		if f == famQueue || f == famCuratorQueue {
 			items := v.items
 			row.Items = &items
 		}

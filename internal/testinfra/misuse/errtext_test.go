@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/compress"
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/curatorqueue"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/lease"
 	"github.com/zkrecipes/zkrecipes/recipes/multilock"
@@ -176,6 +177,29 @@ func TestErrorTextNamesEachPackageOnce(t *testing.T) {
 	add("queue: Consume twice", "queue", it.Consume(ctx), queue.ErrFinished)
 	_, err = q.Take(cancelled)
 	add("queue: Take(cancelled)", "queue", err, context.Canceled)
+
+	cq, err := curatorqueue.New(c, root+"/cq", curatorqueue.WithLockPath(root+"/cq-locks"))
+	must(t, err)
+	_, err = cq.TryTake(ctx)
+	add("curatorqueue: TryTake on empty", "curatorqueue", err, curatorqueue.ErrEmpty)
+	_, err = cq.Put(ctx, nil, curatorqueue.WithPriority(1))
+	add("curatorqueue: Put(another variant's option)", "curatorqueue", err, curatorqueue.ErrWrongKind)
+	_, err = cq.Put(ctx, make([]byte, 2<<20))
+	add("curatorqueue: Put(2 MiB)", "curatorqueue", err, connection.ErrDataTooLarge)
+	_, err = cq.Put(ctx, []byte("x"))
+	must(t, err)
+	msg, err := cq.TryTake(ctx)
+	must(t, err)
+	must(t, msg.Consume(ctx))
+	add("curatorqueue: Consume twice", "curatorqueue", msg.Consume(ctx), curatorqueue.ErrFinished)
+	_, err = cq.Take(cancelled)
+	add("curatorqueue: Take(cancelled)", "curatorqueue", err, context.Canceled)
+	sq, err := curatorqueue.NewSimple(c, root+"/sq")
+	must(t, err)
+	_, err = sq.Take(cancelled)
+	add("curatorqueue: Simple Take(cancelled)", "curatorqueue", err, context.Canceled)
+	_, err = sq.Poll(ctx)
+	add("curatorqueue: Poll on empty", "curatorqueue", err, curatorqueue.ErrEmpty)
 
 	m1, err := mutex.New(c, root+"/ml-a")
 	must(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/barrier"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/recipes/curatorqueue"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/group"
@@ -59,7 +60,23 @@ var constructors = map[string]func(c *connection.Client, p string) error{
 	"semaphore.New": func(c *connection.Client, p string) error { _, err := semaphore.New(c, p, 2); return err },
 	"election.New":  func(c *connection.Client, p string) error { _, err := election.New(c, p, "id"); return err },
 	"queue.New":     func(c *connection.Client, p string) error { _, err := queue.New(c, p); return err },
-	"node.New":      func(c *connection.Client, p string) error { _, err := node.New(c, p, nil); return err },
+	"curatorqueue.New": func(c *connection.Client, p string) error {
+		_, err := curatorqueue.New(c, p)
+		return err
+	},
+	"curatorqueue.NewID": func(c *connection.Client, p string) error {
+		_, err := curatorqueue.NewID(c, p)
+		return err
+	},
+	"curatorqueue.NewSimple": func(c *connection.Client, p string) error {
+		_, err := curatorqueue.NewSimple(c, p)
+		return err
+	},
+	"curatorqueue.WithLockPath": func(c *connection.Client, p string) error {
+		_, err := curatorqueue.New(c, "/q", curatorqueue.WithLockPath(p))
+		return err
+	},
+	"node.New": func(c *connection.Client, p string) error { _, err := node.New(c, p, nil); return err },
 	"node.NewTTL": func(c *connection.Client, p string) error {
 		_, err := node.NewTTL(c, p, nil, time.Minute)
 		return err

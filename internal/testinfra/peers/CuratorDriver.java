@@ -1,5 +1,5 @@
-// A Curator lock steered line by line over stdin, for the interop tests.
-// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write|semaphore N|latch ID|selector ID|atomiclong|sharedcount|writer|group ID PAYLOAD]
+// A Curator recipe steered line by line over stdin, for the interop tests.
+// Usage: CuratorDriver <connect string> <lock path> [mutex|read|write|semaphore N|latch ID|selector ID|atomiclong|sharedcount|writer|group ID PAYLOAD|barrier|doublebarrier N|simplequeue|queue ROLE LOCKPATH VARIANT]
 // (an InterProcessMutex, one side of an InterProcessReadWriteLock, an
 // InterProcessSemaphoreV2 of N leases, whose acquire takes one lease and
 // release gives back the newest, a LeaderLatch, a LeaderSelector, a
@@ -32,10 +32,25 @@
 //   commands: set | remove | wait [timeoutMs] (barrier); enter [timeoutMs|-] [reuse] | leave [timeoutMs]
 //             (doublebarrier: each enter a new instance, unless reuse); session (both)
 //   answers:  RAISED | REMOVED | PASSED | ENTERED | LEFT | TIMEOUT | SESSION <hex id>
+// Queues, items as UTF-8 text:
+//   simplequeue: a SimpleDistributedQueue at the path.
+//     commands: offer <item> | puts <prefix> <n> (n offers, <prefix>-0...) | poll | peek | take [timeoutMs]
+//     answers:  OFFERED | ITEM <item> | EMPTY (poll, peek) | TIMEOUT (take)
+//   queue <producer|consumer> <lockPath|-> <plain|priority|delay|id>: a DistributedQueue
+//     (DistributedPriorityQueue, DistributedDelayQueue, DistributedIdQueue) at the path,
+//     put in the foreground; a consumer's QueueConsumer records each item it is given.
+//     commands: put <item> [priority|epochMs|id] | putmulti <item,item,...> [priority|epochMs|id]
+//               | puts <prefix> <n> [priority|epochMs|id] | consumed <n> <timeoutMs> | remove <id>
+//               | session
+//     answers:  PUT | CONSUMED <item,item,...> (the items consumed since the last consumed,
+//               once n of them or at the timeout) | REMOVED <count> | SESSION <hex id>
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.Deque;
 import java.util.Map;
 import java.util.TreeMap;
@@ -59,6 +74,16 @@ import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.framework.recipes.queue.DistributedDelayQueue;
+import org.apache.curator.framework.recipes.queue.DistributedIdQueue;
+import org.apache.curator.framework.recipes.queue.DistributedPriorityQueue;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.MultiItem;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.BoundedExponentialBackoffRetry;
@@ -142,6 +167,12 @@ public class CuratorDriver {
                 return;
             case "doublebarrier":
                 serve(client, doubleBarrier(client, args[1], Integer.parseInt(args[3])));
+                return;
+            case "simplequeue":
+                serve(client, simpleQueue(new SimpleDistributedQueue(client, args[1])));
+                return;
+            case "queue":
+                serve(client, queue(client, args[1], args[3].equals("consumer"), args[4].equals("-") ? null : args[4], args[5]));
                 return;
             default:
                 serve(client, mutex(new InterProcessMutex(client, args[1]), null));
@@ -472,5 +503,170 @@ public class CuratorDriver {
     // right after acquire returns.
     private static String currentNode(InterProcessMutex mutex) throws Exception {
         return mutex.getParticipantNodes().iterator().next();
+    }
+
+    private static String text(byte[] b) {
+        return b == null ? null : new String(b, StandardCharsets.UTF_8);
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    // simpleQueue serves a SimpleDistributedQueue.
+    private static Handler simpleQueue(SimpleDistributedQueue q) {
+        return cmd -> {
+            switch (cmd[0]) {
+                case "offer":
+                    q.offer(bytes(cmd[1]));
+                    return "OFFERED";
+                case "puts":
+                    for (int i = 0; i < Integer.parseInt(cmd[2]); i++) {
+                        q.offer(bytes(cmd[1] + "-" + i));
+                    }
+                    return "OFFERED";
+                case "poll": {
+                    byte[] b = q.poll();
+                    return b == null ? "EMPTY" : "ITEM " + text(b);
+                }
+                case "peek": {
+                    byte[] b = q.peek();
+                    return b == null ? "EMPTY" : "ITEM " + text(b);
+                }
+                case "take": {
+                    byte[] b = cmd.length > 1 ? q.poll(Long.parseLong(cmd[1]), TimeUnit.MILLISECONDS) : q.take();
+                    return b == null ? "TIMEOUT" : "ITEM " + text(b);
+                }
+                default:
+                    return null;
+            }
+        };
+    }
+
+    // queue serves a DistributedQueue or one of its variants, a producer
+    // or a consumer, with or without a lock path.
+    private static Handler queue(CuratorFramework client, String path, boolean consume, String lockPath, String variant) throws Exception {
+        LinkedBlockingQueue<String> consumed = new LinkedBlockingQueue<>();
+        QueueConsumer<byte[]> consumer = !consume ? null : new QueueConsumer<byte[]>() {
+            @Override
+            public void consumeMessage(byte[] message) {
+                consumed.add(text(message));
+            }
+
+            @Override
+            public void stateChanged(CuratorFramework c, ConnectionState s) {
+            }
+        };
+        QueueSerializer<byte[]> serializer = new QueueSerializer<byte[]>() {
+            @Override
+            public byte[] serialize(byte[] item) {
+                return item;
+            }
+
+            @Override
+            public byte[] deserialize(byte[] bytes) {
+                return bytes;
+            }
+        };
+        QueueBuilder<byte[]> b = QueueBuilder.builder(client, consumer, serializer, path).putInBackground(false);
+        if (lockPath != null) {
+            b = b.lockPath(lockPath);
+        }
+        DistributedQueue<byte[]> plain = null;
+        DistributedPriorityQueue<byte[]> priority = null;
+        DistributedDelayQueue<byte[]> delay = null;
+        DistributedIdQueue<byte[]> ids = null;
+        switch (variant) {
+            case "priority":
+                priority = b.buildPriorityQueue(0);
+                priority.start();
+                break;
+            case "delay":
+                delay = b.buildDelayQueue();
+                delay.start();
+                break;
+            case "id":
+                ids = b.buildIdQueue();
+                ids.start();
+                break;
+            default:
+                plain = b.buildQueue();
+                plain.start();
+        }
+        DistributedQueue<byte[]> fq = plain;
+        DistributedPriorityQueue<byte[]> fp = priority;
+        DistributedDelayQueue<byte[]> fd = delay;
+        DistributedIdQueue<byte[]> fi = ids;
+        // put puts one message of items, with the variant's argument.
+        interface Putter {
+            void put(List<byte[]> items, String arg) throws Exception;
+        }
+        Putter putter = (items, arg) -> {
+            if (items.size() == 1 && fi == null) {
+                if (fq != null) {
+                    fq.put(items.get(0));
+                } else if (fp != null) {
+                    fp.put(items.get(0), Integer.parseInt(arg));
+                } else {
+                    fd.put(items.get(0), Long.parseLong(arg));
+                }
+                return;
+            }
+            if (fi != null) {
+                if (items.size() != 1) {
+                    throw new IllegalArgumentException("an id queue puts one item at a time");
+                }
+                fi.put(items.get(0), arg);
+                return;
+            }
+            java.util.Iterator<byte[]> it = items.iterator();
+            MultiItem<byte[]> multi = () -> it.hasNext() ? it.next() : null;
+            if (fq != null) {
+                fq.putMulti(multi);
+            } else if (fp != null) {
+                fp.putMulti(multi, Integer.parseInt(arg));
+            } else {
+                fd.putMulti(multi, Long.parseLong(arg));
+            }
+        };
+        return cmd -> {
+            switch (cmd[0]) {
+                case "put":
+                    putter.put(List.of(bytes(cmd[1])), cmd.length > 2 ? cmd[2] : null);
+                    return "PUT";
+                case "putmulti": {
+                    List<byte[]> items = new ArrayList<>();
+                    for (String item : cmd[1].split(",")) {
+                        items.add(bytes(item));
+                    }
+                    putter.put(items, cmd.length > 2 ? cmd[2] : null);
+                    return "PUT";
+                }
+                case "puts":
+                    for (int i = 0; i < Integer.parseInt(cmd[2]); i++) {
+                        putter.put(List.of(bytes(cmd[1] + "-" + i)), cmd.length > 3 ? cmd[3] : null);
+                    }
+                    return "PUT";
+                case "consumed": {
+                    int n = Integer.parseInt(cmd[1]);
+                    long deadline = System.currentTimeMillis() + Long.parseLong(cmd[2]);
+                    List<String> got = new ArrayList<>();
+                    while (got.size() < n) {
+                        String item = consumed.poll(Math.max(1, deadline - System.currentTimeMillis()), TimeUnit.MILLISECONDS);
+                        if (item == null) {
+                            break;
+                        }
+                        got.add(item);
+                    }
+                    return "CONSUMED " + String.join(",", got);
+                }
+                case "remove":
+                    return "REMOVED " + fi.remove(cmd[1]);
+                case "session":
+                    return sessionOf(client);
+                default:
+                    return null;
+            }
+        };
     }
 }

@@ -56,8 +56,8 @@ var interopJVM = []string{"-Xshare:auto", "-XX:TieredStopAtLevel=1"}
 // The drivers.
 var (
 	// CuratorDriver is a Curator lock, semaphore, leader latch or
-	// selector, counter, group member, barrier or plain writer, steered
-	// line by line.
+	// selector, counter, group member, barrier, queue or plain writer,
+	// steered line by line.
 	CuratorDriver = &Driver{name: "Curator", source: "CuratorDriver.java", jars: []string{curatorJar}, jvm: interopJVM}
 	// CuratorDiscoveryDriver is a Curator ServiceDiscovery steered line
 	// by line.

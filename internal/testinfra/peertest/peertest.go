@@ -100,6 +100,28 @@ func CuratorDoubleBarrier(t testing.TB, connect, path string, members int) *Peer
 	return curator(t, "curator doublebarrier", connect, path, "doublebarrier", fmt.Sprint(members))
 }
 
+// CuratorSimpleQueue starts a Curator SimpleDistributedQueue on path:
+// "offer <item>", "poll", "peek", "take [timeoutMs]" (see the driver).
+func CuratorSimpleQueue(t testing.TB, connect, path string) *Peer {
+	return curator(t, "curator simplequeue", connect, path, "simplequeue")
+}
+
+// CuratorQueue starts a Curator DistributedQueue on path, of variant
+// "plain", "priority", "delay" or "id", with lock path lockPath ("" for
+// none): a producer ("put <item> [arg]", "putmulti", "puts"), or with
+// consume a consumer too, whose "consumed <n> <timeoutMs>" answers the
+// items it was given since the last time (see the driver).
+func CuratorQueue(t testing.TB, connect, path string, consume bool, lockPath, variant string) *Peer {
+	role := "producer"
+	if consume {
+		role = "consumer"
+	}
+	if lockPath == "" {
+		lockPath = "-"
+	}
+	return curator(t, "curator "+variant+" queue "+role, connect, path, "queue", role, lockPath, variant)
+}
+
 func curator(t testing.TB, name string, args ...string) *Peer {
 	return start(t, name, peers.CuratorDriver, args...)
 }
