@@ -65,7 +65,7 @@ type Lock struct {
 // parks, and of its end as Acquire returns (waitBegins).
 func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 	var (
-		obs   *waitObs
+		obs   *WaitObs
 		begun bool
 	)
 	for {
@@ -74,7 +74,7 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 			if errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
 				continue // CreateProtected waits for the next session
 			}
-			return Acquired{}, obs.end(err)
+			return Acquired{}, obs.End(err)
 		}
 		err = l.admit(ctx, t)
 		if err == errPark && !begun {
@@ -87,11 +87,11 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 			}
 		}
 		if err == nil {
-			obs.end(nil)
+			obs.End(nil)
 			return t.a, nil
 		}
 		if err = l.giveUp(ctx, t, err); err != nil {
-			return Acquired{}, obs.end(err)
+			return Acquired{}, obs.End(err)
 		}
 	}
 }
