@@ -47,6 +47,12 @@ type Lock struct {
 	// (connection.Observer's Wait, with Dir as its path): "mutex". A
 	// Lock without Recipe tells it nothing.
 	Recipe string
+	// Parked, if not nil, is called in place of telling the observer when
+	// a contender first parks, with its node and the contenders ahead of
+	// it; it returns the context the wait goes on with (ctx or derived
+	// from it). A recipe whose wait is more than its place in this line
+	// (a work queue's worker, waiting for an item) tells its own.
+	Parked func(ctx context.Context, node string, ahead int) context.Context
 }
 
 // Acquire creates a node and waits until it holds the lock, ctx is done,

@@ -46,8 +46,11 @@ func (w *WaitObs) End(err error) error {
 
 // waitBegins tells the observer that the contender of t waits, and
 // returns the context the wait goes on with and the wait to end, nil when
-// nobody is told.
+// nobody is told (or Parked is, which ends nothing).
 func (l *Lock) waitBegins(ctx context.Context, t *attempt) (context.Context, *WaitObs) {
+	if l.Parked != nil {
+		return l.Parked(ctx, t.a.Path, int(t.w.ahead)), nil
+	}
 	if l.Recipe == "" {
 		return ctx, nil
 	}
