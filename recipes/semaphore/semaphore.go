@@ -212,9 +212,9 @@ func (s *Semaphore) grant(ctx context.Context, n int, wait bool) ([]*Lease, erro
 // leaseWait is an acquirer's wait for leases, told to the observer
 // (Recipe "semaphore") when one of its lease nodes first finds the
 // semaphore full, and ended when the acquirer's leases are all granted or
-// it gives up. Acquirers before it in line wait for the locks mutex, and
-// are told as that mutex's waits; Ahead is the number of leases that must
-// be released before its lease fits.
+// it gives up. Ahead is the number of leases that must be released before
+// its lease fits. Acquirers behind it wait for the locks mutex, which it
+// holds meanwhile: they are told as that mutex's waits.
 type leaseWait struct {
 	ctx   context.Context // the caller's, or the wait's once it began
 	obs   *lockcore.WaitObs
