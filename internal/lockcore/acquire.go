@@ -47,6 +47,12 @@ type Lock struct {
 	// (connection.Observer's Wait, with Dir as its path): "mutex". A
 	// Lock without Recipe tells it nothing.
 	Recipe string
+	// Parked, if not nil, is called in place of telling the observer when
+	// a contender first parks, with its node and the contenders ahead of
+	// it; it returns the context the wait goes on with (ctx or derived
+	// from it). A recipe whose wait is more than its place in this line
+	// (a work queue's worker, waiting for an item) tells its own.
+	Parked func(ctx context.Context, node string, ahead int) context.Context
 }
 
 // Acquire creates a node and waits until it holds the lock, ctx is done,
@@ -65,7 +71,7 @@ type Lock struct {
 // parks, and of its end as Acquire returns (waitBegins).
 func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 	var (
-		obs   *waitObs
+		obs   *WaitObs
 		begun bool
 	)
 	for {
@@ -74,7 +80,7 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 			if errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
 				continue // CreateProtected waits for the next session
 			}
-			return Acquired{}, obs.end(err)
+			return Acquired{}, obs.End(err)
 		}
 		err = l.admit(ctx, t)
 		if err == errPark && !begun {
@@ -87,11 +93,11 @@ func (l *Lock) Acquire(ctx context.Context, wait bool) (Acquired, error) {
 			}
 		}
 		if err == nil {
-			obs.end(nil)
+			obs.End(nil)
 			return t.a, nil
 		}
 		if err = l.giveUp(ctx, t, err); err != nil {
-			return Acquired{}, obs.end(err)
+			return Acquired{}, obs.End(err)
 		}
 	}
 }

@@ -8,47 +8,60 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
-// waitObs is a wait told to the client's observer (connection.Observer's
-// Wait).
-type waitObs struct {
+// WaitObs is a wait told to the client's observer (connection.Observer's
+// Wait); a nil *WaitObs is one nobody is told of, and ending it does
+// nothing.
+type WaitObs struct {
 	done func(connection.WaitDone)
 	at   time.Time
 }
 
-// waitBegins tells the observer that the contender of t waits, and
-// returns the context the wait goes on with (ctx, or the observer's
-// context derived from it) and the wait to end, nil when nobody is told.
-func (l *Lock) waitBegins(ctx context.Context, t *attempt) (context.Context, *waitObs) {
-	if l.Recipe == "" {
-		return ctx, nil
-	}
-	o := connx.Of(l.Client).Observer()
+// BeginWait tells the observer of c, if it has a Wait function, that w
+// begins, and returns the context the wait goes on with (ctx, or the
+// observer's context derived from it) and the wait to end, nil when
+// nobody is told.
+func BeginWait(ctx context.Context, c *connection.Client, w connection.Wait) (context.Context, *WaitObs) {
+	o := connx.Of(c).Observer()
 	if o == nil || o.Wait == nil {
 		return ctx, nil
 	}
-	wctx, done := o.Wait(ctx, connection.Wait{Recipe: l.Recipe, Path: l.Dir, Participant: t.a.Path, Ahead: int(t.w.ahead)})
+	wctx, done := o.Wait(ctx, w)
 	if wctx == nil {
 		wctx = ctx
 	}
 	if done == nil {
 		return wctx, nil
 	}
-	return wctx, &waitObs{done: done, at: time.Now()}
+	return wctx, &WaitObs{done: done, at: time.Now()}
 }
 
-// end tells the observer how the wait ended, and returns err.
-func (w *waitObs) end(err error) error {
+// End tells the observer how the wait ended, and returns err. Each wait
+// is ended once: its owner calls End on one path out.
+func (w *WaitObs) End(err error) error {
 	if w != nil {
 		w.done(connection.WaitDone{Err: err, Duration: time.Since(w.at)})
 	}
 	return err
 }
 
+// waitBegins tells the observer that the contender of t waits, and
+// returns the context the wait goes on with and the wait to end, nil when
+// nobody is told (or Parked is, which ends nothing).
+func (l *Lock) waitBegins(ctx context.Context, t *attempt) (context.Context, *WaitObs) {
+	if l.Parked != nil {
+		return l.Parked(ctx, t.a.Path, int(t.w.ahead)), nil
+	}
+	if l.Recipe == "" {
+		return ctx, nil
+	}
+	return BeginWait(ctx, l.Client, connection.Wait{Recipe: l.Recipe, Path: l.Dir, Participant: t.a.Path, Ahead: int(t.w.ahead)})
+}
+
 // observe tells the client's observer of the hold, named by cfg, and has
 // it told of the hold's end by a hook of the hold's context (AfterFunc):
 // a hold costs nothing more when nobody observes it.
 func (h *Hold) observe(cfg HoldConfig) {
-	if cfg.Recipe == "" || cfg.Unobserved {
+	if cfg.Recipe == "" {
 		return
 	}
 	o := connx.Of(h.client).Observer()

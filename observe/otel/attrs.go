@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/recipes/node"
 )
 
 // The attributes. Those OpenTelemetry's semantic conventions define (the
@@ -136,8 +137,10 @@ func viewCause(err error) string {
 		return "session_lost"
 	case errors.Is(err, cache.ErrSuspended), errors.Is(err, connection.ErrSuspended):
 		return "suspended"
-	case errors.Is(err, cache.ErrClosed):
+	case errors.Is(err, cache.ErrClosed), errors.Is(err, node.ErrClosed):
 		return "closed"
+	case errors.Is(err, connection.ErrNodeDeleted):
+		return "node_deleted" // a kept node's (recipes/node), by someone else
 	}
 	return "other"
 }

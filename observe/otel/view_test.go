@@ -9,6 +9,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
+	"github.com/zkrecipes/zkrecipes/recipes/node"
 )
 
 // TestViewTrustedThenClosedIsCountedTrustedThenUntrusted: a cache is
@@ -46,5 +47,46 @@ func TestViewTrustedThenClosedIsCountedTrustedThenUntrusted(t *testing.T) {
 	}
 	if got := tel.sum(t, "zkrecipes.view.untrusted", "{view}", true); fmt.Sprint(got) != "map[zkrecipes.cause=closed,zkrecipes.recipe=cache:1]" {
 		t.Errorf("ends of trust %v, want the cache's, closed", got)
+	}
+}
+
+// TestKeptNodesPresenceIsCountedAsAView: a kept node's presence is a view
+// of recipe "node"; its deletion by someone else ends it as node_deleted,
+// its Close as closed.
+func TestKeptNodesPresenceIsCountedAsAView(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/kept"
+	tel := newTelemetry(t)
+	c := testkit.Open(t, ens.Servers(), connection.WithObserver(tel.observer))
+	other := ens.Conn(t)
+	ctx := testkit.Ctx(t, 30*time.Second)
+	n, err := node.New(c, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	untrusted, err := n.Trust(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Delete(path, -1); err != nil {
+		t.Fatal(err)
+	}
+	<-untrusted
+	if _, err := n.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := tel.sum(t, "zkrecipes.view.trusted", "{view}", false); fmt.Sprint(got) != "map[zkrecipes.recipe=node:0]" {
+		t.Errorf("views trusted %v, want none", got)
+	}
+	want := "map[zkrecipes.cause=closed,zkrecipes.recipe=node:1 zkrecipes.cause=node_deleted,zkrecipes.recipe=node:1]"
+	if got := tel.sum(t, "zkrecipes.view.untrusted", "{view}", true); fmt.Sprint(got) != want {
+		t.Errorf("ends of trust %v, want %s", got, want)
 	}
 }

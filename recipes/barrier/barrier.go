@@ -90,7 +90,13 @@ func (b *Barrier) IsSet(ctx context.Context) (bool, error) {
 // not the barrier going down, and Wait reads the node again before it
 // returns. Waiting needs no node of its own, so a lost session does not
 // end it: Wait goes on in the client's next session.
-func (b *Barrier) Wait(ctx context.Context) error {
+//
+// A Wait that finds the barrier up is told to the client's observer as a
+// wait of Recipe "barrier" (no node of its own, nothing ahead), ended as
+// Wait returns.
+func (b *Barrier) Wait(ctx context.Context) (err error) {
+	var obs waitObs
+	defer func() { obs.end(err) }()
 	for {
 		b.hooks.check()
 		// A data watch, not an exists watch: on a node that is already
@@ -102,6 +108,9 @@ func (b *Barrier) Wait(ctx context.Context) error {
 			return nil
 		case err != nil:
 			return errtext.Errorf("barrier: wait %s: %w", b.path, err)
+		}
+		if !obs.begun {
+			ctx = obs.begin(ctx, b.client, connection.Wait{Recipe: "barrier", Path: b.path})
 		}
 		select {
 		case <-w.Done():

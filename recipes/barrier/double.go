@@ -189,7 +189,13 @@ func (d *Double) join(ctx context.Context) (*member, error) {
 // exists watch as "created" when the node exists then: after m was made,
 // too. Kazoo's members delete ready as soon as they begin to leave, so a
 // member that waits cannot count on reading ready after the event.
-func (d *Double) awaitReady(ctx context.Context, m *member) (int64, error) {
+//
+// Its wait is told to the client's observer as one of Recipe
+// "doublebarrier" when it first has to wait, with m's node and, as Ahead,
+// the members still to arrive; it ends as awaitReady returns.
+func (d *Double) awaitReady(ctx context.Context, m *member) (_ int64, err error) {
+	var obs waitObs
+	defer func() { obs.end(err) }()
 	sess := m.Session
 	// The reads are pinned to m's session: once it is lost, a read waiting
 	// for the client's next session says so instead of waiting.
@@ -231,6 +237,10 @@ func (d *Double) awaitReady(ctx context.Context, m *member) (int64, error) {
 				continue // the next read says whether it applied
 			}
 			return 0, d.waitErr(ctx, m, err)
+		}
+		if !obs.begun {
+			ctx = obs.begin(ctx, d.client, connection.Wait{Recipe: "doublebarrier", Path: d.path, Participant: m.Path, Ahead: d.members - len(members(children))})
+			pctx = connx.Pin(ctx, sess)
 		}
 		select {
 		case <-w.Done():

@@ -3,6 +3,7 @@ package barrier
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 
@@ -62,7 +63,13 @@ func (d *Double) Leave(ctx context.Context) error {
 
 // leave runs the leave rule (nextLeaveStep) for m until it is done; m's
 // node is deleted when it returns, by it or in the background.
+//
+// Its wait is told to the client's observer as one of Recipe
+// "doublebarrier" when it first has to wait, with m's node and, as Ahead,
+// the other members it still waits for; it ends as leave returns.
 func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err error) {
+	var obs waitObs
+	defer func() { obs.end(err) }()
 	sess := m.Session
 	// Reads pinned to m's session: once it is lost, a read waiting for the
 	// client's next session says so instead of waiting.
@@ -132,6 +139,14 @@ func (d *Double) leave(ctx context.Context, m *member, readyCzxid int64) (err er
 		var own, sessDone <-chan struct{}
 		if !deleted {
 			own, sessDone = m.own.Done(), sess.Done()
+		}
+		if !obs.begun {
+			others := len(among(all, waitFor))
+			if slices.Contains(all, m.name) {
+				others--
+			}
+			ctx = obs.begin(ctx, d.client, connection.Wait{Recipe: "doublebarrier", Path: d.path, Participant: m.Path, Ahead: others})
+			pctx = connx.Pin(ctx, sess)
 		}
 		select {
 		case <-w.Done():
@@ -208,7 +223,13 @@ func (d *Double) Members(ctx context.Context) ([]string, error) {
 // process that is not a member, such as one that starts the next round's
 // work; a member waits with Leave. It returns at once when the barrier
 // has no member.
-func (d *Double) WaitLeft(ctx context.Context) error {
+//
+// A WaitLeft that finds members in the barrier is told to the client's
+// observer as a wait of Recipe "doublebarrier" with no node of its own
+// and, as Ahead, the members it found; it ends as WaitLeft returns.
+func (d *Double) WaitLeft(ctx context.Context) (err error) {
+	var obs waitObs
+	defer func() { obs.end(err) }()
 	for {
 		d.hooks.check()
 		children, _, w, err := d.client.ChildrenWatch(ctx, d.path)
@@ -219,6 +240,9 @@ func (d *Double) WaitLeft(ctx context.Context) error {
 			return errtext.Errorf("barrier: wait for the members of %s to leave: %w", d.path, err)
 		case len(members(children)) == 0:
 			return nil
+		}
+		if !obs.begun {
+			ctx = obs.begin(ctx, d.client, connection.Wait{Recipe: "doublebarrier", Path: d.path, Ahead: len(members(children))})
 		}
 		select {
 		case <-w.Done():

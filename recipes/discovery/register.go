@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/nodeopt"
 	"github.com/zkrecipes/zkrecipes/internal/writeguard"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 )
@@ -78,7 +79,7 @@ func (d *Discovery) Register(ctx context.Context, i Instance, opts ...RegisterOp
 			return nil, err
 		}
 	}
-	nopts := []node.Option{node.WithMode(modeOf(i.ServiceType))}
+	nopts := []node.Option{node.WithMode(modeOf(i.ServiceType)), nodeopt.Recipe("discovery").(node.Option)}
 	if o.adopt {
 		if i.ServiceType.Ephemeral() {
 			return nil, errtext.Errorf("discovery: register %s/%s: %w: WithAdoptExisting is for Static and Permanent instances, not %s", i.Name, i.ID, connection.ErrInvalidOption, i.ServiceType)

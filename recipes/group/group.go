@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/nodeopt"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 )
@@ -133,7 +134,7 @@ func New(client *connection.Client, dir, id string, opts ...Option) (*Group, err
 	if !o.hasData {
 		data = connx.Of(client).DefaultData()
 	}
-	self, err := node.New(client, path.Join(dir, o.layout.nodeName(id)), o.layout.nodeData(id, data))
+	self, err := node.New(client, path.Join(dir, o.layout.nodeName(id)), o.layout.nodeData(id, data), nodeopt.Recipe("group").(node.Option))
 	if err != nil {
 		return nil, errtext.Errorf("group: new %s: %w", dir, err)
 	}

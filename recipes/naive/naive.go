@@ -90,24 +90,36 @@ func (l *Lock) Lock(ctx context.Context) error { return l.h.Lock(ctx, true) }
 // matching ErrLocked.
 func (l *Lock) TryLock(ctx context.Context) error { return l.h.Lock(ctx, false) }
 
+// acquire takes the lock, waiting for it when wait is set. The observer
+// is told of the wait when the node is first found another's, and of its
+// end as acquire returns: with no line to stand in, the wait has no node
+// of its own (Participant "") and one contender ahead, the holder.
 func (l *Lock) acquire(ctx context.Context, wait bool) (lockcore.Acquired, error) {
+	var (
+		obs   *lockcore.WaitObs
+		begun bool
+	)
 	for {
 		a, ch, err := l.try(ctx)
 		if errors.Is(err, errAgain) || errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil {
 			continue // released meanwhile, or try again in the next session
 		}
 		if err != nil || ch == nil {
-			return a, err
+			return a, obs.End(err)
 		}
 		if !wait {
 			return lockcore.Acquired{}, lockcore.ErrWouldWait
+		}
+		if !begun {
+			begun = true
+			ctx, obs = lockcore.BeginWait(ctx, l.client, connection.Wait{Recipe: "naive", Path: l.path, Ahead: 1})
 		}
 		// Every waiter watches this one node: each release wakes them all.
 		select {
 		case <-ch:
 		case <-a.Session.Done():
 		case <-ctx.Done():
-			return lockcore.Acquired{}, ctx.Err()
+			return lockcore.Acquired{}, obs.End(ctx.Err())
 		}
 	}
 }

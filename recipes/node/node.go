@@ -58,6 +58,7 @@ type Node struct {
 	keep   bool   // Close leaves the node (TTLNode's, which its TTL ends)
 	adopt  bool   // a persistent node found at the path is kept, whoever made it (WithAdoptExisting)
 	guid   string // sequential modes: the protected id, for the Node's whole life
+	recipe string // the observer's name of its presence periods
 
 	ctx    context.Context // ends at Close: stops the worker's waits and reads
 	cancel context.CancelFunc
@@ -124,12 +125,16 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 		mode:    o.mode,
 		ttl:     o.ttl,
 		adopt:   o.adopt,
+		recipe:  o.recipe,
 		data:    slices.Clone(data),
 		gen:     1,
 		wake:    make(chan struct{}, 1),
 		exited:  make(chan struct{}),
 		done:    chanx.Closed,
 		changed: make(chan struct{}),
+	}
+	if n.recipe == "" {
+		n.recipe = "node"
 	}
 	if n.mode.Sequential() {
 		n.guid = connection.ProtectedPrefix + connx.NewUUID() + "-"

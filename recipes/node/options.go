@@ -5,6 +5,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/nodeopt"
 )
 
 // DefaultMode is the mode of a Node unless WithMode says otherwise: an
@@ -16,9 +17,16 @@ const DefaultMode = connection.Ephemeral
 type Option func(*options) error
 
 type options struct {
-	mode  connection.Mode
-	ttl   time.Duration
-	adopt bool
+	mode   connection.Mode
+	ttl    time.Duration
+	adopt  bool
+	recipe string // the observer's name of the presence periods; "node" if ""
+}
+
+func init() {
+	nodeopt.Recipe = func(name string) any {
+		return Option(func(o *options) error { o.recipe = name; return nil })
+	}
 }
 
 // WithMode sets the kind of node kept (DefaultMode unless set): any

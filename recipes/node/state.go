@@ -3,7 +3,9 @@ package node
 import (
 	"bytes"
 
+	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/chanx"
+	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // The Node's state as its waits see it: presence periods, the data
@@ -19,7 +21,17 @@ func (n *Node) setPresent(p string) {
 	}
 	n.present, n.done, n.why = true, make(chan struct{}), nil
 	n.created, n.refusal = true, nil
+	n.observeLocked(true, nil)
 	n.broadcastLocked()
+}
+
+// observeLocked tells the client's observer that a presence period
+// begins, or ends with cause: a kept node is a view of one node, trusted
+// while present. n.mu is held, so that the changes are told in order.
+func (n *Node) observeLocked(present bool, cause error) {
+	if o := connx.Of(n.client).Observer(); o != nil && o.View != nil {
+		o.View(connection.ViewChange{Recipe: n.recipe, Path: n.base, Trusted: present, Cause: cause})
+	}
 }
 
 // setAbsent ends the presence period, if one runs, and records why the
@@ -36,6 +48,7 @@ func (n *Node) endLocked(why error) {
 	if n.present {
 		close(n.done)
 		n.present, n.done = false, chanx.Closed
+		n.observeLocked(false, why)
 	}
 	n.why = why
 	n.broadcastLocked()

@@ -288,7 +288,7 @@ func (p *Partitioner) take(items []string, gen uint64) (*Share, error) {
 		h := lockcore.NewHold(p.client, a, lockcore.HoldConfig{
 			Lost:     errtext.Errorf("%w: %s", ErrItemLost, item),
 			Released: ErrReleased,
-			Recipe:   "partition", Path: p.path, Unobserved: true,
+			Recipe:   "partition", Path: p.path, Ctx: p.ctx,
 		})
 		it := &Item{Name: item, Token: a.Token, Node: a.Path, hold: h}
 		s.items = append(s.items, it)

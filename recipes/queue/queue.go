@@ -114,6 +114,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 		Predicate: lockcore.Predecessor,
 		Window:    1,
 		Line:      true, // the taken nodes decide who has an item
+		Parked:    waiting,
 	}
 	return q, nil
 }

@@ -29,16 +29,21 @@ func (q *Queue) takeCall(ctx context.Context, take func(context.Context) (*Item,
 		return nil, q.errorf("take", err)
 	}
 	defer leave()
+	cctx, tw := q.observeTake(cctx)
 	it, err := take(cctx)
 	if err != nil {
 		if e := q.callErr(ctx, err); e != err {
-			return nil, q.errorf("take", e)
+			err = q.errorf("take", e)
 		}
+		tw.end(err)
 		return nil, err
 	}
 	if !q.track(it) {
-		return nil, q.errorf("take", ErrClosed)
+		err := q.errorf("take", ErrClosed)
+		tw.end(err)
+		return nil, err
 	}
+	tw.end(nil)
 	return it, nil
 }
 
@@ -51,6 +56,7 @@ func (q *Queue) take(ctx context.Context) (*Item, error) {
 		if err != nil {
 			return nil, q.errorf("take", err)
 		}
+		ctx = waitContext(ctx) // the wait's, if it began in the line
 		ln := &linePlace{q: q, place: place, left: make(chan struct{})}
 		it, err := q.await(ctx, ln)
 		ln.leave()
@@ -64,7 +70,8 @@ func (q *Queue) take(ctx context.Context) (*Item, error) {
 		}
 		again, err := lockcore.Restarting(ctx, err)
 		if again {
-			continue // our place in line went with its session
+			ctx = waitContext(ctx) // the wait's, if it began at the head
+			continue               // our place in line went with its session
 		}
 		if err != nil {
 			return nil, q.errorf("take", err)
@@ -108,6 +115,7 @@ func (q *Queue) await(ctx context.Context, ln *linePlace) (*Item, error) {
 		if it != nil || err != nil {
 			return it, err
 		}
+		ctx = waiting(ctx, ln.place.Path, 0)
 		select {
 		case <-changed[0]:
 		case <-changed[1]:

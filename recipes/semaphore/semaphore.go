@@ -189,26 +189,52 @@ func (s *Semaphore) grant(ctx context.Context, n int, wait bool) ([]*Lease, erro
 	}
 	defer lim.close()
 	var leases []*Lease
+	lw := &leaseWait{ctx: ctx}
 	fail := func(err error) ([]*Lease, error) {
 		for _, l := range leases {
 			l.drop()
 		}
+		lw.obs.End(err)
 		return nil, errtext.Errorf("semaphore: acquire %d at %s: %w", n, s.path, err)
 	}
 	for range n {
-		l, err := s.one(ctx, wait, m, lim)
+		l, err := s.one(lw, wait, m, lim)
 		if err != nil {
 			return fail(err)
 		}
 		leases = append(leases, l)
 	}
 	unlock()
+	lw.obs.End(nil)
 	return leases, nil
+}
+
+// leaseWait is an acquirer's wait for leases, told to the observer
+// (Recipe "semaphore") when one of its lease nodes first finds the
+// semaphore full, and ended when the acquirer's leases are all granted or
+// it gives up. Ahead is the number of leases that must be released before
+// its lease fits. Acquirers behind it wait for the locks mutex, which it
+// holds meanwhile: they are told as that mutex's waits.
+type leaseWait struct {
+	ctx   context.Context // the caller's, or the wait's once it began
+	obs   *lockcore.WaitObs
+	begun bool
+}
+
+// begin tells the observer that the lease at node waits behind ahead
+// leases, the first time only.
+func (lw *leaseWait) begin(s *Semaphore, node string, ahead int) {
+	if lw.begun {
+		return
+	}
+	lw.begun = true
+	lw.ctx, lw.obs = lockcore.BeginWait(lw.ctx, s.client, connection.Wait{Recipe: "semaphore", Path: s.path, Participant: node, Ahead: ahead})
 }
 
 // one creates a lease node and waits until it is within the maximum. The
 // caller holds the locks mutex m.
-func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex, lim *limits) (*Lease, error) {
+func (s *Semaphore) one(lw *leaseWait, wait bool, m *mutex.Mutex, lim *limits) (*Lease, error) {
+	ctx := lw.ctx
 	created, err := s.client.CreateProtected(ctx, path.Join(s.leasesDir(), "lease-"), s.data, connection.EphemeralSequential)
 	if err != nil {
 		return nil, err
@@ -251,6 +277,8 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex, lim *lim
 		if !wait {
 			return nil, ErrNoLeases
 		}
+		lw.begin(s, created.Path, len(children)-limit)
+		ctx = lw.ctx
 		select {
 		case <-w.Done():
 		case <-lim.changed:
@@ -259,7 +287,11 @@ func (s *Semaphore) one(ctx context.Context, wait bool, m *mutex.Mutex, lim *lim
 		case <-m.Done():
 			// The locks mutex can no longer be trusted: another acquirer
 			// may add leases. Give up rather than count on a stale view.
-			return nil, errtext.Errorf("semaphore: the acquire mutex was lost: %w", mutex.ErrLockLost)
+			cause := m.Err()
+			if !errors.Is(cause, mutex.ErrLockLost) {
+				cause = mutex.ErrLockLost
+			}
+			return nil, errtext.Errorf("semaphore: the acquire mutex was lost: %w", cause)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
