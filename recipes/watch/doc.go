@@ -48,11 +48,13 @@
 // # Limits of ZooKeeper 3.8
 //
 // The server keeps one watch per connection and path, in one mode. A
-// client's one-shot watch (a read's) set on the very path of a persistent
-// watch replaces it in ZooKeeper 3.8 (ZOOKEEPER-4466, fixed in 3.9): the
-// persistent watch then fires once more and is gone until the next
-// reconnect. Do not read with a watch, on the same client, the path a
-// watcher watches; paths below a recursive watch are not affected. For
+// client's one-shot data watch (a read's) set on the very path of a
+// persistent watch replaces it in ZooKeeper 3.8 (ZOOKEEPER-4466, fixed in
+// 3.9): the next change of the node's data is reported, and after it
+// none of its data (nor, for a recursive watch, anything below it) until
+// the next reconnect. Do not read with a watch, on the same client, the
+// path a watcher watches; paths below a recursive watch are not
+// affected. For
 // the same reason a client watches a path in one mode only: New refuses
 // the other with ErrModeConflict. Closing a watcher removes the
 // connection's watches of the path (of its data, for a recursive one),

@@ -49,11 +49,11 @@ type Watcher struct {
 	once   sync.Once
 	cerr   error // Close's
 
-	mu      sync.Mutex
-	queue   []Event
-	missed  int // events dropped since the queue was last empty
-	ended   error
-	wake    chan struct{} // capacity 1: the queue has an event
+	mu     sync.Mutex
+	queue  []Event
+	missed int // events dropped since the queue was last empty
+	ended  error
+	wake   chan struct{} // capacity 1: the queue has an event
 }
 
 // New sets a persistent watch on path (with WithRecursive, a recursive
