@@ -27,7 +27,7 @@ import (
 var names = []string{
 	"connection", "retry", "lockcore", "zk",
 	"mutex", "naive", "rwlock", "semaphore", "election", "queue", "multilock", "cache",
-	"node", "discovery", "group", "partition", "shared", "barrier",
+	"node", "discovery", "group", "partition", "shared", "barrier", "watch",
 }
 
 // Errorf formats as fmt.Errorf does, %w included, and returns an error

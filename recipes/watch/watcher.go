@@ -77,7 +77,7 @@ func New(ctx context.Context, client *connection.Client, path string, opts ...Op
 		return nil, errtext.Errorf("watch: nil context: %w", connection.ErrInvalidOption)
 	}
 	if err := connection.ValidatePath(path); err != nil {
-		return nil, errtext.Errorf("watch: %w", err)
+		return nil, errtext.Errorf("watch: new: %w", err)
 	}
 	o := options{buffer: DefaultBuffer}
 	for _, opt := range opts {
@@ -98,7 +98,7 @@ func New(ctx context.Context, client *connection.Client, path string, opts ...Op
 	}
 	sub, err := w.px.AddPersistentSink(path, o.recursive, w.notified)
 	if err != nil {
-		return nil, w.err("watch", err)
+		return nil, w.err("new", err)
 	}
 	w.sub = sub
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -112,7 +112,7 @@ func New(ctx context.Context, client *connection.Client, path string, opts ...Op
 		rctx, rcancel := context.WithTimeout(context.Background(), removeBound)
 		defer rcancel()
 		_ = w.px.RemovePersistent(rctx, sub)
-		return nil, w.err("watch", err)
+		return nil, w.err("new", err)
 	}
 	w.wg.Add(2)
 	go w.run(runCtx, states)
@@ -121,15 +121,15 @@ func New(ctx context.Context, client *connection.Client, path string, opts ...Op
 }
 
 // err is the error of op from the connection's, with the package's
-// sentinels.
+// sentinels: "watch: new /path: ...".
 func (w *Watcher) err(op string, err error) error {
 	switch {
 	case errors.Is(err, connx.ErrWatchUnsupported):
-		return errtext.Errorf("%s %s: %w", op, w.path, ErrUnsupported)
+		err = ErrUnsupported
 	case errors.Is(err, connx.ErrWatchModeConflict):
-		return errtext.Errorf("%s %s: %w", op, w.path, ErrModeConflict)
+		err = ErrModeConflict
 	}
-	return errtext.Errorf("%s %s: %w", op, w.path, err)
+	return errtext.Errorf("watch: %s %s: %w", op, w.path, err)
 }
 
 // Path returns the watched path.
@@ -270,7 +270,7 @@ func (w *Watcher) run(ctx context.Context, states <-chan connection.State) {
 			if !ok {
 				if ctx.Err() == nil {
 					// The client was closed.
-					w.end(errtext.Errorf("watch %s: %w", w.path, connection.ErrClosed))
+					w.end(errtext.Errorf("watch: %s: %w", w.path, connection.ErrClosed))
 					w.cancel()
 				}
 				return

@@ -26,7 +26,7 @@ import (
 // library's packages, and go-zookeeper's.
 var packageNames = []string{
 	"connection", "retry", "lockcore", "mutex", "naive", "rwlock", "semaphore",
-	"election", "queue", "multilock", "cache", "node", "shared", "discovery", "zk",
+	"election", "queue", "multilock", "cache", "node", "shared", "discovery", "watch", "zk",
 }
 
 // errCase is one failure: the error, the package that returned it (its
