@@ -161,12 +161,10 @@ func (c *Client) addWatch(ctx context.Context, path string, recursive bool) (*Se
 // watch with the connection it was set on. A watch the server does not
 // have is not an error.
 func (c *Client) removePersistent(ctx context.Context, s *conntypes.PersistentSub) error {
+	// Any: ZooKeeper 3.8 keeps a recursive watch in its tables of data
+	// and of child watches both, and removing the data watch alone
+	// leaves the other.
 	typ := wire.WatcherAny
-	if s.Recursive {
-		// A recursive watch is a data watch only: a one-shot watch of
-		// the path's children stays.
-		typ = wire.WatcherData
-	}
 	sp := s.ServerPath
 	answered := make(chan error, 1)
 	c.persistMu.Lock()

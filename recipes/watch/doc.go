@@ -57,8 +57,7 @@
 // affected. For
 // the same reason a client watches a path in one mode only: New refuses
 // the other with ErrModeConflict. Closing a watcher removes the
-// connection's watches of the path (of its data, for a recursive one),
-// one-shot ones included.
+// connection's watches of the path, one-shot ones included.
 //
 // docs/watch.md compares it with Curator's PersistentWatcher.
 package watch

@@ -3,6 +3,7 @@ package watch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/watch"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 func create(t *testing.T, conn *zk.Conn, p string) {
@@ -277,5 +279,35 @@ func TestWatcherMisuse(t *testing.T) {
 	}
 	if _, err := watch.New(ctx, c2, root); !errors.Is(err, connection.ErrClosed) {
 		t.Fatalf("New on a closed client: %v, want connection.ErrClosed", err)
+	}
+}
+
+// TestCloseLeavesTheServerNoWatch: on a server of its own, so that mntr
+// counts this client's watches alone, a watcher in either mode leaves the
+// server no watch of any kind once closed.
+func TestCloseLeavesTheServerNoWatch(t *testing.T) {
+	t.Parallel()
+	ens := zktest.Start(t)
+	conn := ens.Conn(t)
+	create(t, conn, "/w")
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	for _, opts := range [][]watch.Option{{watch.WithRecursive()}, nil} {
+		w, err := watch.New(ctx, c, "/w", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := mntrWatchCount(t, ens); n == 0 {
+			t.Fatal("no watch on the server while the watcher runs")
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		zktest.Eventually(t, 10*time.Second, "no watch left", func() error {
+			if n := mntrWatchCount(t, ens); n != 0 {
+				return fmt.Errorf("the server holds %d watches after Close, want none", n)
+			}
+			return nil
+		})
 	}
 }
