@@ -31,9 +31,9 @@ import (
 // change of children below path); it sends nothing (addWatch does). f is
 // called on go-zookeeper's receive goroutine, under the table's lock, and
 // must not block; once removePersistent has taken the subscriber off the
-// table it is not called again. A path
-// watched in the other mode by a subscriber of the client is refused
-// with conntypes.ErrWatchModeConflict: the server keeps one mode per
+// table it is not called again. A path watched in the other mode by a
+// subscriber of the client is refused with
+// conntypes.ErrWatchModeConflict: the server keeps one mode per
 // connection and path, the one added last.
 func (c *Client) addPersistentSink(path string, recursive bool, f func(zk.Event)) (*conntypes.PersistentSub, error) {
 	if err := ValidatePath(path); err != nil {
@@ -132,7 +132,7 @@ func (c *Client) addWatch(ctx context.Context, path string, recursive bool) (*Se
 	}
 	sp := c.server(path)
 	answered := make(chan error, 1) // the callback never blocks
-	sess, err := c.sendWatchReq(ctx, "addWatch", sp, wire.EncodeAddWatch(sp, mode), nil, func(_ int64, code int32, _ []byte, err error) {
+	sess, err := c.sendWatchReq(ctx, "addWatch", sp, wire.EncodeAddWatch(sp, mode), false, func(_ int64, code int32, _ []byte, err error) {
 		if err == nil {
 			err = watchReplyErr(code)
 		}
@@ -154,9 +154,9 @@ func (c *Client) addWatch(ctx context.Context, path string, recursive bool) (*Se
 
 // removePersistent takes s off the table and, if it was its path's last
 // subscriber, the watch off the connection of the client's current
-// session — decided
-// and sent under the table's lock, so that an addWatch of a subscriber
-// that comes after is written behind it — and waits for the answer. With
+// session — decided and sent under the table's lock, so that an addWatch
+// of a subscriber that comes after is written behind it — and waits for
+// the answer. With
 // no connection there is nothing to take off: the server dropped the
 // watch with the connection it was set on. A watch the server does not
 // have is not an error.
@@ -172,7 +172,7 @@ func (c *Client) removePersistent(ctx context.Context, s *conntypes.PersistentSu
 		c.persistMu.Unlock()
 		return nil
 	}
-	sess, err := c.sendWatchReq(ctx, "removeWatches", sp, wire.EncodeRemoveWatches(sp, typ), func() {}, func(_ int64, code int32, _ []byte, err error) {
+	sess, err := c.sendWatchReq(ctx, "removeWatches", sp, wire.EncodeRemoveWatches(sp, typ), true, func(_ int64, code int32, _ []byte, err error) {
 		if err == nil {
 			err = watchReplyErr(code)
 		}
@@ -198,15 +198,17 @@ func (c *Client) removePersistent(ctx context.Context, s *conntypes.PersistentSu
 
 // sendWatchReq sends req (op on server path sp) through the tracker on
 // the current session's connection and returns that session; done is
-// told the answer unless sendWatchReq fails. With now set (called under
-// the table's lock) it does not wait for a session: with none it fails
-// with wire.ErrNotConnected.
-func (c *Client) sendWatchReq(ctx context.Context, op, sp string, req []byte, now func(), done wire.Done) (*Session, error) {
+// told the answer unless sendWatchReq fails. Called with the table's lock
+// held (locked), it does not wait for a session: with none it fails with
+// wire.ErrNotConnected. Otherwise it takes the lock to send: either way
+// the order of the table's changes is the order of the requests on the
+// wire (removePersistent).
+func (c *Client) sendWatchReq(ctx context.Context, op, sp string, req []byte, locked bool, done wire.Done) (*Session, error) {
 	var (
 		sess *Session
 		tr   *wire.Tracker
 	)
-	if now != nil {
+	if locked {
 		c.mu.Lock()
 		sess, tr = c.session, c.tr
 		closed := c.closed
@@ -228,20 +230,16 @@ func (c *Client) sendWatchReq(ctx context.Context, op, sp string, req []byte, no
 		}
 	}
 	traced, notSent := c.tracedWire(ctx, sess.ID(), op, sp, true, req, done)
-	send := func() error { return tr.Send(sess.ID(), req, traced) }
-	var err error
-	if now != nil {
-		err = send()
-	} else {
-		// Under the table's lock: the order of the table's changes is
-		// the order of the requests on the wire (removePersistent).
+	if !locked {
 		c.persistMu.Lock()
-		err = send()
+	}
+	err := tr.Send(sess.ID(), req, traced)
+	if !locked {
 		c.persistMu.Unlock()
 	}
 	if err != nil {
 		notSent(err)
-		if now != nil {
+		if locked {
 			return nil, err
 		}
 		return nil, c.watchReqErr(sess, op, err)

@@ -151,8 +151,10 @@ func (w *Watcher) Err() error {
 
 // Close ends the watcher: Events is closed, and the server's watch is
 // taken off (unless another watcher of the client's shares it), waiting at
-// most a few seconds for the server's answer. It returns an error only
-// when the server refused to take the watch off. It is idempotent.
+// most a few seconds for the server's answer. It returns an error when
+// the server refused to take the watch off, or did not answer in time
+// (the watch then goes when the request is applied, or with its
+// connection). It is idempotent: later calls return the first's error.
 func (w *Watcher) Close() error {
 	w.once.Do(func() {
 		w.end(ErrClosed)
