@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/wire"
 )
@@ -72,6 +73,11 @@ type Client struct {
 	// whose last reply exceeded WithMaxBufferSize, until the request that
 	// asked fails.
 	tooLarge sync.Map
+
+	// The subscribers of persistent watches, by server path
+	// (persistent.go).
+	persistMu sync.Mutex
+	persist   map[string][]*conntypes.PersistentSub
 
 	guards wire.Guards // the guards of guarded transactions in flight (Guard)
 
@@ -156,13 +162,14 @@ func (c *Client) dialLocked() error {
 	c.gen++
 	gen := c.gen
 	tr := wire.New(wire.Config{
-		Notifications: &c.notifications,
-		Replies:       &c.replies,
-		Handshake:     wire.HandshakeBound(c.opts.sessionTimeout, len(c.servers), c.opts.dialTimeout),
-		MaxReply:      c.opts.maxBufferSize,
-		TooLarge:      c.noteTooLarge,
-		Guards:        &c.guards,
-		OnRestored:    func() { c.events.push(connEvent{gen: gen, restored: true}) },
+		Notifications:  &c.notifications,
+		Replies:        &c.replies,
+		Handshake:      wire.HandshakeBound(c.opts.sessionTimeout, len(c.servers), c.opts.dialTimeout),
+		MaxReply:       c.opts.maxBufferSize,
+		TooLarge:       c.noteTooLarge,
+		Guards:         &c.guards,
+		OnRestored:     func() { c.events.push(connEvent{gen: gen, restored: true}) },
+		OnNotification: c.onNotification,
 	})
 	var self atomic.Pointer[zk.Conn] // the handle, for its callback
 	dial := c.opts.dial

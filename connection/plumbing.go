@@ -58,6 +58,18 @@ func (p *plumbing) GuaranteedDelete(sess *Session, path string, czxid int64) {
 	p.c().guaranteedDelete(sess, path, czxid)
 }
 
+func (p *plumbing) AddPersistentSink(path string, recursive bool, f func(zk.Event)) (*conntypes.PersistentSub, error) {
+	return p.c().addPersistentSink(path, recursive, f)
+}
+
+func (p *plumbing) AddWatch(ctx context.Context, path string, recursive bool) (*Session, error) {
+	return p.c().addWatch(ctx, path, recursive)
+}
+
+func (p *plumbing) RemovePersistent(ctx context.Context, s *conntypes.PersistentSub) error {
+	return p.c().removePersistent(ctx, s)
+}
+
 func (p *plumbing) Live(s *Session) bool                     { return p.c().live(s) }
 func (p *plumbing) TrustedNow(s *Session) bool               { return p.c().trustedNow(s) }
 func (p *plumbing) DefaultData() []byte                      { return p.c().defaultDataCopy() }

@@ -135,3 +135,20 @@ func NewUUID() string {
 // ErrBulkUnsupported means the server does not take a multiRead
 // (ZooKeeper before 3.6): read one node at a time.
 var ErrBulkUnsupported = errors.New("connection: the server does not take reads in bulk (multiRead, ZooKeeper 3.6+)")
+
+// ErrWatchUnsupported means the server does not take persistent watches
+// (ZooKeeper before 3.6).
+var ErrWatchUnsupported = errors.New("connection: server does not take persistent watches (ZooKeeper 3.6 or later)")
+
+// ErrWatchModeConflict refuses a persistent watch of a path the client
+// already watches in the other mode.
+var ErrWatchModeConflict = errors.New("connection: path watched in the other mode")
+
+// PersistentSub is one subscriber of a persistent watch (the
+// connection's AddPersistentSink): the server path watched, whether below
+// it too, and the function told of its notifications.
+type PersistentSub struct {
+	ServerPath string
+	Recursive  bool
+	Notify     func(zk.Event)
+}

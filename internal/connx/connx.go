@@ -33,6 +33,8 @@ type (
 	Sink = conntypes.Sink[*connection.Watch]
 	// WatchTable keeps a sink's pending watches in its owner's records.
 	WatchTable = conntypes.WatchTable
+	// PersistentSub is one subscriber of a persistent watch.
+	PersistentSub = conntypes.PersistentSub
 	// ClaimHooks tell the caller of ClaimThen how far its claim went.
 	ClaimHooks = conntypes.ClaimHooks
 )
@@ -42,6 +44,14 @@ const (
 	WatchData  = conntypes.WatchData
 	WatchChild = conntypes.WatchChild
 )
+
+// ErrWatchUnsupported means the server does not take persistent watches
+// (ZooKeeper before 3.6).
+var ErrWatchUnsupported = conntypes.ErrWatchUnsupported
+
+// ErrWatchModeConflict refuses a persistent watch of a path the client
+// already watches in the other mode.
+var ErrWatchModeConflict = conntypes.ErrWatchModeConflict
 
 // ErrBulkUnsupported means the server does not take a multiRead
 // (ZooKeeper before 3.6): read one node at a time.
@@ -73,6 +83,16 @@ type Plumbing interface {
 	// GuaranteedDelete deletes the node created at czxid in sess, in the
 	// background, until it is gone or sess ends.
 	GuaranteedDelete(sess *connection.Session, path string, czxid int64)
+	// AddPersistentSink registers f for the notifications of a
+	// persistent watch on path (recursive: and below it), sending
+	// nothing.
+	AddPersistentSink(path string, recursive bool, f func(zk.Event)) (*PersistentSub, error)
+	// AddWatch sets a persistent watch in the current session, one
+	// attempt, and returns that session.
+	AddWatch(ctx context.Context, path string, recursive bool) (*connection.Session, error)
+	// RemovePersistent takes s off and, if it was its path's last
+	// subscriber, the watch off the server.
+	RemovePersistent(ctx context.Context, s *PersistentSub) error
 	// Live reports whether s is the client's current session and not lost.
 	Live(s *connection.Session) bool
 	// TrustedNow reports whether a hold of s may still be reported held.

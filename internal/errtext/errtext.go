@@ -27,7 +27,7 @@ import (
 var names = []string{
 	"connection", "retry", "lockcore", "zk",
 	"mutex", "naive", "rwlock", "semaphore", "election", "queue", "multilock", "cache",
-	"node", "discovery", "group", "partition", "shared", "barrier", "compress", "lease", "curatorqueue",
+	"node", "discovery", "group", "partition", "shared", "barrier", "compress", "lease", "curatorqueue", "watch",
 }
 
 // Errorf formats as fmt.Errorf does, %w included, and returns an error

@@ -79,9 +79,12 @@ type HoldConfig struct {
 	// Recipe and Path name the hold to the client's observer
 	// (connection.Observer's Hold), told with Ctx, the context the hold
 	// was taken with (nil: none), and in its log lines ("mutex: hold
-	// lost"). A hold without Recipe tells the observer nothing.
+	// lost"). A hold without Recipe, or Unobserved (a recipe's inner
+	// lock whose hold is not the recipe's: a lease's taker decides under
+	// one), tells the observer nothing.
 	Recipe, Path string
 	Ctx          context.Context
+	Unobserved   bool
 }
 
 // holdConfig is what a hold keeps of its HoldConfig.

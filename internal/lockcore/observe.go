@@ -61,7 +61,7 @@ func (l *Lock) waitBegins(ctx context.Context, t *attempt) (context.Context, *Wa
 // it told of the hold's end by a hook of the hold's context (AfterFunc):
 // a hold costs nothing more when nobody observes it.
 func (h *Hold) observe(cfg HoldConfig) {
-	if cfg.Recipe == "" {
+	if cfg.Recipe == "" || cfg.Unobserved {
 		return
 	}
 	o := connx.Of(h.client).Observer()

@@ -27,7 +27,11 @@
 //     those the client must not spend a goroutine waiting for (a create2,
 //     a getChildren2: EncodeCreate2, EncodeGetChildren2) — and hands their
 //     replies to a callback before go-zookeeper reads the stream (Send,
-//     SendWritten, Done; ReplyErr maps an error code as go-zookeeper does).
+//     SendWritten, Done; ReplyErr maps an error code as go-zookeeper does),
+//     persistent and recursive watches among them (EncodeAddWatch,
+//     EncodeRemoveWatches, EncodeCheckWatches: persistent.go);
+//   - tells every watch notification, its type and whole path, to
+//     Config.OnNotification before go-zookeeper reads it.
 //
 // docs/architecture.md shows where it sits: a recipe's request goes
 // through connection.Client to go-zookeeper's handle, whose every byte

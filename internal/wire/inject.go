@@ -484,6 +484,15 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 				if (xid >= 0 || xid == pingXid) && l >= 12 && avail < 16 {
 					break // the zxid is still to come
 				}
+				if xid == notificationXid && c.t.onNotification != nil && (c.t.maxReply <= 0 || l <= c.t.maxReply) {
+					if avail < 4+l {
+						// The whole notification first: its path is
+						// told before go-zookeeper reads it.
+						rd.grow(4 + l)
+						break
+					}
+					c.t.notify(rd.buf[rd.r+4 : rd.r+4+l])
+				}
 				rd.frames++
 				rd.pass = 4 + l
 				c.frameZxid = 0
@@ -508,11 +517,7 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 				c.injectedReply(xid, frame, nil)
 				continue
 			}
-			if need := 4 + l; len(rd.buf) < need {
-				nb := make([]byte, max(need, minReadChunk))
-				rd.w = copy(nb, rd.buf[rd.r:rd.w])
-				rd.r, rd.buf = 0, nb
-			}
+			rd.grow(4 + l)
 		}
 		if rd.err != nil {
 			return 0, rd.err
@@ -549,6 +554,16 @@ func (c *trackedConn) Read(b []byte) (int, error) {
 			}
 			rd.err = err
 		}
+	}
+}
+
+// grow makes room in the buffer for a frame of need bytes that starts at
+// r.
+func (rd *reader) grow(need int) {
+	if len(rd.buf) < need {
+		nb := make([]byte, max(need, minReadChunk))
+		rd.w = copy(nb, rd.buf[rd.r:rd.w])
+		rd.r, rd.buf = 0, nb
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // Tracker watches the bytes of one go-zookeeper connection handle (all of
@@ -103,6 +105,9 @@ type Tracker struct {
 	// onRestored is told when the current connection is restored; it
 	// must not block.
 	onRestored func()
+	// onNotification is told every watch notification (persistent.go);
+	// it must not block.
+	onNotification func(typ zk.EventType, state zk.State, path string)
 
 	// The tracker's own requests (inject.go), under mu but for the atomics.
 	cur       *trackedConn              // the connection whose handshake was answered last, until it fails
@@ -145,6 +150,10 @@ type Config struct {
 	// pending on the handle was registered again (ExpectWatches). It is
 	// called from go-zookeeper's goroutines and must not block.
 	OnRestored func()
+	// OnNotification is told every watch notification read, before
+	// go-zookeeper reads it: its type, state and server path. It is
+	// called on go-zookeeper's receive goroutine and must not block.
+	OnNotification func(typ zk.EventType, state zk.State, path string)
 	// Clock is the monotonic clock of the silence (Silence); nil: the
 	// time since New.
 	Clock func() time.Duration
@@ -159,6 +168,7 @@ func New(cfg Config) *Tracker {
 	t.maxReply, t.tooLarge = cfg.MaxReply, cfg.TooLarge
 	t.guards = cfg.Guards
 	t.onRestored = cfg.OnRestored
+	t.onNotification = cfg.OnNotification
 	if cfg.Clock != nil {
 		t.mono = cfg.Clock
 	}

@@ -30,7 +30,7 @@ import (
 var packageNames = []string{
 	"connection", "retry", "lockcore", "mutex", "naive", "rwlock", "semaphore",
 	"election", "queue", "multilock", "cache", "node", "shared", "discovery", "zk",
-	"compress", "lease",
+	"compress", "lease", "watch",
 }
 
 // errCase is one failure: the error, the package that returned it (its

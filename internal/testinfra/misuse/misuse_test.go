@@ -28,6 +28,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 	"github.com/zkrecipes/zkrecipes/recipes/semaphore"
 	sharedvalue "github.com/zkrecipes/zkrecipes/recipes/shared"
+	"github.com/zkrecipes/zkrecipes/recipes/watch"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -130,6 +131,10 @@ var constructors = map[string]func(c *connection.Client, p string) error{
 		_, err := lease.Current(context.Background(), c, p)
 		return err
 	},
+	"watch.New": func(c *connection.Client, p string) error {
+		_, err := watch.New(context.Background(), c, p)
+		return err
+	},
 	"shared.WithPromotedLock": func(c *connection.Client, p string) error {
 		if p == "/" {
 			return connection.ErrInvalidPath // a lock at the root is a lock: no error is right here
@@ -147,8 +152,8 @@ func TestConstructorsRefuseBadInput(t *testing.T) {
 	before := c.Stats().Replies
 	for name, newFn := range constructors {
 		for why, p := range badPaths {
-			if why == "root" && strings.HasSuffix(name, "Participants") || why == "root" && name == "semaphore.Leases" {
-				continue // listing the root is allowed
+			if why == "root" && (strings.HasSuffix(name, "Participants") || name == "semaphore.Leases" || name == "watch.New") {
+				continue // listing or watching the root is allowed
 			}
 			err := call(func() error { return newFn(c, p) })
 			if !errors.Is(err, connection.ErrInvalidPath) {
@@ -586,6 +591,7 @@ func TestNilOptionIsRefused(t *testing.T) {
 			return err
 		},
 		"cache.New":    func() error { _, err := cache.New(c, root+"/c", nil); return err },
+		"watch.New":    func() error { _, err := watch.New(ctx, c, root+"/w", nil); return err },
 		"cache.Listen": func() error { return cacheListen(ctx, c, root+"/c2") },
 		"group.New":    func() error { _, err := group.New(c, root+"/g", "m", nil); return err },
 		"partition.New": func() error {
