@@ -56,29 +56,34 @@ type Observer struct {
 	// StateChange is told of every state change, in order, as Listen
 	// delivers them.
 	StateChange func(s StateChange)
-	// Wait is told when a lock recipe's contender begins waiting for its
-	// turn: it made its node and found others before it (a TryLock that
-	// would wait is not told). The wait lasts until the call that waits
-	// returns, through any new node it makes after its session was lost.
+	// Wait is told when a recipe's call first has to wait: a lock's
+	// contender that made its node and found others before it (a TryLock
+	// that would wait is not told), a semaphore's acquirer for a lease, a
+	// queue's worker for an item, a barrier's member. The wait lasts until
+	// the call that waits returns, through any new node it makes after
+	// its session was lost.
 	// The context it returns, if not nil, must be ctx or derived from it:
 	// the wait's requests are made with it, so that their Request events
 	// see its values (a span per wait, with the requests under it). The
 	// function it returns, if not nil, is called once when the wait ends:
 	// turn taken, or the error the waiting call returns. Told by mutex,
-	// rwlock and election; a semaphore's wait is that of its mutex
-	// (Path "<semaphore>/locks").
+	// naive, rwlock, semaphore (and its acquire mutex, at
+	// "<semaphore>/locks"), election, queue, barrier and doublebarrier;
+	// docs/observability.md says what each reports.
 	Wait func(ctx context.Context, w Wait) (context.Context, func(WaitDone))
 	// Hold is told when a recipe's hold begins (a lock, a read or write
-	// lock, a semaphore's lease, a leader's term, a queue item taken),
-	// with the context of the call that took it; the function it
-	// returns, if not nil, is called once when the hold ends — before its
-	// release is sent, right before its Done closes. Told by mutex,
-	// naive, rwlock, semaphore, election and queue.
+	// lock, a semaphore's lease, a leader's term, a queue item taken, an
+	// item of a partition's share), with the context of the call that
+	// took it; the function it returns, if not nil, is called once when
+	// the hold ends — before its release is sent, right before its Done
+	// closes. Told by mutex, naive, rwlock, semaphore, election, queue and
+	// partition.
 	Hold func(ctx context.Context, h Hold) func(HoldDone)
-	// View is told when a cache (recipes/cache, and the views built on
-	// one: a group's members, a discovery cache, a shared value's
-	// watcher) begins to be trusted and when that trust ends, in order,
-	// once each.
+	// View is told when a view begins to be trusted and when that trust
+	// ends, in order, once each: a cache (recipes/cache, and the views
+	// built on one: a group's members, a discovery cache, a shared value's
+	// watcher), and a kept node's presence (node's Node and TTLNode, a
+	// discovery Registration, a group member's own node).
 	View func(v ViewChange)
 	// Closed is told once, when Close has ended the client: its session
 	// closed, its goroutines stopped. No state change follows it; a
@@ -196,7 +201,8 @@ type StateChange struct {
 // Wait is a contender's wait for its turn in a lock recipe.
 type Wait struct {
 	// Recipe names the recipe: "mutex", "naive", "rwlock", "semaphore",
-	// "multilock", "election", or another lock-like recipe's name.
+	// "election", "queue", "barrier", "doublebarrier", or another
+	// recipe's name.
 	Recipe string
 	// Path is the recipe's path as the caller gave it (without the
 	// namespace).
@@ -277,7 +283,7 @@ type CounterOutcome struct {
 
 // ViewChange is a change of a view's trust.
 type ViewChange struct {
-	// Recipe names the view: "cache".
+	// Recipe names the view: "cache", "node", "discovery" or "group".
 	Recipe string
 	// Path is the view's path as its caller gave it.
 	Path string
