@@ -198,7 +198,8 @@ type StateChange struct {
 	Cause error
 }
 
-// Wait is a contender's wait for its turn in a lock recipe.
+// Wait is a recipe's wait: a contender's for its turn, a worker's for an
+// item, a member's for a barrier.
 type Wait struct {
 	// Recipe names the recipe: "mutex", "naive", "rwlock", "semaphore",
 	// "election", "queue", "barrier", "doublebarrier", or another
@@ -228,7 +229,8 @@ type WaitDone struct {
 }
 
 // Hold is a hold of a recipe: a lock, a read or write lock, a
-// semaphore's lease, a leader's term, a queue item taken.
+// semaphore's lease, a leader's term, a queue item taken, an item of a
+// partition's share.
 type Hold struct {
 	// Recipe names the recipe, as Wait.Recipe.
 	Recipe string
