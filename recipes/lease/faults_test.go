@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -379,5 +380,102 @@ func TestManyTakersOnOneClientAcrossSessionExpiry(t *testing.T) {
 			}
 		}
 		lockNodesLeft(t, obs, path, 20*time.Second)
+	}
+}
+
+// TestObtainRereadsARecordChangedWithoutTheLock: between Obtain's read
+// and its write, a client that takes no lock writes, deletes or creates
+// the record. The guarded write is refused and Obtain reads again: it is
+// refused while the other record's end is in the future, and writes over
+// nothing it did not read. Not parallel: the hook is the package's.
+func TestObtainRereadsARecordChangedWithoutTheLock(t *testing.T) {
+	ens := zkShared.Ensemble(t)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, time.Minute)
+	t.Cleanup(func() { lease.BeforeWrite(nil) })
+	future := lease.EncodeRecord(lease.Record{Holder: "x", End: time.Now().Add(time.Hour).UTC().Truncate(time.Second)})
+	for _, tc := range []struct {
+		name     string
+		before   bool // a record of "a", over, is there first
+		change   func(holder string) error
+		wantHeld bool
+	}{
+		{"written over", true, func(h string) error { _, err := obs.Set(h, future, -1); return err }, true},
+		{"created", false, func(h string) error {
+			_, err := obs.Create(h, future, 0, zk.WorldACL(zk.PermAll))
+			return err
+		}, true},
+		{"deleted", true, func(h string) error { return obs.Delete(h, -1) }, false},
+	} {
+		path := root + "/" + strings.ReplaceAll(tc.name, " ", "-")
+		holder := path + "/" + lease.HolderNode
+		if tc.before {
+			if _, err := lease.Obtain(ctx, c, path, time.Second, as("a"), lease.WithClock(func() time.Time { return time.Now().Add(-time.Hour) })); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var once sync.Once
+		lease.BeforeWrite(func() {
+			once.Do(func() {
+				if err := tc.change(holder); err != nil {
+					t.Errorf("%s: %v", tc.name, err)
+				}
+			})
+		})
+		_, err := lease.Obtain(ctx, c, path, time.Hour, as("b"))
+		lease.BeforeWrite(nil)
+		if tc.wantHeld {
+			if !errors.Is(err, lease.ErrHeld) {
+				t.Fatalf("%s: %v, want ErrHeld", tc.name, err)
+			}
+			if data, _, err := obs.Get(holder); err != nil || string(data) != string(future) {
+				t.Fatalf("%s: record now %q, %v; want x's", tc.name, data, err)
+			}
+		} else if rec, cerr := lease.Current(ctx, c, path); err != nil || cerr != nil || rec.Holder != "b" {
+			t.Fatalf("%s: %v; record %+v, %v; want b's", tc.name, err, rec, cerr)
+		}
+		lockNodesLeft(t, obs, path, 10*time.Second)
+	}
+}
+
+// TestObtainOneOfManyTakersOnOneClient: more takers than slots on one
+// client at once: each slot is obtained by exactly one, the rest are
+// refused, and no lock node is left.
+func TestObtainOneOfManyTakersOnOneClient(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, time.Minute)
+	path := root + "/pool"
+	const slots, takers = 3, 9
+	var b testkit.Burst
+	var mu sync.Mutex
+	bySlot := map[string]string{}
+	for i := 0; i < takers; i++ {
+		b.Go(func() {
+			id := fmt.Sprintf("t%d", i)
+			l, err := lease.ObtainOneOf(ctx, c, path, slots, time.Hour, as(id))
+			switch {
+			case err == nil:
+				mu.Lock()
+				defer mu.Unlock()
+				if other, ok := bySlot[l.Path()]; ok {
+					b.Fail("%s obtained by %s and %s", l.Path(), other, id)
+				}
+				bySlot[l.Path()] = id
+			case errors.Is(err, lease.ErrHeld):
+				b.Held.Add(1)
+			default:
+				b.Fail("%s: %v", id, err)
+			}
+		})
+	}
+	b.Wait(t, takers, time.Minute, "the takers")
+	if len(bySlot) != slots || b.Held.Load() != takers-slots {
+		t.Fatalf("slots obtained %v, %d refused; want %d and %d", bySlot, b.Held.Load(), slots, takers-slots)
+	}
+	for slot, id := range bySlot {
+		if rec, err := lease.Current(ctx, c, slot); err != nil || rec.Holder != id {
+			t.Fatalf("%s: record %+v, %v; want %s's", slot, rec, err, id)
+		}
+		lockNodesLeft(t, obs, slot, 10*time.Second)
 	}
 }
