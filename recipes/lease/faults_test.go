@@ -15,6 +15,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/lease"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // TestObtainWithLostAnswer: the record's write is applied and its answer
@@ -477,5 +478,73 @@ func TestObtainOneOfManyTakersOnOneClient(t *testing.T) {
 			t.Fatalf("%s: record %+v, %v; want %s's", slot, rec, err, id)
 		}
 		lockNodesLeft(t, obs, slot, 10*time.Second)
+	}
+}
+
+// TestObtainWithLostAnswerAndSessionExpiry: the record's write goes
+// out and its answer is lost (the write applied, or its request was
+// dropped), and the session expires before the client hears from the
+// servers again. Obtain settles it in the next session by reading the
+// record back (or starts over) and returns the lease; only the record is
+// left. Not parallel: the hook is the package's.
+func TestObtainWithLostAnswerAndSessionExpiry(t *testing.T) {
+	for _, applied := range []bool{true, false} {
+		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
+			ens := zkShared.Ensemble(t)
+			root := ens.Root(t)
+			proxy := ens.Proxy(t)
+			c := testkit.Open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second))
+			obs := ens.Conn(t)
+			ctx := testkit.Ctx(t, time.Minute)
+			path := root + "/lost-then-expired"
+			first := c.Session().ID()
+			var once sync.Once
+			lease.BeforeWrite(func() {
+				once.Do(func() {
+					if applied {
+						proxy.DropReplies()
+					} else {
+						proxy.DropRequests()
+					}
+				})
+			})
+			t.Cleanup(func() { lease.BeforeWrite(nil) })
+			done := make(chan error, 1)
+			var l *lease.Lease
+			go func() {
+				var err error
+				l, err = lease.Obtain(ctx, c, path, time.Hour, as("a"))
+				done <- err
+			}()
+			holder := path + "/" + lease.HolderNode
+			if applied {
+				zktest.Eventually(t, 10*time.Second, "the write applied", func() error {
+					if data, _, err := obs.Get(holder); err != nil || !strings.Contains(string(data), `"a"`) {
+						return fmt.Errorf("record %q, %v", data, err)
+					}
+					return nil
+				})
+			} else {
+				time.Sleep(500 * time.Millisecond)
+				if ok, _, err := obs.Exists(holder); err != nil || ok {
+					t.Fatalf("a record with the write's request dropped (%v)", err)
+				}
+			}
+			if _, err := proxy.ExpireSession(); err != nil {
+				t.Fatal(err)
+			}
+			proxy.Restore()
+			if err := <-done; err != nil {
+				t.Fatalf("Obtain whose answer was lost and session expired: %v", err)
+			}
+			if s := c.Session(); s == nil || s.ID() == first {
+				t.Fatalf("session %v, want one after %#x", s, first)
+			}
+			rec, err := lease.Current(ctx, c, path)
+			if err != nil || rec.Holder != "a" || !rec.End.Equal(l.End()) {
+				t.Fatalf("record %+v, %v; want a until %v", rec, err, l.End())
+			}
+			lockNodesLeft(t, obs, path, 10*time.Second)
+		})
 	}
 }
