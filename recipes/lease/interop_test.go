@@ -1,8 +1,10 @@
 package lease_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/peertest"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/lease"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // kazooNow is a time as the Kazoo driver takes it for utcnow.
@@ -152,4 +155,47 @@ func TestKazooAndGoTakersOneWins(t *testing.T) {
 		}
 	}
 	t.Logf("Kazoo obtained the lease in %d of 10 rounds", kazooWins)
+}
+
+// TestObtainGivenUpWhileKazooHoldsTheLockLeavesOnlyKazoosNode: a Kazoo
+// Lock holds the lease's lock (a Kazoo taker between its read and its
+// write); Go takers that wait for it and give up leave no node of
+// theirs, and once Kazoo releases, a Kazoo taker and then a Go one decide
+// at once, the Go one refused.
+func TestObtainGivenUpWhileKazooHoldsTheLockLeavesOnlyKazoosNode(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, 2*time.Minute)
+	path := root + "/kazoo-holds"
+	if err := c.EnsurePath(ctx, path); err != nil {
+		t.Fatal(err)
+	}
+	kl := peertest.Kazoo(t, ens.ConnectString(), path)
+	kl.Do("ACQUIRED", "acquire 10")
+	for i := 0; i < 3; i++ {
+		gctx, cancel := context.WithTimeout(ctx, time.Duration(200+100*i)*time.Millisecond)
+		_, err := lease.Obtain(gctx, c, path, time.Hour, as(fmt.Sprintf("go-%d", i)))
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Obtain waiting for Kazoo's lock: %v, want DeadlineExceeded", err)
+		}
+	}
+	zktest.Eventually(t, 10*time.Second, "only Kazoo's lock node", func() error {
+		kids, _, err := obs.Children(path)
+		if err != nil {
+			return err
+		}
+		if len(kids) != 1 || strings.HasPrefix(kids[0], "_c_") {
+			return fmt.Errorf("children %v, want Kazoo's node only", kids)
+		}
+		return nil
+	})
+	kl.Do("RELEASED", "release")
+	kz := peertest.KazooLease(t, ens.ConnectString())
+	kz.Do("LEASE True", "lease %s 3600 kazoo", path)
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := lease.Obtain(sctx, c, path, time.Hour, as("go"))
+	wantHeld(t, err)
+	lockNodesLeft(t, obs, path, 10*time.Second)
 }
