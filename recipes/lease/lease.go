@@ -78,7 +78,10 @@ var errAgain = errors.New("lease: again")
 // The record is written in one transaction with a check of the lock's
 // node (a guarded Multi): it is written only while the lock is held, and
 // a record changed by a client that took no lock is read again. A write
-// whose answer was lost is settled by reading the record back.
+// whose answer was lost is settled by reading the record back; when it
+// cannot be (ctx ended, the client closed), the error wraps
+// connection.ErrOutcomeUnknown, and not ctx's error: the record may
+// have been written.
 func Obtain(ctx context.Context, c *connection.Client, path string, d time.Duration, opts ...Option) (*Lease, error) {
 	if err := check(c, path); err != nil {
 		return nil, errtext.Errorf("lease: obtain %s: %w", path, err)

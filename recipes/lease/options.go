@@ -20,7 +20,10 @@ type config struct {
 // WithIdentifier sets the holder's identifier (Kazoo's identifier): the
 // holder that obtains the lease again with the same identifier renews
 // it, whatever its end. The hostname unless set, as in Kazoo; it must
-// not be empty and must be UTF-8.
+// not be empty and must be UTF-8. Takers of one identifier are one
+// holder: with the default, every taker on a host, in any process,
+// renews the others' lease. Give each taker that must exclude the others
+// an identifier of its own.
 func WithIdentifier(id string) Option {
 	return func(c *config) error {
 		if id == "" || !utf8.ValidString(id) {
