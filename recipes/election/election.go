@@ -3,7 +3,9 @@ package election
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/zkrecipes/zkrecipes/connection"
@@ -56,6 +58,11 @@ type Election struct {
 	closing     context.Context
 	stopClosing context.CancelFunc
 	observers   sync.WaitGroup
+
+	priority   int            // WithPriority
+	preempt    bool           // WithPreemption
+	hysteresis time.Duration  // WithPreemption's
+	lines      sync.WaitGroup // watchLine's goroutines
 
 	mu     sync.Mutex
 	term   *Term
@@ -118,6 +125,9 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 		if err := o(e); err != nil {
 			return nil, err
 		}
+	}
+	if e.priority > 0 {
+		e.core.Name = priorityMark + strconv.Itoa(e.priority) + "-" + e.core.Name
 	}
 	e.closing, e.stopClosing = context.WithCancel(context.Background())
 	return e, nil
@@ -186,6 +196,27 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 			}
 			continue
 		}
+		if e.preempt {
+			higher, err := e.higherWaits(actx, t)
+			if higher {
+				// Back of the line: the term was never handed out.
+				rctx, rcancel := context.WithTimeout(context.Background(), resignTimeout(t))
+				_ = t.giveWay(rctx) // a failed delete is retried in the background
+				rcancel()
+				continue
+			}
+			if err != nil && actx.Err() != nil {
+				rctx, rcancel := context.WithTimeout(context.Background(), resignTimeout(t))
+				_ = t.Resign(rctx)
+				rcancel()
+				if ctx.Err() == nil && e.closing.Err() != nil {
+					return nil, e.errorf("campaign", ErrClosed)
+				}
+				return nil, e.errorf("campaign", actx.Err())
+			}
+			// Any other failure to list leaves the term to watchLine,
+			// which lists again.
+		}
 		e.mu.Lock()
 		if e.closed {
 			// Close came after the node was made: it did not see this
@@ -197,6 +228,13 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 			return nil, e.errorf("campaign", ErrClosed)
 		}
 		e.term = t
+		if e.preempt {
+			e.lines.Add(1)
+			go func() {
+				defer e.lines.Done()
+				e.watchLine(t)
+			}()
+		}
 		e.mu.Unlock()
 		return t, nil
 	}
@@ -240,6 +278,7 @@ func (e *Election) Close(ctx context.Context) error {
 		errs = append(errs, e.errorf("close", ctx.Err()))
 	}
 	e.observers.Wait() // they end at once with e.closing
+	e.lines.Wait()     // they end with their terms, resigned above
 	return errors.Join(errs...)
 }
 
