@@ -537,3 +537,102 @@ func TestCuratorLatchSeesOneLeaderAsPriorityTakesOver(t *testing.T) {
 	latch.Send("close")
 	latch.Expect("CLOSED", 10*time.Second)
 }
+
+// TestRunWithoutRequeueReturnsErrPreempted: Run's function sees its
+// context end with ErrPreempted when the candidate gives way, and Run,
+// without WithRequeue, returns an error matching ErrPreempted; Close of a
+// candidate made WithPreemption while it leads resigns its term and stops
+// what watches its line.
+func TestRunWithoutRequeueReturnsErrPreempted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/election"
+	ctx := ctxFor(t, time.Minute)
+	low := newElection(t, open(t, ens.Servers()), path, "low", election.WithPreemption(200*time.Millisecond))
+	high := newElection(t, open(t, ens.Servers()), path, "high", election.WithPriority(1))
+	leading := make(chan struct{})
+	var fnCause error
+	ran := make(chan error, 1)
+	go func() {
+		ran <- low.Run(ctx, func(fctx context.Context, _ *election.Term) error {
+			close(leading)
+			<-fctx.Done()
+			fnCause = context.Cause(fctx)
+			return nil
+		})
+	}()
+	<-leading
+	th, err := high.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ran; !errors.Is(err, election.ErrPreempted) {
+		t.Fatalf("Run = %v, want ErrPreempted", err)
+	}
+	if !errors.Is(fnCause, election.ErrPreempted) {
+		t.Fatalf("the function's context ended with %v, want ErrPreempted", fnCause)
+	}
+	if err := th.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	tl, err := low.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := low.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(tl.Err(), election.ErrResigned) || errors.Is(tl.Err(), election.ErrPreempted) {
+		t.Fatalf("the term closed with %v, want ErrResigned alone", tl.Err())
+	}
+	if children, _, err := ens.Conn(t).Children(path); err != nil || len(children) != 0 {
+		t.Fatalf("children %v, %v after Close: want none", children, err)
+	}
+}
+
+// TestCuratorSelectorSeesAPriorityCandidate: with WithSelectorLayout, a Go
+// candidate's priority is in its "-lock-" node's name, and Curator's
+// LeaderSelector on the same path orders it by its sequence, reports its
+// id as the leader and leads after it resigns.
+func TestCuratorSelectorSeesAPriorityCandidate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/selector"
+	ctx := ctxFor(t, 2*time.Minute)
+	goCand := newElection(t, open(t, ens.Servers()), path, "go-1", election.WithSelectorLayout(), election.WithPriority(4))
+	term, err := goCand.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(term.Node(), "-priority-4-lock-") {
+		t.Fatalf("node %s, want the priority before lock-", term.Node())
+	}
+	sel := peertest.CuratorSelector(t, ens.ConnectString(), path, "java-1")
+	sel.Send("start")
+	sel.Expect("STARTED", 30*time.Second)
+	sel.Quiet(time.Second)
+	sel.Send("leader")
+	if id := sel.Expect("LEADER_ID", 10*time.Second); id != "go-1" {
+		t.Fatalf("Curator says the leader is %q, want go-1", id)
+	}
+	ps, err := goCand.Participants(ctx)
+	if err != nil || len(ps) != 2 || ps[0].Priority != 4 || ps[1].ID != "java-1" || ps[1].Priority != 0 {
+		t.Fatalf("participants %+v, %v", ps, err)
+	}
+	if err := term.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sel.Expect("LEADING", 15*time.Second)
+	if id, err := goCand.Leader(ctx); err != nil || id != "java-1" {
+		t.Fatalf("Leader = %q, %v, want java-1", id, err)
+	}
+	sel.Send("resign")
+	sel.Expect("RESIGNED", 10*time.Second)
+}
