@@ -184,6 +184,23 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 			}
 			return nil, e.errorf("campaign", err)
 		}
+		if e.preempt {
+			higher, err := e.higherWaits(actx, a.Path)
+			if higher || (err != nil && actx.Err() != nil) {
+				// Back of the line (or out of it): no term is handed out,
+				// nor told to the client's observer.
+				e.stepBack(a)
+				if !higher {
+					if ctx.Err() == nil && e.closing.Err() != nil {
+						return nil, e.errorf("campaign", ErrClosed)
+					}
+					return nil, e.errorf("campaign", actx.Err())
+				}
+				continue
+			}
+			// Any other failure to list leaves the term to watchLine,
+			// which lists again.
+		}
 		t := e.newTerm(ctx, a)
 		if t.hold.Lost() {
 			// The connected period Acquire confirmed ended in between.
@@ -195,27 +212,6 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 				return nil, e.errorf("campaign", ErrClosed)
 			}
 			continue
-		}
-		if e.preempt {
-			higher, err := e.higherWaits(actx, t)
-			if higher {
-				// Back of the line: the term was never handed out.
-				rctx, rcancel := context.WithTimeout(context.Background(), resignTimeout(t))
-				_ = t.giveWay(rctx) // a failed delete is retried in the background
-				rcancel()
-				continue
-			}
-			if err != nil && actx.Err() != nil {
-				rctx, rcancel := context.WithTimeout(context.Background(), resignTimeout(t))
-				_ = t.Resign(rctx)
-				rcancel()
-				if ctx.Err() == nil && e.closing.Err() != nil {
-					return nil, e.errorf("campaign", ErrClosed)
-				}
-				return nil, e.errorf("campaign", actx.Err())
-			}
-			// Any other failure to list leaves the term to watchLine,
-			// which lists again.
 		}
 		e.mu.Lock()
 		if e.closed {

@@ -149,14 +149,25 @@ func (t *Term) giveWay(ctx context.Context) error {
 	return t.hold.EndWith(ctx, errtext.Errorf("%w (%w)", ErrPreempted, ErrResigned), t.e.core.Release)
 }
 
-// higherWaits reports whether a candidate of higher priority stands in
-// line behind t's node.
-func (e *Election) higherWaits(ctx context.Context, t *Term) (bool, error) {
+// higherWaits reports whether a candidate of higher priority than this
+// one stands in line, other than at node.
+func (e *Election) higherWaits(ctx context.Context, node string) (bool, error) {
 	children, _, err := e.client.Children(ctx, e.path)
 	if err != nil {
 		return false, err
 	}
-	return len(e.higher(children, nodeName(t.Node()))) > 0, nil
+	return len(e.higher(children, nodeName(node))) > 0, nil
+}
+
+// stepBack deletes the node of a candidate that reached the head of the
+// line, without a term: through a hold no one sees, so that the node's
+// watches end with it and a delete whose answer is lost is retried in the
+// background while the session lives.
+func (e *Election) stepBack(a lockcore.Acquired) {
+	h := lockcore.NewHold(e.client, a, lockcore.HoldConfig{Lost: ErrTermLost, Released: ErrResigned, Unobserved: true})
+	ctx, cancel := context.WithTimeout(context.Background(), max(a.Session.Timeout(), time.Second))
+	defer cancel()
+	_ = h.End(ctx, e.core.Release)
 }
 
 func nodeName(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }

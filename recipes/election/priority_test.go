@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/peertest"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -300,7 +301,8 @@ func TestHigherPriorityCandidateTakesOverAfterHysteresis(t *testing.T) {
 // on one client. When the leader (no preemption) resigns, the candidates
 // made WithPreemption that reach the head of the line while a higher
 // priority waits go to its back without a term, so the highest priority
-// leads next; then the next highest; tokens increase from term to term.
+// leads next; then the next highest; tokens increase from term to term,
+// and the client's observer is told of the terms only.
 func TestLowerCandidatesStepBackForHigherPriorityOnOneClient(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
@@ -309,7 +311,8 @@ func TestLowerCandidatesStepBackForHigherPriorityOnOneClient(t *testing.T) {
 	ens := shared.Ensemble(t)
 	path := ens.Root(t) + "/election"
 	ctx := ctxFor(t, time.Minute)
-	c := open(t, ens.Servers())
+	rec := &testkit.Recorder{}
+	c := open(t, ens.Servers(), connection.WithObserver(rec.Observer()))
 	first := newElection(t, c, path, "first")
 	l0 := newElection(t, c, path, "l0", election.WithPreemption(time.Minute))
 	l1 := newElection(t, c, path, "l1", election.WithPriority(1), election.WithPreemption(time.Minute))
@@ -372,6 +375,14 @@ func TestLowerCandidatesStepBackForHigherPriorityOnOneClient(t *testing.T) {
 	}
 	if children, _, err := ens.Conn(t).Children(path); err != nil || len(children) != 0 {
 		t.Fatalf("children %v, %v: want none left", children, err)
+	}
+	// The observer is told of the four terms, and of no step back.
+	var told []string
+	for _, h := range rec.HoldsOf("election") {
+		told = append(told, h.Begin.Participant)
+	}
+	if want := []string{tf.Node(), th.Node(), t1.Node(), t0.Node()}; strings.Join(told, " ") != strings.Join(want, " ") {
+		t.Fatalf("the observer was told of holds %v, want the terms %v", told, want)
 	}
 }
 
