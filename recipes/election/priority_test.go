@@ -647,3 +647,89 @@ func TestCuratorSelectorSeesAPriorityCandidate(t *testing.T) {
 	sel.Send("resign")
 	sel.Expect("RESIGNED", 10*time.Second)
 }
+
+// TestHigherCandidateCutWhileWaitingIsLedToUntilItsSessionExpires: a
+// higher-priority candidate cut off while it waits stays in line while
+// its session lives; the leader gives way to it after the hysteresis, the
+// election has no trusted leader until that session expires, then the
+// lower candidate leads and keeps leading until the higher one is back,
+// in a new session, and has stood in line for the hysteresis.
+func TestHigherCandidateCutWhileWaitingIsLedToUntilItsSessionExpires(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration")
+	}
+	t.Parallel()
+	const (
+		hysteresis     = time.Second
+		sessionTimeout = 3 * time.Second
+	)
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/election"
+	ctx := ctxFor(t, 2*time.Minute)
+	p := ens.Proxy(t)
+	low := newElection(t, open(t, ens.Servers()), path, "low", election.WithPreemption(hysteresis))
+	high := newElection(t, open(t, p.Servers(), connection.WithSessionTimeout(sessionTimeout)), path, "high", election.WithPriority(2))
+
+	lowTerms := make(chan *election.Term, 8)
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- low.Run(runCtx, func(fctx context.Context, term *election.Term) error {
+			lowTerms <- term
+			<-fctx.Done()
+			return nil
+		}, election.WithRequeue())
+	}()
+	defer func() { stop(); <-ran }()
+	nextLow := func(within time.Duration) *election.Term {
+		t.Helper()
+		select {
+		case term := <-lowTerms:
+			return term
+		case <-time.After(within):
+			t.Fatalf("low did not lead within %v", within)
+			return nil
+		}
+	}
+	first := nextLow(10 * time.Second)
+	wonHigh := campaignLater(t, ctx, high)
+	waitParticipants(t, ctx, low, 2)
+	p.Blackhole()
+	select {
+	case <-first.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("low did not give way to the cut candidate's node")
+	}
+	if !errors.Is(first.Err(), election.ErrPreempted) {
+		t.Fatalf("low's term ended with %v, want ErrPreempted", first.Err())
+	}
+	gaveWay := time.Now()
+	second := nextLow(sessionTimeout + 10*time.Second)
+	leaderless := time.Since(gaveWay)
+	t.Logf("no trusted leader for %v (the cut candidate's session timeout %v)", leaderless, sessionTimeout)
+	if leaderless > sessionTimeout+2*time.Second {
+		t.Fatalf("no leader for %v: longer than the cut candidate's session could live", leaderless)
+	}
+	if second.Token() <= first.Token() {
+		t.Fatalf("token %d after %d", second.Token(), first.Token())
+	}
+	select {
+	case term := <-lowTerms:
+		t.Fatalf("low led again (%v) while high was cut off", term.Token())
+	case <-time.After(3 * hysteresis):
+	}
+	if closed(second.Done()) {
+		t.Fatalf("low's term ended while high was cut off: %v", second.Err())
+	}
+	p.Restore()
+	th := awaitTerm(t, wonHigh, 30*time.Second, "high")
+	if !closed(second.Done()) || !errors.Is(second.Err(), election.ErrPreempted) {
+		t.Fatalf("high elected while low's term is live, or low's ended otherwise (%v)", second.Err())
+	}
+	if th.Token() <= second.Token() {
+		t.Fatalf("token %d after %d", th.Token(), second.Token())
+	}
+	if err := th.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
