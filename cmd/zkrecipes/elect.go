@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,6 +28,11 @@ Without CMD, zkrecipes prints "leading PATH: token N, node NODE" once
 elected and leads until SIGINT or SIGTERM (it resigns, exit 0), or until
 leadership is lost (exit 4).
 
+With --priority, the candidate publishes a priority; with --preempt, it gives
+way to a candidate of higher priority that has stood in line that long, and
+at the head of the line while one waits it goes to the back (see
+docs/election.md, "Priorities").
+
 While it waits, with --verbose or when stderr is a terminal, it says who
 leads and how many candidates are ahead.`
 
@@ -37,9 +43,17 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	id := fs.String("id", fmt.Sprintf("%s-%d", host, os.Getpid()), "this candidate's id, which the leader's node holds")
 	timeout := fs.Duration("timeout", 0, "give up (exit 124) if not elected within this time (0: wait as long as it takes)")
 	selector := fs.Bool("selector", false, "take part in a Curator LeaderSelector's election on PATH instead of a LeaderLatch's")
+	priority := fs.Int("priority", 0, "this candidate's priority, 0 to 2147483647, published in its node's name")
+	preempt := fs.Duration("preempt", 0, "give way to a candidate of higher priority once it has stood in line this long (leadership ends as if lost: exit 4); unset, never give way")
 	path, cmdArgs, err := parsePath(fs, args)
 	if err != nil {
 		return err
+	}
+	if *priority < 0 || *priority > election.MaxPriority {
+		return usagef(fs, "--priority %d: give 0 to %d", *priority, election.MaxPriority)
+	}
+	if *preempt < 0 {
+		return usagef(fs, "--preempt %v: a negative duration", *preempt)
 	}
 	client, err := cf.openFor(ctx, fs, path, cmdArgs)
 	if err != nil {
@@ -50,6 +64,14 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *selector {
 		opts = append(opts, election.WithSelectorLayout())
 	}
+	if *priority != 0 {
+		opts = append(opts, election.WithPriority(*priority))
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "preempt" {
+			opts = append(opts, election.WithPreemption(*preempt))
+		}
+	})
 	e, err := election.New(client, path, *id, opts...)
 	if err != nil {
 		return err

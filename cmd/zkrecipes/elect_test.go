@@ -47,6 +47,60 @@ func TestElectRunsCommandWhileLeading(t *testing.T) {
 	}
 }
 
+// TestElectWithPreemptGivesWayToHigherPriority: elect --preempt leads,
+// and gives way to a Go candidate of higher priority: the command is
+// stopped and elect exits 4 saying so; the Go candidate then leads. A
+// priority out of range is refused.
+func TestElectWithPreemptGivesWayToHigherPriority(t *testing.T) {
+	ens := shared.Ensemble(t)
+	path := ens.Root(t) + "/leader"
+	if code, _, errOut := runCLI(t, "elect", "--servers", ens.ConnectString(), "--priority", "-1", path, "--", "true"); code != 2 || !strings.Contains(errOut, "--priority -1") {
+		t.Fatalf("elect --priority -1: exit %d, stderr %q", code, errOut)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := connection.Open(ctx, ens.Servers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errOut := runCLI(t, "elect", "--servers", ens.ConnectString(), "--id", "cli", "--priority", "1", "--preempt", "300ms",
+			path, "--", "sh", "-c", `echo "$ZKRECIPES_LOCK_NODE"; exec sleep 60`)
+		done <- result{code, out, errOut}
+	}()
+	e, err := election.New(c, path, "go-high", election.WithPriority(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if id, err := e.Leader(ctx); err == nil && id == "cli" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	term, err := e.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.code != 4 || !strings.Contains(r.errOut, "higher priority") || !strings.Contains(r.out, "-priority-1-latch-") {
+			t.Fatalf("elect after giving way: exit %d, out %q, stderr %q", r.code, r.out, r.errOut)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("elect did not end after giving way")
+	}
+	if err := term.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestQueuePutTakeInspect(t *testing.T) {
 	ens := shared.Ensemble(t)
 	path := ens.Root(t) + "/work"

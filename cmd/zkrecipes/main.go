@@ -5,7 +5,7 @@
 //
 //	zkrecipes lock [--timeout d | --try] [--read|--write] PATH [-- CMD [ARGS...]]
 //	zkrecipes semaphore --max N [--leases n] [--count PATH] PATH [-- CMD [ARGS...]]
-//	zkrecipes elect [--id NAME] [--selector] PATH [-- CMD [ARGS...]]
+//	zkrecipes elect [--id NAME] [--selector] [--priority N] [--preempt DURATION] PATH [-- CMD [ARGS...]]
 //	zkrecipes queue put [--priority p] PATH [ITEM...]
 //	zkrecipes queue take [--timeout d | --try] PATH [-- CMD [ARGS...]]
 //	zkrecipes inspect [--json] PATH

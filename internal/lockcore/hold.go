@@ -390,6 +390,13 @@ func (h *Hold) Cause() error { return context.Cause(h.ctx) }
 // the session was lost before the answer, and otherwise says why the
 // release failed.
 func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) error) error {
+	return h.EndWith(ctx, h.cfg.Released, release)
+}
+
+// EndWith is End with cause as the ended hold's cause instead of the
+// configured released one: for a recipe that ends a hold for a reason of
+// its own (an election's leader giving way).
+func (h *Hold) EndWith(ctx context.Context, cause error, release func(context.Context, Acquired) error) error {
 	if h.Lost() {
 		if h.finish(h.periodLost()) {
 			h.deleteLater() // the period ended, and its function came second
@@ -397,7 +404,7 @@ func (h *Hold) End(ctx context.Context, release func(context.Context, Acquired) 
 		h.wg.Wait()
 		return h.Cause()
 	}
-	if !h.finish(h.cfg.Released) {
+	if !h.finish(cause) {
 		h.wg.Wait()
 		return h.Cause()
 	}

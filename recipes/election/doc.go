@@ -40,5 +40,16 @@
 // Token), cancels its context when the term ends, and with WithRequeue
 // campaigns again, as Curator's LeaderSelector with autoRequeue.
 //
+// WithPriority publishes a candidate's priority in its node's name
+// ("<prefix>priority-<p>-latch-<seq>"), where Curator, which orders by the
+// text after "latch-" and reads the id from the data, does not look: a
+// Curator LeaderLatch still sees one participant per node and one leader.
+// A candidate made WithPreemption gives way to a higher priority: as
+// leader, once such a candidate has stood in line for the hysteresis (its
+// term ends with ErrPreempted, before its node's delete is sent); at the
+// head of the line, at once, without a term. The line keeps its order and
+// tokens their increase (see WithPriority for why the name, not the data
+// or another node).
+//
 // See docs/election.md.
 package election

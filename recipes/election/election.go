@@ -3,7 +3,9 @@ package election
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/zkrecipes/zkrecipes/connection"
@@ -56,6 +58,11 @@ type Election struct {
 	closing     context.Context
 	stopClosing context.CancelFunc
 	observers   sync.WaitGroup
+
+	priority   int            // WithPriority
+	preempt    bool           // WithPreemption
+	hysteresis time.Duration  // WithPreemption's
+	lines      sync.WaitGroup // watchLine's goroutines
 
 	mu     sync.Mutex
 	term   *Term
@@ -119,6 +126,9 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 			return nil, err
 		}
 	}
+	if e.priority > 0 {
+		e.core.Name = priorityMark + strconv.Itoa(e.priority) + "-" + e.core.Name
+	}
 	e.closing, e.stopClosing = context.WithCancel(context.Background())
 	return e, nil
 }
@@ -174,6 +184,23 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 			}
 			return nil, e.errorf("campaign", err)
 		}
+		if e.preempt {
+			higher, err := e.higherWaits(actx, a.Path)
+			if higher || (err != nil && actx.Err() != nil) {
+				// Back of the line (or out of it): no term is handed out,
+				// nor told to the client's observer.
+				e.stepBack(a)
+				if !higher {
+					if ctx.Err() == nil && e.closing.Err() != nil {
+						return nil, e.errorf("campaign", ErrClosed)
+					}
+					return nil, e.errorf("campaign", actx.Err())
+				}
+				continue
+			}
+			// Any other failure to list leaves the term to watchLine,
+			// which lists again.
+		}
 		t := e.newTerm(ctx, a)
 		if t.hold.Lost() {
 			// The connected period Acquire confirmed ended in between.
@@ -197,6 +224,13 @@ func (e *Election) Campaign(ctx context.Context) (*Term, error) {
 			return nil, e.errorf("campaign", ErrClosed)
 		}
 		e.term = t
+		if e.preempt {
+			e.lines.Add(1)
+			go func() {
+				defer e.lines.Done()
+				e.watchLine(t)
+			}()
+		}
 		e.mu.Unlock()
 		return t, nil
 	}
@@ -240,6 +274,7 @@ func (e *Election) Close(ctx context.Context) error {
 		errs = append(errs, e.errorf("close", ctx.Err()))
 	}
 	e.observers.Wait() // they end at once with e.closing
+	e.lines.Wait()     // they end with their terms, resigned above
 	return errors.Join(errs...)
 }
 

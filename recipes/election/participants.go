@@ -19,6 +19,9 @@ type Participant struct {
 	Node    string // its node
 	Session int64  // the owning session
 	Token   int64  // its node's czxid: its fencing token once it leads
+	// Priority is the priority in its node's name (WithPriority): 0 for a
+	// candidate without one, and for every Curator candidate.
+	Priority int
 }
 
 // Participants lists the candidates in line order, the leader first —
@@ -33,7 +36,8 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 	}
 	out := make([]Participant, len(ps))
 	for i, p := range ps {
-		out[i] = Participant{ID: string(p.Data), Leader: i == 0, Node: p.Path, Session: p.Session, Token: p.Token}
+		out[i] = Participant{ID: string(p.Data), Leader: i == 0, Node: p.Path, Session: p.Session, Token: p.Token,
+			Priority: priorityOf(lockcore.Contender{Name: path.Base(p.Path), Seq: p.Seq, Kind: p.Kind})}
 	}
 	return out, nil
 }
@@ -116,7 +120,7 @@ func (e *Election) look(ctx context.Context, watch bool) (Participant, <-chan st
 		if err != nil {
 			return Participant{}, nil, err
 		}
-		l := Participant{ID: string(data), Leader: true, Node: first, Session: stat.EphemeralOwner, Token: stat.Czxid}
+		l := Participant{ID: string(data), Leader: true, Node: first, Session: stat.EphemeralOwner, Token: stat.Czxid, Priority: priorityOf(cs[0])}
 		if w != nil {
 			changed = w.Done()
 		}

@@ -88,6 +88,9 @@ func (t *Term) run(ctx context.Context, fn func(ctx context.Context, term *Term)
 	rctx, rcancel := context.WithTimeout(context.Background(), resignTimeout(t))
 	defer rcancel()
 	rerr := t.Resign(rctx)
+	if cause := t.Err(); errors.Is(cause, ErrPreempted) {
+		return err, cause // gave way: campaign again, as after a loss
+	}
 	if errors.Is(rerr, ErrTermLost) {
 		if cause := t.Err(); errors.Is(cause, ErrTermLost) {
 			return err, cause

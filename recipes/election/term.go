@@ -49,8 +49,9 @@ func (t *Term) Done() <-chan struct{} { return t.hold.Done() }
 func (t *Term) Context() context.Context { return t.hold.Context() }
 
 // Err returns nil while the term lasts, and then why it ended, as
-// Context's cause does: ErrResigned after Resign, or ErrTermLost wrapping
-// what happened first —
+// Context's cause does: ErrResigned after Resign, ErrPreempted (with
+// ErrResigned) when the candidate gave way to a higher priority
+// (WithPreemption), or ErrTermLost wrapping what happened first —
 //   - connection.ErrSuspended: the connection was suspended under
 //     connection.StandardPolicy; the session may live on, but another
 //     candidate may lead soon;
@@ -92,7 +93,7 @@ func (t *Term) Resign(ctx context.Context) error {
 	defer t.mu.Unlock()
 	if t.ended {
 		if errors.Is(t.hold.Cause(), ErrResigned) {
-			return t.e.errorf("resign", ErrResigned)
+			return t.e.errorf("resign", t.hold.Cause()) // ErrResigned, or ErrPreempted with it
 		}
 		return t.e.errorf("resign", t.hold.Cause())
 	}
