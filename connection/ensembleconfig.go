@@ -150,7 +150,7 @@ func cutHost(s string) (host, rest string, err error) {
 	}
 	host, rest, ok := strings.Cut(s, ":")
 	if !ok || host == "" {
-		return "", "", errtext.Errorf("no host in %q", s)
+		return "", "", errtext.Errorf("%q is not host:quorumPort:electionPort", s)
 	}
 	return host, rest, nil
 }
