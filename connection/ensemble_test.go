@@ -1,14 +1,18 @@
 package connection_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -215,5 +219,132 @@ func TestEnsembleTrackerFollowsAddedAndRemovedServers(t *testing.T) {
 		if err := waiter.Unlock(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// lockTurns has clients take a lock in turns while the ensemble changes,
+// and checks at every acquisition that the previous hold had ended.
+type lockTurns struct {
+	mu       sync.Mutex
+	last     <-chan struct{} // the Done of the newest hold
+	overlaps int
+	turns    int
+	lost     int
+}
+
+func (l *lockTurns) run(ctx context.Context, t *testing.T, m *mutex.Mutex) {
+	for ctx.Err() == nil {
+		lockCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := m.Lock(lockCtx)
+		cancel()
+		if err != nil {
+			continue // suspended, or the wait ended: try again
+		}
+		l.mu.Lock()
+		if l.last != nil && !closed(l.last) {
+			l.overlaps++
+		}
+		l.last = m.Done()
+		l.turns++
+		l.mu.Unlock()
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-m.Done():
+		case <-ctx.Done():
+		}
+		if closed(m.Done()) {
+			l.mu.Lock()
+			l.lost++
+			l.mu.Unlock()
+		}
+		unlockCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := m.Unlock(unlockCtx); err != nil && !errors.Is(err, mutex.ErrLockLost) {
+			t.Errorf("unlock: %v", err)
+		}
+		cancel()
+	}
+}
+
+// A tracking client follows an ensemble whose three servers are replaced
+// one at a time (a new server added, an old one removed and stopped): it
+// ends connected to the new members only, in its first session, and a
+// lock taken in turns by two tracking clients throughout is never held by
+// two.
+func TestEnsembleTrackerFollowsAReplacedEnsemble(t *testing.T) {
+	testkit.SkipHeavy(t)
+	ens := zktest.Start(t, zktest.WithServers(3), zktest.WithReconfig(3), zktest.WithLogf(t.Logf))
+	all := ens.Servers()
+	var dials dialLog
+	c := open(t, all[:3], connection.WithEnsembleTracker(), connection.WithDialer(dials.dial),
+		connection.WithSessionTimeout(10*time.Second))
+	other := open(t, all[:3], connection.WithEnsembleTracker(), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 4*time.Minute)
+	waitFor(t, 10*time.Second, "the tracker reads the three members", sameServers(c, all[:3]))
+	session := c.Session().ID()
+
+	var turns lockTurns
+	work, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, cl := range []*connection.Client{c, other} {
+		m, err := mutex.New(cl, "/locks/replaced")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			turns.run(work, t, m)
+		}()
+	}
+
+	members := slices.Clone(all[:3])
+	var mark int
+	for i := range 3 {
+		spare := 3 + i
+		if err := ens.Start(spare); err != nil {
+			t.Fatal(err)
+		}
+		line, err := ens.MemberLine(spare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		admin := open(t, members)
+		if _, err := admin.IncrementalReconfig(ctx, []string{line}, []string{strconv.Itoa(i + 1)}, -1); err != nil {
+			t.Fatal(err)
+		}
+		admin.Close()
+		members = append(slices.Delete(members, 0, 1), all[spare])
+		waitFor(t, 20*time.Second, fmt.Sprintf("step %d: the tracker follows", i), sameServers(c, members))
+		waitFor(t, 20*time.Second, fmt.Sprintf("step %d: the other tracker follows", i), sameServers(other, members))
+		mark = dials.count()
+		if err := ens.Stop(i); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, fmt.Sprintf("step %d: the client is on a member", i), func() bool {
+			return slices.Contains(members, c.ConnectedServer()) && up(c)
+		})
+		t.Logf("step %d: server %d replaced by %d; the client is on %s", i, i, spare, c.ConnectedServer())
+	}
+	for _, a := range dials.since(mark) {
+		if !slices.Contains(members, a) {
+			t.Errorf("dialed %s, not a member, after the tracker's last update (dials since: %v)", a, dials.since(mark))
+		}
+	}
+	if got := c.Session().ID(); got != session {
+		t.Errorf("session %#x at the end, was %#x", got, session)
+	}
+	turns.mu.Lock()
+	before := turns.turns
+	turns.mu.Unlock()
+	waitFor(t, 30*time.Second, "a turn of the lock on the new members", func() bool {
+		turns.mu.Lock()
+		defer turns.mu.Unlock()
+		return turns.turns > before
+	})
+	stop()
+	wg.Wait()
+	t.Logf("lock turns %d, holds lost %d, overlaps %d", turns.turns, turns.lost, turns.overlaps)
+	if turns.overlaps != 0 {
+		t.Fatalf("%d acquisitions while the previous hold had not ended", turns.overlaps)
 	}
 }
