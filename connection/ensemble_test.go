@@ -13,6 +13,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/cache"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -267,9 +268,9 @@ func (l *lockTurns) run(ctx context.Context, t *testing.T, m *mutex.Mutex) {
 
 // A tracking client follows an ensemble whose three servers are replaced
 // one at a time (a new server added, an old one removed and stopped): it
-// ends connected to the new members only, in its first session, and a
-// lock taken in turns by two tracking clients throughout is never held by
-// two.
+// ends connected to the new members only, in its first session; a lock
+// taken in turns by two tracking clients throughout is never held by two;
+// its cache of a node written throughout ends with the last write.
 func TestEnsembleTrackerFollowsAReplacedEnsemble(t *testing.T) {
 	testkit.SkipHeavy(t)
 	ens := zktest.Start(t, zktest.WithServers(3), zktest.WithReconfig(3), zktest.WithLogf(t.Logf))
@@ -296,6 +297,26 @@ func TestEnsembleTrackerFollowsAReplacedEnsemble(t *testing.T) {
 			turns.run(work, t, m)
 		}()
 	}
+
+	// A cache on c of a node other writes throughout.
+	if _, err := other.Create(ctx, "/watched", []byte("0"), connection.Persistent); err != nil {
+		t.Fatal(err)
+	}
+	view, err := cache.New(c, "/watched")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer view.Close()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 1; work.Err() == nil; n++ {
+			setCtx, cancel := context.WithTimeout(work, 5*time.Second)
+			_, _ = other.Set(setCtx, "/watched", []byte(strconv.Itoa(n)), -1)
+			cancel()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 
 	members := slices.Clone(all[:3])
 	var mark int
@@ -343,6 +364,16 @@ func TestEnsembleTrackerFollowsAReplacedEnsemble(t *testing.T) {
 	})
 	stop()
 	wg.Wait()
+	if _, err := other.Set(ctx, "/watched", []byte("final"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := view.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the cache follows the last write", func() bool {
+		n, ok := view.Get("/watched")
+		return ok && string(n.Data) == "final"
+	})
 	t.Logf("lock turns %d, holds lost %d, overlaps %d", turns.turns, turns.lost, turns.overlaps)
 	if turns.overlaps != 0 {
 		t.Fatalf("%d acquisitions while the previous hold had not ended", turns.overlaps)
