@@ -28,7 +28,9 @@ const ConfigPath = "/zookeeper/config"
 // and connects to a member in the same session; the drop suspends the
 // client as any lost connection does (holds end under StandardPolicy).
 // The namespace (WithNamespace) is kept: it is applied to paths, never
-// part of a server address. A member whose client address is the
+// part of a server address. The members' addresses are the ones they
+// declare: a client that reaches the ensemble through other addresses (a
+// proxy, NAT) should not track it. A member whose client address is the
 // wildcard (0.0.0.0, ::) is reached at its quorum host instead
 // (EnsembleConfig). A configuration with no client address leaves the
 // servers as they are. Servers returns the current list.
@@ -165,6 +167,26 @@ func (c *Client) leaveRemoved(zc *zk.Conn, tr *wire.Tracker, hosts *hostList) {
 	}
 }
 
+// go-zookeeper knows neither of the reconfig's own refusals: it reports
+// their codes as such.
+const (
+	errNewConfigNoQuorum  = "unknown error: -13"
+	errReconfigInProgress = "unknown error: -14"
+)
+
+// reconfigErr gives the reconfig's own refusals their sentinels.
+func reconfigErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case err.Error() == errNewConfigNoQuorum:
+		return ErrNewConfigNoQuorum
+	case err.Error() == errReconfigInProgress:
+		return ErrReconfigInProgress
+	}
+	return err
+}
+
 // sameSet reports whether a and b hold the same addresses in any order.
 func sameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
@@ -180,7 +202,10 @@ func sameSet(a, b []string) bool {
 // with another version the server refuses it (zk.ErrBadVersion). It
 // returns the Stat of ConfigPath after the change. The server refuses it
 // with zk.ErrReconfigDisabled unless reconfigEnabled=true, and requires
-// the client to be authorized (the super user, or skipACL). A reconfig
+// the client to be authorized (the super user, or skipACL); with
+// ErrNewConfigNoQuorum when the servers of the new configuration in sync
+// with the leader are not a quorum of it, ErrReconfigInProgress while
+// another reconfig runs. A reconfig
 // is a write of the session it is sent in, never re-sent in another;
 // unanswered, its error wraps ErrOutcomeUnknown.
 func (c *Client) Reconfig(ctx context.Context, members []string, fromConfig int64) (*zk.Stat, error) {
@@ -225,7 +250,7 @@ func (c *Client) reconfig(ctx context.Context, fromConfig int64, send func(zc *z
 		if err == nil {
 			stat = st
 		}
-		return err
+		return reconfigErr(err)
 	})
 	if err != nil {
 		return nil, err

@@ -108,12 +108,16 @@ func TestEnsembleTrackerFollowsAddedAndRemovedServers(t *testing.T) {
 		waited <- acquired{err, closed(held.Done())}
 	}()
 
-	// A server joins.
-	if err := ens.Start(3); err != nil {
-		t.Fatal(err)
-	}
+	// A server joins; a configuration of it alone before it runs has no
+	// quorum in sync.
 	line, err := ens.MemberLine(3)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Reconfig(ctx, []string{line}, -1); !errors.Is(err, connection.ErrNewConfigNoQuorum) {
+		t.Fatalf("a reconfig to a server not running: %v, want ErrNewConfigNoQuorum", err)
+	}
+	if err := ens.Start(3); err != nil {
 		t.Fatal(err)
 	}
 	st, err := c.IncrementalReconfig(ctx, []string{line}, nil, -1)
