@@ -27,14 +27,18 @@ type Client struct {
 	opts        *options
 	defaultData []byte
 
-	mu        sync.Mutex
-	zc        *zk.Conn        // newest go-zookeeper handle
-	zcEvents  <-chan zk.Event // its event channel: closed as its loop ends
-	gen       int             // its generation; events of older handles are ignored
-	tr        *wire.Tracker   // its tracker
-	authed    bool            // zc has sent the client's credentials
-	authing   bool            // a goroutine is sending them
-	authAgain bool            // zc has a session again since they were sent: send them again if they failed
+	mu       sync.Mutex
+	zc       *zk.Conn        // newest go-zookeeper handle
+	zcEvents <-chan zk.Event // its event channel: closed as its loop ends
+	gen      int             // its generation; events of older handles are ignored
+	tr       *wire.Tracker   // its tracker
+	hosts    *hostList       // its host provider, WithEnsembleTracker; nil without
+	// removedServer tells the ensemble tracker that a handle connected
+	// to a server that is no longer a member.
+	removedServer chan struct{}
+	authed        bool // zc has sent the client's credentials
+	authing       bool // a goroutine is sending them
+	authAgain     bool // zc has a session again since they were sent: send them again if they failed
 	// authErr is the last refusal of the credentials (ErrAuthFailed),
 	// while there is no session since.
 	authErr   error
@@ -125,6 +129,9 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 		closeDone:   make(chan struct{}),
 		openFailed:  make(chan error, 1),
 	}
+	if o.trackEnsemble {
+		c.removedServer = make(chan struct{}, 1)
+	}
 	if c.defaultData == nil {
 		c.defaultData = []byte(hostAddress())
 	}
@@ -140,6 +147,10 @@ func Open(ctx context.Context, servers []string, opts ...Option) (*Client, error
 	c.wg.Add(2)
 	go c.supervise()
 	go c.watchdog()
+	if o.trackEnsemble {
+		c.wg.Add(1)
+		go c.trackEnsemble()
+	}
 
 	c.mu.Lock()
 	ready := c.ready
@@ -217,12 +228,17 @@ func (c *Client) dialLocked() error {
 	if c.opts.maxBufferSize > 0 {
 		zopts = append(zopts, zk.WithMaxBufferSize(c.opts.maxBufferSize))
 	}
+	var hosts *hostList
+	if c.opts.trackEnsemble {
+		hosts = &hostList{removed: c.removedServer}
+		zopts = append(zopts, zk.WithHostProvider(hosts))
+	}
 	zc, events, err := zk.Connect(c.servers, c.opts.sessionTimeout, asOptions(zk.WithLogInfo(false), zopts)...)
 	if err != nil {
 		return err
 	}
 	self.Store(zc)
-	c.zc, c.zcEvents, c.tr = zc, events, tr
+	c.zc, c.zcEvents, c.tr, c.hosts = zc, events, tr, hosts
 	c.authed, c.authing, c.authAgain = len(c.opts.auth) == 0, false, false
 	return nil
 }

@@ -31,6 +31,10 @@
 //   - Writes fenced by a hold: a Guard (every recipe's hold has one) in a
 //     Multi makes the transaction commit only while the hold lasts, in its
 //     session; otherwise it fails with ErrGuardFailed, nothing applied.
+//   - An ensemble that changes (ZooKeeper 3.5+ dynamic reconfiguration):
+//     WithEnsembleTracker follows /zookeeper/config and connects to the
+//     current members only, leaving a removed server in the same session;
+//     Reconfig and IncrementalReconfig change the membership.
 //
 // The session timeout asked of the server is DefaultSessionTimeout (15 s)
 // unless WithSessionTimeout says otherwise; the server may clamp it, and

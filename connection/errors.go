@@ -55,6 +55,16 @@ var (
 	// would make the server drop the connection, suspending every hold of
 	// the client.
 	ErrDataTooLarge = errors.New("connection: request larger than the server accepts")
+	// ErrNewConfigNoQuorum means the server refused a reconfig because
+	// the servers of the new configuration that are connected and in sync
+	// with the leader are not a quorum of it (ZooKeeper's
+	// ZNEWCONFIGNOQUORUM): start the servers that join before adding
+	// them. Nothing changed.
+	ErrNewConfigNoQuorum = errors.New("connection: reconfig refused: no quorum of the new configuration is in sync")
+	// ErrReconfigInProgress means the server refused a reconfig because
+	// another one is in progress (ZooKeeper's ZRECONFIGINPROGRESS).
+	// Nothing changed; try again once it is done.
+	ErrReconfigInProgress = errors.New("connection: reconfig refused: another reconfig is in progress")
 	// ErrClosed means the client was closed.
 	ErrClosed = errors.New("connection: client closed")
 	// ErrNewHistory means the servers' database was replaced under the

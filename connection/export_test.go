@@ -17,3 +17,12 @@ func (c *Client) CreatedPending() int {
 	c.mu.Unlock()
 	return tr.CreatedPending()
 }
+
+// ConnectedServer is the address the current handle connects to, or
+// connected to last.
+func (c *Client) ConnectedServer() string {
+	c.mu.Lock()
+	zc := c.zc
+	c.mu.Unlock()
+	return zc.Server()
+}

@@ -54,6 +54,7 @@ type options struct {
 	serverLag      time.Duration
 	observer       *Observer
 	noLocalExpiry  bool // tests only: rely on the server's word alone
+	trackEnsemble  bool // WithEnsembleTracker
 }
 
 type authInfo struct {

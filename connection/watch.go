@@ -202,8 +202,16 @@ func (c *Client) ChildrenWatch(ctx context.Context, path string) (children []str
 // otherwise it reads with a new watch (watched) and shares it.
 func (c *Client) sharedRead(ctx context.Context, what, path string, kind watchKind,
 	plain, watched func(zc *zk.Conn, spath string) (node, error)) (out node, w *Watch, err error) {
+	return c.sharedReadAt(ctx, what, path, c.server(path), kind, plain, watched)
+}
+
+// sharedReadAt is sharedRead of the server's node spath, which path names
+// in errors: the namespace is not applied (the ensemble tracker reads
+// /zookeeper/config of every client so).
+func (c *Client) sharedReadAt(ctx context.Context, what, path, spath string, kind watchKind,
+	plain, watched func(zc *zk.Conn, spath string) (node, error)) (out node, w *Watch, err error) {
 	err = c.call(ctx, what, path, anySession, func(ctx context.Context, zc *zk.Conn) error {
-		key := watchKey{zc, c.server(path), kind}
+		key := watchKey{zc, spath, kind}
 		c.watchMu.Lock()
 		shared := c.sharedLocked(key)
 		c.watchMu.Unlock()

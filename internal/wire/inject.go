@@ -332,6 +332,21 @@ func (t *Tracker) Close() {
 	t.writers.Wait()
 }
 
+// Drop closes the handle's connections and not the handle: go-zookeeper
+// connects again, in the same session, to the server its host provider
+// names next. Requests in flight on them fail as on any lost connection.
+func (t *Tracker) Drop() {
+	t.mu.Lock()
+	conns := make([]*trackedConn, 0, len(t.conns))
+	for c := range t.conns {
+		conns = append(conns, c)
+	}
+	t.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
+}
+
 // failInjected marks c failed and fails every injected request awaiting
 // an answer on it.
 func (c *trackedConn) failInjected() {

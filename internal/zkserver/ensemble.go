@@ -67,6 +67,8 @@ type config struct {
 	extendedTypes bool          // zookeeper.extendedTypesEnabled: TTL nodes
 	dataDir       string        // WithDataDir: the servers' directories, kept; "" for a temporary one
 	clientPort    int           // WithClientPort: server i's client port is clientPort+i; 0 for free ports
+	reconfig      bool          // WithReconfig: dynamic reconfiguration on
+	spares        int           // WithReconfig: servers made, not started, not members
 	logf          func(format string, args ...any)
 }
 
@@ -371,6 +373,9 @@ func startBackend(cfg *config) (Backend, error) {
 	if servers := os.Getenv("ZKTEST_SERVERS"); servers != "" && (cfg.backend == "" || cfg.backend == "external") {
 		return newExternal(servers)
 	}
+	if cfg.reconfig && cfg.backend != "" && cfg.backend != "local" {
+		return nil, fmt.Errorf("%w: the %s backend", ErrNoReconfig, cfg.backend)
+	}
 	switch cfg.backend {
 	case "external":
 		return nil, fmt.Errorf("%w: ZKTEST_BACKEND=external needs ZKTEST_SERVERS, a comma-separated host:port list", ErrNoZooKeeper)
@@ -387,6 +392,9 @@ func startBackend(cfg *config) (Backend, error) {
 	localErr := findLocalInstall()
 	if localErr == nil {
 		return startLocal(cfg)
+	}
+	if cfg.reconfig {
+		return nil, fmt.Errorf("%w: %v (only local servers reconfigure)", ErrNoZooKeeper, localErr)
 	}
 	for _, f := range registeredAll() {
 		if f.Available != nil && f.Available() {

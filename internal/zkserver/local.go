@@ -94,6 +94,8 @@ type localServer struct {
 	logPath    string
 	addr       string
 	secureAddr string // WithTLS
+	line       string // WithReconfig: its line in a dynamic configuration
+	spare      bool   // WithReconfig: not started with the ensemble
 
 	mu     sync.Mutex
 	proc   *os.Process
@@ -132,6 +134,13 @@ func tryStartLocal(cfg *config, inst *localInstall) (*localBackend, error) {
 		return nil, err
 	}
 	b := &localBackend{cfg: cfg, install: inst, dir: dir}
+	if cfg.reconfig && (cfg.partitions || cfg.tls || cfg.servers+cfg.spares > 9) {
+		b.removeDir()
+		return nil, fmt.Errorf("%w: with WithServerPartitions, WithTLS or more than 9 servers", ErrNoReconfig)
+	}
+	if cfg.reconfig {
+		return b, b.startReconfigurable()
+	}
 	n := cfg.servers
 	ports, err := freePorts(4 * n) // client, quorum, election, TLS client
 	if err != nil {
@@ -212,6 +221,12 @@ func (s *localServer) writeConfig(cfg *config, clientPort int, quorum string) er
 			return err
 		}
 	}
+	if cfg.reconfig {
+		// skipACL: reconfig needs no super user.
+		quorum = "reconfigEnabled=true\nstandaloneEnabled=false\nskipACL=yes\n" + quorum
+	} else {
+		quorum = "reconfigEnabled=false\n" + quorum
+	}
 	tick := cfg.tickTime.Milliseconds()
 	// initLimit and syncLimit are counted in ticks: 10 s and 5 s, so that a
 	// loaded CI machine does not drop followers (WithSyncLimit lowers it).
@@ -230,7 +245,6 @@ minSessionTimeout=%d
 maxSessionTimeout=%d
 4lw.commands.whitelist=*
 admin.enableServer=false
-reconfigEnabled=false
 %s`, tick, max(10, 10000/tick), syncTicks, data, clientPort, 2*tick, max(60000, 20*tick), quorum)
 	return os.WriteFile(s.cfgPath, []byte(conf), 0o644)
 }

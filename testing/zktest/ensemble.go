@@ -234,3 +234,24 @@ func FourLetter(addr, word string, timeout time.Duration) (string, error) {
 func ServerMode(addr string, timeout time.Duration) (string, error) {
 	return zkserver.ServerMode(addr, timeout)
 }
+
+// ErrNoReconfig means WithReconfig was asked of a backend other than the
+// local one, or with WithServerPartitions or WithTLS; or MemberLine of an
+// ensemble started without it.
+var ErrNoReconfig = zkserver.ErrNoReconfig
+
+// WithReconfig starts the local servers with ZooKeeper's dynamic
+// reconfiguration on (reconfigEnabled=true, standaloneEnabled=false) and
+// ACL checks off (skipACL=yes), so that any client may send a reconfig.
+// /zookeeper/config then lists each member with its client address.
+// spares more servers are made but neither started nor members: they
+// come after the members in Servers; Start(i) starts one, configured with
+// the members and itself as a joining server is, and a reconfig that adds
+// MemberLine(i) makes it a member.
+func WithReconfig(spares int) Option { return zkserver.WithReconfig(spares) }
+
+// MemberLine returns server i's line for a reconfig,
+// "server.N=127.0.0.1:quorumPort:electionPort:participant;127.0.0.1:clientPort":
+// a spare's to add it, a removed member's to add it again. It needs
+// WithReconfig (else the error matches ErrNoReconfig).
+func (e *Ensemble) MemberLine(i int) (string, error) { return e.e.MemberLine(i) }
