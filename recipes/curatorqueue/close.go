@@ -3,76 +3,46 @@ package curatorqueue
 import (
 	"context"
 	"errors"
-	"sync"
+	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/closer"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
-// closer is what Close ends: the calls in progress and the messages held
-// under the lock path and not yet consumed or released.
-type closer struct {
-	closing     context.Context // cancelled by Close: it ends the calls in progress
-	stopClosing context.CancelFunc
-
-	mu     sync.Mutex
-	closed bool
-	calls  sync.WaitGroup
-	held   map[*Message]struct{}
-}
-
-func (c *closer) init() {
-	c.closing, c.stopClosing = context.WithCancel(context.Background())
-	c.held = map[*Message]struct{}{}
+// newCloser returns what Close ends: the calls in progress and the
+// messages held under the lock path not yet consumed or released.
+func newCloser() *closer.Closer[*Message] {
+	return closer.New(
+		func(ctx context.Context, m *Message) error { return m.Release(ctx) },
+		func(m *Message) time.Duration { return lockcore.CleanupTimeout(m.hold.Session) },
+		func(err error) bool { return errors.Is(err, ErrFinished) || errors.Is(err, ErrMessageLost) },
+	)
 }
 
 // enter begins a call: its context is ctx, also cancelled by Close, and
 // leave ends it. After Close it fails with ErrClosed.
 func (q *Queue) enter(ctx context.Context) (context.Context, func(), error) {
-	q.c.mu.Lock()
-	defer q.c.mu.Unlock()
-	if q.c.closed {
+	cctx, leave, ok := q.c.Enter(ctx)
+	if !ok {
 		return nil, nil, ErrClosed
 	}
-	q.c.calls.Add(1)
-	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(q.c.closing, cancel)
-	return cctx, func() {
-		stop()
-		cancel()
-		q.c.calls.Done()
-	}, nil
+	return cctx, leave, nil
 }
 
 // callErr is the error of a call on ctx that failed with err: ErrClosed
 // when Close ended it, not the caller.
 func (q *Queue) callErr(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() == nil && q.c.closing.Err() != nil {
+	if q.c.EndedByClose(ctx, err) {
 		return ErrClosed
 	}
 	return err
 }
 
-// track records a held message until it is consumed or released; one
-// taken after Close began is released at once, and track reports false.
-func (q *Queue) track(m *Message) bool {
-	q.c.mu.Lock()
-	if !q.c.closed {
-		q.c.held[m] = struct{}{}
-		q.c.mu.Unlock()
-		return true
-	}
-	q.c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), lockcore.CleanupTimeout(m.hold.Session))
-	defer cancel()
-	_ = m.Release(ctx)
-	return false
-}
+// track records a held message until it is consumed or released; one taken
+// after Close began is released at once, and track reports false.
+func (q *Queue) track(m *Message) bool { return q.c.Track(m) }
 
-func (q *Queue) untrack(m *Message) {
-	q.c.mu.Lock()
-	delete(q.c.held, m)
-	q.c.mu.Unlock()
-}
+func (q *Queue) untrack(m *Message) { q.c.Untrack(m) }
 
 // Close ends this Queue value: a Put, Take or TryTake in progress returns
 // an error matching ErrClosed (a Put whose create was sent may have added
@@ -88,35 +58,5 @@ func (q *Queue) untrack(m *Message) {
 // are the queue's, not this value's: Close deletes none of them. Close is
 // idempotent.
 func (q *Queue) Close(ctx context.Context) error {
-	q.c.mu.Lock()
-	if q.c.closed {
-		q.c.mu.Unlock()
-		return nil
-	}
-	q.c.closed = true
-	q.c.mu.Unlock()
-	q.c.stopClosing()
-	var errs []error
-	returned := make(chan struct{})
-	go func() {
-		q.c.calls.Wait()
-		close(returned)
-	}()
-	select {
-	case <-returned:
-	case <-ctx.Done():
-		errs = append(errs, q.errorf("close", ctx.Err()))
-	}
-	q.c.mu.Lock()
-	held := make([]*Message, 0, len(q.c.held))
-	for m := range q.c.held {
-		held = append(held, m)
-	}
-	q.c.mu.Unlock()
-	for _, m := range held {
-		if err := m.Release(ctx); err != nil && !errors.Is(err, ErrFinished) && !errors.Is(err, ErrMessageLost) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return q.c.Close(ctx, func(err error) error { return q.errorf("close", err) })
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/closer"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
@@ -30,7 +31,7 @@ type Queue struct {
 	data     []byte
 
 	ensured atomic.Bool
-	c       closer // what Close ends (close.go)
+	c       *closer.Closer[*Message] // what Close ends (close.go)
 }
 
 // Option configures a Queue.
@@ -106,7 +107,7 @@ func newQueue(c *connection.Client, p string, k kind, opts []Option) (*Queue, er
 		return nil, errtext.Errorf("curatorqueue: %w: an id queue's path cannot hold %q", connection.ErrInvalidPath, separator)
 	}
 	q := &Queue{client: c, path: p, kind: k, data: connx.Of(c).DefaultData()}
-	q.c.init()
+	q.c = newCloser()
 	for _, o := range opts {
 		if o == nil {
 			return nil, errtext.Errorf("curatorqueue: nil option: %w", connection.ErrInvalidOption)

@@ -3,82 +3,48 @@ package queue
 import (
 	"context"
 	"errors"
-	"sync"
+	"time"
 
+	"github.com/zkrecipes/zkrecipes/internal/closer"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 )
 
-// closer is what Close ends: the calls in progress and the items taken
-// and not yet consumed or released.
-type closer struct {
-	closing     context.Context // cancelled by Close: it ends the calls in progress
-	stopClosing context.CancelFunc
-
-	mu     sync.Mutex
-	closed bool
-	calls  sync.WaitGroup
-	items  map[*Item]struct{}
-}
-
-func (c *closer) init() {
-	c.closing, c.stopClosing = context.WithCancel(context.Background())
-	c.items = map[*Item]struct{}{}
+// newCloser returns what Close ends: the calls in progress and the
+// items taken not yet consumed or released.
+func newCloser() *closer.Closer[*Item] {
+	return closer.New(
+		func(ctx context.Context, it *Item) error { return it.Release(ctx) },
+		func(it *Item) time.Duration { return lockcore.CleanupTimeout(it.hold.Session) },
+		func(err error) bool { return errors.Is(err, ErrFinished) || errors.Is(err, ErrItemLost) },
+	)
 }
 
 // enter begins a call: its context is ctx, also cancelled by Close, and
 // leave ends it. After Close it fails with ErrClosed.
 func (q *Queue) enter(ctx context.Context) (context.Context, func(), error) {
-	q.c.mu.Lock()
-	defer q.c.mu.Unlock()
-	if q.c.closed {
+	cctx, leave, ok := q.c.Enter(ctx)
+	if !ok {
 		return nil, nil, ErrClosed
 	}
-	q.c.calls.Add(1)
-	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(q.c.closing, cancel)
-	return cctx, func() {
-		stop()
-		cancel()
-		q.c.calls.Done()
-	}, nil
+	return cctx, leave, nil
 }
 
 // callErr is the error of a call on ctx that failed with err: ErrClosed
 // when Close ended it, not the caller.
 func (q *Queue) callErr(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() == nil && q.c.closing.Err() != nil {
+	if q.c.EndedByClose(ctx, err) {
 		return ErrClosed
 	}
 	return err
 }
 
-// track records a take until it is consumed or released; a take made
+// track records a take until it is consumed or released; one taken
 // after Close began is released at once, and track reports false.
-func (q *Queue) track(it *Item) bool {
-	q.c.mu.Lock()
-	if !q.c.closed {
-		q.c.items[it] = struct{}{}
-		q.c.mu.Unlock()
-		return true
-	}
-	q.c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), lockcore.CleanupTimeout(it.hold.Session))
-	defer cancel()
-	_ = it.Release(ctx)
-	return false
-}
+func (q *Queue) track(it *Item) bool { return q.c.Track(it) }
 
-func (q *Queue) isClosed() bool {
-	q.c.mu.Lock()
-	defer q.c.mu.Unlock()
-	return q.c.closed
-}
+func (q *Queue) isClosed() bool { return q.c.Closed() }
 
-func (q *Queue) untrack(it *Item) {
-	q.c.mu.Lock()
-	delete(q.c.items, it)
-	q.c.mu.Unlock()
-}
+func (q *Queue) untrack(it *Item) { q.c.Untrack(it) }
 
 // Close ends this Queue value: a Put, Take or TryTake in progress returns
 // an error matching ErrClosed (nothing it took is kept; a Put whose create
@@ -95,39 +61,5 @@ func (q *Queue) untrack(it *Item) {
 // items — are the queue's, not this value's: Close deletes none of them.
 // Close is idempotent.
 func (q *Queue) Close(ctx context.Context) error {
-	q.c.mu.Lock()
-	if q.c.closed {
-		q.c.mu.Unlock()
-		return nil
-	}
-	q.c.closed = true
-	q.c.mu.Unlock()
-	q.c.stopClosing()
-	var errs []error
-	// The calls end at once with q.c.closing, but a take's create in
-	// flight is never abandoned (claim): it is bounded by the session
-	// timeout, not by ctx. If ctx ends first, this goroutine ends with
-	// that call, and an item it takes then is released by track.
-	returned := make(chan struct{})
-	go func() {
-		q.c.calls.Wait()
-		close(returned)
-	}()
-	select {
-	case <-returned:
-	case <-ctx.Done():
-		errs = append(errs, q.errorf("close", ctx.Err()))
-	}
-	q.c.mu.Lock()
-	items := make([]*Item, 0, len(q.c.items))
-	for it := range q.c.items {
-		items = append(items, it)
-	}
-	q.c.mu.Unlock()
-	for _, it := range items {
-		if err := it.Release(ctx); err != nil && !errors.Is(err, ErrFinished) && !errors.Is(err, ErrItemLost) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
+	return q.c.Close(ctx, func(err error) error { return q.errorf("close", err) })
 }

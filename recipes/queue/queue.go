@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/closer"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
@@ -59,7 +60,7 @@ type Queue struct {
 	line    lockcore.Lock // idle workers wait here, one watching the queue
 
 	ensured atomic.Bool
-	c       closer // what Close ends (close.go)
+	c       *closer.Closer[*Item] // what Close ends (close.go)
 
 	afterMade    func() // tests: called once a take's taken node is made
 	beforeCreate func() // tests: called as a take's taken node is about to be made
@@ -96,7 +97,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 		taken:   path.Join(p, takenDir),
 		data:    connx.Of(c).DefaultData(),
 	}
-	q.c.init()
+	q.c = newCloser()
 	for _, o := range opts {
 		if o == nil {
 			return nil, errtext.Errorf("queue: nil option: %w", connection.ErrInvalidOption)
