@@ -117,6 +117,12 @@ func (d *Double) Enter(ctx context.Context) error {
 	}
 	m, err := d.join(ctx)
 	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, connection.ErrSessionLost) {
+			// The session ended while the member's node was made or read
+			// back: the node, if made, was of that session and went with
+			// it. Told as every member whose session ended is.
+			return errtext.Errorf("barrier: enter %s: %w: %w", d.path, ErrMemberLost, err)
+		}
 		return errtext.Errorf("barrier: enter %s: %w", d.path, d.waitErr(ctx, nil, err))
 	}
 	czxid, err := d.awaitReady(ctx, m)
