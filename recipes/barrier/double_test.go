@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -487,6 +489,34 @@ func TestDoubleCancelled(t *testing.T) {
 // again in the next session; one whose session ends inside the barrier
 // is told by Leave, and the others leave without it once the server has
 // deleted its node.
+// TestDoubleSessionLostWhileJoining: a member whose session ends while
+// its node, just made, is read back (the claim's read, answered by no
+// one: the connection is blackholed as that read is sent) is told as any
+// member whose session ended: ErrMemberLost with ErrSessionLost.
+func TestDoubleSessionLostWhileJoining(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	ens.RequireFaults(t)
+	dir := ens.Root(t) + "/double"
+	proxy := ens.Proxy(t)
+	var once sync.Once
+	obs := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Op == "getData" && r.Watch && strings.HasPrefix(r.Path, dir+"/") {
+			once.Do(proxy.Blackhole)
+		}
+		return nil
+	}}
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(2*time.Second), connection.WithObserver(obs))
+	d, err := barrier.NewDouble(c, dir, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Enter(ctxFor(t, time.Minute))
+	if !errors.Is(err, barrier.ErrMemberLost) || !errors.Is(err, connection.ErrSessionLost) {
+		t.Fatalf("Enter whose session ended as its node was read back: %v; want ErrMemberLost and ErrSessionLost", err)
+	}
+}
+
 func TestDoubleSessionLost(t *testing.T) {
 	t.Parallel()
 	ens := zkShared.Ensemble(t)
