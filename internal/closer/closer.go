@@ -18,6 +18,7 @@ type Closer[T comparable] struct {
 	release     func(context.Context, T) error
 	timeout     func(T) time.Duration
 	ended       func(error) bool
+	closedErr   error
 
 	mu     sync.Mutex
 	closed bool
@@ -28,20 +29,21 @@ type Closer[T comparable] struct {
 // New returns a Closer whose holds are let go with release, bounded by
 // timeout(h) when one is taken after Close began; Close leaves out of its
 // error the release errors for which ended reports true (the hold had
-// ended already).
-func New[T comparable](release func(context.Context, T) error, timeout func(T) time.Duration, ended func(error) bool) *Closer[T] {
-	c := &Closer[T]{release: release, timeout: timeout, ended: ended, held: map[T]struct{}{}}
+// ended already). closedErr is the package's error for a call after or
+// ended by Close.
+func New[T comparable](release func(context.Context, T) error, timeout func(T) time.Duration, ended func(error) bool, closedErr error) *Closer[T] {
+	c := &Closer[T]{release: release, timeout: timeout, ended: ended, closedErr: closedErr, held: map[T]struct{}{}}
 	c.closing, c.stopClosing = context.WithCancel(context.Background())
 	return c
 }
 
 // Enter begins a call: its context is ctx, also cancelled by Close, and
-// leave ends it. After Close it reports ok false.
-func (c *Closer[T]) Enter(ctx context.Context) (cctx context.Context, leave func(), ok bool) {
+// leave ends it. After Close it fails with closedErr.
+func (c *Closer[T]) Enter(ctx context.Context) (cctx context.Context, leave func(), err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return nil, nil, false
+		return nil, nil, c.closedErr
 	}
 	c.calls.Add(1)
 	cctx, cancel := context.WithCancel(ctx)
@@ -50,13 +52,16 @@ func (c *Closer[T]) Enter(ctx context.Context) (cctx context.Context, leave func
 		stop()
 		cancel()
 		c.calls.Done()
-	}, true
+	}, nil
 }
 
-// EndedByClose reports whether a call on ctx that failed with err was
-// ended by Close, not by its caller.
-func (c *Closer[T]) EndedByClose(ctx context.Context, err error) bool {
-	return err != nil && ctx.Err() == nil && c.closing.Err() != nil
+// CallErr is the error of a call on ctx that failed with err: closedErr
+// when Close ended it, not its caller.
+func (c *Closer[T]) CallErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() == nil && c.closing.Err() != nil {
+		return c.closedErr
+	}
+	return err
 }
 
 // Track records h until Untrack; one taken after Close began is released

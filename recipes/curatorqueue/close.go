@@ -16,33 +16,9 @@ func newCloser() *closer.Closer[*Message] {
 		func(ctx context.Context, m *Message) error { return m.Release(ctx) },
 		func(m *Message) time.Duration { return lockcore.CleanupTimeout(m.hold.Session) },
 		func(err error) bool { return errors.Is(err, ErrFinished) || errors.Is(err, ErrMessageLost) },
+		ErrClosed,
 	)
 }
-
-// enter begins a call: its context is ctx, also cancelled by Close, and
-// leave ends it. After Close it fails with ErrClosed.
-func (q *Queue) enter(ctx context.Context) (context.Context, func(), error) {
-	cctx, leave, ok := q.c.Enter(ctx)
-	if !ok {
-		return nil, nil, ErrClosed
-	}
-	return cctx, leave, nil
-}
-
-// callErr is the error of a call on ctx that failed with err: ErrClosed
-// when Close ended it, not the caller.
-func (q *Queue) callErr(ctx context.Context, err error) error {
-	if q.c.EndedByClose(ctx, err) {
-		return ErrClosed
-	}
-	return err
-}
-
-// track records a held message until it is consumed or released; one taken
-// after Close began is released at once, and track reports false.
-func (q *Queue) track(m *Message) bool { return q.c.Track(m) }
-
-func (q *Queue) untrack(m *Message) { q.c.Untrack(m) }
 
 // Close ends this Queue value: a Put, Take or TryTake in progress returns
 // an error matching ErrClosed (a Put whose create was sent may have added

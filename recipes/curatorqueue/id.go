@@ -23,14 +23,14 @@ func (q *Queue) Remove(ctx context.Context, id string) (int, error) {
 	if id == "" {
 		return 0, q.errorf("remove", errtext.Errorf("empty id: %w", connection.ErrInvalidOption))
 	}
-	cctx, leave, err := q.enter(ctx)
+	cctx, leave, err := q.c.Enter(ctx)
 	if err != nil {
 		return 0, q.errorf("remove", err)
 	}
 	defer leave()
 	n, err := q.remove(cctx, fixID(id))
 	if err != nil {
-		return n, q.errorf("remove", q.callErr(ctx, err))
+		return n, q.errorf("remove", q.c.CallErr(ctx, err))
 	}
 	return n, nil
 }

@@ -115,7 +115,7 @@ func (m *Message) finish(ctx context.Context, op string, release func(context.Co
 		return m.errorf(op, ErrFinished)
 	}
 	m.finished = true
-	m.q.untrack(m)
+	m.q.c.Untrack(m)
 	var err error
 	if op == "consume" {
 		err = m.hold.EndConsumed(ctx, release)

@@ -254,7 +254,7 @@ func (q *Queue) PutMulti(ctx context.Context, items [][]byte, opts ...PutOption)
 }
 
 func (q *Queue) put(ctx context.Context, op string, items [][]byte, opts []PutOption) (string, error) {
-	cctx, leave, err := q.enter(ctx)
+	cctx, leave, err := q.c.Enter(ctx)
 	if err != nil {
 		return "", q.errorf(op, err)
 	}
@@ -266,7 +266,7 @@ func (q *Queue) put(ctx context.Context, op string, items [][]byte, opts []PutOp
 	data := encodeItems(items)
 	for range 2 {
 		if err := q.ensure(cctx); err != nil {
-			return "", q.errorf(op, q.callErr(ctx, err))
+			return "", q.errorf(op, q.c.CallErr(ctx, err))
 		}
 		created, err := q.client.Create(cctx, path.Join(q.path, prefix), data, connection.PersistentSequential)
 		if errors.Is(err, zk.ErrNoNode) {
@@ -274,7 +274,7 @@ func (q *Queue) put(ctx context.Context, op string, items [][]byte, opts []PutOp
 			continue
 		}
 		if err != nil {
-			return "", q.errorf(op, q.callErr(ctx, err))
+			return "", q.errorf(op, q.c.CallErr(ctx, err))
 		}
 		return path.Base(created), nil
 	}

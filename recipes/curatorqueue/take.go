@@ -33,16 +33,16 @@ func (q *Queue) TryTake(ctx context.Context) (*Message, error) {
 }
 
 func (q *Queue) takeCall(ctx context.Context, wait bool) (*Message, error) {
-	cctx, leave, err := q.enter(ctx)
+	cctx, leave, err := q.c.Enter(ctx)
 	if err != nil {
 		return nil, q.errorf("take", err)
 	}
 	defer leave()
 	m, err := q.take(cctx, wait)
 	if err != nil {
-		return m, q.errorf("take", q.callErr(ctx, err))
+		return m, q.errorf("take", q.c.CallErr(ctx, err))
 	}
-	if m.hold != nil && !q.track(m) {
+	if m.hold != nil && !q.c.Track(m) {
 		return nil, q.errorf("take", ErrClosed)
 	}
 	return m, nil

@@ -16,35 +16,9 @@ func newCloser() *closer.Closer[*Item] {
 		func(ctx context.Context, it *Item) error { return it.Release(ctx) },
 		func(it *Item) time.Duration { return lockcore.CleanupTimeout(it.hold.Session) },
 		func(err error) bool { return errors.Is(err, ErrFinished) || errors.Is(err, ErrItemLost) },
+		ErrClosed,
 	)
 }
-
-// enter begins a call: its context is ctx, also cancelled by Close, and
-// leave ends it. After Close it fails with ErrClosed.
-func (q *Queue) enter(ctx context.Context) (context.Context, func(), error) {
-	cctx, leave, ok := q.c.Enter(ctx)
-	if !ok {
-		return nil, nil, ErrClosed
-	}
-	return cctx, leave, nil
-}
-
-// callErr is the error of a call on ctx that failed with err: ErrClosed
-// when Close ended it, not the caller.
-func (q *Queue) callErr(ctx context.Context, err error) error {
-	if q.c.EndedByClose(ctx, err) {
-		return ErrClosed
-	}
-	return err
-}
-
-// track records a take until it is consumed or released; one taken
-// after Close began is released at once, and track reports false.
-func (q *Queue) track(it *Item) bool { return q.c.Track(it) }
-
-func (q *Queue) isClosed() bool { return q.c.Closed() }
-
-func (q *Queue) untrack(it *Item) { q.c.Untrack(it) }
 
 // Close ends this Queue value: a Put, Take or TryTake in progress returns
 // an error matching ErrClosed (nothing it took is kept; a Put whose create

@@ -23,7 +23,7 @@ type Entry struct {
 // Entries lists the items in queue order, taken ones included. Items that
 // vanish while being read are left out; a queue never used has none.
 func (q *Queue) Entries(ctx context.Context) ([]Entry, error) {
-	if q.isClosed() {
+	if q.c.Closed() {
 		return nil, q.errorf("entries", ErrClosed)
 	}
 	names, _, err := q.client.Children(ctx, q.entries)
@@ -59,7 +59,7 @@ func (q *Queue) Entries(ctx context.Context) ([]Entry, error) {
 // (Kazoo's len): the children of the entries directory that are items,
 // not any other node an operator may have left there.
 func (q *Queue) Len(ctx context.Context) (int, error) {
-	if q.isClosed() {
+	if q.c.Closed() {
 		return 0, q.errorf("len", ErrClosed)
 	}
 	names, _, err := q.client.Children(ctx, q.entries)
@@ -80,7 +80,7 @@ func (q *Queue) Len(ctx context.Context) (int, error) {
 
 // Idle returns the number of Go workers waiting in line for an item.
 func (q *Queue) Idle(ctx context.Context) (int, error) {
-	if q.isClosed() {
+	if q.c.Closed() {
 		return 0, q.errorf("idle", ErrClosed)
 	}
 	ps, err := lockcore.Participants(ctx, q.client, q.line.Dir, lockcore.MutexKinds)

@@ -103,7 +103,7 @@ func (it *Item) finish(ctx context.Context, op string, release func(context.Cont
 		return it.errorf(op, ErrFinished)
 	}
 	it.finished = true
-	it.q.untrack(it)
+	it.q.c.Untrack(it)
 	var err error
 	if op == "consume" {
 		err = it.hold.EndConsumed(ctx, release)

@@ -172,13 +172,13 @@ func WithPriority(p int) PutOption {
 // must be deleted and made again. (If a worker took the item in the
 // moment before Put withdrew it, Put returns nil: it was delivered.)
 func (q *Queue) Put(ctx context.Context, data []byte, opts ...PutOption) error {
-	cctx, leave, err := q.enter(ctx)
+	cctx, leave, err := q.c.Enter(ctx)
 	if err != nil {
 		return q.errorf("put", err)
 	}
 	defer leave()
 	if err := q.put(cctx, data, opts); err != nil {
-		return q.errorf("put", q.callErr(ctx, err))
+		return q.errorf("put", q.c.CallErr(ctx, err))
 	}
 	return nil
 }

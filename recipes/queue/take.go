@@ -24,7 +24,7 @@ func (q *Queue) Take(ctx context.Context) (*Item, error) {
 
 // takeCall runs take as a call Close can end.
 func (q *Queue) takeCall(ctx context.Context, take func(context.Context) (*Item, error)) (*Item, error) {
-	cctx, leave, err := q.enter(ctx)
+	cctx, leave, err := q.c.Enter(ctx)
 	if err != nil {
 		return nil, q.errorf("take", err)
 	}
@@ -32,13 +32,13 @@ func (q *Queue) takeCall(ctx context.Context, take func(context.Context) (*Item,
 	cctx, tw := q.observeTake(cctx)
 	it, err := take(cctx)
 	if err != nil {
-		if e := q.callErr(ctx, err); e != err {
+		if e := q.c.CallErr(ctx, err); e != err {
 			err = q.errorf("take", e)
 		}
 		tw.end(err)
 		return nil, err
 	}
-	if !q.track(it) {
+	if !q.c.Track(it) {
 		err := q.errorf("take", ErrClosed)
 		tw.end(err)
 		return nil, err
