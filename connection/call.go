@@ -200,6 +200,20 @@ func value[T any](c *Client, ctx context.Context, f func() (T, error)) (T, error
 	return valueThen(c, ctx, f, nil)
 }
 
+// inFlight runs f counted among the calls in flight (Client.calls) unless
+// the client is closed, when its handle answers f at once.
+func inFlight[T any](c *Client, f func() (T, error)) (T, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return f()
+	}
+	c.calls.Add(1)
+	c.mu.Unlock()
+	defer c.calls.Done()
+	return f()
+}
+
 // valueThen is value that, when ctx ends before f returns, calls abandoned
 // with f's result once f has returned, in the goroutine that ran f. It is
 // how a caller that gives up cleans up after a request whose effect it
@@ -208,7 +222,7 @@ func value[T any](c *Client, ctx context.Context, f func() (T, error)) (T, error
 func valueThen[T any](c *Client, ctx context.Context, f func() (T, error), abandoned func(T, error)) (T, error) {
 	var zero T
 	if ctx.Done() == nil {
-		return f()
+		return inFlight(c, f)
 	}
 	if ctx.Value(inlineKey{}) != nil {
 		// A goroutine of the client's own, that nothing waits for but its
@@ -216,7 +230,7 @@ func valueThen[T any](c *Client, ctx context.Context, f func() (T, error), aband
 		if err := ctx.Err(); err != nil {
 			return zero, err
 		}
-		return f()
+		return inFlight(c, f)
 	}
 	if err := ctx.Err(); err != nil {
 		return zero, err
@@ -227,6 +241,7 @@ func valueThen[T any](c *Client, ctx context.Context, f func() (T, error), aband
 		return zero, ErrClosed
 	}
 	c.wg.Add(1)
+	c.calls.Add(1)
 	c.mu.Unlock()
 	type result struct {
 		v   T
@@ -240,6 +255,7 @@ func valueThen[T any](c *Client, ctx context.Context, f func() (T, error), aband
 	go func() {
 		defer c.wg.Done()
 		v, err := f()
+		c.calls.Done()
 		mu.Lock()
 		if !gone {
 			done <- result{v, err} // buffered; sent under mu, so the caller either takes it or has left

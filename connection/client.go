@@ -98,6 +98,10 @@ type Client struct {
 	base       context.Context
 	cancel     context.CancelFunc // cancels base, for background cleanups, at Close
 	wg         sync.WaitGroup
+	// calls counts the go-zookeeper calls in flight (call.go), added to
+	// under mu while !closed: Close lets them be answered before it
+	// closes the handle.
+	calls sync.WaitGroup
 }
 
 // Open connects to servers and returns once the first session exists. If
@@ -243,6 +247,34 @@ func (c *Client) dialLocked() error {
 	return nil
 }
 
+// closeCallsBound bounds how long Close lets the requests in flight be
+// answered while the client is connected.
+const closeCallsBound = time.Second
+
+// awaitCalls waits until no go-zookeeper call is in flight, at most
+// bound. A call whose handle closes while its answer is being decoded
+// reads the answer's fields as go-zookeeper's receive loop writes them
+// (go-zookeeper v1.0.4 returns ErrConnectionClosed from the call without
+// waiting for the decoder): a connected server answers within
+// milliseconds, so the calls end first and nothing races. A call
+// abandoned by its caller (valueThen) gets its answer too, and with it
+// the cleanup that the answer makes possible.
+func (c *Client) awaitCalls(bound time.Duration) {
+	done := make(chan struct{})
+	c.wg.Add(1) // past the bound, the calls end as the handle closes; so does this
+	go func() {
+		defer c.wg.Done()
+		c.calls.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
 // endHandleBound bounds the wait for go-zookeeper's loop once its handle
 // is closed and its connections are: with nothing to read or write it
 // ends at once, but it is not the client's code.
@@ -365,9 +397,13 @@ func (c *Client) Close() error {
 		c.session = nil
 	}
 	zc, tr, events := c.zc, c.tr, c.zcEvents
+	answering := c.state == Connected || c.state == Reconnected
 	c.mu.Unlock()
 	close(c.stop)
 	c.cancel()
+	if answering {
+		c.awaitCalls(closeCallsBound)
+	}
 	c.endHandle(zc, tr, events)
 	c.endWatches(zc, zk.ErrClosing)
 	c.wg.Wait()

@@ -1,6 +1,7 @@
 package connection_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -128,5 +129,52 @@ func TestCloseWaitsForStuckWriter(t *testing.T) {
 	}
 	if _, _, err := c.Get(ctx, "/stuck"); !errors.Is(err, connection.ErrClosed) {
 		t.Fatalf("Get after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestCloseLetsTheRequestsInFlightBeAnswered: creates whose callers gave
+// up (their contexts ended, as an interrupted command's do) are still in
+// flight — their answers delayed 200 ms — when Close is called on a
+// connected client. Close lets the server answer them before it closes
+// the handle: each is told with its answer, the node made, never with a
+// closed handle. Under the race detector it also proves that a late
+// answer is not decoded while the call that gave up reads it (go-zookeeper
+// v1.0.4 returns from a call whose handle closes without waiting for its
+// decoder).
+func TestCloseLetsTheRequestsInFlightBeAnswered(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	p := ens.Proxy(t)
+	rec := &testkit.Recorder{}
+	c, err := connection.Open(ctxFor(t, 30*time.Second), p.Servers(), connection.WithObserver(rec.Observer()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const n = 20
+	p.DelayReplies(200 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	for i := range n {
+		go c.Create(ctx, fmt.Sprintf("%s/n-%02d", root, i), nil, connection.Persistent) //nolint:errcheck // given up below
+	}
+	zktest.Eventually(t, 10*time.Second, "every create sent", func() error {
+		if got := len(requestsUnder(rec, root+"/n-")); got < n {
+			return fmt.Errorf("%d of %d sent", got, n)
+		}
+		return nil
+	})
+	cancel()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range requestsUnder(rec, root+"/n-") {
+		if len(r.Ends) != 1 || r.Ends[0].Err != nil {
+			t.Errorf("%s %s: ends %+v, want one, answered", r.Begin.Op, r.Begin.Path, r.Ends)
+		}
+	}
+	kids, _, err := ens.Conn(t).Children(root)
+	if err != nil || len(kids) != n {
+		t.Fatalf("%d nodes made (%v), want %d", len(kids), err, n)
 	}
 }
