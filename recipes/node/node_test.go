@@ -64,7 +64,7 @@ func TestEphemeral(t *testing.T) {
 func TestModes(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
-	root, c, obs, ctx := testkit.ClientAndObserver(t, ens, 30*time.Second)
+	root, c, obs, _ := testkit.ClientAndObserver(t, ens, 30*time.Second)
 
 	for _, tc := range []struct {
 		mode connection.Mode
@@ -80,6 +80,9 @@ func TestModes(t *testing.T) {
 	} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			t.Parallel()
+			// Its own deadline: a parallel subtest may wait for its turn
+			// longer than its parent's context lasts.
+			ctx := ctxFor(t, 30*time.Second)
 			dir := root + "/" + tc.mode.String()
 			n := newNode(t, c, dir+"/n-", []byte(tc.mode.String()), append(tc.opts, node.WithMode(tc.mode))...)
 			created(t, n)
