@@ -10,8 +10,8 @@ STATICCHECK_VERSION ?= v0.8.2
 # worker still minimising a new input can report as the failure "context deadline exceeded"
 # (about 5 s per target on this machine).
 FUZZTIME  ?= 100000x
-FUZZ_TARGETS = connection:FuzzValidatePath internal/lockcore:FuzzParse \
-	internal/lockcore:FuzzContenderOrder recipes/queue:FuzzParseEntry
+FUZZ_TARGETS = connection:FuzzValidatePath recipes/layout:FuzzParse \
+	recipes/layout:FuzzContenderOrder recipes/queue:FuzzParseEntry
 TESTFLAGS ?=
 # The packages whose -race tests take longest, in that order: make test starts them first, so
 # that the packages running last, two at a time, are short ones (go test starts the packages'
@@ -160,7 +160,7 @@ bench: deps
 	cd observe/prometheus && $(GO) test -run '^$$' -bench Record -benchmem .
 	cd observe/otel && $(GO) test -run '^$$' -bench RequestObserved -benchmem .
 	$(GO) test -run '^$$' -bench IdleWaiters -benchmem -benchtime 1x ./recipes/mutex
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/lockcore ./recipes/layout
 	$(GO) test -run '^$$' -bench MarkerCost -benchtime 2000x ./recipes/shared
 	$(GO) test -run '^$$' -bench Rebalance -benchtime 1x ./recipes/partition
 	$(GO) test -run '^$$' -bench ExporterScrape -benchtime 20x ./cmd/zkrecipes

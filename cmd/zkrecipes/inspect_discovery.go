@@ -11,8 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // famService is a service directory of curator-x-discovery's layout,
@@ -103,7 +103,7 @@ func lookService(ctx context.Context, r *reader, v *view, kids []string, brief b
 			info.Enabled++
 		}
 		info.Instances = append(info.Instances, i)
-		pt := newParticipant(p, famService, lockcore.Unknown, len(v.Participants), role, nil, st, now)
+		pt := newParticipant(p, famService, layout.Unknown, len(v.Participants), role, nil, st, now)
 		pt.Recipe, pt.Kind, pt.Data = "service instance", "service-instance", instanceLine(i)
 		v.Participants = append(v.Participants, pt)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/recipes/lease"
 )
 
@@ -37,7 +37,7 @@ func isLease(kids []string) bool { return slices.Contains(kids, lease.HolderNode
 
 // lookLease reads the lease at v.Path: its record (watched with --watch)
 // and the takers deciding, if any.
-func lookLease(ctx context.Context, r *reader, v *view, takers []lockcore.Contender) error {
+func lookLease(ctx context.Context, r *reader, v *view, takers []layout.Contender) error {
 	data, _, err := r.get(ctx, path.Join(v.Path, lease.HolderNode), true)
 	if errors.Is(err, zk.ErrNoNode) {
 		return errMoved

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // contenderLines sorts a directory's contender nodes into the lines of
@@ -13,32 +14,32 @@ import (
 // read/write lock when there is one (Go's rwlock counts them), else the
 // mutex; kazoo reports whether they share the directory with nodes in
 // Curator's layout, which Curator does not see them beside.
-func contenderLines(kids []string) (lines map[family][]lockcore.Contender, kazoo bool) {
-	cs := lockcore.Sort(kids, func(k lockcore.Kind) bool { return k != lockcore.Unknown })
-	has := map[lockcore.Kind]bool{}
+func contenderLines(kids []string) (lines map[family][]layout.Contender, kazoo bool) {
+	cs := layout.Sort(kids, func(k layout.Kind) bool { return k != layout.Unknown })
+	has := map[layout.Kind]bool{}
 	for _, c := range cs {
 		has[c.Kind] = true
 	}
-	rw := has[lockcore.Read] || has[lockcore.Write] || has[lockcore.KazooRead]
-	lines = map[family][]lockcore.Contender{}
+	rw := has[layout.Read] || has[layout.Write] || has[layout.KazooRead]
+	lines = map[family][]layout.Contender{}
 	for _, c := range cs {
 		f := famMutex
 		switch c.Kind {
-		case lockcore.Read, lockcore.Write, lockcore.KazooRead:
+		case layout.Read, layout.Write, layout.KazooRead:
 			f = famRW
-		case lockcore.KazooLock:
+		case layout.KazooLock:
 			if rw {
 				f = famRW
 			}
-		case lockcore.Latch:
+		case layout.Latch:
 			f = famLatch
-		case lockcore.Lease:
+		case layout.Lease:
 			f = famLeases
 		}
 		lines[f] = append(lines[f], c)
 	}
-	kazoo = (has[lockcore.KazooLock] || has[lockcore.KazooRead]) &&
-		(has[lockcore.Mutex] || has[lockcore.Read] || has[lockcore.Write] || has[lockcore.Latch] || has[lockcore.Lease])
+	kazoo = (has[layout.KazooLock] || has[layout.KazooRead]) &&
+		(has[layout.Mutex] || has[layout.Read] || has[layout.Write] || has[layout.Latch] || has[layout.Lease])
 	return lines, kazoo
 }
 
@@ -72,14 +73,14 @@ func article(s string) string {
 // roles says who holds and who waits in one recipe's line (in queue
 // order): a mutex's first holds; a read/write lock's readers with no
 // writer ahead hold together, a writer when first; a latch's first leads.
-func roles(f family, cs []lockcore.Contender) []string {
+func roles(f family, cs []layout.Contender) []string {
 	out := make([]string, len(cs))
 	if f == famRW && downgrades(cs, out) {
 		return out
 	}
 	for i, c := range cs {
 		held := i == 0
-		if f == famRW && (c.Kind == lockcore.Read || c.Kind == lockcore.KazooRead) {
+		if f == famRW && (c.Kind == layout.Read || c.Kind == layout.KazooRead) {
 			held, _ = lockcore.Shared(cs, i)
 		}
 		switch {
@@ -105,17 +106,17 @@ func roles(f family, cs []lockcore.Contender) []string {
 // are there they are one participant's, and the read node holds when the
 // writer does: the line is judged without it. It reports false, leaving
 // out alone, when there is no such node.
-func downgrades(cs []lockcore.Contender, out []string) bool {
+func downgrades(cs []layout.Contender, out []string) bool {
 	writer := map[int32]int{}
 	for i, c := range cs {
-		if c.Kind == lockcore.Write {
+		if c.Kind == layout.Write {
 			writer[c.N] = i
 		}
 	}
-	var rest []lockcore.Contender
+	var rest []layout.Contender
 	var at, down []int
 	for i, c := range cs {
-		if _, ok := writer[c.N]; ok && c.Kind == lockcore.Read {
+		if _, ok := writer[c.N]; ok && c.Kind == layout.Read {
 			down = append(down, i)
 			continue
 		}

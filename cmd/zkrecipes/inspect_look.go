@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // family is a kind of recipe that inspect recognises at a path. Recipes of
@@ -196,7 +196,7 @@ func lookOnce(ctx context.Context, r *reader, p string, o lookOptions, tolerate 
 	}
 	v.Warnings = mixWarnings(p, fams, kazoo)
 	for _, f := range fams {
-		if slices.ContainsFunc(lines[f], func(c lockcore.Contender) bool { return lockcore.Exhausted(c.N) }) {
+		if slices.ContainsFunc(lines[f], func(c layout.Contender) bool { return layout.Exhausted(c.N) }) {
 			v.Warnings = append(v.Warnings, fmt.Sprintf("the sequence counter of %s reached its limit: the order of its newer nodes says nothing, and zkrecipes refuses them; the directory must be made again once empty", p))
 			break
 		}
@@ -264,7 +264,7 @@ func lookEphemeral(ctx context.Context, r *reader, v *view) (*view, []string, er
 		v.Notes = append(v.Notes, fmt.Sprintf("an ephemeral node of session %#x, of no recipe inspect knows", st.EphemeralOwner))
 		return v, nil, nil
 	}
-	v.Participants = append(v.Participants, newParticipant(v.Path, famNaive, lockcore.Unknown, 0, "holder", data, st, v.at))
+	v.Participants = append(v.Participants, newParticipant(v.Path, famNaive, layout.Unknown, 0, "holder", data, st, v.at))
 	v.Kind, v.fams = kindOf[famNaive], []family{famNaive}
 	v.Notes = append(v.Notes, "a naive lock's waiters are not visible: each waits on a watch of the node")
 	return v, nil, nil
@@ -274,7 +274,7 @@ func lookEphemeral(ctx context.Context, r *reader, v *view) (*view, []string, er
 // with brief only those who hold (the rest by name only). A node gone
 // since the listing changes the roles: errMoved, unless tolerate, when the
 // line is made again of the nodes still there.
-func lockLine(ctx context.Context, r *reader, dir string, f family, cs []lockcore.Contender, brief, tolerate bool, now time.Time) ([]participant, error) {
+func lockLine(ctx context.Context, r *reader, dir string, f family, cs []layout.Contender, brief, tolerate bool, now time.Time) ([]participant, error) {
 	for {
 		rs := roles(f, cs)
 		out := make([]participant, 0, len(cs))
@@ -308,7 +308,7 @@ func lockLine(ctx context.Context, r *reader, dir string, f family, cs []lockcor
 // holds reports whether a role holds (or leads).
 func holds(role string) bool { return role == "holder" || role == "leader" }
 
-func newParticipant(node string, f family, k lockcore.Kind, pos int, role string, data []byte, st *zk.Stat, now time.Time) participant {
+func newParticipant(node string, f family, k layout.Kind, pos int, role string, data []byte, st *zk.Stat, now time.Time) participant {
 	created := time.UnixMilli(st.Ctime)
 	age := max(now.Sub(created), 0) // the server's clock against ours
 	kind := k.String()
@@ -326,10 +326,10 @@ func newParticipant(node string, f family, k lockcore.Kind, pos int, role string
 // recipeName says who made a node, as far as its name tells: Go and
 // Curator mutexes share one layout, and Curator's LeaderSelector is a
 // mutex whose nodes hold the candidates' ids.
-func recipeName(f family, k lockcore.Kind) string {
+func recipeName(f family, k layout.Kind) string {
 	switch f {
 	case famSemaphore:
-		if k == lockcore.Lease {
+		if k == layout.Lease {
 			return "semaphore lease"
 		}
 		return "semaphore acquirer"
@@ -337,19 +337,19 @@ func recipeName(f family, k lockcore.Kind) string {
 		return "naive lock"
 	}
 	switch k {
-	case lockcore.Mutex:
+	case layout.Mutex:
 		return "mutex or leader selector"
-	case lockcore.KazooLock:
+	case layout.KazooLock:
 		return "Kazoo lock"
-	case lockcore.KazooRead:
+	case layout.KazooRead:
 		return "Kazoo read lock"
-	case lockcore.Read:
+	case layout.Read:
 		return "read lock"
-	case lockcore.Write:
+	case layout.Write:
 		return "write lock"
-	case lockcore.Lease:
+	case layout.Lease:
 		return "semaphore lease"
-	case lockcore.Latch:
+	case layout.Latch:
 		return "leader latch"
 	}
 	return k.String()

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Kazoo's party members: Party's "<32 hex>__party__" (the id in the
@@ -80,7 +80,7 @@ func lookParty(ctx context.Context, r *reader, v *view, kids []string, shallow b
 			_, id, _ = strings.Cut(k, "-")
 			recipe = "Kazoo shallow party member (or partitioner's)"
 		}
-		pt := newParticipant(p, famParty, lockcore.Unknown, i, "member", []byte(id), st, v.at)
+		pt := newParticipant(p, famParty, layout.Unknown, i, "member", []byte(id), st, v.at)
 		pt.Recipe, pt.Kind = recipe, "party-member"
 		v.Participants = append(v.Participants, pt)
 		owners[st.EphemeralOwner] = id
@@ -117,7 +117,7 @@ func lookPartition(ctx context.Context, r *reader, v *view, brief bool) error {
 		if err != nil {
 			return err
 		}
-		cs := lockcore.Sort(kids, lockcore.MutexKinds)
+		cs := layout.Sort(kids, layout.MutexKinds)
 		row := partRow{Item: item}
 		if len(cs) > 0 {
 			row.Waiting = len(cs) - 1

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/recipes/queue"
 	sharedrecipe "github.com/zkrecipes/zkrecipes/recipes/shared"
 )
@@ -37,8 +37,8 @@ func lookSemaphore(ctx context.Context, r *reader, v *view, o lookOptions, toler
 	if err != nil {
 		return err
 	}
-	leases := lockcore.Sort(leaseNames, func(k lockcore.Kind) bool { return k == lockcore.Lease })
-	line := lockcore.Sort(lockNames, lockcore.MutexKinds)
+	leases := layout.Sort(leaseNames, func(k layout.Kind) bool { return k == layout.Lease })
+	line := layout.Sort(lockNames, layout.MutexKinds)
 	info := &semInfo{MaxSource: "set by each participant"}
 	if o.countPath != "" {
 		info.MaxSource = "shared count " + o.countPath
@@ -154,7 +154,7 @@ func lookQueue(ctx context.Context, r *reader, v *view, brief bool) error {
 				}
 			}
 		}
-		v.idle = len(lockcore.Sort(line, lockcore.MutexKinds))
+		v.idle = len(layout.Sort(line, layout.MutexKinds))
 		return nil
 	}
 	// The listings above set the watches; the queue's own reading says

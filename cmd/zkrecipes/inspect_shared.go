@@ -12,8 +12,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/barrier"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	sharedrecipe "github.com/zkrecipes/zkrecipes/recipes/shared"
 )
 
@@ -113,7 +113,7 @@ func lookCounter(ctx context.Context, r *reader, v *view, kids []string, brief, 
 		if st == nil {
 			continue // its Counter closed, or its session ended
 		}
-		pt := newParticipant(p, famCounter, lockcore.Unknown, i, "participant", data, st, v.at)
+		pt := newParticipant(p, famCounter, layout.Unknown, i, "participant", data, st, v.at)
 		pt.Recipe, pt.Kind = "counter marker", "counter-marker"
 		v.Participants = append(v.Participants, pt)
 	}
@@ -233,7 +233,7 @@ func lookDouble(ctx context.Context, r *reader, v *view, kids []string, sure, br
 		if !sure && st.EphemeralOwner == 0 {
 			return false, nil // persistent nodes named by UUIDs: no members
 		}
-		pt := newParticipant(p, famDouble, lockcore.Unknown, i, "member", data, st, v.at)
+		pt := newParticipant(p, famDouble, layout.Unknown, i, "member", data, st, v.at)
 		pt.Recipe, pt.Kind = "double barrier member", "barrier-member"
 		ps = append(ps, pt)
 	}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
 	"github.com/zkrecipes/zkrecipes/recipes/rwlock"
 )
@@ -78,14 +78,14 @@ func runLock(ctx context.Context, args []string, out, errOut io.Writer) error {
 	defer client.Close()
 	data := commandData("lock", cmdArgs)
 	var m sideLock
-	accept := lockcore.MutexKinds
+	accept := layout.MutexKinds
 	switch {
 	case *read || *write:
 		rw, err := rwlock.New(client, path, rwlock.WithData(data))
 		if err != nil {
 			return err
 		}
-		m, accept = rw.WriteLock(), lockcore.RWKinds
+		m, accept = rw.WriteLock(), layout.RWKinds
 		if *read {
 			m = rw.ReadLock()
 		}

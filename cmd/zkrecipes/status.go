@@ -17,6 +17,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // A waiting command says what it waits for (with --verbose, or when
@@ -75,7 +76,7 @@ type lockView struct {
 
 // viewLock looks at the lock directory dir. With ours not nil it finds
 // our node (by the session that owns it) and remembers its name in ours.
-func viewLock(ctx context.Context, c *connection.Client, dir string, accept func(lockcore.Kind) bool, ours *string) (lockView, error) {
+func viewLock(ctx context.Context, c *connection.Client, dir string, accept func(layout.Kind) bool, ours *string) (lockView, error) {
 	var v lockView
 	children, _, err := c.Children(ctx, dir)
 	if errors.Is(err, zk.ErrNoNode) {
@@ -84,7 +85,7 @@ func viewLock(ctx context.Context, c *connection.Client, dir string, accept func
 	if err != nil {
 		return v, err
 	}
-	cs := lockcore.Sort(children, accept)
+	cs := layout.Sort(children, accept)
 	ps := make([]lockcore.Participant, len(cs))
 	for i, ct := range cs {
 		ps[i] = lockcore.Participant{Path: path.Join(dir, ct.Name), Kind: ct.Kind}
@@ -92,16 +93,16 @@ func viewLock(ctx context.Context, c *connection.Client, dir string, accept func
 	f := famMutex
 	for _, ct := range cs {
 		switch ct.Kind {
-		case lockcore.Read, lockcore.Write, lockcore.KazooRead:
+		case layout.Read, layout.Write, layout.KazooRead:
 			f = famRW
-		case lockcore.Latch:
+		case layout.Latch:
 			f = famLatch
 		}
 	}
 	rs := roles(f, cs)
 	me := -1
 	if ours != nil {
-		if me = lockcore.Index(cs, *ours); me < 0 {
+		if me = layout.Index(cs, *ours); me < 0 {
 			if me = findOwn(ctx, c, ps); me >= 0 {
 				*ours = cs[me].Name
 			}
@@ -140,7 +141,7 @@ func findOwn(ctx context.Context, c *connection.Client, ps []lockcore.Participan
 }
 
 // lockLooker is the waiting line of a lock (accept: its contenders).
-func lockLooker(c *connection.Client, dir string, accept func(lockcore.Kind) bool) func(context.Context) (string, error) {
+func lockLooker(c *connection.Client, dir string, accept func(layout.Kind) bool) func(context.Context) (string, error) {
 	var ours string
 	return func(ctx context.Context) (string, error) {
 		v, err := viewLock(ctx, c, dir, accept, &ours)
@@ -155,7 +156,7 @@ func lockLooker(c *connection.Client, dir string, accept func(lockcore.Kind) boo
 }
 
 // holdersOf names the holders of the lock at dir, for --try's failure.
-func holdersOf(ctx context.Context, c *connection.Client, dir string, accept func(lockcore.Kind) bool) string {
+func holdersOf(ctx context.Context, c *connection.Client, dir string, accept func(layout.Kind) bool) string {
 	if v, err := viewLock(ctx, c, dir, accept, nil); err == nil && len(v.holders) > 0 {
 		return "held by " + v.holdersText()
 	}
@@ -172,7 +173,7 @@ func semaphoreLooker(c *connection.Client, dir string, n int) func(context.Conte
 		if err != nil {
 			return "", err
 		}
-		v, err := viewLock(ctx, c, path.Join(dir, "locks"), lockcore.MutexKinds, &ours)
+		v, err := viewLock(ctx, c, path.Join(dir, "locks"), layout.MutexKinds, &ours)
 		if err != nil {
 			return "", err
 		}
@@ -197,7 +198,7 @@ func viewLeases(ctx context.Context, c *connection.Client, dir string) (lockView
 		return v, err
 	}
 	sess := c.Session()
-	for _, ct := range lockcore.Sort(children, func(k lockcore.Kind) bool { return k == lockcore.Lease }) {
+	for _, ct := range layout.Sort(children, func(k layout.Kind) bool { return k == layout.Lease }) {
 		data, st, err := c.Get(ctx, path.Join(dir, ct.Name))
 		switch {
 		case err != nil, sess != nil && st.EphemeralOwner == sess.ID():

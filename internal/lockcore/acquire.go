@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // ErrWouldWait is returned by Acquire without waiting when another
@@ -18,11 +19,11 @@ var ErrWouldWait = errors.New("lockcore: held by another contender")
 // Lock describes one contender's way into a lock directory.
 type Lock struct {
 	Client    *connection.Client
-	Dir       string          // the lock directory, e.g. "/locks/orders"
-	Name      string          // node name before the GUID's end and the sequence, e.g. "lock-"
-	Data      []byte          // the node's data
-	Accept    func(Kind) bool // which children are contenders
-	Predicate Predicate       // who holds
+	Dir       string                 // the lock directory, e.g. "/locks/orders"
+	Name      string                 // node name before the GUID's end and the sequence, e.g. "lock-"
+	Data      []byte                 // the node's data
+	Accept    func(layout.Kind) bool // which children are contenders
+	Predicate Predicate              // who holds
 	// Relist answers every deletion with a fresh listing instead of the
 	// 0-RTT handoff: for a queue where a node can be inserted ahead of a
 	// waiter after its listing (a read/write lock's downgrade puts a read
@@ -356,8 +357,8 @@ func (l *Lock) watch(ctx context.Context, w *waiter, a Acquired, names []string,
 	return stepWatch, nil
 }
 
-func removeName(cs []Contender, name string) []Contender {
-	if i := Index(cs, name); i >= 0 {
+func removeName(cs []layout.Contender, name string) []layout.Contender {
+	if i := layout.Index(cs, name); i >= 0 {
 		return append(cs[:i:i], cs[i+1:]...)
 	}
 	return cs

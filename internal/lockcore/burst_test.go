@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -77,7 +77,7 @@ func burstOverFaultyLink(t *testing.T, timeout, before, fault time.Duration, dro
 			if first, err := firstContender(obs, lock); (err != nil || first != m.Node()) && !closed(m.Done()) {
 				burst.Fail("waiter %d: holds %s, the server's first is %s (%v)", i, m.Node(), first, err)
 			}
-			c, ok := lockcore.Parse(path.Base(m.Node()))
+			c, ok := layout.Parse(path.Base(m.Node()))
 			mu.Lock()
 			if !ok || c.N <= lastSeq {
 				burst.Fail("waiter %d: holds %s after a holder of sequence %d", i, m.Node(), lastSeq)
@@ -149,7 +149,7 @@ func TestBurstOfWaitersAcrossADatabaseRestore(t *testing.T) {
 			}
 			burst.Enter(i)
 			if kids, _, err := wc.Children(ctx, lock); err == nil && !closed(m.Done()) {
-				cs := lockcore.Sort(kids, lockcore.MutexKinds)
+				cs := layout.Sort(kids, layout.MutexKinds)
 				if len(cs) == 0 || path.Join(lock, cs[0].Name) != m.Node() {
 					burst.Fail("waiter %d: holds %s, its client lists %v first", i, m.Node(), cs[:min(1, len(cs))])
 				}

@@ -18,9 +18,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -31,7 +31,7 @@ func firstContender(conn *zk.Conn, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cs := lockcore.Sort(kids, lockcore.MutexKinds)
+	cs := layout.Sort(kids, layout.MutexKinds)
 	if len(cs) == 0 {
 		return "", errors.New("no contender")
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // TestWaiterAndPredecessorDeletedTogetherNeverHolds: eight participants
@@ -53,7 +53,7 @@ func TestWaiterAndPredecessorDeletedTogetherNeverHolds(t *testing.T) {
 	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); {
 		kids, _, err := obs.Children(lock)
 		if err == nil {
-			cs := lockcore.Sort(kids, lockcore.MutexKinds)
+			cs := layout.Sort(kids, layout.MutexKinds)
 			if len(cs) >= 2 {
 				i := 1 + rng.IntN(len(cs)-1)
 				x, p := path.Join(lock, cs[i].Name), path.Join(lock, cs[i-1].Name)

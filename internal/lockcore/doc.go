@@ -4,13 +4,13 @@
 //
 // A contender creates a protected ephemeral-sequential node in the lock
 // directory, lists the directory (the listing goes right behind the
-// create), sorts the contenders by sequence number and asks a Predicate
-// whether it holds. If not, it sets data watches on its own node and on
-// the one or two nodes the predicate names — in one setWatches at the
-// listing's zxid (connection.WatchData), or with a read each (GetWatch;
-// never ExistsW, which leaks a creation watch on a vanished node) — and
-// waits for them, its context and its session. Every failure path deletes
-// the node it created.
+// create), sorts the contenders by sequence number (recipes/layout reads
+// their names) and asks a Predicate whether it holds. If not, it sets
+// data watches on its own node and on the one or two nodes the predicate
+// names — in one setWatches at the listing's zxid (connection.WatchData),
+// or with a read each (GetWatch; never ExistsW, which leaks a creation
+// watch on a vanished node) — and waits for them, its context and its
+// session. Every failure path deletes the node it created.
 //
 // Three rules keep exclusion under faults; the code that relies on each
 // says so where it does (Hold, Holder, Lock.await, Lock.watch):

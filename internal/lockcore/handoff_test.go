@@ -12,6 +12,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -96,7 +97,7 @@ func checkHandoff(t *testing.T, rng *rand.Rand) {
 				}
 			}
 			kids, _, lerr := observer.Children(lock)
-			cs := lockcore.Sort(kids, lockcore.MutexKinds)
+			cs := layout.Sort(kids, layout.MutexKinds)
 			s.first = lerr == nil && len(cs) > 0 && lock+"/"+cs[0].Name == w.Node()
 		}
 		snap <- s

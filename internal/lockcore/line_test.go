@@ -1,6 +1,10 @@
 package lockcore
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
+)
 
 // TestLineMovesUpWithoutListing: in a line (Lock.Line), a place whose
 // predecessor goes is first at once, whatever it kept ahead of that one;
@@ -13,7 +17,7 @@ func TestLineMovesUpWithoutListing(t *testing.T) {
 		} {
 			ours := children[len(children)-1]
 			pred := children[len(children)-2]
-			w := newWaiter(ours, Predecessor, MutexKinds, false, 1)
+			w := newWaiter(ours, Predecessor, layout.MutexKinds, false, 1)
 			w.line = line
 			next, names := w.listed(children)
 			if next != stepWatch || len(names) != 1 || names[0] != pred {
@@ -33,7 +37,7 @@ func TestLineMovesUpWithoutListing(t *testing.T) {
 		}
 	}
 	// A deletion of ours (seen as an unknown name) never makes it first.
-	w := newWaiter(lk(3), Predecessor, MutexKinds, false, 1)
+	w := newWaiter(lk(3), Predecessor, layout.MutexKinds, false, 1)
 	w.line = true
 	w.listed([]string{lk(2), lk(4)})
 	if next, _ := w.deleted(lk(2)); next == stepHeld {

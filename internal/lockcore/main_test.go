@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/peertest"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -59,7 +61,7 @@ func newLock(t testing.TB, c *connection.Client, path string) *testLock {
 		Dir:       path,
 		Name:      "lock-",
 		Data:      connx.Of(c).DefaultData(),
-		Accept:    lockcore.MutexKinds,
+		Accept:    layout.MutexKinds,
 		Predicate: lockcore.Exclusive,
 		Window:    2,
 		Recipe:    "lock",
@@ -85,7 +87,7 @@ func (l *testLock) TryLock(ctx context.Context) error { return l.Holder.Lock(ctx
 
 // Participants lists the lock's contenders in line order.
 func (l *testLock) Participants(ctx context.Context) ([]lockcore.Participant, error) {
-	return lockcore.Participants(ctx, l.client, l.path, lockcore.MutexKinds)
+	return lockcore.Participants(ctx, l.client, l.path, layout.MutexKinds)
 }
 
 // waitNodes waits up to d until the lock directory dir, read through obs,

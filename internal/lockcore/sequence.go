@@ -5,6 +5,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // admit lets created take part in the queue and waits for its turn
@@ -14,7 +15,7 @@ import (
 //
 // Why the directory is given up rather than the tie broken. Once a
 // directory's counter reaches its limit, ZooKeeper numbers every node
-// 2147483647, or a negative number (see Exhausted); the name no longer
+// 2147483647, or a negative number (see layout.Exhausted); the name no longer
 // tells a node's age, and a newcomer would sort ahead of the holder by its
 // GUID about half the time, or by its negative number always, and hold
 // too. Ordering the ties by czxid would cost every contender a read of
@@ -37,7 +38,7 @@ import (
 // affected: 3.6+ give 0 once per directory, and a negative number never
 // counts up to it.
 func (l *Lock) admit(ctx context.Context, t *attempt) error {
-	if c, ok := Parse(t.w.ours); ok && Exhausted(c.N) {
+	if c, ok := layout.Parse(t.w.ours); ok && layout.Exhausted(c.N) {
 		return errtext.Errorf("%w (%s numbered a node %s)", connection.ErrSequenceExhausted, l.Dir, c.Seq)
 	}
 	return l.await(ctx, t)

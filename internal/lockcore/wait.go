@@ -8,6 +8,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // waiter is the decision logic of one contender's wait, without I/O: it
@@ -21,13 +22,13 @@ import (
 type waiter struct {
 	ours     string
 	pred     Predicate
-	accept   func(Kind) bool
+	accept   func(layout.Kind) bool
 	relist   bool
 	window   int   // see Lock.Window; 0 keeps every contender ahead
 	line     bool  // see Lock.Line: a deleted predecessor makes ours first (deleted)
 	partial  bool  // cs[0] stands in for contenders ahead that were not kept
 	ahead    int32 // the contenders ahead of ours at the last listing, kept or not
-	cs       []Contender
+	cs       []layout.Contender
 	watching []watching        // the watches set and not fired: a few at most
 	own      *connection.Watch // on our own node, from the first listing on; nil in tests without a server
 }
@@ -52,7 +53,7 @@ func (s step) String() string {
 	return [...]string{"held", "watch", "list", "restart"}[s]
 }
 
-func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool, window int) *waiter {
+func newWaiter(ours string, pred Predicate, accept func(layout.Kind) bool, relist bool, window int) *waiter {
 	return &waiter{ours: ours, pred: pred, accept: accept, relist: relist, window: window}
 }
 
@@ -62,13 +63,13 @@ func newWaiter(ours string, pred Predicate, accept func(Kind) bool, relist bool,
 // cversion as the server keeps it; deletes do not count): 0 means no node
 // was ever in it before ours, so none is ahead of ours, and every later
 // node sorts behind it or, numbered at the limit, never holds (see
-// Exhausted and Lock.admit) — ours holds, and the listing is a request
+// layout.Exhausted and Lock.admit) — ours holds, and the listing is a request
 // saved. A lock directory is a container, made again after it was emptied
 // and deleted: a key locked for the first time, or again after a while, is
 // taken with a create alone. A queue where nodes may be inserted ahead
 // (Relist) lists all the same.
 func (w *waiter) created() step {
-	if c, ok := Parse(w.ours); ok && c.N == 0 && !w.relist {
+	if c, ok := layout.Parse(w.ours); ok && c.N == 0 && !w.relist {
 		return stepHeld
 	}
 	return stepList
@@ -95,7 +96,7 @@ func (w *waiter) listed(children []string) (step, []string) {
 	detach(w.cs, w.ours)
 	// A watched node no longer in the listing has left: its event is on
 	// its way, and nobody needs it.
-	w.watching = slices.DeleteFunc(w.watching, func(x watching) bool { return Index(w.cs, x.name) < 0 })
+	w.watching = slices.DeleteFunc(w.watching, func(x watching) bool { return layout.Index(w.cs, x.name) < 0 })
 	return w.decide()
 }
 
@@ -105,7 +106,7 @@ func (w *waiter) listed(children []string) (step, []string) {
 // another, three kept of a hundred would keep the spans of the hundred in
 // use for as long as the waiter waits (with 10,000 idle waiters, more
 // than half the heap they held was such spans).
-func detach(cs []Contender, ours string) {
+func detach(cs []layout.Contender, ours string) {
 	n := 0
 	for _, c := range cs {
 		if c.Name != ours {
@@ -134,7 +135,7 @@ func detach(cs []Contender, ours string) {
 
 // decide evaluates the predicate on the kept listing.
 func (w *waiter) decide() (step, []string) {
-	i := Index(w.cs, w.ours)
+	i := layout.Index(w.cs, w.ours)
 	if i < 0 {
 		return stepRestart, nil
 	}
@@ -217,13 +218,13 @@ func (w *waiter) deleted(name string) (step, []string) {
 		// waits or is first: then two places act as first for a while,
 		// which in a line costs requests and breaks nothing — what it
 		// orders is decided elsewhere (a queue's taken nodes).
-		if i := Index(w.cs, w.ours); i >= 0 {
+		if i := layout.Index(w.cs, w.ours); i >= 0 {
 			w.cs, w.partial = w.cs[i:], false
 			w.watching = w.watching[:0]
 			return stepHeld, nil
 		}
 	}
-	if i := Index(w.cs, w.ours); i >= 0 {
+	if i := layout.Index(w.cs, w.ours); i >= 0 {
 		if held, _ := w.pred(w.cs, i); held {
 			if w.ownGone() {
 				// Our node went first (an operator's deleteall, say): the

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // name makes a Curator-layout node name with sequence n and marker m.
@@ -31,25 +33,25 @@ func TestWaiterStateMachine(t *testing.T) {
 		name   string
 		ours   string
 		pred   Predicate
-		accept func(Kind) bool
+		accept func(layout.Kind) bool
 		relist bool
 		window int
 		deep   bool // more than three places back: a window changes what it does
 		events []event
 	}{
 		{
-			name: "first in line holds at once", ours: lk(1), pred: Exclusive, accept: MutexKinds,
+			name: "first in line holds at once", ours: lk(1), pred: Exclusive, accept: layout.MutexKinds,
 			events: []event{{kind: "list", children: []string{lk(1), lk(2)}, want: stepHeld}},
 		},
 		{
-			name: "0-RTT handoff: the predecessor was the holder", ours: lk(3), pred: Exclusive, accept: MutexKinds,
+			name: "0-RTT handoff: the predecessor was the holder", ours: lk(3), pred: Exclusive, accept: layout.MutexKinds,
 			events: []event{
 				{kind: "list", children: []string{lk(2), lk(3)}, want: stepWatch, watch: []string{lk(2)}},
 				{kind: "deleted", node: lk(2), want: stepHeld},
 			},
 		},
 		{
-			name: "the predecessor's predecessor goes: wait on the predecessor, no listing", ours: lk(3), pred: Exclusive, accept: MutexKinds,
+			name: "the predecessor's predecessor goes: wait on the predecessor, no listing", ours: lk(3), pred: Exclusive, accept: layout.MutexKinds,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2), lk(3)}, want: stepWatch, watch: []string{lk(2), lk(1)}},
 				{kind: "deleted", node: lk(1), want: stepWatch, watch: nil}, // 2 is watched already
@@ -57,7 +59,7 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "nodes ahead left unseen: a watch on one finds it gone, and a listing decides", ours: lk(5), pred: Exclusive, accept: MutexKinds, deep: true,
+			name: "nodes ahead left unseen: a watch on one finds it gone, and a listing decides", ours: lk(5), pred: Exclusive, accept: layout.MutexKinds, deep: true,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5)}, want: stepWatch, watch: []string{lk(4), lk(3)}},
 				// 1 and 2 left without our knowing; 4 (cancelled) goes:
@@ -69,7 +71,7 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "nodes ahead left unseen, with a window: the stand-in makes the deletion list", ours: lk(5), pred: Exclusive, accept: MutexKinds, window: 2,
+			name: "nodes ahead left unseen, with a window: the stand-in makes the deletion list", ours: lk(5), pred: Exclusive, accept: layout.MutexKinds, window: 2,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5)}, want: stepWatch, watch: []string{lk(4), lk(3)}},
 				{kind: "deleted", node: lk(4), want: stepList},
@@ -78,7 +80,7 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "a long queue without a window: the second in line waits on without listing", ours: lk(3), pred: Exclusive, accept: MutexKinds, window: 2,
+			name: "a long queue without a window: the second in line waits on without listing", ours: lk(3), pred: Exclusive, accept: layout.MutexKinds, window: 2,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5)}, want: stepWatch, watch: []string{lk(2), lk(1)}},
 				{kind: "deleted", node: lk(1), want: stepWatch, watch: nil},
@@ -86,7 +88,7 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "a watch finds its node gone: list again", ours: lk(3), pred: Exclusive, accept: MutexKinds,
+			name: "a watch finds its node gone: list again", ours: lk(3), pred: Exclusive, accept: layout.MutexKinds,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2), lk(3)}, want: stepWatch, watch: []string{lk(2), lk(1)}},
 				{kind: "missing", want: stepList},
@@ -94,21 +96,21 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "a changed node is watched again", ours: lk(2), pred: Exclusive, accept: MutexKinds,
+			name: "a changed node is watched again", ours: lk(2), pred: Exclusive, accept: layout.MutexKinds,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2)}, want: stepWatch, watch: []string{lk(1)}},
 				{kind: "changed", node: lk(1), want: stepWatch, watch: []string{lk(1)}},
 			},
 		},
 		{
-			name: "our node is gone: restart", ours: lk(2), pred: Exclusive, accept: MutexKinds,
+			name: "our node is gone: restart", ours: lk(2), pred: Exclusive, accept: layout.MutexKinds,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2)}, want: stepWatch, watch: []string{lk(1)}},
 				{kind: "list", children: []string{lk(1)}, want: stepRestart},
 			},
 		},
 		{
-			name: "a reader behind readers holds; behind a writer it watches the first writer", ours: rd(5), pred: Shared, accept: RWKinds,
+			name: "a reader behind readers holds; behind a writer it watches the first writer", ours: rd(5), pred: Shared, accept: layout.RWKinds,
 			events: []event{
 				{kind: "list", children: []string{rd(1), wr(2), rd(3), wr(4), rd(5)}, want: stepWatch, watch: []string{wr(2)}},
 				// Another writer is ahead: the kept listing says which, and
@@ -117,14 +119,14 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "a reader's 0-RTT: the only writer ahead goes", ours: rd(3), pred: Shared, accept: RWKinds,
+			name: "a reader's 0-RTT: the only writer ahead goes", ours: rd(3), pred: Shared, accept: layout.RWKinds,
 			events: []event{
 				{kind: "list", children: []string{rd(1), wr(2), rd(3)}, want: stepWatch, watch: []string{wr(2)}},
 				{kind: "deleted", node: wr(2), want: stepHeld},
 			},
 		},
 		{
-			name: "relist: a writer lists again even when the kept listing says it holds (a downgrade may have inserted a reader)", ours: wr(3), pred: Exclusive, accept: RWKinds, relist: true,
+			name: "relist: a writer lists again even when the kept listing says it holds (a downgrade may have inserted a reader)", ours: wr(3), pred: Exclusive, accept: layout.RWKinds, relist: true,
 			events: []event{
 				{kind: "list", children: []string{wr(2), wr(3)}, want: stepWatch, watch: []string{wr(2)}},
 				{kind: "deleted", node: wr(2), want: stepList},
@@ -135,7 +137,7 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "a window keeps a waiter deep in the queue small and decides as the whole listing does", ours: lk(10), pred: Exclusive, accept: MutexKinds, window: 2,
+			name: "a window keeps a waiter deep in the queue small and decides as the whole listing does", ours: lk(10), pred: Exclusive, accept: layout.MutexKinds, window: 2,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5), lk(6), lk(7), lk(8), lk(9), lk(10), lk(11)}, want: stepWatch, watch: []string{lk(9), lk(8)}},
 				// A waiter ahead gives up: the stand-in for 1-7 keeps ours
@@ -151,7 +153,7 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "with a window, both watched nodes going does not make ours first: others are ahead", ours: lk(10), pred: Exclusive, accept: MutexKinds, window: 2,
+			name: "with a window, both watched nodes going does not make ours first: others are ahead", ours: lk(10), pred: Exclusive, accept: layout.MutexKinds, window: 2,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5), lk(6), lk(7), lk(8), lk(9), lk(10)}, want: stepWatch, watch: []string{lk(9), lk(8)}},
 				{kind: "deleted", node: lk(9), want: stepList},
@@ -159,7 +161,7 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "a window of one for the line's predicate", ours: lk(5), pred: Predecessor, accept: MutexKinds, window: 1,
+			name: "a window of one for the line's predicate", ours: lk(5), pred: Predecessor, accept: layout.MutexKinds, window: 1,
 			events: []event{
 				{kind: "list", children: []string{lk(1), lk(2), lk(3), lk(4), lk(5)}, want: stepWatch, watch: []string{lk(4)}},
 				{kind: "deleted", node: lk(4), want: stepList},
@@ -168,7 +170,7 @@ func TestWaiterStateMachine(t *testing.T) {
 			},
 		},
 		{
-			name: "Kazoo and Curator contenders share the mutex's queue", ours: lk(3), pred: Exclusive, accept: MutexKinds,
+			name: "Kazoo and Curator contenders share the mutex's queue", ours: lk(3), pred: Exclusive, accept: layout.MutexKinds,
 			events: []event{
 				{kind: "list", children: []string{"abc__lock__0000000002", lk(3), "readers"}, want: stepWatch, watch: []string{"abc__lock__0000000002"}},
 				{kind: "deleted", node: "abc__lock__0000000002", want: stepHeld},
@@ -228,7 +230,7 @@ func TestFirstChildEverHoldsWithoutListing(t *testing.T) {
 		{wr(0), true, stepList},
 		{"not-a-contender", false, stepList},
 	} {
-		if got := newWaiter(c.ours, Exclusive, MutexKinds, c.relist, 2).created(); got != c.want {
+		if got := newWaiter(c.ours, Exclusive, layout.MutexKinds, c.relist, 2).created(); got != c.want {
 			t.Errorf("%s (relist %v): %v, want %v", c.ours, c.relist, got, c.want)
 		}
 	}
@@ -267,7 +269,7 @@ func TestListedKeepsNamesOfTheirOwn(t *testing.T) {
 		rng.Shuffle(len(children), func(i, j int) { children[i], children[j] = children[j], children[i] })
 		ours := ""
 		for _, c := range children {
-			if p, ok := Parse(c); ok && MutexKinds(p.Kind) && rng.IntN(2) == 0 {
+			if p, ok := layout.Parse(c); ok && layout.MutexKinds(p.Kind) && rng.IntN(2) == 0 {
 				ours = c
 			}
 		}
@@ -275,12 +277,12 @@ func TestListedKeepsNamesOfTheirOwn(t *testing.T) {
 			continue
 		}
 		window := rng.IntN(4)
-		w := newWaiter(ours, Exclusive, MutexKinds, false, window)
+		w := newWaiter(ours, Exclusive, layout.MutexKinds, false, window)
 		keep := 0
 		if window > 0 {
 			keep = window + 1
 		}
-		want, _, _ := Ahead(append([]string(nil), children...), MutexKinds, ours, keep)
+		want, _, _ := Ahead(append([]string(nil), children...), layout.MutexKinds, ours, keep)
 		w.listed(children)
 		if len(w.cs) != len(want) {
 			t.Fatalf("round %d: kept %d contenders, Ahead %d", round, len(w.cs), len(want))
@@ -289,7 +291,7 @@ func TestListedKeepsNamesOfTheirOwn(t *testing.T) {
 			if c.Name != want[i].Name || c.Seq != want[i].Seq || c.N != want[i].N || c.Kind != want[i].Kind {
 				t.Fatalf("round %d: kept %+v, want %+v", round, c, want[i])
 			}
-			if p, ok := Parse(c.Name); !ok || p.Seq != c.Seq {
+			if p, ok := layout.Parse(c.Name); !ok || p.Seq != c.Seq {
 				t.Fatalf("round %d: kept %+v does not parse to its own Seq", round, c)
 			}
 			if c.Name == ours {

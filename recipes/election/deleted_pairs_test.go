@@ -12,8 +12,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -94,7 +94,7 @@ func TestCandidateDeletedWithPredecessorNeverLeads(t *testing.T) {
 	for end := time.Now().Add(8 * time.Second); time.Now().Before(end); {
 		kids, _, err := obs.Children(dir)
 		if err == nil {
-			cs := lockcore.Sort(kids, func(k lockcore.Kind) bool { return k == lockcore.Latch })
+			cs := layout.Sort(kids, func(k layout.Kind) bool { return k == layout.Latch })
 			if len(cs) >= 2 {
 				i := 1 + rng.IntN(len(cs)-1)
 				x, p := path.Join(dir, cs[i].Name), path.Join(dir, cs[i-1].Name)

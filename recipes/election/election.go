@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Errors of the election. Match them with errors.Is.
@@ -81,7 +82,7 @@ type Option func(*Election) error
 func WithSelectorLayout() Option {
 	return func(e *Election) error {
 		e.core.Name = selectorName
-		e.core.Accept = lockcore.MutexKinds
+		e.core.Accept = layout.MutexKinds
 		return nil
 	}
 }
@@ -133,7 +134,7 @@ func New(c *connection.Client, path string, id string, opts ...Option) (*Electio
 	return e, nil
 }
 
-func isLatch(k lockcore.Kind) bool { return k == lockcore.Latch }
+func isLatch(k layout.Kind) bool { return k == layout.Latch }
 
 // Path returns the election's path.
 func (e *Election) Path() string { return e.path }

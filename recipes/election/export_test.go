@@ -1,6 +1,6 @@
 package election
 
-import "github.com/zkrecipes/zkrecipes/internal/lockcore"
+import "github.com/zkrecipes/zkrecipes/recipes/layout"
 
 // FailingRunOption is a RunOption that does not apply: it returns err.
 func FailingRunOption(err error) RunOption {
@@ -9,7 +9,7 @@ func FailingRunOption(err error) RunOption {
 
 // PriorityOf is the priority a candidate's node name carries.
 func PriorityOf(name string) int {
-	c, ok := lockcore.Parse(name)
+	c, ok := layout.Parse(name)
 	if !ok {
 		return 0
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -40,7 +40,7 @@ func line(conn *zk.Conn) (ids, nodes []string, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, c := range lockcore.Sort(kids, func(k lockcore.Kind) bool { return k == lockcore.Latch }) {
+	for _, c := range layout.Sort(kids, func(k layout.Kind) bool { return k == layout.Latch }) {
 		p := path.Join(electionPath, c.Name)
 		data, _, err := conn.Get(p)
 		if errors.Is(err, zk.ErrNoNode) {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/zkserver"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -92,7 +92,7 @@ func TestParkedCandidatesCutOffWhileTheQueueMoves(t *testing.T) {
 				mu.Unlock()
 				kids, _, lerr := obs.Children(dir)
 				if lerr == nil {
-					cs := lockcore.Sort(kids, func(k lockcore.Kind) bool { return k == lockcore.Latch })
+					cs := layout.Sort(kids, func(k layout.Kind) bool { return k == layout.Latch })
 					if (len(cs) == 0 || path.Join(dir, cs[0].Name) != term.Node()) && !closed(term.Done()) {
 						fail(fmt.Errorf("candidate %d leads on %s, the server's first is %v", i, term.Node(), cs[:min(1, len(cs))]))
 					}
@@ -115,7 +115,7 @@ func TestParkedCandidatesCutOffWhileTheQueueMoves(t *testing.T) {
 		cuts++
 		kids, _, err := obs.Children(dir)
 		if err == nil {
-			cs := lockcore.Sort(kids, func(k lockcore.Kind) bool { return k == lockcore.Latch })
+			cs := layout.Sort(kids, func(k layout.Kind) bool { return k == layout.Latch })
 			if len(cs) >= 2 {
 				x := path.Join(dir, cs[1+rng.IntN(len(cs)-1)].Name)
 				if obs.Delete(x, -1) == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Participant is one candidate as ZooKeeper shows it. Observe delivers
@@ -37,7 +38,7 @@ func (e *Election) Participants(ctx context.Context) ([]Participant, error) {
 	out := make([]Participant, len(ps))
 	for i, p := range ps {
 		out[i] = Participant{ID: string(p.Data), Leader: i == 0, Node: p.Path, Session: p.Session, Token: p.Token,
-			Priority: priorityOf(lockcore.Contender{Name: path.Base(p.Path), Seq: p.Seq, Kind: p.Kind})}
+			Priority: priorityOf(layout.Contender{Name: path.Base(p.Path), Seq: p.Seq, Kind: p.Kind})}
 	}
 	return out, nil
 }
@@ -87,7 +88,7 @@ func (e *Election) look(ctx context.Context, watch bool) (Participant, <-chan st
 		case err != nil:
 			return Participant{}, nil, err
 		}
-		cs := lockcore.Sort(children, e.core.Accept)
+		cs := layout.Sort(children, e.core.Accept)
 		if len(cs) == 0 && watch {
 			var w *connection.Watch
 			children, _, w, err = e.client.ChildrenWatch(ctx, e.path)
@@ -98,7 +99,7 @@ func (e *Election) look(ctx context.Context, watch bool) (Participant, <-chan st
 				return Participant{}, nil, err
 			}
 			changed = w.Done()
-			cs = lockcore.Sort(children, e.core.Accept)
+			cs = layout.Sort(children, e.core.Accept)
 		}
 		if len(cs) == 0 {
 			return Participant{}, changed, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // ErrPreempted is the cause of a term's Context (its Err) when a candidate
@@ -95,12 +96,12 @@ func (e *Election) Priority() int { return e.priority }
 
 // priorityOf reads the priority from a node's name: 0 for a name without
 // a well-formed mark.
-func priorityOf(c lockcore.Contender) int {
+func priorityOf(c layout.Contender) int {
 	head := strings.TrimSuffix(c.Name, c.Seq)
 	switch c.Kind {
-	case lockcore.Latch:
+	case layout.Latch:
 		head = strings.TrimSuffix(head, latchName)
-	case lockcore.Mutex:
+	case layout.Mutex:
 		head = strings.TrimSuffix(head, selectorName)
 	default:
 		return 0
@@ -128,7 +129,7 @@ func priorityOf(c lockcore.Contender) int {
 // priority higher than this candidate's.
 func (e *Election) higher(children []string, own string) []string {
 	var out []string
-	for _, c := range lockcore.Sort(children, e.core.Accept) {
+	for _, c := range layout.Sort(children, e.core.Accept) {
 		if c.Name != own && priorityOf(c) > e.priority {
 			out = append(out, c.Name)
 		}

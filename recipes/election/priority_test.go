@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/peertest"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -105,7 +106,7 @@ func watchLeaders(t *testing.T, ctx context.Context, ens *zktest.Ensemble, path 
 				continue
 			}
 			head := ""
-			if cs := lockcore.Sort(children, func(k lockcore.Kind) bool { return k == lockcore.Latch }); len(cs) > 0 {
+			if cs := layout.Sort(children, func(k layout.Kind) bool { return k == layout.Latch }); len(cs) > 0 {
 				head = path + "/" + cs[0].Name
 			}
 			for id, term := range before {

@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Lease is a lease obtained: its holder may act as the only one until
@@ -197,7 +198,7 @@ func obtain(ctx context.Context, c *connection.Client, path string, d time.Durat
 func attempt(ctx context.Context, c *connection.Client, path string, d time.Duration, cfg config) (*Lease, error) {
 	lk := lockcore.Lock{
 		Client: c, Dir: path, Name: lockName, Data: []byte(cfg.identifier),
-		Accept: lockcore.MutexKinds, Predicate: lockcore.Exclusive, Window: 2,
+		Accept: layout.MutexKinds, Predicate: lockcore.Exclusive, Window: 2,
 	}
 	a, err := lk.Acquire(ctx, true)
 	if err != nil {

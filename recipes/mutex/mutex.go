@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Errors of the mutex. Match them with errors.Is.
@@ -103,7 +104,7 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 			Dir:       path,
 			Name:      lockName,
 			Data:      connx.Of(c).DefaultData(),
-			Accept:    lockcore.MutexKinds,
+			Accept:    layout.MutexKinds,
 			Predicate: lockcore.Exclusive,
 			Window:    2,
 			Recipe:    "mutex",
@@ -251,7 +252,7 @@ func Participants(ctx context.Context, c *connection.Client, path string) ([]Par
 	if err := connection.ValidatePath(path); err != nil {
 		return nil, errtext.Errorf("mutex: %w", err)
 	}
-	ps, err := lockcore.Participants(ctx, c, path, lockcore.MutexKinds)
+	ps, err := lockcore.Participants(ctx, c, path, layout.MutexKinds)
 	if err != nil {
 		return nil, errtext.Errorf("mutex: participants of %s: %w", path, err)
 	}
@@ -265,7 +266,7 @@ func Revoke(ctx context.Context, c *connection.Client, nodePath string) error {
 	if err := connection.ValidatePath(nodePath); err != nil {
 		return errtext.Errorf("mutex: %w", err)
 	}
-	if _, ok := lockcore.Parse(path.Base(nodePath)); !ok || nodePath == "/" {
+	if _, ok := layout.Parse(path.Base(nodePath)); !ok || nodePath == "/" {
 		return errtext.Errorf("mutex: revoke: %w: %q is not a lock node", connection.ErrInvalidPath, nodePath)
 	}
 	if err := lockcore.Revoke(ctx, c, nodePath); err != nil {

@@ -14,9 +14,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/peertest"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/recipes/partition"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -135,7 +135,7 @@ func holders(obs *zk.Conn, dir string, items []string) (map[string]string, error
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", item, err)
 		}
-		if cs := lockcore.Sort(kids, lockcore.MutexKinds); len(cs) > 0 {
+		if cs := layout.Sort(kids, layout.MutexKinds); len(cs) > 0 {
 			out[item] = cs[0].Name
 		}
 	}

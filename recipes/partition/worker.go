@@ -10,6 +10,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/group"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // lockName is Kazoo's lock node name: our nodes are
@@ -279,7 +280,7 @@ func (p *Partitioner) take(items []string, gen uint64) (*Share, error) {
 		}
 		l := lockcore.Lock{
 			Client: p.client, Dir: dir, Name: lockName, Data: []byte(p.opts.identifier),
-			Accept: lockcore.MutexKinds, Predicate: lockcore.Exclusive, Window: 2,
+			Accept: layout.MutexKinds, Predicate: lockcore.Exclusive, Window: 2,
 		}
 		a, err := l.Acquire(ctx, true)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Entry is one item in the queue as ZooKeeper shows it.
@@ -83,7 +84,7 @@ func (q *Queue) Idle(ctx context.Context) (int, error) {
 	if q.c.Closed() {
 		return 0, q.errorf("idle", ErrClosed)
 	}
-	ps, err := lockcore.Participants(ctx, q.client, q.line.Dir, lockcore.MutexKinds)
+	ps, err := lockcore.Participants(ctx, q.client, q.line.Dir, layout.MutexKinds)
 	if err != nil {
 		return 0, q.errorf("idle", err)
 	}

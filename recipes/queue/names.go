@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/zkrecipes/zkrecipes/internal/connx"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Priorities: Kazoo's, three digits, lower first.
@@ -42,7 +42,7 @@ func parseEntry(name string) (entry, bool) {
 	if err != nil || p < MinPriority || rest[0] == '+' || rest[0] == '-' {
 		return entry{}, false
 	}
-	seq, ok := lockcore.ParseSeq(rest[4:])
+	seq, ok := layout.ParseSeq(rest[4:])
 	if !ok {
 		return entry{}, false
 	}

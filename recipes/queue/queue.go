@@ -13,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Errors of the queue. Match them with errors.Is.
@@ -111,7 +112,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 		Dir:       path.Join(p, takersDir),
 		Name:      "lock-",
 		Data:      q.data,
-		Accept:    lockcore.MutexKinds,
+		Accept:    layout.MutexKinds,
 		Predicate: lockcore.Predecessor,
 		Window:    1,
 		Line:      true, // the taken nodes decide who has an item

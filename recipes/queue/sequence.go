@@ -11,6 +11,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // placed checks the sequence number the entries directory gave the entry
@@ -19,7 +20,7 @@ import (
 //
 // Items of one priority are ordered by that number, which ZooKeeper gives
 // once per directory up to 2147483646, in order of creation (a put counts
-// one; a done, a delete, does not). At the limit (lockcore.Exhausted)
+// one; a done, a delete, does not). At the limit (layout.Exhausted)
 // ZooKeeper 3.6+ number every later entry 2147483647 — a second put of a
 // priority then meets the name of the first and is refused with
 // NodeExists, which connection reports as ErrSequenceExhausted — and give
@@ -35,7 +36,7 @@ import (
 // success.
 func (q *Queue) placed(ctx context.Context, created string) error {
 	e, ok := parseEntry(path.Base(created))
-	if !ok || !lockcore.Exhausted(e.seq) {
+	if !ok || !layout.Exhausted(e.seq) {
 		return nil
 	}
 	exhausted := errtext.Errorf("%w (%s numbered an item %s)", connection.ErrSequenceExhausted,

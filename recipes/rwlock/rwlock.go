@@ -12,6 +12,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Errors of the read/write lock. Match them with errors.Is.
@@ -87,7 +88,7 @@ func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 	side := func(name string, pred lockcore.Predicate) *Side {
 		return &Side{rw: rw, core: lockcore.Lock{
 			Client: c, Dir: p, Name: name, Data: connx.Of(c).DefaultData(),
-			Accept: lockcore.RWKinds, Predicate: pred,
+			Accept: layout.RWKinds, Predicate: pred,
 			Recipe: "rwlock",
 		}}
 	}
@@ -151,7 +152,7 @@ func (rw *RWMutex) acquireWrite(ctx context.Context, wait bool) (lockcore.Acquir
 func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquired, error) {
 	var a lockcore.Acquired
 	held, err := rw.write.h.Use(ctx, func(w lockcore.Acquired) error {
-		c, ok := lockcore.Parse(path.Base(w.Path))
+		c, ok := layout.Parse(path.Base(w.Path))
 		if !ok {
 			return errtext.Errorf("rwlock: the write node %s has no sequence", w.Path)
 		}
@@ -275,7 +276,7 @@ func Participants(ctx context.Context, c *connection.Client, p string) ([]Partic
 	if err := connection.ValidatePath(p); err != nil {
 		return nil, errtext.Errorf("rwlock: %w", err)
 	}
-	ps, err := lockcore.Participants(ctx, c, p, lockcore.RWKinds)
+	ps, err := lockcore.Participants(ctx, c, p, layout.RWKinds)
 	if err != nil {
 		return nil, errtext.Errorf("rwlock: participants of %s: %w", p, err)
 	}

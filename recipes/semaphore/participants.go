@@ -8,6 +8,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
+	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
 // Participant is one lease holder as ZooKeeper shows it. Leases lists
@@ -37,7 +38,7 @@ func Leases(ctx context.Context, c *connection.Client, p string) ([]Participant,
 	if err := connection.ValidatePath(p); err != nil {
 		return nil, errtext.Errorf("semaphore: %w", err)
 	}
-	ps, err := lockcore.Participants(ctx, c, path.Join(p, "leases"), func(k lockcore.Kind) bool { return k == lockcore.Lease })
+	ps, err := lockcore.Participants(ctx, c, path.Join(p, "leases"), func(k layout.Kind) bool { return k == layout.Lease })
 	if err != nil {
 		return nil, errtext.Errorf("semaphore: leases of %s: %w", p, err)
 	}
