@@ -325,9 +325,11 @@ func (c *Client) errorPolicy() ErrorPolicy { return c.opts.errorPolicy }
 // Namespace returns the client's namespace ("" for none).
 func (c *Client) Namespace() string { return c.opts.namespace }
 
-// defaultDataCopy returns the data recipes give their nodes when the caller
-// gives none: WithDefaultData's, else the host's address, as Curator does.
-func (c *Client) defaultDataCopy() []byte { return append([]byte(nil), c.defaultData...) }
+// DefaultData returns a copy of the data the recipes give the nodes they
+// create when the caller gives none: WithDefaultData's, else this host's
+// address, as Curator does. A tool that registers or shows a participant
+// the way the recipes would uses it.
+func (c *Client) DefaultData() []byte { return append([]byte(nil), c.defaultData...) }
 
 // current returns the handle and session for an operation, waiting while
 // there is no session.

@@ -342,7 +342,7 @@ func WithMaxRequestSize(n int) Option {
 
 // WithDefaultData sets the data of nodes that recipes create when the
 // caller gives none. Curator's default is the host's IP address; so is
-// this client's when the option is absent.
+// this client's when the option is absent. Client.DefaultData returns it.
 func WithDefaultData(data []byte) Option {
 	return func(o *options) error {
 		o.defaultData = append([]byte{}, data...)

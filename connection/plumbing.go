@@ -71,8 +71,6 @@ func (p *plumbing) RemovePersistent(ctx context.Context, s *conntypes.Persistent
 }
 
 func (p *plumbing) Live(s *Session) bool                     { return p.c().live(s) }
-func (p *plumbing) TrustedNow(s *Session) bool               { return p.c().trustedNow(s) }
-func (p *plumbing) DefaultData() []byte                      { return p.c().defaultDataCopy() }
 func (p *plumbing) ErrorPolicy() ErrorPolicy                 { return p.c().errorPolicy() }
 func (p *plumbing) Logger() *slog.Logger                     { return p.c().logger() }
 func (p *plumbing) CheckData(path string, data []byte) error { return p.c().checkData(path, data) }

@@ -39,6 +39,28 @@ func (c *Client) live(s *Session) bool {
 	return c.session == s && c.tr.SessionID() == s.ID()
 }
 
+// TrustedNow reports whether holds taken in session s — a lock's, a
+// lease, a term — can still be trusted at this moment, by what the client
+// knows locally: s is the client's current session and has not ended,
+// the connection is not suspended (StandardPolicy), and the server last
+// certainly answered the client less long ago than the silence after
+// which the client reports Suspended (StandardPolicy) or Lost
+// (SessionPolicy). A nil s, another session than the current one, and
+// any session after Close are not trusted.
+//
+// Unlike Session.Untrusted, whose channel closes when the client's
+// watchdog notices, it measures the silence itself on the monotonic clock
+// when it is called: after the process was stopped (SIGSTOP, a job
+// stopped with Ctrl-Z) trust may have lapsed while nothing has noticed
+// yet, and a program that resumes asks TrustedNow before it goes on with
+// work done under a hold. It sends nothing to the server, so it does not
+// see a hold's node deleted by a notification not yet read: to know that
+// the server sent nothing that ends the hold, first make a request in s
+// and wait for its answer (ZooKeeper answers it after the notifications
+// it sent before), then ask TrustedNow. true is a statement about this
+// moment only.
+func (c *Client) TrustedNow(s *Session) bool { return c.trustedNow(s) }
+
 // trustedNow reports whether holds taken in session s can be trusted at
 // this moment under the client's error policy: s is the client's current
 // session and has not ended, it is not suspended (StandardPolicy), and the

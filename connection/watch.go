@@ -75,6 +75,26 @@ func (w *Watch) afterFire(f func(zk.Event)) (stop func() bool) {
 	return func() bool { return w.removeHook(h) }
 }
 
+// AfterFunc arranges for f to be called once, in its own goroutine, with
+// the watch's event when the watch fires — for a change of its node, or
+// with EventNotWatching when it ends with its session (Err then wraps
+// ErrSessionLost) — or at once, in its own goroutine, if the watch has
+// fired already. Like context.AfterFunc, it costs no goroutine while the
+// watch is pending, so a program can follow many watches; and since f
+// runs on a goroutine of its own it may block and call the client. The
+// event's path is a server path (with the namespace), as Event's.
+//
+// stop unregisters f: it reports true when it stopped f from being run,
+// false when f was already started or stop was called before. It does
+// not wait for a running f. A nil f is nothing to run: AfterFunc
+// registers nothing, and stop reports false.
+func (w *Watch) AfterFunc(f func(zk.Event)) (stop func() bool) {
+	if f == nil {
+		return func() bool { return false }
+	}
+	return w.afterFire(func(ev zk.Event) { go f(ev) })
+}
+
 // addHook is afterFire with a value in place of a function: h is told of
 // the event once, on the same terms (at once, in this goroutine, if the
 // watch has fired: then addHook returns false). h must be comparable, a

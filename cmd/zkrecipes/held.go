@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // Why a hold was lost, in the words of what happened: a hold's cause wraps
@@ -87,7 +86,7 @@ func (e *explained) trustedNow() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), e.sess.Timeout())
 	defer cancel()
 	_, _, err := e.client.Exists(ctx, "/")
-	return err == nil && !holdOver(e.hold) && connx.Of(e.client).TrustedNow(e.sess)
+	return err == nil && !holdOver(e.hold) && e.client.TrustedNow(e.sess)
 }
 
 // holdOver reports whether h has ended, asking the hold's context itself,

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/recipes/discovery"
 )
 
@@ -75,7 +74,7 @@ func runRegister(ctx context.Context, args []string, out, errOut io.Writer) erro
 	}
 	defer client.Close()
 	if inst.Address == "" {
-		inst.Address = string(connx.Of(client).DefaultData())
+		inst.Address = string(client.DefaultData())
 	}
 	d, err := discovery.New(client, *base)
 	if err != nil {

@@ -3,8 +3,8 @@
 // its public API: requests that tell their caller as they are written
 // (ChildrenThen, CreateProtectedThen, ClaimThen), reads in bulk and watch
 // sinks for the caches, watches re-armed relative to a zxid, background
-// deletes that outlive a caller's context, the session checks a hold makes
-// before it reports, and a watch's hooks.
+// deletes that outlive a caller's context, the session check a hold makes
+// before it reports (Live), and a watch's hooks.
 //
 // They stay out of the public API because each serves one recipe's
 // mechanism and carries that recipe's contract; a user's program has the
@@ -95,10 +95,6 @@ type Plumbing interface {
 	RemovePersistent(ctx context.Context, s *PersistentSub) error
 	// Live reports whether s is the client's current session and not lost.
 	Live(s *connection.Session) bool
-	// TrustedNow reports whether a hold of s may still be reported held.
-	TrustedNow(s *connection.Session) bool
-	// DefaultData returns a copy of the data a recipe's nodes carry.
-	DefaultData() []byte
 	// ErrorPolicy returns the client's error policy.
 	ErrorPolicy() connection.ErrorPolicy
 	// Logger returns the client's logger.

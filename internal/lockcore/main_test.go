@@ -12,7 +12,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/peertest"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
@@ -60,7 +59,7 @@ func newLock(t testing.TB, c *connection.Client, path string) *testLock {
 		Client:    c,
 		Dir:       path,
 		Name:      "lock-",
-		Data:      connx.Of(c).DefaultData(),
+		Data:      c.DefaultData(),
 		Accept:    layout.MutexKinds,
 		Predicate: lockcore.Exclusive,
 		Window:    2,

@@ -7,7 +7,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -52,7 +51,7 @@ func (b *Barrier) Path() string { return b.path }
 // an error — one that wraps connection.ErrOutcomeUnknown says the create
 // may have applied — call it again.
 func (b *Barrier) Set(ctx context.Context) error {
-	_, err := b.client.Create(ctx, b.path, connx.Of(b.client).DefaultData(), connection.Persistent, connection.WithParents())
+	_, err := b.client.Create(ctx, b.path, b.client.DefaultData(), connection.Persistent, connection.WithParents())
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return errtext.Errorf("barrier: set %s: %w", b.path, err)
 	}

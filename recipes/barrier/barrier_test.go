@@ -9,7 +9,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/recipes/barrier"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
@@ -88,7 +87,7 @@ func TestBarrierSetWaitRemove(t *testing.T) {
 	// parent a container.
 	zc := ens.Conn(t)
 	data, stat, err := zc.Get(root + "/a/b")
-	if err != nil || stat.EphemeralOwner != 0 || string(data) != string(connx.Of(c).DefaultData()) {
+	if err != nil || stat.EphemeralOwner != 0 || string(data) != string(c.DefaultData()) {
 		t.Fatalf("barrier node: %q %+v %v", data, stat, err)
 	}
 	h := barrier.HookBarrier(b)

@@ -165,7 +165,7 @@ func (d *Double) join(ctx context.Context) (*member, error) {
 		// mistaken for an earlier entry's node, whose delete may still be
 		// on its way.
 		name := connx.NewUUID()
-		data := connx.Of(d.client).DefaultData()
+		data := d.client.DefaultData()
 		if len(data) == 0 {
 			data = []byte(name) // a claim needs data; the name is unique
 		}
@@ -235,7 +235,7 @@ func (d *Double) awaitReady(ctx context.Context, m *member) (_ int64, err error)
 		case slices.Contains(children, ReadyName):
 			return 0, nil // created between the two reads
 		case len(members(children)) >= d.members:
-			_, err := d.client.Create(ctx, d.ready, connx.Of(d.client).DefaultData(), connection.Persistent)
+			_, err := d.client.Create(ctx, d.ready, d.client.DefaultData(), connection.Persistent)
 			switch {
 			case err == nil, errors.Is(err, zk.ErrNodeExists):
 				return 0, nil

@@ -12,7 +12,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/closer"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
@@ -106,7 +105,7 @@ func newQueue(c *connection.Client, p string, k kind, opts []Option) (*Queue, er
 	if k == idKind && strings.Contains(p, separator) {
 		return nil, errtext.Errorf("curatorqueue: %w: an id queue's path cannot hold %q", connection.ErrInvalidPath, separator)
 	}
-	q := &Queue{client: c, path: p, kind: k, data: connx.Of(c).DefaultData()}
+	q := &Queue{client: c, path: p, kind: k, data: c.DefaultData()}
 	q.c = newCloser()
 	for _, o := range opts {
 		if o == nil {

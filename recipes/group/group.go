@@ -11,7 +11,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/nodeopt"
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
@@ -132,7 +131,7 @@ func New(client *connection.Client, dir, id string, opts ...Option) (*Group, err
 	}
 	data := o.data
 	if !o.hasData {
-		data = connx.Of(client).DefaultData()
+		data = client.DefaultData()
 	}
 	self, err := node.New(client, path.Join(dir, o.layout.nodeName(id)), o.layout.nodeData(id, data), nodeopt.Recipe("group").(node.Option))
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/layout"
@@ -103,7 +102,7 @@ func New(c *connection.Client, path string, opts ...Option) (*Mutex, error) {
 			Client:    c,
 			Dir:       path,
 			Name:      lockName,
-			Data:      connx.Of(c).DefaultData(),
+			Data:      c.DefaultData(),
 			Accept:    layout.MutexKinds,
 			Predicate: lockcore.Exclusive,
 			Window:    2,

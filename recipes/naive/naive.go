@@ -62,7 +62,7 @@ func New(c *connection.Client, path string) (*Lock, error) {
 	if path == "/" {
 		return nil, errtext.Errorf("naive: %w: the root cannot be a lock", connection.ErrInvalidPath)
 	}
-	l := &Lock{client: c, path: path, data: connx.Of(c).DefaultData()}
+	l := &Lock{client: c, path: path, data: c.DefaultData()}
 	l.h = lockcore.NewHolder(c, lockcore.HolderConfig{
 		Name:         "naive",
 		Path:         path,

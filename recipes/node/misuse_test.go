@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/recipes/node"
 )
 
@@ -51,13 +50,13 @@ func TestNewRefusesBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(n.Data()) != string(connx.Of(c).DefaultData()) {
-		t.Errorf("nil data: %q, want the client's default %q", n.Data(), connx.Of(c).DefaultData())
+	if string(n.Data()) != string(c.DefaultData()) {
+		t.Errorf("nil data: %q, want the client's default %q", n.Data(), c.DefaultData())
 	}
 	if err := n.SetData(context.Background(), big); !errors.Is(err, connection.ErrDataTooLarge) {
 		t.Errorf("SetData too large: %v", err)
 	}
-	if string(n.Data()) != string(connx.Of(c).DefaultData()) {
+	if string(n.Data()) != string(c.DefaultData()) {
 		t.Error("a refused SetData changed the data")
 	}
 }

@@ -117,7 +117,7 @@ func New(client *connection.Client, path string, data []byte, opts ...Option) (*
 		return nil, err
 	}
 	if data == nil {
-		data = connx.Of(client).DefaultData()
+		data = client.DefaultData()
 	}
 	n := &Node{
 		client:  client,

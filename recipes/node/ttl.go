@@ -173,7 +173,7 @@ func (t *TTLNode) touchOnce() {
 	c := t.node.client
 	ctx, cancel := context.WithTimeout(t.ctx, max(t.interval, time.Second))
 	defer cancel()
-	data := connx.Of(c).DefaultData()
+	data := c.DefaultData()
 	_, err := c.Set(ctx, t.touch, data, -1)
 	if errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 		_, err = c.Create(ctx, t.touch, data, connection.PersistentTTL, connection.WithTTL(t.ttl))

@@ -10,7 +10,6 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/closer"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/layout"
@@ -96,7 +95,7 @@ func New(c *connection.Client, p string, opts ...Option) (*Queue, error) {
 		path:    p,
 		entries: path.Join(p, entriesDir),
 		taken:   path.Join(p, takenDir),
-		data:    connx.Of(c).DefaultData(),
+		data:    c.DefaultData(),
 	}
 	q.c = newCloser()
 	for _, o := range opts {

@@ -9,7 +9,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/layout"
@@ -87,7 +86,7 @@ func New(c *connection.Client, p string, opts ...Option) (*RWMutex, error) {
 	rw := &RWMutex{client: c, path: p}
 	side := func(name string, pred lockcore.Predicate) *Side {
 		return &Side{rw: rw, core: lockcore.Lock{
-			Client: c, Dir: p, Name: name, Data: connx.Of(c).DefaultData(),
+			Client: c, Dir: p, Name: name, Data: c.DefaultData(),
 			Accept: layout.RWKinds, Predicate: pred,
 			Recipe: "rwlock",
 		}}

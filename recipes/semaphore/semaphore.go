@@ -12,7 +12,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
@@ -96,7 +95,7 @@ func New(c *connection.Client, p string, maxLeases int, opts ...Option) (*Semaph
 	if maxLeases < 1 || maxLeases > math.MaxInt32 {
 		return nil, errtext.Errorf("semaphore: %w: maximum of %d leases", connection.ErrInvalidOption, maxLeases)
 	}
-	s := &Semaphore{client: c, path: p, max: maxLeases, data: connx.Of(c).DefaultData()}
+	s := &Semaphore{client: c, path: p, max: maxLeases, data: c.DefaultData()}
 	for _, o := range opts {
 		if o == nil {
 			return nil, errtext.Errorf("semaphore: nil option: %w", connection.ErrInvalidOption)

@@ -14,7 +14,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/layout"
 	"github.com/zkrecipes/zkrecipes/recipes/mutex"
@@ -232,7 +231,7 @@ func (k *keyedMutex) locker(path string) (lockUnlock, error) {
 	if !k.oneWatch {
 		return mutex.New(k.c, path)
 	}
-	core := &lockcore.Lock{Client: k.c, Dir: path, Name: "lock-", Data: connx.Of(k.c).DefaultData(),
+	core := &lockcore.Lock{Client: k.c, Dir: path, Name: "lock-", Data: k.c.DefaultData(),
 		Accept: layout.MutexKinds, Predicate: lockcore.Predecessor, Window: 1}
 	return holderLock{lockcore.NewHolder(k.c, lockcore.HolderConfig{
 		Name: "mutex", Path: path, Acquire: core.Acquire, Release: core.Release,
