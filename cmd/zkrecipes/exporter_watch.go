@@ -13,7 +13,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/promtext"
 )
 
@@ -28,7 +27,7 @@ const retryPause = 5 * time.Second
 // with a watch on each directory read, and read again only when one of
 // its own watches fires: a change to one lock re-reads that lock, not the
 // tree. The watches are the client's shared ones and a fired watch only
-// queues its unit (connx.AfterFire), so the cost while nothing changes is
+// queues its unit (Watch.AfterFunc), so the cost while nothing changes is
 // no goroutine and no request; a fixed pool of workers does the reads. A
 // scrape renders what was last read and sends nothing to ZooKeeper.
 //
@@ -168,8 +167,8 @@ func (e *exporter) stateChanged(s connection.State) {
 	}
 }
 
-// markDirty queues u to be read. It takes only qmu: a watch's hook calls
-// it in the client's receive loop.
+// markDirty queues u to be read. It takes only qmu: a watch's AfterFunc
+// calls it, on a goroutine of its own, whatever the exporter holds.
 func (e *exporter) markDirty(u *unit) {
 	e.qmu.Lock()
 	defer e.qmu.Unlock()
@@ -222,11 +221,11 @@ func (e *exporter) read(ctx context.Context, u *unit) {
 	e.mu.Unlock()
 	r := &reader{client: e.client, watch: true}
 	v, kids, err := look(ctx, r, u.path, lookOptions{countPath: countPath})
-	// Hooks before the lock: a watch that fired already calls markDirty
-	// at once.
+	// Funcs before the lock: a watch that fired already calls markDirty
+	// at once, whether the unit is still reading (again) or not (queued).
 	stops := make([]func() bool, 0, len(r.watches))
 	for _, w := range r.watches {
-		stops = append(stops, connx.AfterFire(w, func(zk.Event) { e.markDirty(u) }))
+		stops = append(stops, w.AfterFunc(func(zk.Event) { e.markDirty(u) }))
 	}
 	var ss []series
 	if err == nil {

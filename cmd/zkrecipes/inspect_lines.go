@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
@@ -81,7 +80,7 @@ func roles(f family, cs []layout.Contender) []string {
 	for i, c := range cs {
 		held := i == 0
 		if f == famRW && (c.Kind == layout.Read || c.Kind == layout.KazooRead) {
-			held, _ = lockcore.Shared(cs, i)
+			held = !slices.ContainsFunc(cs[:i], func(a layout.Contender) bool { return layout.WriteKinds(a.Kind) })
 		}
 		switch {
 		case f == famLeases:

@@ -12,7 +12,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/connx"
 )
 
 // watchInspect prints the view of o.path, then what changes in it, until
@@ -64,14 +63,14 @@ func watchInspect(ctx context.Context, client *connection.Client, o inspectOptio
 	}
 }
 
-// waitAny waits until one of ws fires, or ctx ends (false). It starts no
-// goroutine: each watch signals through AfterFire, and stops to when it
-// returns.
+// waitAny waits until one of ws fires, or ctx ends (false). It costs no
+// goroutine while it waits: each watch signals through AfterFunc, and
+// stops to when it returns.
 func waitAny(ctx context.Context, ws []*connection.Watch) bool {
 	wake := make(chan struct{}, 1)
 	stops := make([]func() bool, 0, len(ws))
 	for _, w := range ws {
-		stops = append(stops, connx.AfterFire(w, func(zk.Event) {
+		stops = append(stops, w.AfterFunc(func(zk.Event) {
 			select {
 			case wake <- struct{}{}:
 			default:

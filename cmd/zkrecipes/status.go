@@ -15,7 +15,6 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/internal/lockcore"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
@@ -86,9 +85,9 @@ func viewLock(ctx context.Context, c *connection.Client, dir string, accept func
 		return v, err
 	}
 	cs := layout.Sort(children, accept)
-	ps := make([]lockcore.Participant, len(cs))
+	paths := make([]string, len(cs))
 	for i, ct := range cs {
-		ps[i] = lockcore.Participant{Path: path.Join(dir, ct.Name), Kind: ct.Kind}
+		paths[i] = path.Join(dir, ct.Name)
 	}
 	f := famMutex
 	for _, ct := range cs {
@@ -103,17 +102,17 @@ func viewLock(ctx context.Context, c *connection.Client, dir string, accept func
 	me := -1
 	if ours != nil {
 		if me = layout.Index(cs, *ours); me < 0 {
-			if me = findOwn(ctx, c, ps); me >= 0 {
+			if me = findOwn(ctx, c, paths); me >= 0 {
 				*ours = cs[me].Name
 			}
 		}
 	}
-	for i, p := range ps {
+	for i, p := range paths {
 		switch held := rs[i] == "holder" || rs[i] == "leader"; {
 		case held && i == me:
 			v.holding = true
 		case held && len(v.holders) < shownMax:
-			if data, _, err := c.Get(ctx, p.Path); err == nil {
+			if data, _, err := c.Get(ctx, p); err == nil {
 				v.holders = append(v.holders, printable(data))
 			}
 		case held:
@@ -125,15 +124,16 @@ func viewLock(ctx context.Context, c *connection.Client, dir string, accept func
 	return v, nil
 }
 
-// findOwn returns the index of the node of ps that this client's session
-// owns, or -1. It looks from the end: a waiter has usually just joined.
-func findOwn(ctx context.Context, c *connection.Client, ps []lockcore.Participant) int {
+// findOwn returns the index of the node of paths that this client's
+// session owns, or -1. It looks from the end: a waiter has usually just
+// joined.
+func findOwn(ctx context.Context, c *connection.Client, paths []string) int {
 	sess := c.Session()
 	if sess == nil {
 		return -1
 	}
-	for i := len(ps) - 1; i >= 0; i-- {
-		if ok, st, err := c.Exists(ctx, ps[i].Path); err == nil && ok && st.EphemeralOwner == sess.ID() {
+	for i := len(paths) - 1; i >= 0; i-- {
+		if ok, st, err := c.Exists(ctx, paths[i]); err == nil && ok && st.EphemeralOwner == sess.ID() {
 			return i
 		}
 	}
