@@ -150,9 +150,11 @@ deps-demo:
 ## Curator, Kazoo and zk.Lock side by side on a local 3-node ensemble (medians of 3 rounds), the
 ## cache against CuratorCache and both TreeCaches included, and the latency-bound lock scenarios
 ## again on a second ensemble whose every link is delayed 0 and 250 µs one way (--link-delay),
-## and the uncontended Lock+Unlock without and with a recording observer, interleaved,
+## the uncontended Lock+Unlock without and with a recording observer, interleaved, and
+## curatorqueue beside Curator's DistributedQueue and SimpleDistributedQueue,
 ## rewriting docs/benchmarks.md and its two charts (the cache's section alone:
-## go run ./cmd/zkbench --scenarios cache --docs docs; the observer's: --scenarios observer)
+## go run ./cmd/zkbench --scenarios cache --docs docs; the observer's: --scenarios observer;
+## Curator's queues': --scenarios curatorqueue)
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x ./cmd/zkbench/internal/bench
 	$(GO) test -run '^$$' -bench LockUnlock -benchmem -benchtime 500x ./recipes/mutex

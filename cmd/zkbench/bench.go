@@ -28,7 +28,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	impls := fs.String("impls", "mutex,naive,zk.Lock,Curator,Kazoo,raw floor", "implementations to compare (Curator and Kazoo need Debian's libcurator-recipes-java, a JDK and python3-kazoo)")
 	output := fs.String("o", "", "also write the markdown report to this file")
 	docs := fs.String("docs", "", "also write benchmarks.md and benchmarks.svg (the chart) into this directory")
-	scenarios := fs.String("scenarios", "locks,recipes,election-queue,counters,barriers,scale,cache,discovery,observer", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), counters (the counter against Curator's DistributedAtomicLong and Kazoo's Counter), barriers (the double barrier's round against Curator's DistributedDoubleBarrier), scale (many keys locked through one client, against Curator and zk.Lock), cache (the cache against Curator's CuratorCache and TreeCache and Kazoo's TreeCache), discovery (a registration reaching watchers' caches, re-registration after an expiry, against Curator's ServiceDiscovery), observer (the uncontended Lock+Unlock without an observer and with one that records every event, interleaved)")
+	scenarios := fs.String("scenarios", "locks,recipes,election-queue,counters,barriers,scale,cache,discovery,observer,curatorqueue", "what to measure: locks (the mutex against its peers), recipes (the read/write lock and the semaphore against Curator's and Kazoo's), election-queue (leader failover against Curator's LeaderLatch, the work queue against Kazoo's LockingQueue), counters (the counter against Curator's DistributedAtomicLong and Kazoo's Counter), barriers (the double barrier's round against Curator's DistributedDoubleBarrier), scale (many keys locked through one client, against Curator and zk.Lock), cache (the cache against Curator's CuratorCache and TreeCache and Kazoo's TreeCache), discovery (a registration reaching watchers' caches, re-registration after an expiry, against Curator's ServiceDiscovery), observer (the uncontended Lock+Unlock without an observer and with one that records every event, interleaved), curatorqueue (Curator's DistributedQueue and SimpleDistributedQueue, the curatorqueue package against Curator's own)")
 	counterParts := fs.String("counter-participants", "1,10,100", "counters: participant counts, each incrementing one counter")
 	barrierMembers := fs.Int("barrier-members", 10, "barriers: members of the double barrier, each with its own session")
 	barrierCycles := fs.Int("barrier-cycles", 100, "barriers: barrier rounds (enter, leave) per measurement")
@@ -56,11 +56,13 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	expiries := fs.Int("expiries", 5, "discovery: expiries of the registrar's session per round")
 	linkDelay := fs.String("link-delay", "", "locks: also run the latency-bound scenarios (uncontended, handoff, 2 participants) on a second local ensemble whose every link — client to server, server to server (quorum and election ports) — goes through a proxy that adds this one-way delay, one run per delay in the list, e.g. 0,250us; with the requests and round trips per operation counted on the wire")
 	observerCycles := fs.Int("observer-cycles", 2000, "observer: Lock+Unlock cycles of each variant per round, in blocks of 50")
+	cqConsumers := fs.Int("curatorqueue-consumers", 10, "curatorqueue: DistributedQueue consumers, each with its own session")
+	cqItems := fs.Int("curatorqueue-items", 500, "curatorqueue: items per run")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process (the Go implementations' client side) to this file")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	doLocks, doRecipes, doElectionQueue, doCounters, doBarriers, doScale, doCache, doDiscovery, doObserver := false, false, false, false, false, false, false, false, false
+	doLocks, doRecipes, doElectionQueue, doCounters, doBarriers, doScale, doCache, doDiscovery, doObserver, doCuratorQueue := false, false, false, false, false, false, false, false, false, false
 	for _, s := range strings.Split(*scenarios, ",") {
 		switch strings.TrimSpace(s) {
 		case "locks":
@@ -81,16 +83,22 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 			doDiscovery = true
 		case "observer":
 			doObserver = true
+		case "curatorqueue":
+			doCuratorQueue = true
 		default:
-			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, counters, barriers, scale, cache, discovery or observer", s)
+			return fmt.Errorf("--scenarios: %q is not locks, recipes, election-queue, counters, barriers, scale, cache, discovery, observer or curatorqueue", s)
 		}
 	}
 	others := doLocks || doRecipes || doElectionQueue || doCounters || doBarriers || doScale || doDiscovery
-	whole := doLocks && doRecipes && doElectionQueue && doCounters && doBarriers && doScale && doCache && doDiscovery && doObserver
-	cacheOnly := doCache && !others && !doObserver
-	observerOnly := doObserver && !others && !doCache
-	if *docs != "" && !whole && !cacheOnly && !observerOnly {
-		return fmt.Errorf("--docs writes the whole page (--scenarios locks,recipes,election-queue,counters,barriers,scale,cache,discovery,observer), its cache section alone (--scenarios cache) or its observer section alone (--scenarios observer)")
+	whole := doLocks && doRecipes && doElectionQueue && doCounters && doBarriers && doScale && doCache && doDiscovery && doObserver && doCuratorQueue
+	cacheOnly := doCache && !others && !doObserver && !doCuratorQueue
+	observerOnly := doObserver && !others && !doCache && !doCuratorQueue
+	curatorQueueOnly := doCuratorQueue && !others && !doCache && !doObserver
+	if *docs != "" && !whole && !cacheOnly && !observerOnly && !curatorQueueOnly {
+		return fmt.Errorf("--docs writes the whole page (--scenarios locks,recipes,election-queue,counters,barriers,scale,cache,discovery,observer,curatorqueue), its cache section alone (--scenarios cache), its observer section alone (--scenarios observer) or its Curator queues' section alone (--scenarios curatorqueue)")
+	}
+	if doCuratorQueue && (*cqConsumers < 1 || *cqItems < 1) {
+		return usagef("--curatorqueue-consumers and --curatorqueue-items must be positive, not %d and %d", *cqConsumers, *cqItems)
 	}
 	sizes, err := positiveCounts("--cache-sizes", *cacheSizes)
 	if err != nil {
@@ -273,12 +281,30 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 				*observerCycles, time.Now().UTC().Format("2006-01-02"), ensemble, runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), runtime.Version(), load0, loadAverage()) +
 			ores.Markdown()
 	}
+	var curatorQueueSection string
+	if doCuratorQueue {
+		load0 := loadAverage()
+		qr, err := bench.RunCuratorQueue(ctx, bench.CuratorQueueConfig{
+			Servers: list, Curator: slices.Contains(peers, "Curator"), Rounds: *rounds,
+			Consumers: *cqConsumers, Items: *cqItems, Progress: out,
+		})
+		if err != nil {
+			return err
+		}
+		curatorQueueSection = "### Curator's queues\n\n" + bench.CuratorQueueMethod(qr.Cfg) + "\n" +
+			fmt.Sprintf("Measured %s on %s: %s, %d CPUs, %s; load average %s at the start, %s at the end.\n\n",
+				time.Now().UTC().Format("2006-01-02"), ensemble, runtime.GOOS+"/"+runtime.GOARCH, runtime.NumCPU(), runtime.Version(), load0, loadAverage()) +
+			qr.Markdown()
+	}
 	all := report
 	if doCache {
 		all += "\n" + cacheSection
 	}
 	if doObserver {
 		all += "\n" + observerSection
+	}
+	if doCuratorQueue {
+		all += "\n" + curatorQueueSection
 	}
 	fmt.Fprintf(out, "\n%s\n(%v in all)\n", all, time.Since(start).Round(time.Second))
 	if *output != "" {
@@ -299,6 +325,19 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "wrote the cache section of %s\n", name)
 		return nil
 	}
+	if *docs != "" && curatorQueueOnly {
+		name := filepath.Join(*docs, "benchmarks.md")
+		page, err := os.ReadFile(name)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		spliced := bench.SpliceSection(string(page), bench.CuratorQueueBegin, bench.CuratorQueueEnd, curatorQueueSection, "## Reading the results")
+		if err := os.WriteFile(name, []byte(spliced), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "wrote the Curator queues' section of %s\n", name)
+		return nil
+	}
 	if *docs != "" && observerOnly {
 		name := filepath.Join(*docs, "benchmarks.md")
 		page, err := os.ReadFile(name)
@@ -313,7 +352,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	}
 	if *docs != "" {
-		page := benchmarksPage(report, cacheSection, observerSection, list, *rounds, *duration, *iterations)
+		page := benchmarksPage(report, cacheSection, observerSection, curatorQueueSection, list, *rounds, *duration, *iterations)
 		if err := os.WriteFile(filepath.Join(*docs, "benchmarks.md"), []byte(page), 0o644); err != nil {
 			return err
 		}

@@ -43,6 +43,8 @@ func TestCommandLineRefused(t *testing.T) {
 		{[]string{"--servers", "zk1:0"}, 2, `--servers: "zk1:0" is not host:port`},
 		{[]string{"--participants", "2,x"}, 1, "not a positive count"},
 		{[]string{"--scenarios", "locks", "--docs", t.TempDir()}, 1, "--scenarios cache"},
+		{[]string{"--scenarios", "locks,curatorqueue", "--docs", t.TempDir()}, 1, "--scenarios curatorqueue"},
+		{[]string{"--scenarios", "curatorqueue", "--curatorqueue-items", "0"}, 2, "--curatorqueue-items must be positive"},
 		{[]string{"--scenarios", "nothing"}, 1, `"nothing" is not locks`},
 	} {
 		code, out, errOut := runZkbench(t, tc.args...)

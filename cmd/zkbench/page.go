@@ -14,7 +14,7 @@ import (
 
 // benchmarksPage is docs/benchmarks.md: how it was measured, then the
 // results.
-func benchmarksPage(report, cacheSection, observerSection string, servers []string, rounds int, d time.Duration, iterations int) string {
+func benchmarksPage(report, cacheSection, observerSection, curatorQueueSection string, servers []string, rounds int, d time.Duration, iterations int) string {
 	var b strings.Builder
 	b.WriteString("# Benchmarks\n\n")
 	b.WriteString("Written by `make bench` (`zkbench --docs docs`); every figure below comes from one run.\n\n")
@@ -34,6 +34,7 @@ func benchmarksPage(report, cacheSection, observerSection string, servers []stri
 	fmt.Fprintf(&b, "- **Counters**: 1, 10 or 100 participants, each with its own session, increment one counter in a loop for %v: zkrecipes `shared.Counter` (8 bytes, each write a transaction with the participant's marker), Curator's DistributedAtomicLong (the same 8 bytes, a plain versioned set) and Kazoo's Counter (text, a plain versioned set). Each add that loses the race to another participant's write tries again after a sleep: Curator's BoundedExponentialBackoffRetry(5 ms, 100 ms, 29) for zkrecipes and Curator, Kazoo's command retry set to KazooRetry(delay 5 ms, backoff 2, max_delay 100 ms) (its default starts at 100 ms); increments that succeeded per second, counted after a warm-up of a second.\n\n", d)
 	b.WriteString("- **Service discovery**: 10 caches of one service (zkrecipes `discovery.ServiceCache`, Curator's ServiceCache), each on a session of its own, and a registrar on the first server; 50 registrations per round, each timed from the register call to each cache's notice of the instance (its unregistration is waited for before the next). Then a dynamic instance's registrar loses its session 5 times per round (zkrecipes: cut off through a proxy until the server expires its 2 s session; Curator: its session ended on the servers by a second client that joins it) and the time from its new session — the RECONNECTED its connection-state listener hears — to a cache on another server having the instance again.\n\n")
 	b.WriteString("- **Double barrier**: 10 members, each with its own session, enter and leave one double barrier 100 times in a row (after a warm-up of 20): zkrecipes `barrier.Double` and Curator's DistributedDoubleBarrier (a new instance each round). All members are out of enter before any leaves, and out of leave before any enters again — waits inside each process, for both — since without them Curator's members stopped (docs/barrier.md); the p50 and p99 of one round as one member sees it, from the end of one round to the end of the next.\n\n")
+	b.WriteString("- **Curator's queues**: 10 consumers, each with its own session, take 500 items of a DistributedQueue put beforehand, without and with a lock path, and the same Go consumers take 500 items Curator put; a producer and a consumer of a SimpleDistributedQueue pass 500 items; items per second and requests per item (zkrecipes `curatorqueue`, Curator's DistributedQueue and SimpleDistributedQueue, the same layout and bytes). Its section below says more.\n\n")
 	if strings.Contains(report, latencyTitle) {
 		b.WriteString("- **At datacenter latency**: a second local 3-node ensemble whose every link goes through a proxy in this process — each client's connection, and each server's quorum and election connections to every other server (a server's election greeting is rewritten to name the proxy back, as ZooKeeper 3.8 connects back to the address a server announces) — that holds every chunk it reads until its arrival time plus the one-way delay, on a thread of its own that sleeps with nanosleep (the Go runtime's timers round a sub-millisecond sleep up to a millisecond). Each round runs every implementation at every delay: uncontended Lock+Unlock, the handoff and its floor, and 2 participants for the contended window. Both columns go through the same proxies, so the difference between them is the delay alone: (p50 at the delay − p50 at 0) ÷ 2 × delay is the *round trips* the critical path waited for, a write's hops between servers included (a write sent to a follower costs 3 round trips' worth of delay: the client's, forward and commit, proposal and acknowledgement; to the leader, 2; a read, 1). The proxy also reads the client protocol's frames: *requests per op* is the requests sent (pings and watch restores left out) per delete (every operation here ends with exactly one), and *client round trips per op* the requests sent while the client had nothing else outstanding on its connection, per delete — both independent of the machine's speed. The proxies cost CPU on a small machine, so contended runs through them are bound by it: only the latency-bound scenarios run here.\n")
 	}
@@ -51,6 +52,8 @@ func benchmarksPage(report, cacheSection, observerSection string, servers []stri
 	b.WriteString("\n" + bench.CacheBegin + "\n" + strings.Trim(cacheSection, "\n") + "\n" + bench.CacheEnd + "\n")
 	// The observer's section likewise (--scenarios observer --docs).
 	b.WriteString("\n" + bench.ObserverBegin + "\n" + strings.Trim(observerSection, "\n") + "\n" + bench.ObserverEnd + "\n")
+	// The Curator queues' section likewise (--scenarios curatorqueue --docs).
+	b.WriteString("\n" + bench.CuratorQueueBegin + "\n" + strings.Trim(curatorQueueSection, "\n") + "\n" + bench.CuratorQueueEnd + "\n")
 	b.WriteString(`
 ## Reading the results
 
@@ -183,6 +186,17 @@ func benchmarksPage(report, cacheSection, observerSection string, servers []stri
   same recipe; zkrecipes lists the members again after every wake-up and
   makes a new member node each round, as Curator's driver does with a new
   instance.
+- **Curator's queues.** A DistributedQueue's consumers all race for the
+  same first messages, and every idle one watches the queue, in both
+  libraries: each put or take wakes them all. Taking a message without a
+  lock path is a read and a versioned delete, for both; a zkrecipes
+  Take lists the queue again before each message, while Curator's
+  consumer works through the listing its children cache holds, a read and
+  a delete for each message in turn, and a consumer that loses a race
+  makes those requests all the same. With a lock path a take adds the lock
+  node's create; zkrecipes then deletes the message and its lock node in
+  one transaction, Curator with a delete each. Requests per item count all
+  of it, the pings included.
 - **The peers' drivers** run in a fresh JVM or interpreter per scenario,
   warmed up with hundreds of iterations first; a long-running service would
   be warmer still.

@@ -43,10 +43,31 @@
 //                             GC; "stop" exits
 //   cache <kind>              a cache driven from stdin (see CacheDriver): kind curatorcache
 //                             (CuratorCache) or treecache (TreeCache); prints READY
+//   queues <consumers> <items>  Curator's queues driven from stdin, a command a line: a producer
+//                             on the first server and <consumers> consumers (consumer i on server
+//                             i mod count), a CuratorFramework each, connected at once; prints
+//                             CONNECTED. Items are the UTF-8 text of 0 to <items>-1, through a
+//                             serializer that passes bytes through. Each run first warms up: the
+//                             same with a tenth of the items (at least 10) on <path>-warm (and
+//                             <lock path>-warm).
+//     distqueue <path> <lock path|->  the producer puts the items in a DistributedQueue at path
+//                             (with QueueBuilder.lockPath unless -), in the background, and waits
+//                             for them; prints READY; on "go" every consumer starts a
+//                             DistributedQueue of its own at path and, once all items are consumed
+//                             (at most 60 s), prints RESULT <distinct items consumed> <ns from go
+//                             to the last>; an item consumed twice exits with an error
+//     simplequeue <path>      prints READY; on "go" the producer offers the items to a
+//                             SimpleDistributedQueue at path one after another while the consumer
+//                             on the second server takes them on a thread of its own; prints
+//                             RESULT <items taken> <ns from go to the last take>; an item out of
+//                             order exits with an error
+//     put <path>              the producer puts the items at path as distqueue does: PUT
+//     quit                    closes the clients and exits
 // Each participant has its own CuratorFramework (its own session) and its own
 // thread: an InterProcessMutex is owned by the thread that acquired it.
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -73,6 +94,12 @@ import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.recipes.locks.InterProcessReadWriteLock;
 import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreV2;
 import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.recipes.queue.DistributedQueue;
+import org.apache.curator.framework.recipes.queue.QueueBuilder;
+import org.apache.curator.framework.recipes.queue.QueueConsumer;
+import org.apache.curator.framework.recipes.queue.QueueSerializer;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
+import org.apache.curator.framework.state.ConnectionState;
 import org.apache.curator.retry.BoundedExponentialBackoffRetry;
 import org.apache.curator.retry.ExponentialBackoffRetry;
 
@@ -494,6 +521,61 @@ public class CuratorBench {
                 sc.close();
                 System.exit(0);
             }
+            case "queues": {
+                int n = Integer.parseInt(args[3]), items = Integer.parseInt(args[4]);
+                int warm = Math.max(items / 10, 10);
+                // All connect at once: the producer on the first server,
+                // consumer i on server i mod count.
+                List<CuratorFramework> cs = new ArrayList<>();
+                for (int i = 0; i <= n; i++) {
+                    String server = i == 0 ? servers[0] : servers[(i - 1) % servers.length];
+                    CuratorFramework c = CuratorFrameworkFactory.newClient(server, 10000, 10000, new ExponentialBackoffRetry(100, 5));
+                    c.start();
+                    cs.add(c);
+                }
+                for (CuratorFramework c : cs) {
+                    if (!c.blockUntilConnected(30, TimeUnit.SECONDS)) throw new IllegalStateException("no session");
+                }
+                CuratorFramework producer = cs.get(0);
+                List<CuratorFramework> consumers = cs.subList(1, n + 1);
+                System.out.println("CONNECTED");
+                System.out.flush();
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
+                for (String line; (line = in.readLine()) != null; ) {
+                    String[] f = line.trim().split(" ");
+                    if (f[0].equals("quit")) break;
+                    switch (f[0]) {
+                        case "distqueue": {
+                            String lockPath = f[2].equals("-") ? null : f[2];
+                            QueueRun.put(producer, f[1] + "-warm", warm);
+                            new QueueRun(consumers, f[1] + "-warm", lockPath == null ? null : lockPath + "-warm", warm).run();
+                            QueueRun.put(producer, f[1], items);
+                            QueueRun measured = new QueueRun(consumers, f[1], lockPath, items);
+                            awaitGo(in);
+                            long elapsed = measured.run();
+                            System.out.println("RESULT " + measured.distinct() + " " + elapsed);
+                            break;
+                        }
+                        case "simplequeue": {
+                            CuratorFramework cc = consumers.get(Math.min(1, n - 1));
+                            simpleRun(producer, cc, f[1] + "-warm", warm);
+                            awaitGo(in);
+                            long[] r = simpleRun(producer, cc, f[1], items);
+                            System.out.println("RESULT " + r[0] + " " + r[1]);
+                            break;
+                        }
+                        case "put":
+                            QueueRun.put(producer, f[1], items);
+                            System.out.println("PUT");
+                            break;
+                        default:
+                            throw new IllegalArgumentException("unknown command " + f[0]);
+                    }
+                    System.out.flush();
+                }
+                for (CuratorFramework c : cs) c.close();
+                break;
+            }
             case "cache": {
                 CacheDriver d = new CacheDriver(args[3].equals("treecache"));
                 System.out.println("READY");
@@ -513,6 +595,109 @@ public class CuratorBench {
         }
         System.out.flush();
         System.exit(0);
+    }
+
+    // awaitGo prints READY and returns once in says "go".
+    static void awaitGo(BufferedReader in) throws Exception {
+        System.out.println("READY");
+        System.out.flush();
+        for (String line; (line = in.readLine()) != null; ) {
+            if (line.equals("go")) return;
+        }
+        throw new IllegalStateException("stdin ended before go");
+    }
+
+    // The items' bytes are the serializer's, passed through, as the Go
+    // consumers take them.
+    static final QueueSerializer<byte[]> BYTES = new QueueSerializer<byte[]>() {
+        @Override
+        public byte[] serialize(byte[] item) { return item; }
+
+        @Override
+        public byte[] deserialize(byte[] bytes) { return bytes; }
+    };
+
+    // QueueRun is one DistributedQueue consumer per client, started
+    // together, consuming a known number of items put beforehand.
+    static final class QueueRun {
+        final List<DistributedQueue<byte[]>> queues = new ArrayList<>();
+        final ConcurrentHashMap<String, Boolean> seen = new ConcurrentHashMap<>();
+        final CountDownLatch all;
+
+        QueueRun(List<CuratorFramework> cs, String path, String lockPath, int items) {
+            all = new CountDownLatch(items);
+            QueueConsumer<byte[]> consumer = new QueueConsumer<byte[]>() {
+                @Override
+                public void consumeMessage(byte[] message) {
+                    if (seen.putIfAbsent(new String(message, StandardCharsets.UTF_8), true) != null) {
+                        System.err.println("item " + new String(message, StandardCharsets.UTF_8) + " consumed twice");
+                        System.exit(1);
+                    }
+                    all.countDown();
+                }
+
+                @Override
+                public void stateChanged(CuratorFramework c, ConnectionState s) {
+                }
+            };
+            for (CuratorFramework c : cs) {
+                QueueBuilder<byte[]> b = QueueBuilder.builder(c, consumer, BYTES, path).putInBackground(false);
+                if (lockPath != null) b = b.lockPath(lockPath);
+                queues.add(b.buildQueue());
+            }
+        }
+
+        // put puts the items in the background (the creates pipelined on
+        // the connection) and waits until all are in.
+        static void put(CuratorFramework c, String path, int items) throws Exception {
+            DistributedQueue<byte[]> q = QueueBuilder.builder(c, null, BYTES, path).putInBackground(true).buildQueue();
+            q.start();
+            for (int i = 0; i < items; i++) q.put(Integer.toString(i).getBytes(StandardCharsets.UTF_8));
+            if (!q.flushPuts(60, TimeUnit.SECONDS)) throw new IllegalStateException("puts not done in 60 s");
+            q.close();
+        }
+
+        // run starts the consumers, waits for every item and closes them;
+        // it returns the ns from the start to the last item consumed.
+        long run() throws Exception {
+            long t0 = System.nanoTime();
+            for (DistributedQueue<byte[]> q : queues) q.start();
+            boolean done = all.await(60, TimeUnit.SECONDS);
+            long elapsed = System.nanoTime() - t0;
+            for (DistributedQueue<byte[]> q : queues) q.close();
+            if (!done) System.err.println("only " + seen.size() + " items consumed in 60 s");
+            return elapsed;
+        }
+
+        int distinct() { return seen.size(); }
+    }
+
+    // simpleRun offers items to a SimpleDistributedQueue through pc while
+    // a thread takes them through cc; it returns the items taken in order
+    // and the ns from the first offer to the last take.
+    static long[] simpleRun(CuratorFramework pc, CuratorFramework cc, String path, int items) throws Exception {
+        SimpleDistributedQueue producer = new SimpleDistributedQueue(pc, path), consumer = new SimpleDistributedQueue(cc, path);
+        AtomicLong taken = new AtomicLong();
+        Thread t = new Thread(() -> {
+            try {
+                for (int i = 0; i < items; i++) {
+                    String got = new String(consumer.take(), StandardCharsets.UTF_8);
+                    if (!got.equals(Integer.toString(i))) {
+                        System.err.println("took " + got + " where " + i + " was next");
+                        System.exit(1);
+                    }
+                    taken.incrementAndGet();
+                }
+            } catch (Exception e) {
+                e.printStackTrace();
+                System.exit(1);
+            }
+        });
+        long t0 = System.nanoTime();
+        t.start();
+        for (int i = 0; i < items; i++) producer.offer(Integer.toString(i).getBytes(StandardCharsets.UTF_8));
+        t.join(60000);
+        return new long[] {taken.get(), System.nanoTime() - t0};
     }
 
     // A CuratorCache or a TreeCache driven by the benchmark, one command a
