@@ -29,7 +29,7 @@ OLDEST_CMD_FILES ?= cmd/zkrecipes/*_linux_test.go
 # waits on go-zookeeper and the servers alone, the same under every Go.
 OLDEST_CONNECTION_RUN ?= Watchdog|Suspen|Lost|Silen|Close|Guard|Expir|Timeout|ServerLag|Ping
 
-.PHONY: demo test test-race test-norace test-oldest bench chaos lint api deps deps-demo
+.PHONY: demo test test-race test-warm test-norace test-oldest bench chaos lint api deps deps-demo
 
 ## demo: show fair locking, fencing tokens and the herd effect (starts a local ZooKeeper unless ZK_SERVERS is set);
 ## installs only what its local server needs, a Java runtime and ZooKeeper (deps-demo)
@@ -42,8 +42,9 @@ TEST_P ?= 3
 TEST_PARALLEL ?= 4
 
 ## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
-## (test-race), and then, one after the other (the fault tests of the first are timed against the
-## session timeout: a build of the second beside them can starve them), test-norace — what runs
+## (test-race) with test-warm beside it (the later stages' builds, at the lowest CPU priority), and
+## then, one after the other (the fault tests of the first are timed against the session timeout:
+## a build of the second beside them at the same priority can starve them), test-norace — what runs
 ## without -race: the short fault run (internal/testinfra/chaos), as
 ## go-zookeeper v1.0.4 reads its last zxid unsynchronised while it re-registers watches on a
 ## reconnect, a race inside the dependency that the fault run's many reconnects make the detector
@@ -61,8 +62,12 @@ TEST_PARALLEL ?= 4
 ## (OLDEST_CMD_FILES). The -race pass and the stage without it leave go vet to this stage (and to
 ## make lint): -vet=off
 test: deps
-	@echo "== make test: the -race pass from $$(date +%T)"
-	@$(MAKE) --no-print-directory test-race
+	@echo "== make test: the -race pass from $$(date +%T), test-warm beside it (nice 19)"
+	@( exec setsid nice -n 19 $(MAKE) --no-print-directory test-warm >/dev/null 2>&1 ) & warm=$$!; \
+	trap 'kill -TERM -- -'$$warm' 2>/dev/null' EXIT INT TERM; \
+	$(MAKE) --no-print-directory test-race; rc=$$?; \
+	if kill -0 $$warm 2>/dev/null; then echo "== test-warm had not built everything: stopped"; fi; \
+	exit $$rc
 	@echo "== make test: without -race from $$(date +%T)"
 	@$(MAKE) --no-print-directory test-norace
 	@echo "== make test: the oldest Go from $$(date +%T)"
@@ -82,6 +87,21 @@ test-race:
 		echo "== go-zookeeper's own race (go-zookeeper/zk#35) failed $$again; once more"; \
 		$(GO) test -race -vet=off -count=1 -timeout 15m $(TESTFLAGS) $$again || { rm -f $$out; exit 1; }; \
 	fi; rm -f $$out
+
+## test-warm: builds what test-norace and test-oldest build, so that they do not wait for it: the
+## test binaries of test-norace's packages and modules, then the oldest Go's vet of every package
+## (its results are cached: test-oldest's vet finds them) and its test binaries (but the module
+## root's, whose binary would have the command line's name). It checks nothing
+## (the stages report what fails). make test runs it beside the -race pass at the lowest CPU
+## priority, which takes the CPU the -race pass leaves idle (its tests wait on servers and
+## timeouts) and barely slows that pass, and stops it when that pass ends.
+test-warm:
+	@d=$$(mktemp -d); trap 'rm -rf '$$d EXIT; \
+	$(GO) test -vet=off -c -o $$d/ ./internal/testinfra/chaos $$(scripts/race-skipped.sh $(OLDEST_INTEGRATION) | cut -d' ' -f1); \
+	for m in observe/prometheus observe/otel testing/zktest/docker; do (cd $$m && $(GO) test -c -o $$d/ ./...); done; \
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) vet ./...; \
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -c -o $$d/oldest/ $$($(GO) list ./... | grep -v 'zkrecipes/zkrecipes$$'); \
+	echo "== test-warm done at $$(date +%T)"
 
 test-norace:
 	@echo "== the short fault run, without -race"
