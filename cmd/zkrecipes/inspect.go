@@ -67,7 +67,9 @@ the first, "changes": [{"op": "+"|"-"|"now"|"~", "what", "key",
                     first), role, recipe, kind (the node's layout), node,
                     session, created (RFC 3339), age, age_ms
                     (milliseconds since the node was created: how long it
-                    has waited and held), fencing_token (czxid), data.
+                    has waited and held), fencing_token (czxid), data,
+                    priority (a leader candidate's, where it published
+                    one: election.WithPriority, elect --priority).
                     Roles: holder, waiter; leader, candidate (a latch); a
                     semaphore's lease: holder, or for the acquirer's
                     newest lease waiting (over the max) or pending (max
@@ -115,6 +117,7 @@ type participant struct {
 	AgeMS    int64     `json:"age_ms"`
 	Token    int64     `json:"fencing_token"` // czxid
 	Data     string    `json:"data"`
+	Priority int       `json:"priority,omitempty"` // a leader candidate's, in its node's name (election.WithPriority)
 
 	fam     family
 	fetched bool // read, not only named in a listing (a brief look)

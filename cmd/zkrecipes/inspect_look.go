@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkrecipes/zkrecipes/recipes/election"
 	"github.com/zkrecipes/zkrecipes/recipes/layout"
 )
 
@@ -282,7 +283,7 @@ func lockLine(ctx context.Context, r *reader, dir string, f family, cs []layout.
 		for i, c := range cs {
 			p := path.Join(dir, c.Name)
 			if brief && !holds(rs[i]) {
-				out = append(out, participant{Position: i, Role: rs[i], Recipe: recipeName(f, c.Kind), Kind: c.Kind.String(), Node: p, fam: f})
+				out = append(out, participant{Position: i, Role: rs[i], Recipe: recipeName(f, c.Kind), Kind: c.Kind.String(), Node: p, Priority: election.PriorityOf(c.Name), fam: f})
 				continue
 			}
 			data, st, err := r.get(ctx, p, false)
@@ -319,7 +320,7 @@ func newParticipant(node string, f family, k layout.Kind, pos int, role string, 
 		Position: pos, Role: role, Recipe: recipeName(f, k), Kind: kind, Node: node,
 		Session: fmt.Sprintf("%#x", st.EphemeralOwner), Created: created,
 		Age: age.Round(time.Millisecond).String(), AgeMS: age.Milliseconds(),
-		Token: st.Czxid, Data: string(data), fam: f, fetched: true,
+		Token: st.Czxid, Data: string(data), Priority: election.PriorityOf(path.Base(node)), fam: f, fetched: true,
 	}
 }
 

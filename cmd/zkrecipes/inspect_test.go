@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -293,6 +294,49 @@ func TestInspectLeaderLatchAndSelector(t *testing.T) {
 	code, out, _ := runCLI(t, "inspect", "--servers", ens.ConnectString(), root+"/latch")
 	if code != 0 || !strings.Contains(out, "leader latch: first (session 0x") || !strings.Contains(out, "leads, 1 other candidate(s)") {
 		t.Fatalf("inspect of a latch: exit %d\n%s", code, out)
+	}
+}
+
+// TestInspectShowsCandidatesPriorities: a leader latch whose leader has
+// no priority and whose waiting candidate published 7 (in its node's
+// name, election.WithPriority): inspect gives each candidate's priority,
+// in the JSON and in a PRIORITY column of the text.
+func TestInspectShowsCandidatesPriorities(t *testing.T) {
+	ens := shared.Ensemble(t)
+	p := ens.Root(t) + "/latch"
+	c := open(t, ens)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := election.New(c, p, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Campaign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := election.New(c, p, "second", election.WithPriority(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, func(ctx context.Context) error { _, err := second.Campaign(ctx); return err })
+	nodes(t, ens, p, 2)
+	code, doc, raw := inspectJSON(t, "--servers", ens.ConnectString(), p)
+	if code != 0 || len(doc.Participants) != 2 || doc.Participants[0].Priority != 0 || doc.Participants[1].Priority != 7 ||
+		strings.Join(rolesOf(doc.Participants), " ") != "leader:first candidate:second" {
+		t.Fatalf("inspect --json: exit %d\n%s", code, raw)
+	}
+	code, out, _ := runCLI(t, "inspect", "--servers", ens.ConnectString(), p)
+	lines := strings.Split(out, "\n")
+	header := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "#") })
+	priority := func(l string) string { // the column under PRIORITY
+		col := strings.Index(lines[header], "PRIORITY")
+		if col < 0 || len(l) <= col {
+			return ""
+		}
+		return strings.Fields(l[col:])[0]
+	}
+	if code != 0 || header < 0 || len(lines) < header+3 || priority(lines[header+1]) != "0" || priority(lines[header+2]) != "7" {
+		t.Fatalf("inspect: exit %d\n%s", code, out)
 	}
 }
 

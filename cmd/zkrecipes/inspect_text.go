@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -153,9 +154,19 @@ func writeParticipants(w io.Writer, v *view, ps []participant) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "#\tROLE\tRECIPE\tSESSION\tAGE\tTOKEN\tNODE\tDATA")
+	// A PRIORITY column only where a candidate published one.
+	prio := slices.ContainsFunc(ps, func(p participant) bool { return p.Priority != 0 })
+	if prio {
+		fmt.Fprintln(tw, "#\tROLE\tRECIPE\tPRIORITY\tSESSION\tAGE\tTOKEN\tNODE\tDATA")
+	} else {
+		fmt.Fprintln(tw, "#\tROLE\tRECIPE\tSESSION\tAGE\tTOKEN\tNODE\tDATA")
+	}
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Position, p.Role, p.Recipe, p.Session, p.Age, p.Token, relative(v.Path, p.Node), dataText(p.Data))
+		recipe := p.Recipe
+		if prio {
+			recipe += "\t" + strconv.Itoa(p.Priority)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Position, p.Role, recipe, p.Session, p.Age, p.Token, relative(v.Path, p.Node), dataText(p.Data))
 	}
 	return tw.Flush()
 }

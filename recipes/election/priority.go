@@ -94,6 +94,19 @@ func WithPreemption(hysteresis time.Duration) Option {
 // Priority returns this candidate's priority (WithPriority).
 func (e *Election) Priority() int { return e.priority }
 
+// PriorityOf returns the priority a candidate published in its node's
+// name (WithPriority), read from the name alone, as a tool listing an
+// election's nodes has it: 0 for a node without a well-formed priority
+// (every Curator and Kazoo candidate's), or one that is not a leader
+// latch's or a LeaderSelector's contender.
+func PriorityOf(name string) int {
+	c, ok := layout.Parse(name)
+	if !ok {
+		return 0
+	}
+	return priorityOf(c)
+}
+
 // priorityOf reads the priority from a node's name: 0 for a name without
 // a well-formed mark.
 func priorityOf(c layout.Contender) int {
