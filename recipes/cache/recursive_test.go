@@ -412,3 +412,72 @@ func TestRecursiveWatchSetBeforeTheFirstLoad(t *testing.T) {
 	inServerOrder(t, rec, root, "after the writes")
 	t.Logf("%d nodes, %d reads", c.Snapshot().Len(), c.Stats().Reads)
 }
+
+// TestRecursiveCacheClosedWhileCutOff: a recursive cache of a subtree is
+// closed while its client's connection is cut and changes are made, at
+// several moments of the reconnection, round after round; another
+// recursive cache of the whole tree on the same client follows every
+// change, and once things are still the server holds that cache's watch
+// alone for the session: the closed cache's watch is neither left behind
+// nor set again on the new connection.
+func TestRecursiveCacheClosedWhileCutOff(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	sub := root + "/sub"
+	mustCreate(t, conn, sub, nil)
+	var nodes []string
+	for i := range 20 {
+		p := fmt.Sprintf("%s/n%d", sub, i)
+		mustCreate(t, conn, p, nil)
+		nodes = append(nodes, p)
+	}
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(8*time.Second))
+	sid := client.Session().ID()
+	b := newCache(t, client, root, cache.WithRecursiveWatch())
+	rec := record(t, b)
+	ctx := ctxFor(t, 2*time.Minute)
+	if _, err := b.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 5 {
+		a := newCache(t, client, sub, cache.WithRecursiveWatch())
+		if _, err := a.Trust(ctx); err != nil {
+			t.Fatal(err)
+		}
+		serverWatchesWithin(t, ens, sid, 2, 10*time.Second, fmt.Sprintf("round %d: two caches", round))
+		proxy.Cut()
+		for i, p := range nodes {
+			if _, err := conn.Set(p, []byte(fmt.Sprint(round)), -1); err != nil {
+				t.Fatal(err)
+			}
+			if i%5 == round {
+				mustCreate(t, conn, fmt.Sprintf("%s/r%d", p, round), nil)
+			}
+		}
+		closed := make(chan error, 1)
+		go func() {
+			time.Sleep(time.Duration(round*20) * time.Millisecond)
+			closed <- a.Close()
+		}()
+		time.Sleep(40 * time.Millisecond)
+		proxy.Restore()
+		if err := <-closed; err != nil {
+			t.Fatalf("round %d: Close: %v", round, err)
+		}
+		if _, err := b.Trust(ctx); err != nil {
+			t.Fatal(err)
+		}
+		settledEqualsServer(t, ctx, conn, b, fmt.Sprintf("round %d", round))
+		hasEveryEvent(t, rec, b, fmt.Sprintf("round %d", round))
+		serverWatchesWithin(t, ens, sid, 1, 10*time.Second, fmt.Sprintf("round %d: the closed cache's watch gone", round))
+		if s := client.Session().ID(); s != sid {
+			t.Fatalf("round %d: a new session %#x; the test wants reconnects of one", round, s)
+		}
+	}
+	inServerOrder(t, rec, root, "at the end")
+}
