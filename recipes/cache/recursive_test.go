@@ -48,8 +48,10 @@ func serverWatchesWithin(t *testing.T, ens *zktest.Ensemble, id int64, want int,
 // TestRecursiveWatchIsTheCachesOneServerWatch: a cache of a tree of 16
 // nodes holds one watch on the server with WithRecursiveWatch (the root's,
 // in the server's own list of the session's watches), against one data
-// watch per node without it; the view follows changes below the root; the
-// recursive cache's Close leaves no watch of its session on the server.
+// watch per node without it; no read of the recursive cache sets a
+// one-shot watch (the client has none pending); the view follows changes
+// of the root and below it; the recursive cache's Close leaves no watch of
+// its session on the server.
 func TestRecursiveWatchIsTheCachesOneServerWatch(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -80,8 +82,26 @@ func TestRecursiveWatchIsTheCachesOneServerWatch(t *testing.T) {
 			if s := c.Stats(); s.Watches != 1 {
 				t.Errorf("%s: Stats().Watches %d, want 1", m.name, s.Watches)
 			}
+			// No read set a one-shot watch, on the root or below.
+			if n := client.Stats().PendingWatches; n != 0 {
+				t.Errorf("%s: %d one-shot watches pending on the client", m.name, n)
+			}
 		}
-		// Changes below the root, at every depth, are followed.
+		// Changes of the root and below it, at every depth, are followed:
+		// the root's data set three times, then nodes below (ZooKeeper
+		// 3.8 stops reporting both after the root's next change if a
+		// read of the same client set a one-shot watch on it).
+		for i := range 3 {
+			if _, err := conn.Set(root, fmt.Appendf(nil, "root%d", i), -1); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := c.Get(root); string(n.Data) != fmt.Sprintf("root%d", i) {
+				t.Fatalf("%s: root's data %q after set %d", m.name, n.Data, i)
+			}
+		}
 		mustCreate(t, conn, root+"/a0/b0/deep", []byte("d"))
 		if _, err := conn.Set(root+"/a1/b2", []byte("changed"), -1); err != nil {
 			t.Fatal(err)
@@ -97,6 +117,9 @@ func TestRecursiveWatchIsTheCachesOneServerWatch(t *testing.T) {
 		}
 		if m.opts != nil {
 			serverWatchesWithin(t, ens, sid, 1, 10*time.Second, m.name+": after changes")
+			if n := client.Stats().PendingWatches; n != 0 {
+				t.Errorf("%s: %d one-shot watches pending on the client after changes", m.name, n)
+			}
 			if err := c.Close(); err != nil {
 				t.Fatalf("%s: Close: %v", m.name, err)
 			}
@@ -105,6 +128,9 @@ func TestRecursiveWatchIsTheCachesOneServerWatch(t *testing.T) {
 			c.Close()
 		}
 		// Restore the tree for the next mode.
+		if _, err := conn.Set(root, nil, -1); err != nil {
+			t.Fatal(err)
+		}
 		if err := conn.Delete(root+"/a0/b0/deep", -1); err != nil {
 			t.Fatal(err)
 		}
@@ -480,4 +506,89 @@ func TestRecursiveCacheClosedWhileCutOff(t *testing.T) {
 		}
 	}
 	inServerOrder(t, rec, root, "at the end")
+}
+
+// TestRecursiveWatchInANamespace: recursive caches of a client with a
+// namespace, one of the namespace's root and one of a tree in it (the
+// server's watch paths are the server's, the notifications name the
+// client's paths, one notification reaches both caches): nodes changed,
+// created and deleted, then the same while the connection is cut, then
+// while the session expires; each time both views equal the server's
+// tree, and the server holds the two watches of the session.
+func TestRecursiveWatchInANamespace(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	ns := ens.Root(t) + "/ns"
+	conn := ens.Conn(t)
+	mustCreate(t, conn, ns, nil)
+	mustCreate(t, conn, ns+"/tree", nil)
+	makeTree(t, conn, ns+"/tree", 6, 3)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(4*time.Second), connection.WithNamespace(ns))
+	top := newCache(t, client, "/", cache.WithRecursiveWatch())
+	tree := newCache(t, client, "/tree", cache.WithRecursiveWatch())
+	truth := func(root string) map[string]tnode {
+		out := map[string]tnode{}
+		full := ns + root
+		if root == "/" {
+			full = ns
+		}
+		for p, n := range readTree(t, conn, full, -1) {
+			q := strings.TrimPrefix(p, ns)
+			if q == "" {
+				q = "/"
+			}
+			out[q] = n
+		}
+		return out
+	}
+	check := func(when string) {
+		t.Helper()
+		ctx := ctxFor(t, time.Minute)
+		for _, c := range []*cache.Cache{top, tree} {
+			syncTrusted(t, ctx, c, when)
+			if d := diff(nodesOf(c.Snapshot()), truth(c.Path())); d != "" {
+				t.Fatalf("%s: cache of %s differs from the server:\n%s", when, c.Path(), d)
+			}
+		}
+		serverWatchesWithin(t, ens, client.Session().ID(), 2, 10*time.Second, when+": the two recursive watches")
+	}
+	change := func(round int) {
+		t.Helper()
+		for i := range 6 {
+			p := fmt.Sprintf("%s/tree/a%d", ns, i)
+			if _, err := conn.Set(p+"/b0", fmt.Appendf(nil, "r%d", round), -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mustCreate(t, conn, fmt.Sprintf("%s/tree/a0/new%d", ns, round), nil)
+		mustCreate(t, conn, fmt.Sprintf("%s/top%d", ns, round), nil)
+		if err := conn.Delete(fmt.Sprintf("%s/tree/a%d/b2", ns, round+1), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("loaded")
+	change(0)
+	check("after changes")
+	sid := client.Session().ID()
+	proxy.Cut()
+	change(1)
+	time.Sleep(300 * time.Millisecond)
+	proxy.Restore()
+	check("after a cut")
+	if client.Session().ID() != sid {
+		t.Fatal("a new session after a short cut")
+	}
+	proxy.Cut()
+	if _, err := proxy.ExpireSession(); err != nil {
+		t.Fatal(err)
+	}
+	change(2)
+	proxy.Restore()
+	check("after an expiry")
+	if client.Session().ID() == sid {
+		t.Fatal("the same session after an expiry")
+	}
 }

@@ -281,6 +281,9 @@ func (w *worker) shutdown() {
 	if w.retryTimer != nil {
 		w.retryTimer.Stop()
 	}
+	if w.rec {
+		w.c.watches.Store(0) // Close takes it off
+	}
 	if w.c.trusted {
 		w.c.trusted = false
 		close(w.c.done)
