@@ -592,3 +592,42 @@ func TestRecursiveWatchInANamespace(t *testing.T) {
 		t.Fatal("the same session after an expiry")
 	}
 }
+
+// TestRecursiveCacheClosedWhileBlackholed: Close of a recursive cache
+// whose server stopped answering waits for the removal's answer until the
+// client finds the connection lost (within the session's timeout, before
+// Close's bound), and returns without an error: the watch went with the
+// connection. After the reconnect of the same session the server holds no
+// watch of it.
+func TestRecursiveCacheClosedWhileBlackholed(t *testing.T) {
+	skipReconnectsUnderRace(t)
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	root := ens.Root(t)
+	makeTree(t, ens.Conn(t), root, 2, 2)
+	proxy := ens.Proxy(t)
+	client := open(t, proxy.Servers(), connection.WithSessionTimeout(6*time.Second))
+	c := newCache(t, client, root, cache.WithRecursiveWatch())
+	ctx := ctxFor(t, time.Minute)
+	if _, err := c.Trust(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sid := client.Session().ID()
+	serverWatchesWithin(t, ens, sid, 1, 10*time.Second, "before")
+	proxy.Blackhole()
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close while blackholed: %v", err)
+	}
+	took := time.Since(start)
+	proxy.Restore()
+	if _, err := client.WaitSession(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := client.Session().ID(); s != sid {
+		t.Fatalf("a new session %#x; the test wants the same", s)
+	}
+	serverWatchesWithin(t, ens, sid, 0, 10*time.Second, "after the reconnect")
+	t.Logf("Close took %v while blackholed", took.Round(time.Millisecond))
+}
