@@ -73,12 +73,20 @@ const (
 // ZUNIMPLEMENTED, or a reply that is not a multiRead's) gives
 // errBulkUnsupported, then and from then on. It is safe in any session.
 func (c *Client) readMany(ctx context.Context, reads []bulkRead) ([]bulkResult, error) {
-	return c.readWatchMany(ctx, reads, nil)
+	return c.readWatchMany(ctx, reads, nil, true)
+}
+
+// readManyUnwatched is readMany without the watches: the multiRead
+// requests alone, for a reader that follows the nodes with a persistent
+// recursive watch (a one-shot watch on the path of that watch would
+// change its mode in ZooKeeper 3.8: docs/watch.md). No result has a watch.
+func (c *Client) readManyUnwatched(ctx context.Context, reads []bulkRead) ([]bulkResult, error) {
+	return c.readWatchMany(ctx, reads, nil, false)
 }
 
 // readWatchMany is readMany, with Watches (sink nil) or the sink's
-// watches.
-func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watchSink) ([]bulkResult, error) {
+// watches; without them unless watch.
+func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watchSink, watch bool) ([]bulkResult, error) {
 	if c.bulkOff.Load() {
 		return nil, errBulkUnsupported
 	}
@@ -171,6 +179,9 @@ func (c *Client) readWatchMany(ctx context.Context, reads []bulkRead, sink *watc
 			return nil, errtext.Errorf("%w: %w", errBulkUnsupported, err)
 		}
 		ch.body = nil
+	}
+	if !watch {
+		return out, nil
 	}
 
 	// The watches, at each read's zxid.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 )
 
 // bulkTree makes root/d0..d(dirs-1), each with kids children whose data
@@ -497,5 +498,69 @@ func TestReadWatchManyReRegistrationCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		fires(t, res[i].DataWatch, paths[i])
+	}
+}
+
+// TestReadManySetsNoWatch: connx ReadMany reads what ReadWatchMany reads
+// (data, Stat, children; NoNode for a missing node) and sets no watch:
+// none in its results, none pending on the client, none of the session on
+// the server, and a change after the read notifies nothing.
+func TestReadManySetsNoWatch(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	paths := bulkTree(t, conn, root, 3, 40)
+	reads := make([]connx.BulkRead, 0, len(paths)+1)
+	for _, p := range paths {
+		reads = append(reads, connx.BulkRead{Path: p, Children: true})
+	}
+	reads = append(reads, connx.BulkRead{Path: root + "/missing", Children: true})
+	res, err := connx.Of(c).ReadMany(ctx, reads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range paths {
+		data, st, err := conn.Get(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kids, _, err := conn.Children(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res[i]
+		if r.Err != nil || r.ChildErr != nil || !bytes.Equal(r.Data, data) || *r.Stat != *st {
+			t.Fatalf("%s: bulk %q %+v %v %v; read %q %+v", p, r.Data, r.Stat, r.Err, r.ChildErr, data, st)
+		}
+		slices.Sort(kids)
+		slices.Sort(r.Children)
+		if !slices.Equal(kids, r.Children) {
+			t.Fatalf("%s: children %d, want %d", p, len(r.Children), len(kids))
+		}
+		if r.DataWatch != nil || r.ChildWatch != nil || r.DataWatched || r.ChildWatched {
+			t.Fatalf("%s: a watch in the result of a read without watches: %+v", p, r)
+		}
+	}
+	if miss := res[len(paths)]; !errors.Is(miss.Err, zk.ErrNoNode) || !errors.Is(miss.ChildErr, zk.ErrNoNode) {
+		t.Fatalf("missing node: %+v", miss)
+	}
+	if n := c.Stats().PendingWatches; n != 0 {
+		t.Fatalf("%d watches pending on the client after reads without watches", n)
+	}
+	if n := testkit.ServerWatches(t, ens, c.Session().ID()); n != 0 {
+		t.Fatalf("%d watched paths of the session on the server after reads without watches", n)
+	}
+	notes := c.Stats().Notifications
+	if _, err := conn.Set(paths[1], []byte("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sync(ctx, root); err != nil {
+		t.Fatal(err)
+	}
+	if n := c.Stats().Notifications - notes; n != 0 {
+		t.Fatalf("%d notifications after a change of a node read without watches", n)
 	}
 }

@@ -38,6 +38,10 @@ func (p *plumbing) ReadWatchMany(ctx context.Context, reads []conntypes.BulkRead
 	return p.c().readMany(ctx, reads)
 }
 
+func (p *plumbing) ReadMany(ctx context.Context, reads []conntypes.BulkRead) ([]conntypes.BulkResult[*Watch], error) {
+	return p.c().readManyUnwatched(ctx, reads)
+}
+
 func (p *plumbing) NewWatchSink(f func(path string, ev zk.Event)) conntypes.Sink[*Watch] {
 	return p.c().newWatchSink(f)
 }

@@ -122,7 +122,7 @@ func (s *watchSink) ReadWatchMany(ctx context.Context, reads []bulkRead) ([]bulk
 	if !open {
 		return nil, errtext.Errorf("connection: reads in bulk: watch sink closed: %w", ErrClosed)
 	}
-	return s.c.readWatchMany(ctx, reads, s)
+	return s.c.readWatchMany(ctx, reads, s, true)
 }
 
 // Close forgets the sink: it is told of no more events. Its pending

@@ -72,6 +72,8 @@ type Plumbing interface {
 	WatchData(ctx context.Context, sess *connection.Session, relative int64, paths []string) ([]*connection.Watch, error)
 	// ReadWatchMany reads nodes in bulk, setting a watch for each read.
 	ReadWatchMany(ctx context.Context, reads []BulkRead) ([]BulkResult, error)
+	// ReadMany reads nodes in bulk without setting watches.
+	ReadMany(ctx context.Context, reads []BulkRead) ([]BulkResult, error)
 	// NewWatchSink returns a sink that calls f with its watches' events.
 	NewWatchSink(f func(path string, ev zk.Event)) Sink
 	// NewWatchSinkTable is NewWatchSink whose pending watches t keeps.

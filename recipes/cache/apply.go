@@ -25,7 +25,11 @@ import (
 
 func (w *worker) result(r *result) {
 	if r.op == nil {
-		w.syncDone(r)
+		if r.addWatch {
+			w.watchDone(r)
+		} else {
+			w.syncDone(r)
+		}
 		return
 	}
 	if !r.sub {
@@ -100,12 +104,13 @@ func (w *worker) dataDone(o *op, r *result) {
 	switch {
 	case errors.Is(r.err, zk.ErrNoNode), r.err == nil && r.mode == modeCheck && !r.exists:
 		// With a check, the watch is now a creation watch: the root's is
-		// what waits for it to come back.
-		w.gone(e, r.mode == modeCheck)
+		// what waits for it to come back (the recursive watch's, with
+		// WithRecursiveWatch).
+		w.gone(e, r.mode == modeCheck || w.rec)
 		if e.removed {
 			return
 		}
-		if r.mode != modeCheck {
+		if r.mode != modeCheck && !w.rec {
 			seq = 0 // the root's creation watch is still to set
 		}
 	case unreadable(r.err):

@@ -110,7 +110,15 @@ func (w *worker) startBulk(ops []*op) {
 func (w *worker) readBulk(jobs []job, reads []connx.BulkRead, idx []int) {
 	defer w.c.wg.Done()
 	w.c.reads.Add(int64(len(jobs)))
-	res, err := w.c.sink.ReadWatchMany(w.c.ctx, reads)
+	var (
+		res []connx.BulkResult
+		err error
+	)
+	if w.rec {
+		res, err = connx.Of(w.client).ReadMany(w.c.ctx, reads)
+	} else {
+		res, err = w.c.sink.ReadWatchMany(w.c.ctx, reads)
+	}
 	r := &result{batch: make([]*result, len(jobs)), err: err}
 	for i, j := range jobs {
 		sub := &result{job: j}

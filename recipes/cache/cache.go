@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/chanx"
 	"github.com/zkrecipes/zkrecipes/internal/connx"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/recipes/watch"
 )
 
 // Errors of the cache. Match them with errors.Is.
@@ -57,9 +59,10 @@ type Cache struct {
 
 	syncs chan chan error // Sync requests to the worker
 
-	inbox inbox      // fired watches, from the connection's hooks to the worker
-	sink  connx.Sink // the watches of bulk reads (watches.go)
-	table watchTable // the sink's watches, in the entries (table.go)
+	inbox inbox                // fired watches, from the connection's hooks to the worker
+	sink  connx.Sink           // the watches of bulk reads (watches.go); nil with WithRecursiveWatch
+	sub   *connx.PersistentSub // with WithRecursiveWatch: the recursive watch's subscription
+	table watchTable           // the sink's watches, in the entries (table.go)
 	w     *worker
 
 	reads, syncReads, watches atomic.Int64
@@ -99,7 +102,18 @@ func New(client *connection.Client, path string, opts ...Option) (*Cache, error)
 		syncs:     make(chan chan error),
 	}
 	c.inbox.wake = make(chan struct{}, 1)
-	c.sink = connx.Of(client).NewWatchSinkTable(&c.table, func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
+	if o.recursive {
+		sub, err := connx.Of(client).AddPersistentSink(path, true, func(ev zk.Event) { c.inbox.push(fired{path: ev.Path, ev: ev, recursive: true}) })
+		if err != nil {
+			if errors.Is(err, connx.ErrWatchModeConflict) {
+				err = watch.ErrModeConflict
+			}
+			return nil, errtext.Errorf("cache: new %s: %w", path, err)
+		}
+		c.sub = sub
+	} else {
+		c.sink = connx.Of(client).NewWatchSinkTable(&c.table, func(path string, ev zk.Event) { c.inbox.push(fired{path: path, ev: ev}) })
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.w = newWorker(c)
 	c.table.mu.Lock()
@@ -217,7 +231,9 @@ func (c *Cache) Err() error {
 // Trust waits until the view is trusted — initialized, and following the
 // server — and returns that trust period's Untrusted channel. It fails with
 // ctx's error, ErrClosed, or an error wrapping connection.ErrClosed when
-// the client is closed (before the view was ever trusted too).
+// the client is closed (before the view was ever trusted too); with
+// WithRecursiveWatch, an error wrapping watch.ErrUnsupported when the
+// server does not take persistent watches.
 func (c *Cache) Trust(ctx context.Context) (<-chan struct{}, error) {
 	for {
 		c.mu.RLock()
@@ -278,7 +294,9 @@ type Stats struct {
 	// Syncs is the number of syncs sent.
 	Syncs int64
 	// Watches is the number of the cache's watches pending: at most one
-	// data watch and one child watch per cached node.
+	// data watch and one child watch per cached node; with
+	// WithRecursiveWatch, 1 while the recursive watch is set on the
+	// client's connection, else 0.
 	Watches int64
 }
 
@@ -294,7 +312,12 @@ func (c *Cache) Stats() Stats {
 // listeners (whose channels close). The view stays readable. The watches
 // the cache set stay on the server until they fire (go-zookeeper cannot
 // remove a watch); a new cache of the same nodes on the same client shares
-// them. Close is idempotent.
+// them. With WithRecursiveWatch, Close takes the recursive watch off the
+// server instead (unless another recipe of the client shares it), waiting
+// a few seconds at most for the answer, and returns an error if the
+// server refused or did not answer in time; ZooKeeper 3.8's removeWatches
+// also removes the client's one-shot watches of the root's path. Close is
+// idempotent: later calls return nil.
 func (c *Cache) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -305,7 +328,19 @@ func (c *Cache) Close() error {
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
-	c.sink.Close()
 	inboxes.Delete(c.w.root)
+	if c.sink != nil {
+		c.sink.Close()
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), removeBound)
+	defer cancel()
+	if err := connx.Of(c.client).RemovePersistent(ctx, c.sub); err != nil {
+		return errtext.Errorf("cache: close %s: %w", c.root, err)
+	}
 	return nil
 }
+
+// removeBound bounds Close's wait for the server to take the recursive
+// watch off.
+const removeBound = 10 * time.Second

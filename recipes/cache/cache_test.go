@@ -11,7 +11,9 @@ import (
 
 // TestTree: a subtree written before the cache starts is its first full
 // view, node for node.
-func TestTree(t *testing.T) {
+func TestTree(t *testing.T) { inWatchModes(t, testTree) }
+
+func testTree(t *testing.T, opts ...cache.Option) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -23,7 +25,7 @@ func TestTree(t *testing.T) {
 			mustCreate(t, conn, fmt.Sprintf("%s/b%d", p, j), []byte{byte(j)})
 		}
 	}
-	c := newCache(t, open(t, ens.Servers()), root)
+	c := newCache(t, open(t, ens.Servers()), root, opts...)
 	waitInit(t, c)
 	if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, root, -1)); d != "" {
 		t.Fatal(d)
@@ -38,12 +40,14 @@ func TestTree(t *testing.T) {
 // again, a subtree deleted: the events replayed onto the first Resync give
 // the cache's view, which is the server's tree; each path's events are in
 // version order, parents before children.
-func TestEvents(t *testing.T) {
+func TestEvents(t *testing.T) { inWatchModes(t, testEvents) }
+
+func testEvents(t *testing.T, opts ...cache.Option) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
-	c := newCache(t, open(t, ens.Servers()), root)
+	c := newCache(t, open(t, ens.Servers()), root, opts...)
 	rec := record(t, c)
 	waitInit(t, c)
 	a, b := root+"/a", root+"/b"

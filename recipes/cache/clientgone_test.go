@@ -456,14 +456,16 @@ func TestOverflowingListenerHearsClientClosed(t *testing.T) {
 // TestCloseRacesClientClose: cache.Close and the client's Close at once,
 // both orders, many rounds (run with -race): no panic, no deadlock,
 // listeners' channels close, Trust says cache.ErrClosed after.
-func TestCloseRacesClientClose(t *testing.T) {
+func TestCloseRacesClientClose(t *testing.T) { inWatchModes(t, testCloseRacesClientClose) }
+
+func testCloseRacesClientClose(t *testing.T, opts ...cache.Option) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	manyNodes(t, ens.Conn(t), root, 200)
 	for round := range 30 {
 		client := open(t, ens.Servers())
-		c, err := cache.New(client, root)
+		c, err := cache.New(client, root, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -512,6 +514,10 @@ func TestCloseRacesClientClose(t *testing.T) {
 // TestClientClosedUnderChurnIsTheLastEvent: closed while trusted, as nodes
 // change (reads of them in flight): nothing after the Untrusted.
 func TestClientClosedUnderChurnIsTheLastEvent(t *testing.T) {
+	inWatchModes(t, testClientClosedUnderChurnIsTheLastEvent)
+}
+
+func testClientClosedUnderChurnIsTheLastEvent(t *testing.T, opts ...cache.Option) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -522,7 +528,7 @@ func TestClientClosedUnderChurnIsTheLastEvent(t *testing.T) {
 	fails := 0
 	for round := range rounds {
 		client := open(t, ens.Servers())
-		c := trustedCache(t, client, root)
+		c := trustedCache(t, client, root, opts...)
 		ch := listen(t, c)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup

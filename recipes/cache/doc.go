@@ -91,6 +91,20 @@
 //     Neither stops the cache; nor does size: a directory of 70,000
 //     children and a subtree of 100,000 nodes load whole.
 //
+// # One recursive watch
+//
+// WithRecursiveWatch follows the subtree as Curator's CuratorCache does:
+// one persistent recursive watch on the root (ZooKeeper 3.6+) instead of
+// a data and a child watch per node, and reads without watches. The watch
+// is set on each connection before any read is sent there; a notification
+// marks reads as a fired watch does (a creation reads the parent's
+// listing, a change the node's data; a deletion removes the subtree), and
+// the reads decide the events, with the same guarantees. The server does
+// not replay, for a persistent watch, what changed while the client was
+// away: after every reconnect, in the same session too, the watch is set
+// again and the whole subtree checked as in a new session before the view
+// is trusted again. Close removes the watch from the server.
+//
 // See docs/cache.md for the guarantees, what is not guaranteed, and the
 // figures.
 package cache

@@ -52,13 +52,21 @@ func peerSession(t *testing.T, p *peertest.Peer) int64 {
 // after loads the same tree. When the Curator client closes, its ephemeral
 // nodes go, then the containers they leave empty (the server's container
 // sweep): the cache follows, while Kazoo's parents stay.
+//
+// In both watch modes, one after the other (each starts a JVM).
 func TestInteropCuratorKazoo(t *testing.T) {
 	t.Parallel()
+	for _, m := range watchModes {
+		t.Run(m.name, func(t *testing.T) { testInteropCuratorKazoo(t, m.opts...) })
+	}
+}
+
+func testInteropCuratorKazoo(t *testing.T, opts ...cache.Option) {
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
 	client := open(t, ens.Servers())
-	live := newCache(t, client, root)
+	live := newCache(t, client, root, opts...)
 	rec := record(t, live)
 	waitInit(t, live)
 
@@ -90,7 +98,7 @@ func TestInteropCuratorKazoo(t *testing.T) {
 		t.Fatal(err)
 	}
 	truth := readTree(t, conn, root, -1)
-	later := newCache(t, client, root)
+	later := newCache(t, client, root, opts...)
 	waitInit(t, later)
 	for name, c := range map[string]*cache.Cache{"live": live, "later": later} {
 		view := nodesOf(c.Snapshot())

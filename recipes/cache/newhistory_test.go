@@ -187,14 +187,16 @@ func TestNodeViewStartsOverAfterWipe(t *testing.T) {
 	}
 }
 
-func TestTreeViewStartsOverAfterWipe(t *testing.T) {
+func TestTreeViewStartsOverAfterWipe(t *testing.T) { inWatchModes(t, testTreeViewStartsOverAfterWipe) }
+
+func testTreeViewStartsOverAfterWipe(t *testing.T, opts ...cache.Option) {
 	ens := zktest.Start(t)
 	ens.RequireFaults(t)
 	conn := connectNew(t, ens)
 	bump(t, conn, 30)
 	tree(t, conn, "old", "/app", "/app/a", "/app/a/x", "/app/a/y", "/app/b", "/app/b/z", "/app/gone", "/app/gone/k")
 	client := open(t, ens.Servers(), connection.WithSessionTimeout(2*time.Second))
-	c := newCache(t, client, "/app")
+	c := newCache(t, client, "/app", opts...)
 	rec := record(t, c)
 	replaceAndRecover(t, ens, c, conn, ens.WipeDatabase, func(conn *zk.Conn) {
 		// Some paths again, with other data; some new; some not.

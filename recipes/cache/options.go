@@ -21,6 +21,7 @@ type options struct {
 	selector    Selector
 	concurrency int
 	clearOnLoss bool
+	recursive   bool
 
 	// readHook, set by tests only (export_test.go), runs each read made
 	// alone: it calls read and then send (which hands the result to the
@@ -91,6 +92,35 @@ func WithConcurrency(n int) Option {
 func WithClearOnSessionLoss() Option {
 	return func(o *options) error {
 		o.clearOnLoss = true
+		return nil
+	}
+}
+
+// WithRecursiveWatch follows the subtree with one persistent recursive
+// watch on the root (ZooKeeper 3.6+ addWatch, as Curator's CuratorCache
+// does) instead of a data and a child watch per cached node, and reads
+// every node without a watch. The server keeps one watch for the cache
+// instead of about two per node. The price is paid at every reconnect:
+// the server does not replay, for a persistent watch, the changes made
+// while the client was away, so the view is untrusted until the watch is
+// set again and the whole subtree read again and compared (one-shot
+// watches registered again read only the nodes that changed).
+//
+// A server before ZooKeeper 3.6 refuses the watch: the cache never
+// initializes, and its Untrusted event, Err, Trust and Sync give an
+// error wrapping watch.ErrUnsupported. A client that watches the root with
+// a non-recursive persistent watch (watch.New without WithRecursive)
+// makes New fail with an error wrapping watch.ErrModeConflict. Close
+// removes the watch from the server (ZooKeeper 3.8's removeWatches also
+// removes the client's one-shot watches of the root's path, those of
+// other recipes included); a read with a watch of the root's path on the
+// same client stops the recursive watch's reports in ZooKeeper 3.8
+// (ZOOKEEPER-4466): do not run a cache without this option, or any
+// other recipe that watches the root itself, on the same client and
+// root. See docs/cache.md.
+func WithRecursiveWatch() Option {
+	return func(o *options) error {
+		o.recursive = true
 		return nil
 	}
 }

@@ -1,6 +1,10 @@
 package cache
 
-import "time"
+import (
+	"time"
+
+	"github.com/zkrecipes/zkrecipes/internal/connx"
+)
 
 // Scheduling: which op is read when, and retries.
 // markDirty records that o needs a read. A get is never downgraded to a
@@ -59,7 +63,8 @@ func (w *worker) dispatch() {
 		return
 	}
 	w.dispatchSync()
-	if w.needSync {
+	w.dispatchWatch()
+	if w.needSync || w.rec && w.watchGen != w.connGen {
 		return
 	}
 	w.dispatchBulk()
@@ -121,10 +126,25 @@ func (w *worker) read(j job) {
 func (w *worker) do(r *result) {
 	ctx, cl, j := w.c.ctx, w.client, r.job
 	switch {
+	case j.addWatch:
+		_, r.err = connx.Of(cl).AddWatch(ctx, j.path, true)
 	case j.op == nil:
 		if r.sess, r.err = cl.WaitSession(ctx); r.err == nil {
 			w.c.syncReads.Add(1)
 			r.err = cl.Sync(ctx, j.path)
+		}
+	case w.rec:
+		// The recursive watch reports every change: no read sets a
+		// watch (one on the root would change the recursive watch's
+		// mode in ZooKeeper 3.8, ZOOKEEPER-4466).
+		w.c.reads.Add(1)
+		switch {
+		case j.kind == listOp:
+			r.children, r.stat, r.err = cl.Children(ctx, j.path)
+		case j.mode == modeCheck:
+			r.exists, r.stat, r.err = cl.Exists(ctx, j.path)
+		default:
+			r.data, r.stat, r.err = cl.Get(ctx, j.path)
 		}
 	case j.kind == listOp:
 		w.c.reads.Add(1)
@@ -163,7 +183,7 @@ func (w *worker) unpark() {
 		w.retryTimer.Stop()
 		w.retryC, w.retryTimer = nil, nil
 	}
-	w.syncParked = false
+	w.syncParked, w.watchParked = false, false
 	parked := w.parked
 	w.parked = nil
 	for _, o := range parked {

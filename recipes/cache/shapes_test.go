@@ -29,7 +29,9 @@ func makeTree(t testing.TB, conn *zk.Conn, root string, n, m int) {
 
 // TestShapes: the node alone (depth 0), the directory (depth 1), the
 // subtree with a selector; changes outside the shape make no event.
-func TestShapes(t *testing.T) {
+func TestShapes(t *testing.T) { inWatchModes(t, testShapes) }
+
+func testShapes(t *testing.T, opts ...cache.Option) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -56,7 +58,7 @@ func TestShapes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCache(t, client, root, tc.opts...)
+			c := newCache(t, client, root, append(tc.opts, opts...)...)
 			waitInit(t, c)
 			want := readTree(t, conn, root, tc.depth)
 			for p := range want {
@@ -80,12 +82,14 @@ func TestShapes(t *testing.T) {
 
 // TestNodeCacheEvents: a node cache reports its node's changes, and none
 // of its children's.
-func TestNodeCacheEvents(t *testing.T) {
+func TestNodeCacheEvents(t *testing.T) { inWatchModes(t, testNodeCacheEvents) }
+
+func testNodeCacheEvents(t *testing.T, opts ...cache.Option) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
 	conn := ens.Conn(t)
-	c := newCache(t, open(t, ens.Servers()), root, cache.WithMaxDepth(0))
+	c := newCache(t, open(t, ens.Servers()), root, append(opts, cache.WithMaxDepth(0))...)
 	rec := record(t, c)
 	waitInit(t, c)
 	mustCreate(t, conn, root+"/child", nil)
@@ -108,13 +112,15 @@ func TestNodeCacheEvents(t *testing.T) {
 // TestRootComesAndGoes: a cache of an absent node is initialized empty,
 // follows the node when it is created, empties when it is deleted (the
 // subtree children first), and follows it again.
-func TestRootComesAndGoes(t *testing.T) {
+func TestRootComesAndGoes(t *testing.T) { inWatchModes(t, testRootComesAndGoes) }
+
+func testRootComesAndGoes(t *testing.T, opts ...cache.Option) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	base := ens.Root(t)
 	root := base + "/r"
 	conn := ens.Conn(t)
-	c := newCache(t, open(t, ens.Servers()), root)
+	c := newCache(t, open(t, ens.Servers()), root, opts...)
 	rec := record(t, c)
 	waitInit(t, c)
 	if c.Snapshot().Len() != 0 {
@@ -146,7 +152,9 @@ func TestRootComesAndGoes(t *testing.T) {
 // TestUnreadable: a node the cache's client may not read is in the view
 // with its Stat (from exists) and Err, the rest of the tree is cached as
 // usual, and the node's deletion is seen.
-func TestUnreadable(t *testing.T) {
+func TestUnreadable(t *testing.T) { inWatchModes(t, testUnreadable) }
+
+func testUnreadable(t *testing.T, opts ...cache.Option) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
 	root := ens.Root(t)
@@ -162,7 +170,7 @@ func TestUnreadable(t *testing.T) {
 	// Before the root's cleanup (which cannot list it).
 	t.Cleanup(func() { owner.Delete(secret, -1) })
 	mustCreate(t, conn, root+"/open", []byte("visible"))
-	c := newCache(t, open(t, ens.Servers()), root)
+	c := newCache(t, open(t, ens.Servers()), root, opts...)
 	rec := record(t, c)
 	waitInit(t, c)
 	n, ok := c.Get(secret)
@@ -177,6 +185,13 @@ func TestUnreadable(t *testing.T) {
 	// listing.
 	if err := owner.Delete(secret, -1); err != nil {
 		t.Fatal(err)
+	}
+	if len(opts) > 0 {
+		// A persistent watch reports no change of a node the client may
+		// not read, its deletion included (ZooKeeper's fix of
+		// CVE-2024-23944): with the recursive watch, the deletion is
+		// seen at the parent's next listing, after a sibling's creation.
+		mustCreate(t, conn, root+"/sibling", nil)
 	}
 	rec.waitFor(t, "Deleted secret", func(ev cache.Event) bool { return ev.Type == cache.Deleted && ev.Path == secret })
 	if closed(c.Untrusted()) {

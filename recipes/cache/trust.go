@@ -21,6 +21,12 @@ func (w *worker) state(s connection.State) {
 		if !w.connUp {
 			w.connUp = true
 			w.wantSync = true // the barrier before trust
+			if w.rec && w.sess != nil {
+				// The same session (a lost one was rechecked by lost):
+				// the recursive watch went with the connection, and the
+				// changes made meanwhile are not replayed.
+				w.recheckAll()
+			}
 		}
 		w.unpark()
 	}
@@ -29,6 +35,9 @@ func (w *worker) state(s connection.State) {
 // down records a lost connection: the view is no longer trusted.
 func (w *worker) down(err error) {
 	if w.connUp {
+		if w.rec && w.watchGen == w.connGen {
+			w.c.watches.Store(0) // it went with the connection
+		}
 		w.connUp = false
 		w.connGen++
 	}
@@ -58,11 +67,20 @@ func (w *worker) lost(err error) {
 	w.sess = nil
 	w.needSync, w.wantSync = true, true
 	w.down(err)
-	w.newEpoch()
 	if w.c.opts.clearOnLoss {
+		w.newEpoch()
 		w.clear(err)
 		return
 	}
+	w.recheckAll()
+}
+
+// recheckAll starts an epoch in which every node of the view is checked
+// again and every listing read again, from the root down: an entry's reads
+// wait until its parent's listing in the epoch shows it (open). The events
+// are the difference between the view and what the reads find.
+func (w *worker) recheckAll() {
+	w.newEpoch()
 	w.walk(w.root, func(e *entry) {
 		for _, o := range e.ops() {
 			w.unhook(o)
@@ -119,7 +137,8 @@ func (w *worker) clear(why error) {
 	}
 }
 
-// clientGone stops the cache's work: the client was closed. A trust
+// clientGone stops the cache's work: the client was closed, or (with
+// WithRecursiveWatch) the server takes no persistent watch. A trust
 // period ends with it (down); a view that was not trusted — never yet,
 // or no longer — is told too, with an Untrusted of its own: no trust
 // will come, and a listener waiting for it (a group's, a discovery
@@ -148,6 +167,7 @@ func (w *worker) clientGone(err error) {
 func (w *worker) maybeTrust() {
 	c := w.c
 	if c.trusted || !c.initialized || !w.connUp || w.needSync || w.syncedGen != w.connGen ||
+		w.rec && w.watchGen != w.connGen ||
 		w.round > 0 || c.clientErr != nil || w.sess == nil || w.sess.Err() != nil {
 		return
 	}

@@ -16,6 +16,9 @@ type fired struct {
 	w    *connection.Watch
 	path string // the sink's: the node
 	ev   zk.Event
+	// recursive: a notification of the recursive watch
+	// (WithRecursiveWatch), o nil.
+	recursive bool
 }
 
 // inbox takes fired watches from the connection's hooks, which run on
@@ -120,6 +123,10 @@ func (w *worker) forget(o *op) {
 // drain turns fired watches into dirty ops.
 func (w *worker) drain() {
 	for _, f := range w.c.inbox.take() {
+		if f.recursive {
+			w.recursiveFired(f.ev)
+			continue
+		}
 		if f.o == nil {
 			w.sinkFired(f)
 			continue

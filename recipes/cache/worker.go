@@ -48,6 +48,13 @@ type worker struct {
 	syncedGen int  // the connGen of the last sync answered while up: the barrier trust waits for
 	needSync  bool // a new session: no read before a sync in it
 
+	// WithRecursiveWatch (recursive.go): one persistent recursive watch on
+	// the root, set on each connection before any read is sent on it.
+	rec           bool
+	watchGen      int // the connGen the watch was set in; -1: never
+	watchInflight bool
+	watchParked   bool // its setting failed: until the retry timer or the connection is back
+
 	wantSync, syncInflight, syncParked bool
 	syncWaiting                        []chan error // Sync callers waiting for the next sync
 	syncRiding                         []chan error // Sync callers whose sync is in flight
@@ -136,6 +143,9 @@ type job struct {
 	gen   int  // sync: connGen when sent
 	up    bool // sync: sent while the connection was up (Reconnected seen)
 	sub   bool // one op of a bulk read
+	// addWatch: the job sets the recursive watch (op nil, gen connGen
+	// when sent).
+	addWatch bool
 }
 
 type result struct {
@@ -157,8 +167,10 @@ func newWorker(c *Cache) *worker {
 		client:     c.client,
 		pending:    map[*op]readState{},
 		hooked:     map[*op]*connection.Watch{},
-		results:    make(chan *result, c.opts.concurrency+1),
+		results:    make(chan *result, c.opts.concurrency+2),
 		retryDelay: minRetryDelay,
+		rec:        c.opts.recursive,
+		watchGen:   -1,
 	}
 	// Listen before looking at the state, so that no transition is missed
 	// (one seen twice is harmless).
@@ -268,6 +280,9 @@ func (w *worker) shutdown() {
 	})
 	if w.retryTimer != nil {
 		w.retryTimer.Stop()
+	}
+	if w.rec {
+		w.c.watches.Store(0) // Close takes it off
 	}
 	if w.c.trusted {
 		w.c.trusted = false

@@ -10,16 +10,20 @@ import (
 	"github.com/zkrecipes/zkrecipes/recipes/cache"
 )
 
-// The cache scenarios: the zkrecipes cache (recipes/cache) beside Curator
+// The cache scenarios: the zkrecipes cache (recipes/cache), with one-shot
+// watches and with one recursive watch (WithRecursiveWatch), beside Curator
 // 5.4's CuratorCache (a persistent recursive watch on a 3.6+ server) and
 // TreeCache, and Kazoo 2.8's TreeCache, on the same trees in one run.
 
 // The implementations, as the tables name them.
 const (
-	CacheZK      = "zkrecipes"
-	CacheCurator = "CuratorCache"
-	CacheTree    = "Curator TreeCache"
-	CacheKazoo   = "Kazoo TreeCache"
+	CacheZK = "zkrecipes"
+	// CacheZKRecursive is the zkrecipes cache with WithRecursiveWatch:
+	// one persistent recursive watch, as CuratorCache.
+	CacheZKRecursive = "zkrecipes, recursive watch"
+	CacheCurator     = "CuratorCache"
+	CacheTree        = "Curator TreeCache"
+	CacheKazoo       = "Kazoo TreeCache"
 	// The lag baselines: a bare go-zookeeper GetW on the node, re-armed
 	// after each notification; the notification, and the re-arming read's
 	// return (the new data in hand).
@@ -106,7 +110,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 		return nil, errors.New("bench: the cache scenarios need positive rounds, sizes, samples, interval, writers, nodes, duration and changes")
 	}
 	progress := orDiscard(cfg.Progress)
-	impls := []string{CacheZK}
+	impls := []string{CacheZK, CacheZKRecursive}
 	for _, p := range cfg.Peers {
 		switch p {
 		case "Curator":

@@ -141,8 +141,9 @@ func TestCacheMarkdown(t *testing.T) {
 }
 
 // TestRunCacheSmoke runs the cache scenarios once, small, with zkrecipes
-// alone: every view is whole, every figure is there, the view is
-// consistent after the writer, and a reconnect costs few packets.
+// alone (both watch modes): every view is whole, every figure is there,
+// the view is consistent after the writer, and a reconnect costs few
+// packets (with the recursive watch, its reads of every node go in bulk).
 func TestRunCacheSmoke(t *testing.T) {
 	skipSmokeHeavy(t)
 	ens := shared.Ensemble(t)
@@ -177,6 +178,27 @@ func TestRunCacheSmoke(t *testing.T) {
 		t.Fatalf("reconnect: %d packets, changes seen %v", p, r.Recovered[CacheZK])
 	}
 	t.Logf("reconnect: %d packets; lag %+v", r.Packets[CacheZK], r.Lag[CacheZK])
+	// With the recursive watch: the whole view, one watch on the server
+	// for the tree, consistent after the writer, the changes made while
+	// cut off seen after a reconnect.
+	rw := CacheZKRecursive
+	if r.Seen[rw][n] != n || r.FirstView[rw][n] <= 0 || r.Heap[rw][n] <= 0 {
+		t.Fatalf("recursive watch, first view: seen %d of %d nodes in %v", r.Seen[rw][n], n, r.FirstView[rw][n])
+	}
+	if w := r.Watches[rw][n]; w*float64(n) < 0.5 || w*float64(n) > 2.5 {
+		t.Fatalf("recursive watch: %v watches per node, %v for the tree of %d nodes", w, w*float64(n), n)
+	}
+	if l := r.Lag[rw]; l.Cache.Reply.N == 0 || !r.Consistent[rw] || r.Writes[rw] <= 0 {
+		t.Fatalf("recursive watch: lag %+v, consistent %v, %v sets/s", l, r.Consistent[rw], r.Writes[rw])
+	}
+	// The connect, the addWatch, the sync and the reads (in bulk: a few
+	// requests for this tree), at least.
+	if p := r.Packets[rw]; !r.Recovered[rw] || p < 4 {
+		t.Fatalf("recursive watch, reconnect: %d packets (one-shot watches: %d), changes seen %v", p, r.Packets[CacheZK], r.Recovered[rw])
+	}
+	t.Logf("recursive watch: first view %v (one-shot %v), %.1f watches for the tree (one-shot %.1f), heap %.0f B/node (%.0f), reconnect %d packets (%d), lag p50 %v (%v)",
+		r.FirstView[rw][n], r.FirstView[CacheZK][n], r.Watches[rw][n]*float64(n), r.Watches[CacheZK][n]*float64(n),
+		r.Heap[rw][n], r.Heap[CacheZK][n], r.Packets[rw], r.Packets[CacheZK], r.Lag[rw].Cache.Call.P50, r.Lag[CacheZK].Cache.Call.P50)
 	if md := r.Markdown(); !strings.Contains(md, "| first full view, 211 nodes") {
 		t.Fatalf("markdown:\n%s", md)
 	}

@@ -67,6 +67,8 @@ func newCacheSide(ctx context.Context, impl string, servers []string) (cacheSide
 	switch impl {
 	case CacheZK:
 		return &localCache{}, nil
+	case CacheZKRecursive:
+		return &localCache{opts: []cache.Option{cache.WithRecursiveWatch()}}, nil
 	case CacheCurator:
 		p, kind = curatorPeer, "curatorcache"
 	case CacheTree:
@@ -89,6 +91,7 @@ func newCacheSide(ctx context.Context, impl string, servers []string) (cacheSide
 
 // localCache is the zkrecipes cache, in this process.
 type localCache struct {
+	opts    []cache.Option // the cache's
 	client  *connection.Client
 	c       *cache.Cache
 	cancel  context.CancelFunc
@@ -138,7 +141,7 @@ func (l *localCache) connect(ctx context.Context, servers []string) (int64, erro
 
 func (l *localCache) load(ctx context.Context, path string) (loaded, error) {
 	start := time.Now()
-	c, err := cache.New(l.client, path)
+	c, err := cache.New(l.client, path, l.opts...)
 	if err != nil {
 		return loaded{}, err
 	}
