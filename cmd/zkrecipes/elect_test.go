@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/recipes/election"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 func TestElectRunsCommandWhileLeading(t *testing.T) {
@@ -69,29 +72,31 @@ func TestElectWithPreemptGivesWayToHigherPriority(t *testing.T) {
 		out, errOut string
 	}
 	done := make(chan result, 1)
+	// The command writes its node's path once it runs: the Go candidate
+	// joins only then, so that elect gives way while its command runs.
+	started := filepath.Join(t.TempDir(), "node")
 	go func() {
 		code, out, errOut := runCLI(t, "elect", "--servers", ens.ConnectString(), "--id", "cli", "--priority", "1", "--preempt", "300ms",
-			path, "--", "sh", "-c", `echo "$ZKRECIPES_LOCK_NODE"; exec sleep 60`)
+			path, "--", "sh", "-c", `echo "$ZKRECIPES_LOCK_NODE" > "$0.tmp" && mv "$0.tmp" "$0"; exec sleep 60`, started)
 		done <- result{code, out, errOut}
 	}()
 	e, err := election.New(c, path, "go-high", election.WithPriority(5))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if id, err := e.Leader(ctx); err == nil && id == "cli" {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var node []byte
+	zktest.Eventually(t, 30*time.Second, "elect's command runs", func() error {
+		node, err = os.ReadFile(started)
+		return err
+	})
 	term, err := e.Campaign(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case r := <-done:
-		if r.code != 4 || !strings.Contains(r.errOut, "higher priority") || !strings.Contains(r.out, "-priority-1-latch-") {
-			t.Fatalf("elect after giving way: exit %d, out %q, stderr %q", r.code, r.out, r.errOut)
+		if r.code != 4 || !strings.Contains(r.errOut, "higher priority") || !strings.Contains(string(node), "-priority-1-latch-") {
+			t.Fatalf("elect after giving way: exit %d, the command's node %q, stderr %q", r.code, node, r.errOut)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("elect did not end after giving way")
