@@ -140,16 +140,20 @@ func runUnder(m hold, r underRun, out, errOut io.Writer) error {
 				cmdStopped(g, term, ev.stopped)
 			}
 		case sig := <-sigc:
+			if sig == syscall.SIGHUP && term.hungUpOnCommand() {
+				// The terminal hung up while CMD's group had it: the kernel
+				// sends that group SIGHUP itself (to CMD, or to the guardian
+				// before CMD runs, which reports it as a signal of its
+				// own); passed on, it would come twice (see
+				// hungUpOnCommand). Checked before CMD is known to run too:
+				// the report that it runs may come after the hangup.
+				continue
+			}
 			if !started && !ended {
 				pending = append(pending, sig) // passed on once CMD runs
 				break
 			}
 			switch {
-			case sig == syscall.SIGHUP && term.hungUpOnCommand():
-				// The terminal hung up while CMD's group had it: the kernel
-				// sends that group SIGHUP itself; passed on, it would come
-				// twice (see hungUpOnCommand).
-				continue
 			case sig == syscall.SIGCONT:
 				term.handTo(g.pgid) // continued in the foreground: the terminal is CMD's again
 				if lostReason == nil && !trustedNow(m) {
