@@ -27,7 +27,8 @@ import (
 // TestACLOnEveryNode: with an ACL provider and digest auth, every node a
 // recipe creates — lock directories and containers, lock nodes, leases,
 // latches, the queue's directories, items and taken nodes, its line, a
-// kept node, a service instance —
+// semaphore's locks mutex with an acquirer waiting, a kept node, a
+// service instance —
 // carries the provider's ACL on the server; a client without the
 // credentials can neither take a lock, nor release or revoke another's,
 // nor campaign, nor take or put items, nor register an instance, and gets
@@ -96,6 +97,17 @@ func TestACLOnEveryNode(t *testing.T) {
 			_ = it
 		}
 	}()
+	// A second acquirer waits for a lease holding the semaphore's locks
+	// mutex: its node keeps <sem>/locks, a container that the server
+	// deletes within a second once the first Acquire has emptied it.
+	semWaiting := make(chan error, 1)
+	go func() {
+		s2, err := semaphore.New(owner, base+"/sem", 2)
+		if err == nil {
+			_, err = s2.Acquire(tctx, 2)
+		}
+		semWaiting <- err
+	}()
 	admin := ens.Conn(t)
 	must(t, admin.AddAuth("digest", []byte("alice:s3cret")))
 	t.Cleanup(func() { // the nodes only alice may delete
@@ -118,6 +130,9 @@ func TestACLOnEveryNode(t *testing.T) {
 		kids, _, err := admin.Children(base + "/queue/takers")
 		if err != nil || len(kids) == 0 {
 			return fmt.Errorf("nobody in line yet (%v)", err)
+		}
+		if kids, _, err := admin.Children(base + "/sem/locks"); err != nil || len(kids) == 0 {
+			return fmt.Errorf("no acquirer waiting yet (%v)", err)
 		}
 		return nil
 	})
@@ -190,6 +205,7 @@ func TestACLOnEveryNode(t *testing.T) {
 	}
 	cancel()
 	<-waiting
+	<-semWaiting
 }
 
 func walk(conn *zk.Conn, p string, out *[]string) {
