@@ -255,7 +255,7 @@ func runBench(ctx context.Context, args []string, out io.Writer) error {
 	if doCache {
 		load0 := loadAverage()
 		cr, err := bench.RunCache(ctx, bench.CacheConfig{
-			Servers: list, Peers: peers, Sizes: sizes, Rounds: *rounds, BigRounds: *cacheBigRounds, BigSize: 100000,
+			Servers: list, Peers: peers, Sizes: sizes, Rounds: *rounds, BigRounds: *cacheBigRounds, BigSize: 100000, ServerHeap: true,
 			LagSamples: *cacheLagSamples, LagInterval: *cacheLagInterval, Writers: *cacheWriters, WriteNodes: *cacheWriteNodes,
 			Duration: *duration, Changes: *cacheChanges, Cleanup: len(given) > 0, Progress: out,
 		})

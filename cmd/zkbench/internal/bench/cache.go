@@ -43,6 +43,10 @@ type CacheConfig struct {
 	// rounds only.
 	Rounds, BigRounds int
 	BigSize           int
+	// ServerHeap measures what each first view adds to its server's Java
+	// heap: a full collection before and after the load, with jcmd (a
+	// local ensemble).
+	ServerHeap bool
 	// LagSamples writes of one node, LagInterval apart, for the lag.
 	LagSamples  int
 	LagInterval time.Duration
@@ -91,6 +95,10 @@ type CacheResults struct {
 	Heap    map[string]map[int]float64 // bytes per node in the view: Go heap, Java heap used after GC; 0 for Kazoo
 	RSS     map[string]map[int]float64 // bytes per node in the view: the process's resident memory
 	Watches map[string]map[int]float64 // server watches per node in the view
+	// ServerHeap is what the caches' server's Java heap gained per node
+	// in the view, after a full collection (jcmd); absent where it was
+	// not measured (an external ensemble, no jcmd).
+	ServerHeap map[string]map[int]float64
 
 	Lag map[string]LagPass
 
@@ -162,7 +170,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 
 	res = &CacheResults{Cfg: cfg, Impls: impls, Nodes: nodes,
 		FirstView: map[string]map[int]time.Duration{}, RawView: map[int]time.Duration{}, RawCPU: map[int]time.Duration{}, Seen: map[string]map[int]int{}, Heap: map[string]map[int]float64{},
-		RSS: map[string]map[int]float64{}, Watches: map[string]map[int]float64{},
+		RSS: map[string]map[int]float64{}, Watches: map[string]map[int]float64{}, ServerHeap: map[string]map[int]float64{},
 		Lag: map[string]LagPass{}, Events: map[string]float64{}, Writes: map[string]float64{},
 		CatchUp: map[string]time.Duration{}, Consistent: map[string]bool{},
 		Packets: map[string]int64{}, Recovered: map[string]bool{},
@@ -170,6 +178,8 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 	type view struct {
 		t                  time.Duration
 		heap, rss, watches float64
+		serverHeap         float64
+		serverHeapOK       bool
 		nodes              int
 	}
 	views := map[string]map[int][]view{}
@@ -182,7 +192,7 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 			}
 			for _, impl := range impls {
 				s := sides[impl]
-				v, err := firstView(ctx, s, one, cfg.Servers, trees[i])
+				v, err := firstView(ctx, s, one, cfg.Servers, trees[i], cfg.ServerHeap)
 				if err != nil {
 					return nil, fmt.Errorf("%s, first view of %d nodes: %w", impl, nodes[i], err)
 				}
@@ -199,9 +209,9 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 				// without every node (CuratorCache beyond 65,535 reads
 				// in flight) is reported as such.
 				n := float64(v.nodes)
-				views[impl][nodes[i]] = append(views[impl][nodes[i]], view{v.elapsed, float64(v.heap) / n, float64(v.rss) / n, float64(v.watches) / n, v.nodes})
-				fmt.Fprintf(progress, "round %d/%d  %-17s first view of %d nodes  %v  %d nodes in it  heap %.0f B/node  RSS %.0f B/node  %.2f watches/node\n",
-					round, cfg.Rounds, impl, nodes[i], roundDuration(v.elapsed), v.nodes, float64(v.heap)/n, float64(v.rss)/n, float64(v.watches)/n)
+				views[impl][nodes[i]] = append(views[impl][nodes[i]], view{v.elapsed, float64(v.heap) / n, float64(v.rss) / n, float64(v.watches) / n, float64(v.serverHeap) / n, v.serverHeapOK, v.nodes})
+				fmt.Fprintf(progress, "round %d/%d  %-17s first view of %d nodes  %v  %d nodes in it  heap %.0f B/node  RSS %.0f B/node  %.2f watches/node  server heap %.0f B/node\n",
+					round, cfg.Rounds, impl, nodes[i], roundDuration(v.elapsed), v.nodes, float64(v.heap)/n, float64(v.rss)/n, float64(v.watches)/n, float64(v.serverHeap)/n)
 			}
 			cpu0, cpuOK := serversCPU()
 			raw, err := rawFirstView(one, trees[i], nodes[i], cache.DefaultConcurrency)
@@ -233,13 +243,22 @@ func RunCache(ctx context.Context, cfg CacheConfig) (res *CacheResults, err erro
 		res.FirstView[impl], res.Heap[impl], res.RSS[impl], res.Watches[impl], res.Seen[impl] = map[int]time.Duration{}, map[int]float64{}, map[int]float64{}, map[int]float64{}, map[int]int{}
 		for n, vs := range byN {
 			var ts []time.Duration
-			var hs, rs, ws []float64
+			var hs, rs, ws, shs []float64
 			seen := n
 			for _, v := range vs {
 				ts, hs, rs, ws = append(ts, v.t), append(hs, v.heap), append(rs, v.rss), append(ws, v.watches)
+				if v.serverHeapOK {
+					shs = append(shs, v.serverHeap)
+				}
 				seen = min(seen, v.nodes)
 			}
 			res.FirstView[impl][n], res.Heap[impl][n], res.RSS[impl][n], res.Watches[impl][n], res.Seen[impl][n] = median(ts), median(hs), median(rs), median(ws), seen
+			if len(shs) > 0 {
+				if res.ServerHeap[impl] == nil {
+					res.ServerHeap[impl] = map[int]float64{}
+				}
+				res.ServerHeap[impl][n] = median(shs)
+			}
 		}
 	}
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -150,7 +151,7 @@ func TestRunCacheSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	r, err := RunCache(ctx, CacheConfig{
-		Servers: ens.Servers(), Sizes: []int{200}, Rounds: 1, BigRounds: 1, BigSize: 100000,
+		Servers: ens.Servers(), Sizes: []int{200}, Rounds: 1, BigRounds: 1, BigSize: 100000, ServerHeap: true,
 		LagSamples: 10, LagInterval: 10 * time.Millisecond, Writers: 4, WriteNodes: 20,
 		Duration: 300 * time.Millisecond, Changes: 3,
 	})
@@ -160,6 +161,13 @@ func TestRunCacheSmoke(t *testing.T) {
 	n := r.Nodes[0]
 	if d, l := cacheTreeShape(200); n != 1+d+d*l || r.Seen[CacheZK][n] != n || r.FirstView[CacheZK][n] <= 0 || r.RawView[n] <= 0 {
 		t.Fatalf("first view: nodes %v, %+v", r.Nodes, r)
+	}
+	// The server's heap, measured where jcmd can reach the local server
+	// (its value, a few kilobytes here, is within the heap's noise).
+	if _, err := exec.LookPath("jcmd"); err == nil && ens.SupportsFaults() {
+		if _, ok := r.ServerHeap[CacheZK][n]; !ok {
+			t.Fatalf("the server's heap not measured: %v", r.ServerHeap)
+		}
 	}
 	// One data and one child watch per node; the heap of a view.
 	if w := r.Watches[CacheZK][n]; w != 2 || r.Heap[CacheZK][n] <= 0 {

@@ -82,6 +82,7 @@ func CacheMethod(cfg CacheConfig, nodes []int) string {
 	fmt.Fprintf(&b, "- **First full view**: from the start of the cache until it says its first load is in (zkrecipes: `Initialized()`; Curator: the initialized event; Kazoo: `INITIALIZED`). Median of %d rounds after a warm-up round; trees of %s nodes or more: %s. Beside it, the same reads with nothing kept: a go-zookeeper session, %d in flight, `GetW` and `ChildrenW` of every node, the children found by the listings — what every cache with one-shot watches must ask the server — and, on a local ensemble, the CPU time its servers used meanwhile, to set against that time.\n", cfg.Rounds, thousands(cfg.BigSize), rounds(cfg.BigRounds), cache.DefaultConcurrency)
 	b.WriteString("- **Memory per node**: what the loaded cache added, divided by the nodes in it, in a fresh session, from after the session's connection. *Heap*: Go, the runtime's heap in use after a collection (`runtime.ReadMemStats` after `runtime.GC`), the client's watch bookkeeping included; Java, heap used (`totalMemory − freeMemory`) after three `System.gc()`; Kazoo, the growth of the process's resident memory (`VmRSS`) after `gc.collect()`, for the largest tree alone: a load larger than any before it in the process grows RSS by about what it holds, while a smaller one reuses memory the process freed. (RSS is not given for Go and Java: their runtimes reuse and return memory as they please, so the RSS of a process that loaded trees before moves by more than a view.)\n")
 	b.WriteString("- **Server watches per node**: the servers' `zk_watch_count` (`mntr`) with the cache loaded, less the same before, divided by the nodes.\n")
+	b.WriteString("- **Server heap per node**: what the Java heap of the caches' server gained with the cache loaded, after a full collection before and after (`jcmd`'s `GC.run`, then the generations' used of `GC.heap_info`), divided by the nodes: its watches, and the session's other state. `mntr` counts watches, not their bytes.\n")
 	fmt.Fprintf(&b, "- **Lag**: the writer sets one node %d times, %v apart; the time from the set to the cache's changed event of that version, taken first thing in the listener (wall clock: the caches of Curator and Kazoo run in processes of their own on this machine); p50 and p99. From the set's reply, the time the writer sees it committed; and from its call. The baseline, measured on the same sets while each cache is measured (paired, so that a slow moment of the machine weighs on both), is a bare go-zookeeper `GetW` on the same node, from a session of its own on the caches' server, re-armed after each notification: the notification's arrival (*raw notification*), and the re-arming read's return (*raw watch + read*: the notification and the new data in hand, what a cache that reads after each notification waits for). The writer's server and the caches' both apply the commit, so a notification can come before the writer hears its reply: ratios are taken from the call.\n", cfg.LagSamples, cfg.LagInterval)
 	fmt.Fprintf(&b, "- **Events/s at full speed**: %d goroutines set %s nodes in turn as fast as one session answers (requests pipelined on it); the cache's changed events counted over %v after a second of warm-up, beside the writer's sets meanwhile (a cache with one-shot watches sees quick sets of a node as one change). Then the writer stops, and the view must hold every node's last version within a minute: *consistent*, and how long after the stop.\n", cfg.Writers, thousands(cfg.WriteNodes), cfg.Duration)
 	fmt.Fprintf(&b, "- **Reconnect**: a cache of the first tree through a proxy; the proxy cuts the connection, the writer sets %d leaves of different directories, the proxy lets the client back in, in the same session; the packets the caches' server received from then until the view holds the changes and the server has been quiet for a second (`mntr`'s `zk_packets_received`, less the `mntr` requests themselves: the reconnection, the watches registered again, pings and every read).\n", cfg.Changes)
@@ -165,6 +166,18 @@ func (r *CacheResults) Markdown() string {
 	}
 	row(fmt.Sprintf("server watches per node, %s nodes", thousands(big)),
 		func(i string) string { return fmt.Sprintf("%.2f", r.Watches[i][big]) }, nil)
+	for _, n := range r.Nodes {
+		if _, ok := r.ServerHeap[CacheZK][n]; !ok {
+			continue
+		}
+		row(fmt.Sprintf("server heap per node, %s nodes: what the caches' server's Java heap gained", thousands(n)),
+			func(i string) string {
+				if h, ok := r.ServerHeap[i][n]; ok {
+					return fmt.Sprintf("%.0f B", h) // near 0 it may be below: the heap's own noise
+				}
+				return "—"
+			}, nil)
+	}
 	row("lag p50, a set's reply → the cache's event",
 		func(i string) string { return roundDuration(r.Lag[i].Cache.Reply.P50).String() },
 		func(i string) float64 { return float64(r.Lag[i].Cache.Reply.P50) })

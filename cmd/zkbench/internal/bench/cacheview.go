@@ -19,13 +19,18 @@ type viewCost struct {
 	elapsed            time.Duration
 	nodes              int
 	heap, rss, watches int64
+	// serverHeap is what the caches' server's Java heap gained (after a
+	// full collection, before and after the load); serverHeapOK says it
+	// was measured (a local server, jcmd there).
+	serverHeap   int64
+	serverHeapOK bool
 }
 
 // firstView loads a cache of tree in a fresh session on one, and measures
 // the time to the first full view, the memory it added (heap after a
-// collection, and the process's RSS) and the watches the servers hold
-// for it.
-func firstView(ctx context.Context, s cacheSide, one, servers []string, tree string) (viewCost, error) {
+// collection, and the process's RSS), the watches the servers hold for
+// it, and what its server's Java heap gained.
+func firstView(ctx context.Context, s cacheSide, one, servers []string, tree string, measureServerHeap bool) (viewCost, error) {
 	heap0, err := s.connect(ctx, one)
 	if err != nil {
 		return viewCost{}, err
@@ -44,6 +49,11 @@ func firstView(ctx context.Context, s cacheSide, one, servers []string, tree str
 	if err != nil {
 		return viewCost{}, err
 	}
+	var sh0 int64
+	sh0OK := false
+	if measureServerHeap {
+		sh0, sh0OK = serverHeap(one[0])
+	}
 	l, err := s.load(ctx, tree)
 	if err != nil {
 		return viewCost{}, err
@@ -57,6 +67,11 @@ func firstView(ctx context.Context, s cacheSide, one, servers []string, tree str
 		return viewCost{}, err
 	}
 	v := viewCost{elapsed: l.elapsed, nodes: l.nodes, rss: rss1 - rss0, watches: w1 - w0}
+	if sh0OK {
+		if sh1, ok := serverHeap(one[0]); ok {
+			v.serverHeap, v.serverHeapOK = sh1-sh0, true
+		}
+	}
 	if l.heap > 0 {
 		v.heap = l.heap - heap0
 	}
