@@ -146,13 +146,28 @@ func rawFirstView(one []string, tree string, nodes, inflight int) (time.Duration
 // process's children (a local ensemble) have used, and false if there are
 // none.
 func serversCPU() (time.Duration, bool) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, false
-	}
-	me := strconv.Itoa(os.Getpid())
 	var sum time.Duration
 	found := false
+	for pid := range localServers() {
+		cpu, err := procCPU(pid)
+		if err != nil {
+			continue
+		}
+		sum, found = sum+cpu, true
+	}
+	return sum, found
+}
+
+// localServers returns the process ids of the ZooKeeper servers that are
+// this process's children (a local ensemble), with their command lines'
+// arguments.
+func localServers() map[int][]string {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	me := strconv.Itoa(os.Getpid())
+	out := map[int][]string{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -170,11 +185,7 @@ func serversCPU() (time.Duration, bool) {
 		if err != nil || !strings.Contains(string(cmd), "QuorumPeerMain") {
 			continue
 		}
-		cpu, err := procCPU(pid)
-		if err != nil {
-			continue
-		}
-		sum, found = sum+cpu, true
+		out[pid] = strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
 	}
-	return sum, found
+	return out
 }

@@ -4,7 +4,6 @@ package bench
 
 import (
 	"bufio"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -70,29 +69,7 @@ func serverPid(addr string) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, false
-	}
-	me := strconv.Itoa(os.Getpid())
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		_, rest, _ := strings.Cut(string(stat), ") ")
-		if f := strings.Fields(rest); len(f) < 2 || f[1] != me {
-			continue
-		}
-		cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err != nil || !strings.Contains(string(cmd), "QuorumPeerMain") {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
+	for pid, args := range localServers() {
 		cfg, err := os.ReadFile(args[len(args)-1])
 		if err != nil {
 			continue
