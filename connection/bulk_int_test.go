@@ -49,26 +49,19 @@ func bulkTree(t *testing.T, conn *zk.Conn, root string, dirs, kids int) []string
 	return paths
 }
 
-// TestReadWatchMany: reads in bulk give what go-zookeeper's reads give,
-// node for node, and set watches that fire for a later change of data,
-// a child created, a node deleted.
-func TestReadWatchMany(t *testing.T) {
-	t.Parallel()
-	ens := shared.Ensemble(t)
-	root := ens.Root(t)
-	conn := ens.Conn(t)
-	c := open(t, ens.Servers())
-	ctx := ctxFor(t, time.Minute)
-	paths := bulkTree(t, conn, root, 5, 600) // 3,006 nodes: several requests
+// treeReads reads every path with its children, then missing.
+func treeReads(paths []string, missing string) []connx.BulkRead {
 	reads := make([]connx.BulkRead, 0, len(paths)+1)
 	for _, p := range paths {
 		reads = append(reads, connx.BulkRead{Path: p, Children: true})
 	}
-	reads = append(reads, connx.BulkRead{Path: root + "/missing", Children: true})
-	res, err := connx.Of(c).ReadWatchMany(ctx, reads)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return append(reads, connx.BulkRead{Path: missing, Children: true})
+}
+
+// checkReads fails t unless each of res's first results holds what conn
+// reads of its path: the data, the Stat and the children.
+func checkReads(t *testing.T, conn *zk.Conn, paths []string, res []connx.BulkResult) {
+	t.Helper()
 	for i, p := range paths {
 		data, st, err := conn.Get(p)
 		if err != nil {
@@ -87,7 +80,27 @@ func TestReadWatchMany(t *testing.T) {
 		if !slices.Equal(kids, r.Children) {
 			t.Fatalf("%s: children %d, want %d", p, len(r.Children), len(kids))
 		}
-		if r.DataWatch == nil || r.ChildWatch == nil {
+	}
+}
+
+// TestReadWatchMany: reads in bulk give what go-zookeeper's reads give,
+// node for node, and set watches that fire for a later change of data,
+// a child created, a node deleted.
+func TestReadWatchMany(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	conn := ens.Conn(t)
+	c := open(t, ens.Servers())
+	ctx := ctxFor(t, time.Minute)
+	paths := bulkTree(t, conn, root, 5, 600) // 3,006 nodes: several requests
+	res, err := connx.Of(c).ReadWatchMany(ctx, treeReads(paths, root+"/missing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReads(t, conn, paths, res)
+	for i, p := range paths {
+		if r := res[i]; r.DataWatch == nil || r.ChildWatch == nil {
 			t.Fatalf("%s: no watch", p)
 		}
 	}
@@ -513,34 +526,13 @@ func TestReadManySetsNoWatch(t *testing.T) {
 	c := open(t, ens.Servers())
 	ctx := ctxFor(t, time.Minute)
 	paths := bulkTree(t, conn, root, 3, 40)
-	reads := make([]connx.BulkRead, 0, len(paths)+1)
-	for _, p := range paths {
-		reads = append(reads, connx.BulkRead{Path: p, Children: true})
-	}
-	reads = append(reads, connx.BulkRead{Path: root + "/missing", Children: true})
-	res, err := connx.Of(c).ReadMany(ctx, reads)
+	res, err := connx.Of(c).ReadMany(ctx, treeReads(paths, root+"/missing"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkReads(t, conn, paths, res)
 	for i, p := range paths {
-		data, st, err := conn.Get(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kids, _, err := conn.Children(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := res[i]
-		if r.Err != nil || r.ChildErr != nil || !bytes.Equal(r.Data, data) || *r.Stat != *st {
-			t.Fatalf("%s: bulk %q %+v %v %v; read %q %+v", p, r.Data, r.Stat, r.Err, r.ChildErr, data, st)
-		}
-		slices.Sort(kids)
-		slices.Sort(r.Children)
-		if !slices.Equal(kids, r.Children) {
-			t.Fatalf("%s: children %d, want %d", p, len(r.Children), len(kids))
-		}
-		if r.DataWatch != nil || r.ChildWatch != nil || r.DataWatched || r.ChildWatched {
+		if r := res[i]; r.DataWatch != nil || r.ChildWatch != nil || r.DataWatched || r.ChildWatched {
 			t.Fatalf("%s: a watch in the result of a read without watches: %+v", p, r)
 		}
 	}
