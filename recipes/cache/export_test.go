@@ -11,3 +11,12 @@ func WithReadHook(h func(path string, listing bool, read, send func())) Option {
 		return nil
 	}
 }
+
+// WithSyncHook has h run each sync the cache sends as WithReadHook's h
+// runs a read: sync makes it, send hands its answer to the worker.
+func WithSyncHook(h func(sync, send func())) Option {
+	return func(o *options) error {
+		o.syncHook = h
+		return nil
+	}
+}

@@ -28,6 +28,9 @@ type options struct {
 	// worker), and may hold either back (the results of reads on their
 	// own goroutines reach the worker in any order).
 	readHook func(path string, listing bool, read, send func())
+	// syncHook, set by tests only (export_test.go), runs each sync the
+	// same way.
+	syncHook func(sync, send func())
 }
 
 // Selector chooses the nodes of the subtree a cache holds, as Curator's

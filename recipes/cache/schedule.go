@@ -118,6 +118,10 @@ func (w *worker) read(j job) {
 		h(j.path, j.kind == listOp, func() { w.do(r) }, func() { w.results <- r })
 		return
 	}
+	if h := w.c.opts.syncHook; h != nil && j.op == nil && !j.addWatch {
+		h(func() { w.do(r) }, func() { w.results <- r })
+		return
+	}
 	w.do(r)
 	w.results <- r
 }

@@ -118,10 +118,13 @@ type readState struct {
 	need uint64 // a read numbered above it ends the tracking
 	seq  uint64 // number of the read in flight
 	bulk bool   // that read is a bulk read: its watch is set after its data is read
-	// The tracking rests on a bulk read in flight: a watch it sets fires
-	// for a change made between its data's read and its watch's setting,
-	// before it completes, and then the next read ends the tracking.
-	bulkWait bool
+	// The tracking rests on the read in flight: a change notified
+	// before the read's answer is applied — made after a bulk read's
+	// data was read and before its watch was set, or after a read's
+	// answer, to the watch that read set, which the worker hooks only
+	// when it applies the answer — is not in what the read found, and
+	// then the next read ends the tracking.
+	readWait bool
 }
 
 // kind returns which of its entry's ops o is.
