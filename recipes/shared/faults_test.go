@@ -189,6 +189,11 @@ func TestCounterExactUnderFaults(t *testing.T) {
 					calm.RUnlock()
 					if err != nil {
 						t.Errorf("%s: %v", kind.name, err)
+						ta.mu.Lock()
+						for range 5 { // unanswered: any of them may have applied
+							ta.unknown = append(ta.unknown, delta)
+						}
+						ta.mu.Unlock()
 						return
 					}
 					a, err := parseAdded(line)

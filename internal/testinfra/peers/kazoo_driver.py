@@ -85,7 +85,11 @@ def timeout_arg(args):
 def main():
     hosts, path = sys.argv[1], sys.argv[2]
     kind = sys.argv[3] if len(sys.argv) > 3 else "lock"
-    client = KazooClient(hosts=hosts, timeout=10.0)
+    # Kazoo's default retries back off up to an hour between tries: after
+    # a few faults in a row a driver would sit out minutes with the
+    # servers up again. A peer in a timed test retries within a second.
+    retry = dict(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0)
+    client = KazooClient(hosts=hosts, timeout=10.0, connection_retry=retry, command_retry=retry)
     client.start(timeout=20)
     if kind in ("counter", "curatorcounter"):
         serve_counter(client.Counter(path, support_curator=(kind == "curatorcounter")))
