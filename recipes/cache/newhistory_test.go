@@ -182,8 +182,8 @@ func TestNodeViewStartsOverAfterWipe(t *testing.T) {
 	}
 	startedOver(t, rec)
 	loggedStartOver(t, logs, "/cfg")
-	if client.Session().History() != 1 {
-		t.Fatalf("the client's history after the wipe: %d, want 1", client.Session().History())
+	if testkit.SessionHistory(t, client) != 1 {
+		t.Fatalf("the client's history after the wipe: %d, want 1", testkit.SessionHistory(t, client))
 	}
 }
 
@@ -262,7 +262,7 @@ func TestTreeViewStartsOverWhenDataGoBack(t *testing.T) {
 	if n, _ := c.Get("/app/a"); string(n.Data) != "v1" {
 		t.Fatalf("/app/a after the restore: %q, want the backup's v1", n.Data)
 	}
-	if h := client.Session().History(); h != 0 {
+	if h := testkit.SessionHistory(t, client); h != 0 {
 		t.Fatalf("the client's history: %d; this test wants the zxids to go forward (0)", h)
 	}
 	startedOver(t, rec)

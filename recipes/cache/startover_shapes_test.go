@@ -169,7 +169,7 @@ func TestViewsOfOneClientStartOverAfterRestoreWhileBlackholed(t *testing.T) {
 	if cpu := testkit.CPUTime() - cpu0; cpu > recoveryCPU {
 		bad = append(bad, fmt.Sprintf("the recovery of %d views cost %v of CPU (bound %v)", len(views), cpu, recoveryCPU))
 	}
-	if h := client.Session().History(); h != 1 {
+	if h := testkit.SessionHistory(t, client); h != 1 {
 		bad = append(bad, fmt.Sprintf("the client's history %d, want 1", h))
 	}
 	t.Logf("all recovered in %v", time.Since(began).Round(time.Millisecond))
@@ -236,7 +236,7 @@ func TestViewStartsOverWhenOnlyAListingGoesBack(t *testing.T) {
 		t.Fatalf("/app/b's pzxid: %#x in the view before the restore, %#x restored; the test wants it back", held.Stat.Pzxid, st.Pzxid)
 	}
 	recovered(t, c, conn, "/app", -1, began, cpu0, reads0)
-	if h := client.Session().History(); h != 0 {
+	if h := testkit.SessionHistory(t, client); h != 0 {
 		t.Logf("the client's history: %d (the check found it; this test wants the zxids forward)", h)
 	}
 	startedOver(t, rec)
@@ -275,7 +275,7 @@ func TestViewMadeBetweenSessionsOfALaterHistory(t *testing.T) {
 	conn = connectNew(t, ens)
 	tree(t, conn, "v2", "/app", "/app/b")
 	testkit.WaitState(t, states, connection.Reconnected, 20*time.Second)
-	if h := client.Session().History(); h != 1 {
+	if h := testkit.SessionHistory(t, client); h != 1 {
 		t.Fatalf("history after the wipe: %d, want 1", h)
 	}
 	replaced := len(logs.all())
@@ -289,7 +289,7 @@ func TestViewMadeBetweenSessionsOfALaterHistory(t *testing.T) {
 	if _, err := c.Trust(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if h := client.Session().History(); h != 1 {
+	if h := testkit.SessionHistory(t, client); h != 1 {
 		t.Fatalf("history after the cut: %d, want 1 (no replacement since)", h)
 	}
 	var bad []string

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -59,7 +60,7 @@ func TestSyncAcrossRestoredBackup(t *testing.T) {
 	if d := diff(nodesOf(c.Snapshot()), readTree(t, conn, "/app", -1)); d != "" {
 		t.Fatalf("after Sync, the view lacks changes made before it was called:\n%s", d)
 	}
-	if h := client.Session().History(); h != 1 {
+	if h := testkit.SessionHistory(t, client); h != 1 {
 		t.Fatalf("history %d, want 1", h)
 	}
 }

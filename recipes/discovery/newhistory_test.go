@@ -173,8 +173,8 @@ func TestProviderFollowsWipedDatabase(t *testing.T) {
 	})
 	rec.Check(t, "a registration and a provider")
 	for _, c := range []*connection.Client{cr, cp} {
-		if c.Session().History() != 1 {
-			t.Fatalf("a client's history after the wipe: %d, want 1", c.Session().History())
+		if testkit.SessionHistory(t, c) != 1 {
+			t.Fatalf("a client's history after the wipe: %d, want 1", testkit.SessionHistory(t, c))
 		}
 	}
 	registeredIn(t, conn, live, cr)
@@ -235,8 +235,8 @@ func TestProviderFollowsRestoredBackup(t *testing.T) {
 	})
 	rec.Check(t, "a registration and a provider")
 	for _, c := range []*connection.Client{cr, cp} {
-		if c.Session().History() != 1 {
-			t.Fatalf("a client's history after the restore: %d, want 1", c.Session().History())
+		if testkit.SessionHistory(t, c) != 1 {
+			t.Fatalf("a client's history after the restore: %d, want 1", testkit.SessionHistory(t, c))
 		}
 	}
 	registeredIn(t, conn, live, cr)
@@ -295,7 +295,7 @@ func TestInstanceMadeAgainAtSameZxidsAfterWipe(t *testing.T) {
 	if i, err := p.Instance(); err != nil || i.Address != "10.0.0.9" || i.Port != 8080 {
 		t.Fatalf("the provider offers %v, %v; the server holds i1 at 10.0.0.9:8080", i, err)
 	}
-	if cp.Session().History() != 1 {
-		t.Fatalf("the provider's client's history after the wipe: %d, want 1", cp.Session().History())
+	if testkit.SessionHistory(t, cp) != 1 {
+		t.Fatalf("the provider's client's history after the wipe: %d, want 1", testkit.SessionHistory(t, cp))
 	}
 }

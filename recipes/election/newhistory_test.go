@@ -230,8 +230,8 @@ func TestElectionFollowsWipedDatabase(t *testing.T) {
 	})
 	rec.Check(t, "two candidates and an observer")
 	for _, c := range []*connection.Client{ca, cb, co} {
-		if c.Session().History() != 1 {
-			t.Fatalf("a client's history after the wipe: %d, want 1", c.Session().History())
+		if testkit.SessionHistory(t, c) != 1 {
+			t.Fatalf("a client's history after the wipe: %d, want 1", testkit.SessionHistory(t, c))
 		}
 	}
 	// Whoever campaigned first in the new database leads; the other leads
@@ -315,8 +315,8 @@ func TestElectionFollowsRestoredBackup(t *testing.T) {
 	})
 	rec.Check(t, "three candidates and an observer")
 	for _, cl := range []*connection.Client{ca, cb, cc, co} {
-		if cl.Session().History() != 1 {
-			t.Fatalf("a client's history after the restore: %d, want 1", cl.Session().History())
+		if testkit.SessionHistory(t, cl) != 1 {
+			t.Fatalf("a client's history after the restore: %d, want 1", testkit.SessionHistory(t, cl))
 		}
 	}
 	first, second := bc2, cc1

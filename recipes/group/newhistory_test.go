@@ -125,8 +125,8 @@ func TestMembersFollowWipedDatabase(t *testing.T) {
 	rec.Check(t, "a member's view and a Watch")
 	owned(t, conn, live, cl)
 	for _, c := range []*connection.Client{cl, cw} {
-		if c.Session().History() != 1 {
-			t.Fatalf("a client's history after the wipe: %d, want 1", c.Session().History())
+		if testkit.SessionHistory(t, c) != 1 {
+			t.Fatalf("a client's history after the wipe: %d, want 1", testkit.SessionHistory(t, c))
 		}
 	}
 
@@ -180,8 +180,8 @@ func TestMembersFollowRestoredBackup(t *testing.T) {
 	rec.Check(t, "a member's view and a Watch")
 	owned(t, conn, live, cl)
 	for _, c := range []*connection.Client{cl, cw} {
-		if c.Session().History() != 1 {
-			t.Fatalf("a client's history after the restore: %d, want 1", c.Session().History())
+		if testkit.SessionHistory(t, c) != 1 {
+			t.Fatalf("a client's history after the restore: %d, want 1", testkit.SessionHistory(t, c))
 		}
 	}
 }

@@ -106,8 +106,8 @@ func TestPartitionFollowsWipedDatabase(t *testing.T) {
 	checkedHolds(t, ck, len(items))
 	ck.finish(t)
 	for _, c := range []*connection.Client{c1, c2} {
-		if c.Session().History() != 1 {
-			t.Fatalf("a member's history after the wipe: %d, want 1", c.Session().History())
+		if testkit.SessionHistory(t, c) != 1 {
+			t.Fatalf("a member's history after the wipe: %d, want 1", testkit.SessionHistory(t, c))
 		}
 	}
 }
@@ -161,8 +161,8 @@ func TestPartitionFollowsRestoredBackup(t *testing.T) {
 	checkedHolds(t, ck, len(items))
 	ck.finish(t)
 	for _, c := range []*connection.Client{c1, c2, c3} {
-		if c.Session().History() != 1 {
-			t.Fatalf("a member's history after the restore: %d, want 1", c.Session().History())
+		if testkit.SessionHistory(t, c) != 1 {
+			t.Fatalf("a member's history after the restore: %d, want 1", testkit.SessionHistory(t, c))
 		}
 	}
 }

@@ -142,8 +142,8 @@ func TestWatchedValueFollowsWipedDatabase(t *testing.T) {
 	})
 	rec.Check(t, "a watched count")
 	h.last(t, 7, true)
-	if client.Session().History() != 1 {
-		t.Fatalf("the client's history after the wipe: %d, want 1", client.Session().History())
+	if testkit.SessionHistory(t, client) != 1 {
+		t.Fatalf("the client's history after the wipe: %d, want 1", testkit.SessionHistory(t, client))
 	}
 
 	if _, err := conn.Set("/cfg/n", countData(t, 9), -1); err != nil {
@@ -220,8 +220,8 @@ func TestWatchedValueFollowsRestoredBackup(t *testing.T) {
 		return current(t, ctx, wg, 0, false)
 	})
 	rec.Check(t, "two watched counts")
-	if client.Session().History() != 1 {
-		t.Fatalf("the client's history after the restore: %d, want 1", client.Session().History())
+	if testkit.SessionHistory(t, client) != 1 {
+		t.Fatalf("the client's history after the restore: %d, want 1", testkit.SessionHistory(t, client))
 	}
 	hk.last(t, 5, true)
 	hg.last(t, 0, false)
@@ -328,7 +328,7 @@ func madeAgainAtSameZxids(t *testing.T, hear bool) {
 	})
 	rec.Check(t, "a watched count")
 	h.last(t, 7, true)
-	if client.Session().History() != 1 {
-		t.Fatalf("the client's history after the wipe: %d, want 1", client.Session().History())
+	if testkit.SessionHistory(t, client) != 1 {
+		t.Fatalf("the client's history after the wipe: %d, want 1", testkit.SessionHistory(t, client))
 	}
 }

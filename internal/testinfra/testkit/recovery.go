@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkrecipes/zkrecipes/connection"
 )
 
 // Bounds on what a recipe may spend recovering from a fault, from the
@@ -105,4 +107,17 @@ func earliest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// SessionHistory returns the History of c's session, waiting up to 30 s
+// for one: between a lost session and the next, a client has none.
+func SessionHistory(t testing.TB, c *connection.Client) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := c.WaitSession(ctx)
+	if err != nil {
+		t.Fatalf("no session: %v", err)
+	}
+	return s.History()
 }
