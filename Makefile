@@ -93,8 +93,8 @@ test-race:
 ## (its results are cached: test-oldest's vet finds them) and its test binaries (but the module
 ## root's, whose binary would have the command line's name). It checks nothing
 ## (the stages report what fails). make test runs it beside the -race pass at the lowest CPU
-## priority, which takes the CPU the -race pass leaves idle (its tests wait on servers and
-## timeouts) and barely slows that pass, and stops it when that pass ends.
+## priority, to take the CPU the -race pass leaves idle (its tests wait on servers and
+## timeouts), and stops it when that pass ends. What it costs that pass is not yet measured.
 test-warm:
 	@d=$$(mktemp -d); trap 'rm -rf '$$d EXIT; \
 	$(GO) test -vet=off -c -o $$d/ ./internal/testinfra/chaos $$(scripts/race-skipped.sh $(OLDEST_INTEGRATION) | cut -d' ' -f1); \
