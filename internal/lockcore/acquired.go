@@ -78,6 +78,15 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 		select {
 		case <-a.Own.Done():
 			if ev := a.Own.Event(); ev.Type != zk.EventNodeDataChanged {
+				// The node is gone. If its session ended (Close ends it
+				// before the server deletes the node), the node went
+				// with it, which is not a deletion by someone else.
+				if err := a.Session.Err(); err != nil {
+					return Acquired{}, errtext.Errorf("%s: %w", a.Path, err)
+				}
+				if err := a.Own.Err(); err != nil {
+					return Acquired{}, errtext.Errorf("%s: %w", a.Path, err)
+				}
 				return Acquired{}, errtext.Errorf("%w: %s (%v)", ErrNodeGone, a.Path, ev.Type)
 			}
 			_, _, own, err := c.GetWatch(ctx, a.Path)
