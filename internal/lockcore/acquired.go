@@ -3,6 +3,7 @@ package lockcore
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
@@ -71,30 +72,29 @@ func (l *Lock) confirm(ctx context.Context, a Acquired) (Acquired, error) {
 // It also makes sure a hold never starts on a spent watch of its node
 // (a.Own): a watch that fired for a change of the node's data (a
 // revocation, an operator's write) says nothing of a deletion after it, so
-// the node is read again with a new watch; a watch that fired for the
-// node's deletion, or a node found gone, fails with ErrNodeGone.
+// the node is read again with a new watch — and must still be the node
+// a.Token names (its czxid), not one made again at the path by another
+// session. A node gone fails with ErrNodeGone, unless its session ended:
+// then the node went with it (Close ends the session before the server
+// deletes it), and the error wraps connection.ErrSessionLost.
 func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, error) {
 	if a.Own != nil {
 		select {
 		case <-a.Own.Done():
 			if ev := a.Own.Event(); ev.Type != zk.EventNodeDataChanged {
-				// The node is gone. If its session ended (Close ends it
-				// before the server deletes the node), the node went
-				// with it, which is not a deletion by someone else.
-				if err := a.Session.Err(); err != nil {
-					return Acquired{}, errtext.Errorf("%s: %w", a.Path, err)
-				}
-				if err := a.Own.Err(); err != nil {
-					return Acquired{}, errtext.Errorf("%s: %w", a.Path, err)
-				}
-				return Acquired{}, errtext.Errorf("%w: %s (%v)", ErrNodeGone, a.Path, ev.Type)
+				return Acquired{}, nodeGone(a, a.Own.Err(), ev.Type.String())
 			}
-			_, _, own, err := c.GetWatch(ctx, a.Path)
+			// The read follows the client into its next session, if the
+			// node's has ended: a node found there is checked by czxid.
+			_, stat, own, err := c.GetWatch(ctx, a.Path)
 			if errors.Is(err, zk.ErrNoNode) {
-				return Acquired{}, errtext.Errorf("%w: %s", ErrNodeGone, a.Path)
+				return Acquired{}, nodeGone(a, nil, "not found")
 			}
 			if err != nil {
 				return Acquired{}, err
+			}
+			if stat.Czxid != a.Token {
+				return Acquired{}, nodeGone(a, nil, fmt.Sprintf("made again: czxid %#x, owner %#x", stat.Czxid, stat.EphemeralOwner))
 			}
 			a.Own = own
 		default:
@@ -106,6 +106,19 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 	}
 	a.Trusted = period
 	return a, nil
+}
+
+// nodeGone is Confirm's error for a's node found gone (how says how):
+// the end of its session when that has ended (or ended is not nil: the
+// node's watch ended with its session), else ErrNodeGone.
+func nodeGone(a Acquired, ended error, how string) error {
+	if err := a.Session.Err(); err != nil {
+		return errtext.Errorf("%s (%s): %w", a.Path, how, err)
+	}
+	if ended != nil {
+		return errtext.Errorf("%s (%s): %w", a.Path, how, ended)
+	}
+	return errtext.Errorf("%w: %s (%s)", ErrNodeGone, a.Path, how)
 }
 
 // ErrNodeGone means the node of a hold was deleted by someone else (or,
