@@ -172,9 +172,9 @@ func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquire
 			// gone, and a downgrade from it would be a new, unordered reader.
 			return ErrLockLost
 		}
-		_, _, own, err := rw.client.GetWatch(ctx, created.Path)
-		if errors.Is(err, zk.ErrNoNode) {
-			return ErrLockLost
+		_, stat, own, err := rw.client.GetWatch(ctx, created.Path)
+		if errors.Is(err, zk.ErrNoNode) || err == nil && stat.Czxid != created.Czxid {
+			return ErrLockLost // gone, or made again by another
 		}
 		if err != nil {
 			return err
