@@ -29,7 +29,7 @@ OLDEST_CMD_FILES ?= cmd/zkrecipes/*_linux_test.go
 # waits on go-zookeeper and the servers alone, the same under every Go.
 OLDEST_CONNECTION_RUN ?= Watchdog|Suspen|Lost|Silen|Close|Guard|Expir|Timeout|ServerLag|Ping
 
-.PHONY: demo test test-race test-warm test-norace test-oldest bench chaos lint api deps deps-demo
+.PHONY: demo test test-race test-early test-faults test-norace bench chaos lint api deps deps-demo
 
 ## demo: show fair locking, fencing tokens and the herd effect (starts a local ZooKeeper unless ZK_SERVERS is set);
 ## installs only what its local server needs, a Java runtime and ZooKeeper (deps-demo)
@@ -41,42 +41,39 @@ demo: deps-demo
 TEST_P ?= 3
 TEST_PARALLEL ?= 4
 
-## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test with -race
-## (test-race) with test-warm beside it (the later stages' builds, at the lowest CPU priority), and
-## then, one after the other (the fault tests of the first are timed against the session timeout:
-## a build of the second beside them at the same priority can starve them), test-norace — what runs
-## without -race: the short fault run (internal/testinfra/chaos), as
-## go-zookeeper v1.0.4 reads its last zxid unsynchronised while it re-registers watches on a
-## reconnect, a race inside the dependency that the fault run's many reconnects make the detector
-## report (go-zookeeper/zk#35, open); the tests that skip under -race for that race
-## (scripts/race-skipped.sh lists them) but for those of $(OLDEST_INTEGRATION), which the oldest Go
-## runs; the Docker backend's module (its tests skip, saying why, without a Docker engine); the
-## Prometheus adapter's module (observe/prometheus); the OpenTelemetry adapter's module (observe/otel); and
-## fuzzing — and test-oldest — with the oldest supported Go ($(GO_OLDEST), without -race), what can
-## differ between Go versions: the build and vet of every package, every unit test (-short: the
-## tests against real servers skip), and the integration tests of the code that leans on what Go
-## versions changed — timers (Go 1.23 made their channels unbuffered and Stop/Reset synchronous),
-## child processes and signals: the connection's tests of its timers (OLDEST_CONNECTION_RUN),
-## $(OLDEST_INTEGRATION) (with ZKRECIPES_SKIP_HEAVY set, their longest fault tests skip there,
-## having run once) and the command line's tests of its processes, signals and terminal
-## (OLDEST_CMD_FILES). The -race pass and the stage without it leave go vet to this stage (and to
-## make lint): -vet=off
+## test: install ZooKeeper, a JDK, Curator and Kazoo if missing, then run every test, in three
+## parts. (1) test-race: every test with -race; beside it, at the lowest CPU priority, test-early,
+## what no timing depends on (the oldest Go's vet, fuzzing, the later parts' builds): the -race
+## pass keeps the CPU busy only part of the time, as its tests wait on servers and timeouts. (2)
+## Once both end, the tests timed against session timeouts that the -race pass does not run, in two
+## lanes side by side: test-faults (the short fault run, then the oldest Go's tests) and
+## test-norace (the rest without -race); the second lane's output follows the first's. The fault
+## run waits for the -race pass: beside it, its ensemble's quorum, restored from a backup under
+## tight limits, could not sync its followers in time.
 test: deps
-	@echo "== make test: the -race pass from $$(date +%T), test-warm beside it (nice 19)"
-	@( exec setsid nice -n 19 $(MAKE) --no-print-directory test-warm >/dev/null 2>&1 ) & warm=$$!; \
-	trap 'kill -TERM -- -'$$warm' 2>/dev/null' EXIT INT TERM; \
+	@echo "== make test: the -race pass from $$(date +%T), test-early beside it (nice 19; its output follows)"
+	@log=$$(mktemp); \
+	( exec setsid nice -n 19 $(MAKE) --no-print-directory test-early >$$log.early 2>&1 ) & early=$$!; \
+	trap 'kill -TERM -- -'$$early' 2>/dev/null; rm -f '$$log' '$$log.early EXIT INT TERM; \
 	$(MAKE) --no-print-directory test-race; rc=$$?; \
-	if kill -0 $$warm 2>/dev/null; then echo "== test-warm had not built everything: stopped"; fi; \
-	exit $$rc
-	@echo "== make test: without -race from $$(date +%T)"
-	@$(MAKE) --no-print-directory test-norace
-	@echo "== make test: the oldest Go from $$(date +%T)"
-	@$(MAKE) --no-print-directory test-oldest
-	@echo "== make test: done at $$(date +%T)"
+	echo "== make test: the -race pass ended at $$(date +%T)"; \
+	wait $$early; erc=$$?; cat $$log.early; \
+	[ $$rc -eq 0 ] && [ $$erc -eq 0 ] || exit 1; \
+	echo "== make test: test-faults and test-norace side by side from $$(date +%T)"; \
+	( exec setsid $(MAKE) --no-print-directory test-norace >$$log 2>&1 ) & other=$$!; \
+	trap 'kill -TERM -- -'$$other' 2>/dev/null; rm -f '$$log' '$$log.early EXIT INT TERM; \
+	$(MAKE) --no-print-directory test-faults; rc=$$?; \
+	wait $$other; orc=$$?; \
+	echo "== make test: test-norace, beside test-faults:"; cat $$log; \
+	echo "== make test: done at $$(date +%T)"; \
+	[ $$rc -eq 0 ] && [ $$orc -eq 0 ]
 
 ## test-race: every test with -race; a package that fails with go-zookeeper's own race alone (above),
 ## or with its other own race (a call that gave up on a closed handle reads its response as the late
-## answer is decoded into it), runs once more (scripts/known-race.py)
+## answer is decoded into it), runs once more (scripts/known-race.py). The short fault run is left
+## to test-faults: go-zookeeper v1.0.4 reads its last zxid unsynchronised while it re-registers
+## watches on a reconnect, a race inside the dependency that the fault run's many reconnects make
+## the detector report (go-zookeeper/zk#35, open). -vet=off here and below: test-early runs go vet.
 test-race:
 	@out=$$(mktemp); \
 	pkgs=$$($(GO) list $(TEST_FIRST) ./... | awk '!seen[$$0]++' | grep -v /internal/testinfra/chaos); \
@@ -88,44 +85,57 @@ test-race:
 		$(GO) test -race -vet=off -count=1 -timeout 15m $(TESTFLAGS) $$again || { rm -f $$out; exit 1; }; \
 	fi; rm -f $$out
 
-## test-warm: builds what test-norace and test-oldest build, so that they do not wait for it: the
-## test binaries of test-norace's packages and modules, then the oldest Go's vet of every package
-## (its results are cached: test-oldest's vet finds them) and its test binaries (but the module
-## root's, whose binary would have the command line's name). It checks nothing
-## (the stages report what fails). make test runs it beside the -race pass at the lowest CPU
-## priority, to take the CPU the -race pass leaves idle (its tests wait on servers and
-## timeouts), and stops it when that pass ends. What it costs that pass is not yet measured.
-test-warm:
+## test-early: what no timing depends on — the oldest supported Go's ($(GO_OLDEST)) go vet of
+## every package (the build of each, too), fuzzing (the seeds also run in every go test), and the
+## test binaries of test-faults and test-norace built, so that those find them made.
+test-early:
+	@echo "== test-early: the oldest supported Go, $(GO_OLDEST): the build and vet of every package"
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) vet ./...
+	@echo "== test-early: fuzzing, $(FUZZTIME) inputs per target"
+	@for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done
+	@echo "== test-early: the test binaries of test-faults and test-norace"
 	@d=$$(mktemp -d); trap 'rm -rf '$$d EXIT; \
-	$(GO) test -vet=off -c -o $$d/ ./internal/testinfra/chaos $$(scripts/race-skipped.sh $(OLDEST_INTEGRATION) | cut -d' ' -f1); \
-	for m in observe/prometheus observe/otel testing/zktest/docker; do (cd $$m && $(GO) test -c -o $$d/ ./...); done; \
-	GOTOOLCHAIN=$(GO_OLDEST) $(GO) vet ./...; \
-	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -c -o $$d/oldest/ $$($(GO) list ./... | grep -v 'zkrecipes/zkrecipes$$'); \
-	echo "== test-warm done at $$(date +%T)"
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -c -o $$d/oldest/ $$($(GO) list ./... | grep -v 'zkrecipes/zkrecipes$$') && \
+	$(GO) test -vet=off -c -o $$d/ ./internal/testinfra/chaos $$(scripts/race-skipped.sh | cut -d' ' -f1) && \
+	for m in observe/prometheus observe/otel testing/zktest/docker; do (cd $$m && $(GO) test -c -o $$d/ ./...) || exit 1; done
+	@echo "== test-early done at $$(date +%T)"
 
-test-norace:
-	@echo "== the short fault run, without -race"
+## test-faults: the short fault run (internal/testinfra/chaos), without -race (see test-race); then,
+## with the oldest supported Go ($(GO_OLDEST), without -race), what can differ between Go versions
+## beyond the build and vet: every unit test (-short: the tests against real servers skip), and the
+## integration tests of the code that leans on what Go versions changed — timers (Go 1.23 made
+## their channels unbuffered and Stop/Reset synchronous), child processes and signals: the
+## connection's tests of its timers (OLDEST_CONNECTION_RUN), $(OLDEST_INTEGRATION) (with
+## ZKRECIPES_SKIP_HEAVY set, their longest fault tests skip there, having run once) and the
+## command line's tests of its processes, signals and terminal (OLDEST_CMD_FILES), these three
+## at once (they wait on servers and timers, not on the CPU)
+test-faults:
+	@echo "== test-faults: the short fault run, without -race"
 	$(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) ./internal/testinfra/chaos
-	@echo "== the tests that skip under -race (go-zookeeper/zk#35), without it, but for $(OLDEST_INTEGRATION)'s (the oldest Go runs them)"
+	@echo "== test-faults: the oldest supported Go, $(GO_OLDEST): the unit tests, the connection's tests of its timers, the integration tests of $(OLDEST_INTEGRATION), the command line's of its processes, signals and terminal"
+	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -short -count=1 -timeout 10m $(TESTFLAGS) ./...
+	@d=$$(mktemp -d); trap 'rm -rf '$$d EXIT; export GOTOOLCHAIN=$(GO_OLDEST); \
+	echo "$(GO) test -run '$(OLDEST_CONNECTION_RUN)' ./connection, $(OLDEST_INTEGRATION), and the command line's tests of its processes, at once (their output follows)"; \
+	{ ZKRECIPES_SKIP_HEAVY=1 $(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) -run '$(OLDEST_CONNECTION_RUN)' ./connection; echo $$? >$$d/1.rc; } >$$d/1 2>&1 & \
+	{ ZKRECIPES_SKIP_HEAVY=1 $(GO) test -vet=off -count=1 -timeout 15m $(TESTFLAGS) $(OLDEST_INTEGRATION); echo $$? >$$d/2.rc; } >$$d/2 2>&1 & \
+	{ $(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) -run "$$(scripts/test-names.sh $(OLDEST_CMD_FILES))" ./cmd/zkrecipes; echo $$? >$$d/3.rc; } >$$d/3 2>&1 & \
+	wait; cat $$d/1 $$d/2 $$d/3; [ "$$(cat $$d/1.rc $$d/2.rc $$d/3.rc)" = "$$(printf '0\n0\n0')" ]
+	@echo "== test-faults done at $$(date +%T)"
+
+## test-norace: the tests that skip under -race for go-zookeeper's race (scripts/race-skipped.sh
+## lists them) but for those of $(OLDEST_INTEGRATION), which test-faults runs whole; the Docker
+## backend's module (its tests skip, saying why, without a Docker engine); the Prometheus adapter's
+## module (observe/prometheus); the OpenTelemetry adapter's module (observe/otel)
+test-norace:
+	@echo "== test-norace: the tests that skip under -race (go-zookeeper/zk#35), without it, but for $(OLDEST_INTEGRATION)'s"
 	@scripts/race-skipped.sh $(OLDEST_INTEGRATION) | while read -r pkg run; do \
-		echo "$(GO) test -count=1 -run '$$run' $$pkg"; \
-		$(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) -run "$$run" $$pkg || exit 1; done
+		echo "$(GO) test -count=1 -parallel $(TEST_PARALLEL) -run '$$run' $$pkg"; \
+		$(GO) test -vet=off -count=1 -timeout 10m -parallel $(TEST_PARALLEL) $(TESTFLAGS) -run "$$run" $$pkg || exit 1; done
 	cd testing/zktest/docker && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	cd observe/prometheus && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
 	cd observe/otel && $(GO) test -count=1 -timeout 10m $(TESTFLAGS) ./...
-	@echo "== fuzzing, $(FUZZTIME) inputs per target (the seeds also run in every go test)"
-	@for t in $(FUZZ_TARGETS); do \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; done
 	@echo "== test-norace done at $$(date +%T)"
-
-test-oldest:
-	@echo "== the oldest supported Go, $(GO_OLDEST): the build, vet and unit tests of every package, the connection's tests of its timers, the integration tests of $(OLDEST_INTEGRATION), the command line's of its processes, signals and terminal"
-	GOTOOLCHAIN=$(GO_OLDEST) $(GO) vet ./...
-	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -short -count=1 -timeout 10m $(TESTFLAGS) ./...
-	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) -run '$(OLDEST_CONNECTION_RUN)' ./connection
-	ZKRECIPES_SKIP_HEAVY=1 GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -count=1 -timeout 15m $(TESTFLAGS) $(OLDEST_INTEGRATION)
-	GOTOOLCHAIN=$(GO_OLDEST) $(GO) test -vet=off -count=1 -timeout 10m $(TESTFLAGS) -run "$$(scripts/test-names.sh $(OLDEST_CMD_FILES))" ./cmd/zkrecipes
-	@echo "== test-oldest done at $$(date +%T)"
 
 ## chaos: participants of every recipe held exclusively (the work queue's one item too), 2–4 to a process sharing its client, under a nemesis on a local 3-node ensemble
 ## (answers lost while requests apply, releases with deadlines shorter than the answer, the network, server and pause faults,
