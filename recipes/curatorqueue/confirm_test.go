@@ -3,13 +3,11 @@ package curatorqueue_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/connection"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 	"github.com/zkrecipes/zkrecipes/recipes/curatorqueue"
 )
 
@@ -27,35 +25,8 @@ func TestTakeNeverHoldsALockNodeMadeAgainByAnother(t *testing.T) {
 	ctx := ctxFor(t, time.Minute)
 	obs := ens.Conn(t)
 	other := ens.Conn(t) // the other consumer's session
-	injected := make(chan error, 1)
-	var armed sync.Once
-	ob := &connection.Observer{
-		Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-			if r.Op != "getData" || !r.Watch || !strings.HasPrefix(r.Path, lpath+"/") {
-				return nil
-			}
-			node := r.Path
-			return func(d connection.RequestDone) {
-				if d.Err != nil {
-					return
-				}
-				armed.Do(func() {
-					if _, err := obs.Set(node, []byte("operator"), -1); err != nil {
-						injected <- err
-						return
-					}
-					time.Sleep(300 * time.Millisecond) // the notification reaches the consumer
-					if err := obs.Delete(node, -1); err != nil {
-						injected <- err
-						return
-					}
-					_, err := other.Create(node, []byte("the other consumer"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-					injected <- err
-				})
-			}
-		},
-	}
-	c := open(t, ens.Servers(), connection.WithObserver(ob))
+	f := testkit.NewOwnNodeFault(func(p string) bool { return strings.HasPrefix(p, lpath+"/") }, nil, testkit.WrittenThenMadeAgain(obs, other))
+	c := open(t, ens.Servers(), connection.WithObserver(f.Observer))
 	q := newQueue(t, c, qpath, "plain", curatorqueue.WithLockPath(lpath))
 	if _, err := q.Put(ctx, []byte("x")); err != nil {
 		t.Fatal(err)
@@ -63,14 +34,7 @@ func TestTakeNeverHoldsALockNodeMadeAgainByAnother(t *testing.T) {
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	m, err := q.Take(tctx)
-	select {
-	case ierr := <-injected:
-		if ierr != nil {
-			t.Fatalf("fault not injected: %v", ierr)
-		}
-	default:
-		t.Fatal("the lock node was never read with a watch")
-	}
+	f.Made(t)
 	if err != nil {
 		t.Logf("Take = %v", err) // nothing held twice
 		return

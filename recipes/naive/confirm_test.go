@@ -3,11 +3,8 @@ package naive_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
@@ -25,48 +22,13 @@ func TestLockNeverHoldsANodeMadeAgainByAnother(t *testing.T) {
 	lpath := ens.Root(t) + "/l"
 	obs := ens.Conn(t)
 	other := ens.Conn(t) // the other holder's session
-	injected := make(chan error, 1)
-	var armed sync.Once
-	ob := &connection.Observer{
-		Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-			if r.Op != "getData" || !r.Watch || r.Path != lpath {
-				return nil
-			}
-			return func(d connection.RequestDone) {
-				if d.Err != nil {
-					return
-				}
-				// The claim's read of its own node is answered: the node
-				// is ours and watched.
-				armed.Do(func() {
-					if _, err := obs.Set(lpath, []byte("operator"), -1); err != nil {
-						injected <- err
-						return
-					}
-					time.Sleep(300 * time.Millisecond) // the notification reaches the client
-					if err := obs.Delete(lpath, -1); err != nil {
-						injected <- err
-						return
-					}
-					_, err := other.Create(lpath, []byte("the other holder"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-					injected <- err
-				})
-			}
-		},
-	}
-	c := open(t, ens.Servers(), connection.WithObserver(ob))
+	f := testkit.NewOwnNodeFault(func(p string) bool { return p == lpath }, nil, testkit.WrittenThenMadeAgain(obs, other))
+	c := open(t, ens.Servers(), connection.WithObserver(f.Observer))
 	l := newLock(t, c, lpath)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := l.Lock(ctx)
-	select {
-	case ierr := <-injected:
-		if ierr != nil {
-			t.Fatalf("fault not injected: %v", ierr)
-		}
-	default:
-		t.Fatal("the lock's node was never read with a watch")
-	}
+	f.Made(t)
 	if err != nil {
 		t.Logf("Lock = %v", err) // not held: nothing held twice
 		return
@@ -92,45 +54,15 @@ func TestLockWhoseSessionExpiresAfterAWriteToItsNodeIsNotADeletion(t *testing.T)
 	ens := shared.Ensemble(t)
 	ens.RequireFaults(t)
 	lpath := ens.Root(t) + "/l"
-	obs := ens.Conn(t)
 	p := ens.Proxy(t)
-	injected := make(chan error, 1)
-	var armed sync.Once
-	ob := &connection.Observer{
-		Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-			if r.Op != "getData" || !r.Watch || r.Path != lpath {
-				return nil
-			}
-			return func(d connection.RequestDone) {
-				if d.Err != nil {
-					return
-				}
-				armed.Do(func() {
-					if _, err := obs.Set(lpath, []byte("operator"), -1); err != nil {
-						injected <- err
-						return
-					}
-					time.Sleep(300 * time.Millisecond) // the notification reaches the client
-					_, err := p.ExpireSession()
-					injected <- err
-				})
-			}
-		},
-	}
-	c := open(t, p.Servers(), connection.WithObserver(ob), connection.WithSessionTimeout(10*time.Second))
+	f := testkit.NewOwnNodeFault(func(p string) bool { return p == lpath }, nil, testkit.WrittenThenExpired(ens.Conn(t), p))
+	c := open(t, p.Servers(), connection.WithObserver(f.Observer), connection.WithSessionTimeout(10*time.Second))
 	sid := c.Session().ID()
 	l := newLock(t, c, lpath)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	err := l.Lock(ctx)
-	select {
-	case ierr := <-injected:
-		if ierr != nil {
-			t.Fatalf("fault not injected: %v", ierr)
-		}
-	default:
-		t.Fatal("the lock's node was never read with a watch")
-	}
+	f.Made(t)
 	if s := c.Session(); s == nil || s.ID() == sid {
 		t.Fatal("the session did not change: not the case under test")
 	}
