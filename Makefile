@@ -123,12 +123,13 @@ test-faults:
 	wait; cat $$d/1 $$d/2 $$d/3; [ "$$(cat $$d/1.rc $$d/2.rc $$d/3.rc)" = "$$(printf '0\n0\n0')" ]
 	@echo "== test-faults done at $$(date +%T)"
 
-## test-norace: the tests that skip under -race for go-zookeeper's race (scripts/race-skipped.sh
-## lists them) but for those of $(OLDEST_INTEGRATION), which test-faults runs whole; the Docker
+## test-norace: the tests that skip under -race — for go-zookeeper's race, and the connection's TLS
+## tests, whose time under it would go to instrumented handshakes (scripts/race-skipped.sh lists
+## them) — but for those of $(OLDEST_INTEGRATION), which test-faults runs whole; the Docker
 ## backend's module (its tests skip, saying why, without a Docker engine); the Prometheus adapter's
 ## module (observe/prometheus); the OpenTelemetry adapter's module (observe/otel)
 test-norace:
-	@echo "== test-norace: the tests that skip under -race (go-zookeeper/zk#35), without it, but for $(OLDEST_INTEGRATION)'s"
+	@echo "== test-norace: the tests that skip under -race, without it, but for $(OLDEST_INTEGRATION)'s"
 	@scripts/race-skipped.sh $(OLDEST_INTEGRATION) | while read -r pkg run; do \
 		echo "$(GO) test -count=1 -parallel $(TEST_PARALLEL) -run '$$run' $$pkg"; \
 		$(GO) test -vet=off -count=1 -timeout 10m -parallel $(TEST_PARALLEL) $(TESTFLAGS) -run "$$run" $$pkg || exit 1; done

@@ -22,6 +22,7 @@ func TestTLS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
+	skipUnderRace(t)
 	ens := zktest.Start(t, zktest.WithTLS())
 	secure, err := ens.SecureServers()
 	if err != nil {
@@ -78,6 +79,7 @@ func TestTLSClientCertificate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("integration")
 	}
+	skipUnderRace(t)
 	ens := zktest.Start(t, zktest.WithTLSClientAuth())
 	secure, err := ens.SecureServers()
 	if err != nil {
@@ -121,4 +123,17 @@ func TestTLSClientCertificate(t *testing.T) {
 		t.Fatalf("the refusal took %v to surface", d)
 	}
 	t.Logf("without a client certificate: %v", err)
+}
+
+// skipUnderRace skips a TLS test under the race detector: it would spend
+// the test's time in crypto/tls's handshakes, instrumented (five times
+// slower), while what the test checks of the connection is its dialer,
+// the rest being the code every other test runs under -race over plain
+// TCP. make test runs these tests without -race (scripts/race-skipped.sh
+// finds them by this call).
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceDetector {
+		t.Skip("TLS handshakes under -race: run without it by make test")
+	}
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # race-skipped.sh [EXCLUDED_PACKAGE...]: for each package with tests that
 # skip under the race detector (go-zookeeper/zk#35: go-zookeeper's
-# reconnects race inside it), one line "./pkg REGEXP", where REGEXP is a
+# reconnects race inside it; and the connection's TLS tests, whose time
+# under it goes to instrumented handshakes), one line "./pkg REGEXP", where REGEXP is a
 # go test -run pattern of exactly those tests, so that make test runs them
 # without -race. A test counts when its function body calls
 # skipReconnectsUnderRace or skipUnderRace, or tests raceDetector. The
