@@ -208,7 +208,7 @@ func (l *Lock) await(ctx context.Context, t *attempt) error {
 				}
 				// Held without a listing (the directory's first node):
 				// the node's watch is all that is left to set.
-				if err := l.watchOwn(ctx, w, a.Path); err != nil {
+				if err := l.watchOwn(ctx, w, a); err != nil {
 					return err
 				}
 			}
@@ -259,11 +259,12 @@ func (l *Lock) list(ctx context.Context, w *waiter) (step, []string, int64, erro
 	return next, names, max(stat.Pzxid, 1), nil
 }
 
-// watchOwn sets w's watch on our own node with a read; a node already
-// gone restarts.
-func (l *Lock) watchOwn(ctx context.Context, w *waiter, own string) error {
-	_, _, watch, err := l.Client.GetWatch(ctx, own)
-	if errors.Is(err, zk.ErrNoNode) {
+// watchOwn sets w's watch on our own node (a's) with a read; a node
+// already gone, or made again at its path by someone else (another czxid
+// than a.Token), restarts.
+func (l *Lock) watchOwn(ctx context.Context, w *waiter, a Acquired) error {
+	_, stat, watch, err := l.Client.GetWatch(ctx, a.Path)
+	if errors.Is(err, zk.ErrNoNode) || err == nil && stat.Czxid != a.Token {
 		return ErrRestart
 	}
 	if err != nil {
@@ -310,7 +311,7 @@ func (l *Lock) watchOwn(ctx context.Context, w *waiter, own string) error {
 func (l *Lock) watch(ctx context.Context, w *waiter, a Acquired, names []string, listed int64, ownByRead bool) (step, error) {
 	own := w.own == nil && !l.Line
 	if own && ownByRead {
-		if err := l.watchOwn(ctx, w, a.Path); err != nil {
+		if err := l.watchOwn(ctx, w, a); err != nil {
 			return 0, err
 		}
 		own = false
@@ -340,7 +341,7 @@ func (l *Lock) watch(ctx context.Context, w *waiter, a Acquired, names []string,
 		// waits for the connection and is retried within the session.
 	}
 	if own {
-		if err := l.watchOwn(ctx, w, a.Path); err != nil {
+		if err := l.watchOwn(ctx, w, a); err != nil {
 			return 0, err
 		}
 	}

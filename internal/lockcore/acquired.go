@@ -34,6 +34,7 @@ type Acquired struct {
 type OwnWatch struct {
 	done   chan struct{} // closed once answered
 	watch  *connection.Watch
+	czxid  int64 // of the node found, to be compared with the hold's token
 	err    error
 	cancel context.CancelFunc // gives up on the answer
 }
@@ -46,7 +47,10 @@ func (l *Lock) watchOwnSoon(ctx context.Context, own string) *OwnWatch {
 	o := &OwnWatch{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(o.done)
-		_, _, o.watch, o.err = l.Client.GetWatch(octx, own)
+		var stat *zk.Stat
+		if _, stat, o.watch, o.err = l.Client.GetWatch(octx, own); o.err == nil {
+			o.czxid = stat.Czxid
+		}
 	}()
 	return o
 }

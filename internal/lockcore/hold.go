@@ -175,6 +175,8 @@ func (h *Hold) takeOwnSoon(o *OwnWatch) {
 		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted}) // as rewatch does
 	case o.err != nil:
 		h.unwatched(o.err)
+	case o.czxid != h.Token:
+		h.madeAgain(o.czxid)
 	default:
 		h.mu.Lock()
 		over := h.over
@@ -182,6 +184,15 @@ func (h *Hold) takeOwnSoon(o *OwnWatch) {
 		if !over {
 			connx.AfterFire(o.watch, h.nodeEvent)
 		}
+	}
+}
+
+// madeAgain ends the hold: the node at its path is not the one it made
+// (czxid is the node's found there) — its own was deleted, and another
+// made at the same path.
+func (h *Hold) madeAgain(czxid int64) {
+	if cause := h.lostWith(errtext.Errorf("%w: %s was made again (czxid %#x)", ErrNodeGone, h.Path, czxid)); h.finish(cause) {
+		h.logLost(cause)
 	}
 }
 
@@ -254,9 +265,7 @@ func (h *Hold) rewatch() {
 	case errors.Is(err, zk.ErrNoNode):
 		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted})
 	case err == nil && stat.Czxid != h.Token:
-		if cause := h.lostWith(errtext.Errorf("%w: %s was made again (czxid %#x, owner %#x)", ErrNodeGone, h.Path, stat.Czxid, stat.EphemeralOwner)); h.finish(cause) {
-			h.logLost(cause)
-		}
+		h.madeAgain(stat.Czxid)
 	case err == nil:
 		h.unsure.Store(false)
 		connx.AfterFire(w, h.nodeEvent)

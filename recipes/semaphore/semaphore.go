@@ -262,8 +262,8 @@ func (s *Semaphore) one(lw *leaseWait, wait bool, m *mutex.Mutex, lim *limits) (
 			// Granted. The node's watch ends the lease if someone else
 			// deletes the node; its hold starts once the locks mutex is
 			// released.
-			_, _, own, err := s.client.GetWatch(ctx, created.Path)
-			if errors.Is(err, zk.ErrNoNode) {
+			_, stat, own, err := s.client.GetWatch(ctx, created.Path)
+			if errors.Is(err, zk.ErrNoNode) || err == nil && stat.Czxid != created.Czxid {
 				return nil, errtext.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
 			}
 			if err != nil {
