@@ -188,6 +188,11 @@ func TestEnsembleTrackerFollowsAddedAndRemovedServers(t *testing.T) {
 	if err := c.EnsurePath(ctx, "/after"); err != nil {
 		t.Fatal(err)
 	}
+	// other may be on a server still catching up after the kills: its
+	// sync brings that server to the leader's state first.
+	if err := other.Sync(ctx, "/app"); err != nil {
+		t.Fatal(err)
+	}
 	if ok, _, err := other.Exists(ctx, "/app/after"); err != nil || !ok {
 		t.Fatalf("/app/after: %v, %v", ok, err)
 	}
