@@ -2,7 +2,6 @@ package cache_test
 
 import (
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -58,7 +57,7 @@ func TestWatchesPerNode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := open(t, ens.Servers())
-			before := runtime.NumGoroutine()
+			started := testkit.OwnGoroutines(t)
 			c := newCache(t, client, root, tc.opts...)
 			waitInit(t, c)
 			check := func(when string) {
@@ -79,8 +78,8 @@ func TestWatchesPerNode(t *testing.T) {
 			// No goroutine per node: the worker, and the client's state
 			// listener for it.
 			zktest.Eventually(t, 5*time.Second, "goroutines settle", func() error {
-				if n := runtime.NumGoroutine() - before; n > 2 {
-					return fmt.Errorf("%d goroutines more than before the cache of %d nodes", n, tc.nodes)
+				if n := started(); n > 2 {
+					return fmt.Errorf("%d goroutines started by the cache of %d nodes", n, tc.nodes)
 				}
 				return nil
 			})
