@@ -138,19 +138,36 @@ func (c *Client) deleteClaimLater(sess *Session, path string, data []byte) {
 // Stat's Czxid: the fencing token a recipe hands out), in one session only
 // (the pinned one, else the current), and no other node.
 //
-// The first attempt is a plain delete. While a node of this session is at
-// the path, no other client can create one there, and only the
-// participant that owns it deletes it; so the first attempt deletes that
-// node, unless somebody else deleted it and another was made since — a
-// fault outside the recipes that the retry below still catches. After a
-// lost answer the delete is never sent again blind: a retry makes the
-// server catch up (sync), reads the node, and deletes it only if it is
-// still the one created at czxid, at the version read.
+// The node is read before it is deleted, and deleted at the version read
+// only if it is the one created at czxid: a node at the path may be
+// another's — ours deleted by someone outside the recipe, and another
+// session's made since at the same path — and a delete without that read
+// would take it. What the read cannot rule out is a node deleted and made
+// again, at the same version, between the read and the delete: both by
+// others, within one round trip. After a lost answer the delete is never
+// sent again blind: a retry makes the server catch up (sync) before it
+// reads.
 //
-// It returns nil once that node is gone — deleted by the first attempt,
+// It returns nil once that node is gone — deleted here, by an attempt
 // whose answer was lost, or by anyone since — and an error matching
-// zk.ErrNoNode when the first attempt found no node at all.
+// zk.ErrNoNode when the first attempt found no node created at czxid.
 func (c *Client) DeleteCreated(ctx context.Context, path string, czxid int64) error {
+	return c.deleteCreated(ctx, path, czxid, false)
+}
+
+// deleteUnique is DeleteCreated for a node whose name nobody makes again —
+// a sequential name, or one carrying a protected create's GUID — whose
+// first attempt is a plain delete, a round trip less. While a node of this
+// session is at the path, no other client can create one there, and only
+// the participant that owns it deletes it; so the first attempt deletes
+// that node, unless somebody else deleted it and made one again by hand at
+// that very name. After a lost answer it proves the node as DeleteCreated
+// does.
+func (c *Client) deleteUnique(ctx context.Context, path string, czxid int64) error {
+	return c.deleteCreated(ctx, path, czxid, true)
+}
+
+func (c *Client) deleteCreated(ctx context.Context, path string, czxid int64, unique bool) error {
 	if czxid == 0 {
 		return errtext.Errorf("%w: delete of %s needs the czxid of the node", ErrInvalidOption, path)
 	}
@@ -158,10 +175,23 @@ func (c *Client) DeleteCreated(ctx context.Context, path string, czxid int64) er
 	attempt := 0
 	return c.call(ctx, "delete", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		attempt++
-		if attempt == 1 {
+		switch {
+		case attempt > 1:
+			return c.deleteIf(ctx, zc, nil, sp, createdAt(czxid))
+		case unique:
 			return c.run(ctx, tracedErr(c, ctx, zc, "delete", sp, func() error { return zc.Delete(sp, -1) }))
 		}
-		return c.deleteIf(ctx, zc, nil, sp, createdAt(czxid))
+		n, err := value(c, ctx, traced(c, ctx, zc, "exists", sp, false, func() (n node, err error) {
+			n.exists, n.stat, err = zc.Exists(sp)
+			return
+		}))
+		if err != nil {
+			return err
+		}
+		if !n.exists || n.stat.Czxid != czxid {
+			return errtext.Errorf("connection: delete %s: %w (no node created at %#x)", path, zk.ErrNoNode, czxid)
+		}
+		return c.deleteAt(ctx, zc, nil, sp, n.stat)
 	})
 }
 

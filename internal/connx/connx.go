@@ -85,6 +85,10 @@ type Plumbing interface {
 	// GuaranteedDelete deletes the node created at czxid in sess, in the
 	// background, until it is gone or sess ends.
 	GuaranteedDelete(sess *connection.Session, path string, czxid int64)
+	// DeleteUnique is DeleteCreated for a node whose name nobody makes
+	// again (sequential, or a protected create's GUID): a plain delete
+	// first, a round trip less.
+	DeleteUnique(ctx context.Context, path string, czxid int64) error
 	// AddPersistentSink registers f for the notifications of a
 	// persistent watch on path (recursive: and below it), sending
 	// nothing.

@@ -114,7 +114,7 @@ func (l *Lock) create(ctx context.Context, wait bool) (*attempt, error) {
 	}
 	t := &attempt{
 		// The create told the node's owner and czxid (the fencing token).
-		a:    Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid},
+		a:    Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid, Unique: true},
 		wait: wait, first: first,
 		w: waiter{ours: path.Base(created.Path), pred: l.Predicate, accept: l.Accept, relist: l.Relist, window: l.Window, line: l.Line},
 	}
@@ -125,7 +125,7 @@ func (l *Lock) create(ctx context.Context, wait bool) (*attempt, error) {
 // giveUp deletes the node of an attempt that failed with err, and returns
 // nil to start again with a new node, or the error to return.
 func (l *Lock) giveUp(ctx context.Context, t *attempt, err error) error {
-	Abandon(l.Client, t.a.Session, t.a.Path, t.a.Token)
+	Abandon(l.Client, t.a)
 	_, err = Restarting(ctx, err)
 	return err
 }
@@ -197,7 +197,7 @@ func (l *Lock) await(ctx context.Context, t *attempt) error {
 					// gone, which ends the hold as the watch's firing
 					// would (Acquired.OwnSoon, NewHold). The lock is held
 					// without waiting for the answer.
-					a.OwnSoon = l.watchOwnSoon(ctx, a.Path)
+					a.OwnSoon = l.watchOwnSoon(ctx, a)
 					held, err := l.confirm(ctx, a)
 					if err != nil {
 						a.OwnSoon.cancel()
@@ -263,8 +263,8 @@ func (l *Lock) list(ctx context.Context, w *waiter) (step, []string, int64, erro
 // already gone, or made again at its path by someone else (another czxid
 // than a.Token), restarts.
 func (l *Lock) watchOwn(ctx context.Context, w *waiter, a Acquired) error {
-	_, stat, watch, err := l.Client.GetWatch(ctx, a.Path)
-	if errors.Is(err, zk.ErrNoNode) || err == nil && stat.Czxid != a.Token {
+	watch, err := WatchOwn(ctx, l.Client, a.Path, a.Token)
+	if errors.Is(err, ErrNodeGone) {
 		return ErrRestart
 	}
 	if err != nil {

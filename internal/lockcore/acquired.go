@@ -3,7 +3,6 @@ package lockcore
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
@@ -16,6 +15,11 @@ type Acquired struct {
 	Path    string              // the node
 	Session *connection.Session // the session that owns it
 	Token   int64               // its czxid: the fencing token
+	// Unique says that nobody makes the node again at its path: its name
+	// is sequential or carries a protected create's GUID. Its release is
+	// then a plain delete, a round trip less (connx DeleteUnique); a node
+	// at a path others create too (naive's, a taken item's) is read first.
+	Unique bool
 	// Trusted is the connected period in which the hold was confirmed
 	// (Session.Trusted): it was live then, and is cancelled when holds
 	// taken in it can no longer be trusted. Set by Confirm.
@@ -34,25 +38,42 @@ type Acquired struct {
 type OwnWatch struct {
 	done   chan struct{} // closed once answered
 	watch  *connection.Watch
-	czxid  int64 // of the node found, to be compared with the hold's token
-	err    error
+	err    error              // WatchOwn's
 	cancel context.CancelFunc // gives up on the answer
 }
 
 // watchOwnSoon sends the watch on our own node. Its context is not ctx: a
 // hold handed out before the answer must still get it after the caller's
 // context ends (cancel gives up).
-func (l *Lock) watchOwnSoon(ctx context.Context, own string) *OwnWatch {
+func (l *Lock) watchOwnSoon(ctx context.Context, a Acquired) *OwnWatch {
 	octx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	o := &OwnWatch{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(o.done)
-		var stat *zk.Stat
-		if _, stat, o.watch, o.err = l.Client.GetWatch(octx, own); o.err == nil {
-			o.czxid = stat.Czxid
-		}
+		o.watch, o.err = WatchOwn(octx, l.Client, a.Path, a.Token)
 	}()
 	return o
+}
+
+// WatchOwn sets a data watch on a participant's own node by path, with a
+// read, and returns it if the node there is still the one created at czxid
+// (the participant's token). A node gone, or made again at the path by
+// another session after someone deleted ours, fails with an error wrapping
+// ErrNodeGone that says which; any other error is the read's. A watch
+// fired for a change of data is set again through it: the server reports
+// a node deleted and made again since the watch was set as a change of
+// data, and a read by path alone would take the new node for ours.
+func WatchOwn(ctx context.Context, c *connection.Client, path string, czxid int64) (*connection.Watch, error) {
+	_, stat, w, err := c.GetWatch(ctx, path)
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		return nil, errtext.Errorf("%w: %s (not found)", ErrNodeGone, path)
+	case err != nil:
+		return nil, err
+	case stat.Czxid != czxid:
+		return nil, errtext.Errorf("%w: %s (made again: czxid %#x, owner %#x)", ErrNodeGone, path, stat.Czxid, stat.EphemeralOwner)
+	}
+	return w, nil
 }
 
 // confirm is the last step before a hold is reported: the session that
@@ -86,19 +107,16 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 		select {
 		case <-a.Own.Done():
 			if ev := a.Own.Event(); ev.Type != zk.EventNodeDataChanged {
-				return Acquired{}, nodeGone(a, a.Own.Err(), ev.Type.String())
+				return Acquired{}, nodeGone(a, a.Own.Err(), errtext.Errorf("%w: %s (%s)", ErrNodeGone, a.Path, ev.Type))
 			}
 			// The read follows the client into its next session, if the
 			// node's has ended: a node found there is checked by czxid.
-			_, stat, own, err := c.GetWatch(ctx, a.Path)
-			if errors.Is(err, zk.ErrNoNode) {
-				return Acquired{}, nodeGone(a, nil, "not found")
+			own, err := WatchOwn(ctx, c, a.Path, a.Token)
+			if errors.Is(err, ErrNodeGone) {
+				return Acquired{}, nodeGone(a, nil, err)
 			}
 			if err != nil {
 				return Acquired{}, err
-			}
-			if stat.Czxid != a.Token {
-				return Acquired{}, nodeGone(a, nil, fmt.Sprintf("made again: czxid %#x, owner %#x", stat.Czxid, stat.EphemeralOwner))
 			}
 			a.Own = own
 		default:
@@ -112,17 +130,18 @@ func Confirm(ctx context.Context, c *connection.Client, a Acquired) (Acquired, e
 	return a, nil
 }
 
-// nodeGone is Confirm's error for a's node found gone (how says how):
-// the end of its session when that has ended (or ended is not nil: the
-// node's watch ended with its session), else ErrNodeGone.
-func nodeGone(a Acquired, ended error, how string) error {
+// nodeGone is Confirm's error for a's node found gone (gone, wrapping
+// ErrNodeGone, says how): the end of its session when that has ended (or
+// ended is not nil: the node's watch ended with its session) — the node
+// went with it, nobody deleted it — else gone.
+func nodeGone(a Acquired, ended, gone error) error {
 	if err := a.Session.Err(); err != nil {
-		return errtext.Errorf("%s (%s): %w", a.Path, how, err)
+		return errtext.Errorf("%s: %w", a.Path, err)
 	}
 	if ended != nil {
-		return errtext.Errorf("%s (%s): %w", a.Path, how, ended)
+		return errtext.Errorf("%s: %w", a.Path, ended)
 	}
-	return errtext.Errorf("%w: %s (%s)", ErrNodeGone, a.Path, how)
+	return gone
 }
 
 // ErrNodeGone means the node of a hold was deleted by someone else (or,

@@ -171,12 +171,10 @@ func (h *Hold) takeOwnSoon(o *OwnWatch) {
 	}
 	o.cancel()
 	switch {
-	case errors.Is(o.err, zk.ErrNoNode):
-		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted}) // as rewatch does
+	case errors.Is(o.err, ErrNodeGone):
+		h.gone(o.err)
 	case o.err != nil:
 		h.unwatched(o.err)
-	case o.czxid != h.Token:
-		h.madeAgain(o.czxid)
 	default:
 		h.mu.Lock()
 		over := h.over
@@ -187,11 +185,11 @@ func (h *Hold) takeOwnSoon(o *OwnWatch) {
 	}
 }
 
-// madeAgain ends the hold: the node at its path is not the one it made
-// (czxid is the node's found there) — its own was deleted, and another
-// made at the same path.
-func (h *Hold) madeAgain(czxid int64) {
-	if cause := h.lostWith(errtext.Errorf("%w: %s was made again (czxid %#x)", ErrNodeGone, h.Path, czxid)); h.finish(cause) {
+// gone ends the hold: its node is gone, or the node at its path is not
+// the one it made — its own was deleted, and another made at the same
+// path (why wraps ErrNodeGone and says which).
+func (h *Hold) gone(why error) {
+	if cause := h.lostWith(why); h.finish(cause) {
 		h.logLost(cause)
 	}
 }
@@ -230,9 +228,7 @@ func (h *Hold) nodeEvent(ev zk.Event) {
 	}
 	switch ev.Type {
 	case zk.EventNodeDeleted:
-		if cause := h.lostWith(errtext.Errorf("%w: %s", ErrNodeGone, h.Path)); h.finish(cause) {
-			h.logLost(cause)
-		}
+		h.gone(errtext.Errorf("%w: %s", ErrNodeGone, h.Path))
 	case zk.EventNotWatching:
 		// The session ended; the node went with it.
 		why := h.Session.Err()
@@ -260,17 +256,15 @@ func (h *Hold) nodeEvent(ev zk.Event) {
 // the server reports that as a change of the data to a watch set again
 // after a reconnect — and the hold is over.
 func (h *Hold) rewatch() {
-	_, stat, w, err := h.client.GetWatch(h.ctx, h.Path)
+	w, err := WatchOwn(h.ctx, h.client, h.Path, h.Token)
 	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		h.nodeEvent(zk.Event{Type: zk.EventNodeDeleted})
-	case err == nil && stat.Czxid != h.Token:
-		h.madeAgain(stat.Czxid)
-	case err == nil:
+	case errors.Is(err, ErrNodeGone):
+		h.gone(err)
+	case err != nil:
+		h.unwatched(err)
+	default:
 		h.unsure.Store(false)
 		connx.AfterFire(w, h.nodeEvent)
-	default:
-		h.unwatched(err)
 	}
 }
 

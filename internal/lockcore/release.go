@@ -12,23 +12,28 @@ import (
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 )
 
-// Abandon deletes a node of session sess that its owner gives up on —
-// a failed attempt, a lease or a take never handed out — with a fresh,
-// bounded context, in sess only, and only if it is still the node created
-// at czxid (connection.DeleteCreated); if that fails while the session
-// lives, the client keeps trying in the background (GuaranteedDelete). A
-// node of a session that has ended went with it.
-func Abandon(c *connection.Client, sess *connection.Session, path string, czxid int64) {
+// Abandon deletes the node of a that its owner gives up on — a failed
+// attempt, a lease or a take never handed out — with a fresh, bounded
+// context, in a's session only, and only if it is still the node created
+// at a.Token; if that fails while the session lives, the client keeps
+// trying in the background (GuaranteedDelete). A node of a session that
+// has ended went with it.
+//
+// The node is read before it is deleted (connection.DeleteCreated) even
+// when a.Unique: an attempt is often given up because its node was found
+// gone or made again at its path, and a plain delete would take the node
+// made again.
+func Abandon(c *connection.Client, a Acquired) {
 	select {
-	case <-sess.Done():
+	case <-a.Session.Done():
 		return // the node went with its session
 	default:
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout(sess))
+	ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout(a.Session))
 	defer cancel()
-	err := c.DeleteCreated(connx.Pin(ctx, sess), path, czxid)
+	err := c.DeleteCreated(connx.Pin(ctx, a.Session), a.Path, a.Token)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
-		connx.Of(c).GuaranteedDelete(sess, path, czxid)
+		connx.Of(c).GuaranteedDelete(a.Session, a.Path, a.Token)
 	}
 }
 
@@ -38,9 +43,11 @@ func CleanupTimeout(s *connection.Session) time.Duration {
 	return max(s.Timeout(), time.Second)
 }
 
-// Release deletes the node of a hold, in its session, proving after a
-// lost answer that it is still the node the hold made
-// (connection.DeleteCreated). If the session that owned it is gone, the
+// Release deletes the node of a hold, in its session, only if it is
+// still the node the hold made: connection.DeleteCreated, or for a Unique
+// name a plain delete first (connx DeleteUnique) — the hold is live, so
+// its node's watch has not seen it deleted, and nobody else makes a node
+// at that name. If the session that owned it is gone, the
 // node went with it, and the error wraps ErrSessionLost. Any other error
 // leaves the node's fate to the caller (Hold.End deletes it in the
 // background).
@@ -49,7 +56,13 @@ func Release(ctx context.Context, c *connection.Client, a Acquired) error {
 	if !connx.Of(c).Live(a.Session) {
 		return lost()
 	}
-	err := c.DeleteCreated(connx.Pin(ctx, a.Session), a.Path, a.Token)
+	ctx = connx.Pin(ctx, a.Session)
+	var err error
+	if a.Unique {
+		err = connx.Of(c).DeleteUnique(ctx, a.Path, a.Token)
+	} else {
+		err = c.DeleteCreated(ctx, a.Path, a.Token)
+	}
 	switch {
 	case err == nil:
 		return nil

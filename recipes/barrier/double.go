@@ -317,5 +317,5 @@ func (d *Double) waitErr(ctx context.Context, m *member, err error) error {
 // only, and only that node; in the background if the servers do not
 // answer in time. A node whose session ended went with it.
 func (d *Double) abandon(m *member) {
-	lockcore.Abandon(d.client, m.Session, m.Path, m.Czxid)
+	lockcore.Abandon(d.client, lockcore.Acquired{Path: m.Path, Session: m.Session, Token: m.Czxid})
 }

@@ -225,7 +225,7 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, name string
 	ok := false
 	defer func() {
 		if !ok {
-			lockcore.Abandon(q.client, sess, lpath, created.Czxid)
+			lockcore.Abandon(q.client, lockcore.Acquired{Path: lpath, Session: sess, Token: created.Czxid})
 		}
 	}()
 	if err := ctx.Err(); err != nil {

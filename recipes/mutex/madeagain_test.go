@@ -117,5 +117,8 @@ func TestWaiterNeverHoldsItsNodeMadeAgainByAnother(t *testing.T) {
 	if gerr == nil && st.EphemeralOwner == other.SessionID() && !closed(waiter.Done()) {
 		t.Errorf("Lock returned holding %s (token %#x, Done open) while that node is another session's (czxid %#x)", waiter.Node(), waiter.Token(), st.Czxid)
 	}
-	_ = waiter.Unlock(context.Background()) // whether it deletes the other's node: DeleteCreated's own test
+	uerr := waiter.Unlock(context.Background())
+	if ok, _, err := obs.Exists(wnode); err == nil && !ok {
+		t.Errorf("Unlock (%v) deleted the other session's node", uerr)
+	}
 }

@@ -161,7 +161,7 @@ func (l *Lock) try(ctx context.Context) (lockcore.Acquired, <-chan struct{}, err
 	}
 	a, err := lockcore.Confirm(ctx, l.client, lockcore.Acquired{Path: l.path, Session: sess, Token: created.Czxid, Own: w})
 	if err != nil {
-		lockcore.Abandon(l.client, sess, l.path, created.Czxid)
+		lockcore.Abandon(l.client, lockcore.Acquired{Path: l.path, Session: sess, Token: created.Czxid})
 	}
 	return a, nil, err
 }

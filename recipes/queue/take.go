@@ -310,7 +310,7 @@ func (q *Queue) claim(ctx context.Context, sess *connection.Session, e entry, ln
 	ok := false
 	defer func() {
 		if !ok {
-			lockcore.Abandon(q.client, sess, tpath, created.Czxid)
+			lockcore.Abandon(q.client, lockcore.Acquired{Path: tpath, Session: sess, Token: created.Czxid})
 		}
 	}()
 	if err := ctx.Err(); err != nil {

@@ -6,8 +6,6 @@ import (
 	"path"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
@@ -164,7 +162,7 @@ func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquire
 			if !kept {
 				// Every path that made the read node deletes it: a read
 				// node nobody holds would block every writer.
-				lockcore.Abandon(rw.client, created.Session, created.Path, created.Czxid)
+				lockcore.Abandon(rw.client, lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid, Unique: true})
 			}
 		}()
 		if created.Session != w.Session {
@@ -172,14 +170,14 @@ func (rw *RWMutex) acquireRead(ctx context.Context, wait bool) (lockcore.Acquire
 			// gone, and a downgrade from it would be a new, unordered reader.
 			return ErrLockLost
 		}
-		_, stat, own, err := rw.client.GetWatch(ctx, created.Path)
-		if errors.Is(err, zk.ErrNoNode) || err == nil && stat.Czxid != created.Czxid {
+		own, err := lockcore.WatchOwn(ctx, rw.client, created.Path, created.Czxid)
+		if errors.Is(err, lockcore.ErrNodeGone) {
 			return ErrLockLost // gone, or made again by another
 		}
 		if err != nil {
 			return err
 		}
-		a, err = lockcore.Confirm(ctx, rw.client, lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid, Own: own})
+		a, err = lockcore.Confirm(ctx, rw.client, lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid, Unique: true, Own: own})
 		kept = err == nil
 		return err
 	})

@@ -102,5 +102,5 @@ func (l *Lease) drop() {
 	if l.hold != nil {
 		l.hold.Stop()
 	}
-	lockcore.Abandon(l.sem.client, l.a.Session, l.a.Path, l.a.Token)
+	lockcore.Abandon(l.sem.client, l.a)
 }

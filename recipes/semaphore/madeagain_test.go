@@ -74,5 +74,8 @@ func TestLeaseNeverGrantedOnANodeMadeAgainByAnother(t *testing.T) {
 	if gerr == nil && st.EphemeralOwner == other.SessionID() && !closedCh(l.Done()) {
 		t.Errorf("TryAcquire granted a lease on %s (token %#x, Done open) while that node is another session's (czxid %#x)", l.Node(), l.Token(), st.Czxid)
 	}
-	_ = l.Release(context.Background()) // whether it deletes the other's node: DeleteCreated's own test
+	rerr := l.Release(context.Background())
+	if ok, _, err := obs.Exists(node); err == nil && !ok {
+		t.Errorf("Release (%v) deleted the other session's node", rerr)
+	}
 }

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
 	"github.com/zkrecipes/zkrecipes/internal/lockcore"
@@ -238,7 +236,7 @@ func (s *Semaphore) one(lw *leaseWait, wait bool, m *mutex.Mutex, lim *limits) (
 	if err != nil {
 		return nil, err
 	}
-	l := &Lease{sem: s, a: lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid}}
+	l := &Lease{sem: s, a: lockcore.Acquired{Path: created.Path, Session: created.Session, Token: created.Czxid, Unique: true}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -262,9 +260,9 @@ func (s *Semaphore) one(lw *leaseWait, wait bool, m *mutex.Mutex, lim *limits) (
 			// Granted. The node's watch ends the lease if someone else
 			// deletes the node; its hold starts once the locks mutex is
 			// released.
-			_, stat, own, err := s.client.GetWatch(ctx, created.Path)
-			if errors.Is(err, zk.ErrNoNode) || err == nil && stat.Czxid != created.Czxid {
-				return nil, errtext.Errorf("%w: lease node %s is gone", ErrLeaseLost, created.Path)
+			own, err := lockcore.WatchOwn(ctx, s.client, created.Path, created.Czxid)
+			if errors.Is(err, lockcore.ErrNodeGone) {
+				return nil, errtext.Errorf("%w: %v", ErrLeaseLost, err)
 			}
 			if err != nil {
 				return nil, err
