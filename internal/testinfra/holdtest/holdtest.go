@@ -26,6 +26,7 @@ import (
 	"path"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -479,7 +480,17 @@ func participantsOfOneClient(t *testing.T, ens *zktest.Ensemble, k Kind) {
 // participant cannot take the hold.
 func lostReleaseAnswer(t *testing.T, ens *zktest.Ensemble, k Kind) {
 	p := ens.Proxy(t)
-	ac := testkit.Open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second))
+	// The answers are dropped from the release's delete on: a release may
+	// read its node first (DeleteCreated), and that read must be answered
+	// for the delete to be sent at all.
+	var dropping atomic.Bool
+	drop := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Op == "delete" && dropping.Load() {
+			p.DropReplies()
+		}
+		return nil
+	}}
+	ac := testkit.Open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second), connection.WithObserver(drop))
 	bc := testkit.Open(t, ens.Servers())
 	obs := ens.Conn(t)
 	ctx := testkit.Ctx(t, time.Minute)
@@ -488,7 +499,7 @@ func lostReleaseAnswer(t *testing.T, ens *zktest.Ensemble, k Kind) {
 	h, release := take(ctx, t, a)
 	sess, n := ac.Session(), node(ac, h)
 
-	p.DropReplies()
+	dropping.Store(true)
 	released := make(chan error, 1)
 	go func() {
 		rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
