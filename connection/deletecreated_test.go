@@ -1,6 +1,9 @@
 package connection_test
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,5 +122,103 @@ func TestDeleteCreatedNeverDeletesANodeMadeAgainThatItsServerHasNotSeen(t *testi
 	}
 	if !ok || st.EphemeralOwner != other.SessionID() {
 		t.Errorf("DeleteCreated(czxid %#x) = %v deleted the node another session made at %s after ours was deleted (exists %v)", mine, derr, p, ok)
+	}
+}
+
+// TestDeleteCreatedNeverResendsADeleteWhoseAnswerWasLost: DeleteCreated's
+// delete applies and its answer is lost; before the client reconnects,
+// another session makes a node at the path, at the same version (0). The
+// retry must prove the node before it deletes: the other's node stays.
+func TestDeleteCreatedNeverResendsADeleteWhoseAnswerWasLost(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	p := ens.Root(t) + "/n"
+	proxy := ens.Proxy(t)
+	obs := ens.Conn(t)
+	other := ens.Conn(t)
+	var armed atomic.Bool
+	made := make(chan error, 1)
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Op != "delete" || r.Path != p || !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		proxy.DropReplies()
+		go func() {
+			defer proxy.Restore()
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				if ok, _, err := obs.Exists(p); err == nil && !ok {
+					_, err := other.Create(p, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+					made <- err
+					return
+				}
+			}
+			made <- errors.New("the delete never applied")
+		}()
+		return nil
+	}}
+	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	if err := <-made; err != nil {
+		t.Fatal(err)
+	}
+	ok, got, err := obs.Exists(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || got.EphemeralOwner != other.SessionID() {
+		t.Errorf("DeleteCreated = %v: the node another session made after the lost answer is gone (exists %v)", derr, ok)
+	}
+}
+
+// TestDeleteCreatedDeletesItsNodeWrittenBetweenItsReadAndItsDelete: a
+// write to the node (a revocation's) lands between DeleteCreated's read
+// and its delete at the version read. The delete fails with BadVersion;
+// DeleteCreated must read again and delete its node, and report nil.
+func TestDeleteCreatedDeletesItsNodeWrittenBetweenItsReadAndItsDelete(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	p := ens.Root(t) + "/n"
+	obs := ens.Conn(t)
+	var armed atomic.Bool
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Op != "exists" || r.Path != p || !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		return func(connection.RequestDone) {
+			if _, err := obs.Set(p, []byte("__REVOKE__"), -1); err != nil {
+				t.Errorf("the write between the read and the delete: %v", err)
+			}
+		}
+	}}
+	c := open(t, ens.Servers(), connection.WithObserver(observer))
+	ctx := ctxFor(t, 20*time.Second)
+	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	if armed.Load() {
+		t.Fatal("DeleteCreated sent no exists: not the case under test")
+	}
+	ok, _, err := obs.Exists(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if derr != nil || ok {
+		t.Errorf("DeleteCreated after a write between its read and its delete = %v, node still there %v", derr, ok)
 	}
 }
