@@ -191,7 +191,7 @@ func TestDeleteCreatedDeletesItsNodeWrittenBetweenItsReadAndItsDelete(t *testing
 	obs := ens.Conn(t)
 	var armed atomic.Bool
 	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-		if r.Op != "exists" || r.Path != p || !armed.CompareAndSwap(true, false) {
+		if r.Op != "getData" || r.Path != p || !armed.CompareAndSwap(true, false) {
 			return nil
 		}
 		return func(connection.RequestDone) {
@@ -212,7 +212,7 @@ func TestDeleteCreatedDeletesItsNodeWrittenBetweenItsReadAndItsDelete(t *testing
 	armed.Store(true)
 	derr := c.DeleteCreated(ctx, p, st.Czxid)
 	if armed.Load() {
-		t.Fatal("DeleteCreated sent no exists: not the case under test")
+		t.Fatal("DeleteCreated sent no read: not the case under test")
 	}
 	ok, _, err := obs.Exists(p)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/internal/conntypes"
 	"github.com/zkrecipes/zkrecipes/internal/errtext"
+	"github.com/zkrecipes/zkrecipes/internal/wire"
 	"github.com/zkrecipes/zkrecipes/retry"
 )
 
@@ -130,7 +131,7 @@ func (c *Client) deleteClaimLater(sess *Session, path string, data []byte) {
 	c.background(sess, func(ctx context.Context, zc *zk.Conn) error {
 		return c.deleteIf(ctx, zc, sess, sp, func(got []byte, stat *zk.Stat) bool {
 			return stat.EphemeralOwner == sess.ID() && bytes.Equal(got, data)
-		})
+		}, nil)
 	})
 }
 
@@ -142,11 +143,12 @@ func (c *Client) deleteClaimLater(sess *Session, path string, data []byte) {
 // only if it is the one created at czxid: a node at the path may be
 // another's — ours deleted by someone outside the recipe, and another
 // session's made since at the same path — and a delete without that read
-// would take it. What the read cannot rule out is a node deleted and made
-// again, at the same version, between the read and the delete: both by
-// others, within one round trip. After a lost answer the delete is never
-// sent again blind: a retry makes the server catch up (sync) before it
-// reads.
+// would take it. The read follows a sync, sent ahead of it in the same
+// round trip, so that a server behind the leader does not show ours still
+// there. What the read cannot rule out is a node deleted and made again,
+// at the same version, between the read and the delete: both by others,
+// within one round trip. After a lost answer the delete is never sent
+// again blind: it is read again the same way.
 //
 // It returns nil once that node is gone — deleted here, by an attempt
 // whose answer was lost, or by anyone since — and an error matching
@@ -157,7 +159,7 @@ func (c *Client) DeleteCreated(ctx context.Context, path string, czxid int64) er
 
 // deleteUnique is DeleteCreated for a node whose name nobody makes again —
 // a sequential name, or one carrying a protected create's GUID — whose
-// first attempt is a plain delete, a round trip less. While a node of this
+// first attempt is a plain delete, two requests less. While a node of this
 // session is at the path, no other client can create one there, and only
 // the participant that owns it deletes it; so the first attempt deletes
 // that node, unless somebody else deleted it and made one again by hand at
@@ -177,21 +179,12 @@ func (c *Client) deleteCreated(ctx context.Context, path string, czxid int64, un
 		attempt++
 		switch {
 		case attempt > 1:
-			return c.deleteIf(ctx, zc, nil, sp, createdAt(czxid))
+			return c.deleteIf(ctx, zc, nil, sp, createdAt(czxid), nil)
 		case unique:
 			return c.run(ctx, tracedErr(c, ctx, zc, "delete", sp, func() error { return zc.Delete(sp, -1) }))
 		}
-		n, err := value(c, ctx, traced(c, ctx, zc, "exists", sp, false, func() (n node, err error) {
-			n.exists, n.stat, err = zc.Exists(sp)
-			return
-		}))
-		if err != nil {
-			return err
-		}
-		if !n.exists || n.stat.Czxid != czxid {
-			return errtext.Errorf("connection: delete %s: %w (no node created at %#x)", path, zk.ErrNoNode, czxid)
-		}
-		return c.deleteAt(ctx, zc, nil, sp, n.stat)
+		return c.deleteIf(ctx, zc, nil, sp, createdAt(czxid),
+			errtext.Errorf("connection: delete %s: %w (no node created at %#x)", path, zk.ErrNoNode, czxid))
 	})
 }
 
@@ -201,36 +194,96 @@ func createdAt(czxid int64) func([]byte, *zk.Stat) bool {
 }
 
 // deleteIf deletes server path sp if the node there is the one ours says
-// it is, at the version read; nil when it is gone or another's. A sync
-// first makes the server catch up with the leader, so that the read sees
-// a write of ours whose answer was lost. With sess, errors are mapped as
-// in sess (a lost session is final); without, the caller's call does it.
-func (c *Client) deleteIf(ctx context.Context, zc *zk.Conn, sess *Session, sp string, ours func([]byte, *zk.Stat) bool) error {
+// it is, at the version read; when it is gone or another's it returns
+// missing (nil: nothing of ours left is done). The read is synced
+// (syncedRead): it sees a write of ours whose answer was lost, and a
+// deletion the server it is sent to has not applied yet. With sess, errors
+// are mapped as in sess (a lost session is final); without, the caller's
+// call does it.
+func (c *Client) deleteIf(ctx context.Context, zc *zk.Conn, sess *Session, sp string, ours func([]byte, *zk.Stat) bool, missing error) error {
 	mapped := func(err error) error {
 		if sess != nil {
 			return c.opErr(sess, err)
 		}
 		return err
 	}
-	if err := c.run(ctx, tracedErr(c, ctx, zc, "sync", sp, func() error { _, err := zc.Sync(sp); return err })); err != nil && !errors.Is(err, zk.ErrNoNode) {
-		return mapped(err)
-	}
-	got, stat, err := value2(c, ctx, func() ([]byte, *zk.Stat, error) {
-		t := c.sent(ctx, zc, "getData", sp, false, 0)
-		data, stat, err := zc.Get(sp)
-		t.answered(err, 0)
-		return data, stat, err
+	var (
+		got  []byte
+		stat *zk.Stat
+	)
+	err := c.syncedRead(ctx, zc, sp, func() (err error) {
+		got, stat, err = value2(c, ctx, func() ([]byte, *zk.Stat, error) {
+			t := c.sent(ctx, zc, "getData", sp, false, 0)
+			data, stat, err := zc.Get(sp)
+			t.answered(err, 0)
+			return data, stat, err
+		})
+		return err
 	})
 	if errors.Is(err, zk.ErrNoNode) {
-		return nil
+		return missing
 	}
 	if err != nil {
 		return mapped(err)
 	}
 	if !ours(got, stat) {
-		return nil // ours went, or never was: this one is another's
+		return missing // ours went, or never was: this one is another's
 	}
 	return c.deleteAt(ctx, zc, sess, sp, stat)
+}
+
+// syncedRead runs read, a read of server path sp on handle zc, behind a
+// sync: the server answers a session's requests in order, and a read
+// after a sync once it has caught up with the leader. The sync goes
+// through the wire client, and read is queued as the sync is written, so
+// both take one round trip and go on the same connection — unless that
+// connection fails before the read is written, when the sync is never
+// answered: the outcome is then the sync's failure, and the caller's call
+// retries. Without the wire client (zc no longer the client's handle) the
+// sync is a request of its own, answered before read is sent.
+func (c *Client) syncedRead(ctx context.Context, zc *zk.Conn, sp string, read func() error) error {
+	blocking := func() error {
+		err := c.run(ctx, tracedErr(c, ctx, zc, "sync", sp, func() error { _, err := zc.Sync(sp); return err }))
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		return read()
+	}
+	tr := c.trackerOf(zc)
+	if tr == nil {
+		return blocking()
+	}
+	written := make(chan struct{})
+	synced := make(chan error, 1)
+	req := wire.EncodeSync(sp)
+	traced, notSent := c.tracedWire(ctx, tr.SessionID(), "sync", sp, false, req, func(_ int64, code int32, _ []byte, err error) {
+		if err == nil && code != 0 {
+			if err = wire.ReplyErr(code); errors.Is(err, zk.ErrNoNode) {
+				err = nil // a sync of a path gone still catches the server up
+			}
+		}
+		synced <- err
+	})
+	if err := tr.SendWritten(tr.SessionID(), req, func() { close(written) }, traced); err != nil {
+		notSent(err)
+		return blocking()
+	}
+	select {
+	case <-written:
+	case err := <-synced:
+		return err // dropped before its turn: the connection failed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := read(); err != nil {
+		return err
+	}
+	select {
+	case err := <-synced:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // deleteAt deletes server path sp at the version of stat, the node just

@@ -341,7 +341,7 @@ func (c *Client) guaranteedDelete(sess *Session, path string, czxid int64) {
 			// At the version read: a write since (a revocation, say)
 			// makes the delete fail with BadVersion, and the node is
 			// read again.
-			return c.deleteIf(ctx, zc, sess, sp, createdAt(czxid))
+			return c.deleteIf(ctx, zc, sess, sp, createdAt(czxid), nil)
 		}
 		err := c.run(ctx, tracedErr(c, ctx, zc, "delete", sp, func() error { return zc.Delete(sp, -1) }))
 		if errors.Is(err, zk.ErrNoNode) {

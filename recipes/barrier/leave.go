@@ -186,23 +186,16 @@ func (d *Double) deleteOwn(ctx context.Context, m *member) error {
 // Curator, so that one that dies as it leaves does not leave the next
 // round open. A failure is only logged: the other members try too.
 //
-// The read and the delete are two requests: if, between them, the node
-// is deleted and the next round's is made (which needs that round's
-// members to have arrived, this one not among them), the delete, at the
-// version read, removes the new one. Curator's members delete ready with
-// no check at all.
+// The node is deleted only if it has that czxid (DeleteCreated, which
+// says what its read cannot rule out: the node deleted and the next
+// round's made, at the same version, between its read and its delete).
+// Curator's members delete ready with no check at all.
 func (d *Double) dropReady(ctx context.Context, czxid int64) {
 	if czxid == 0 {
 		return
 	}
-	ok, stat, err := d.client.Exists(ctx, d.ready)
-	if err == nil && (!ok || stat.Czxid != czxid) {
-		return
-	}
-	if err == nil {
-		err = d.client.Delete(ctx, d.ready, stat.Version)
-	}
-	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+	err := d.client.DeleteCreated(ctx, d.ready, czxid)
+	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		connx.Of(d.client).Logger().Warn("barrier: ready node not deleted", "path", d.path, "child", d.ready, "error", err)
 	}
 }

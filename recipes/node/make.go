@@ -154,10 +154,10 @@ func (w *worker) check(sess *connection.Session) (*connection.Watch, error) {
 		return nil, nil
 	case stale:
 		// Ours from an earlier session: it would go when the server
-		// expires that session; delete it now (nobody else makes this
-		// name) and make the node again.
-		err := n.client.Delete(w.pin(sess), w.own.path, stat.Version)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) && !errors.Is(err, connection.ErrOutcomeUnknown) {
+		// expires that session; delete it now, and no node made at the
+		// path since (DeleteCreated), and make the node again.
+		err := n.client.DeleteCreated(w.pin(sess), w.own.path, stat.Czxid)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrOutcomeUnknown) {
 			return nil, err
 		}
 		return nil, nil

@@ -143,34 +143,14 @@ func (n *Node) release(ctx context.Context, h held) error {
 }
 
 // deleteOwn deletes the node at p if it is the one created at czxid, and
-// no other: after a sync (the server catches up with the leader), it reads
-// the node and deletes it at the version read. Someone else may have
-// deleted ours and made another at the path — a delete sent blind would
-// remove theirs; connection.DeleteCreated sends its first attempt blind
-// (right for a lock's node, which nobody else deletes), so it is not used
-// here. A delete whose answer was lost is read again, never sent blind.
+// no other (connection.DeleteCreated: a synced read, then a delete at the
+// version read; after a lost answer, read again, never sent blind).
+// Someone else may have deleted ours and made another at the path: that
+// one is left, and nothing of ours is left to delete.
 func (n *Node) deleteOwn(ctx context.Context, p string, czxid int64) error {
-	for {
-		if err := n.client.Sync(ctx, p); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		_, stat, err := n.client.Get(ctx, p)
-		if errors.Is(err, zk.ErrNoNode) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if stat.Czxid != czxid {
-			return nil // ours is gone; this one is another's
-		}
-		err = n.client.Delete(ctx, p, stat.Version)
-		switch {
-		case err == nil, errors.Is(err, zk.ErrNoNode):
-			return nil // deleted, by this delete or (after a lost answer) by anyone
-		case errors.Is(err, zk.ErrBadVersion), errors.Is(err, connection.ErrOutcomeUnknown) && !errors.Is(err, connection.ErrSessionLost) && ctx.Err() == nil:
-			continue // changed meanwhile, or the answer was lost: read again
-		}
-		return err
+	err := n.client.DeleteCreated(ctx, p, czxid)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil // ours is gone; any node there is another's
 	}
+	return err
 }
