@@ -120,7 +120,10 @@ func (c *Client) Set(ctx context.Context, path string, data []byte, version int3
 // that finds the node gone reports zk.ErrNoNode: the first attempt may have
 // deleted it. It is never re-sent in another session: if the session ends
 // first, the error wraps ErrSessionLost, and whether the node was deleted
-// is unknown (an ephemeral node went with its session in any case).
+// is unknown (an ephemeral node went with its session in any case). A
+// retry deletes whatever node is at the path then, at that version: where
+// others may make a node at the path after the first attempt applied, use
+// DeleteCreated, which deletes only the node created at a given czxid.
 func (c *Client) Delete(ctx context.Context, path string, version int32) error {
 	return c.call(ctx, "delete", path, inSession, func(ctx context.Context, zc *zk.Conn) error {
 		sp := c.server(path)
