@@ -2,7 +2,6 @@ package connection_test
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,7 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkrecipes/zkrecipes/connection"
-	"github.com/zkrecipes/zkrecipes/testing/zktest"
+	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
 )
 
 // TestDeleteCreatedNeverDeletesANodeMadeAgainByAnother: a node made by
@@ -56,22 +55,14 @@ func TestDeleteCreatedNeverDeletesANodeMadeAgainByAnother(t *testing.T) {
 // client's node and another session makes a node again at the same path,
 // both on the leader; the follower has not applied them yet. DeleteCreated
 // with the czxid of the client's node must leave the other session's node
-// alone. Its first attempt reads the node on the follower without a sync,
-// finds the old node (its czxid, version 0) and deletes at version 0 —
-// which, on the leader, is the other session's new node. The window is the
-// follower's lag, not "one round trip" (DeleteCreated's doc); deleteIf and
-// recipes/node's deleteOwn sync before they read.
+// alone: a read on the follower alone would still show the client's node,
+// at the version the other's has (0).
 func TestDeleteCreatedNeverDeletesANodeMadeAgainThatItsServerHasNotSeen(t *testing.T) {
-	zktest.SkipIfShort(t)
 	t.Parallel()
-	ens := zktest.Start(t, zktest.WithServers(3), zktest.WithSyncLimit(20*time.Second), zktest.WithServerPartitions())
-	ens.RequireFaults(t)
-	leader := ens.MustLeader(t)
-	follower := (leader + 1) % 3
-	addrs := ens.Servers()
+	ens := testkit.NewLagging(t)
 	p := ens.Root(t) + "/n"
 	ctx := ctxFor(t, time.Minute)
-	c := open(t, addrs[follower:follower+1], connection.WithSessionTimeout(10*time.Second))
+	c := open(t, ens.Follower, connection.WithSessionTimeout(10*time.Second))
 	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
 		t.Fatal(err)
 	}
@@ -80,23 +71,9 @@ func TestDeleteCreatedNeverDeletesANodeMadeAgainThatItsServerHasNotSeen(t *testi
 		t.Fatal(err)
 	}
 	mine := st.Czxid
-	onLeader := func() *zk.Conn {
-		conn, err := zktest.Connect(addrs[leader:leader+1], 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(conn.Close)
-		return conn
-	}
-	operator, other := onLeader(), onLeader()
-	if _, _, err := other.Exists("/"); err != nil { // connected
-		t.Fatal(err)
-	}
+	operator, other := ens.OnLeader(t), ens.OnLeader(t)
 	const lag = 300 * time.Millisecond
-	if err := ens.DelayServerLinks(lag); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ens.DelayServerLinks(0) })
+	ens.Lag(t, lag)
 	if err := operator.Delete(p, -1); err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +87,7 @@ func TestDeleteCreatedNeverDeletesANodeMadeAgainThatItsServerHasNotSeen(t *testi
 	if err := <-made; err != nil {
 		t.Fatalf("the other session's create: %v", err)
 	}
-	if err := ens.DelayServerLinks(0); err != nil {
-		t.Fatal(err)
-	}
+	ens.Lag(t, 0)
 	if _, err := operator.Sync(p); err != nil {
 		t.Fatal(err)
 	}
@@ -137,27 +112,8 @@ func TestDeleteCreatedNeverResendsADeleteWhoseAnswerWasLost(t *testing.T) {
 	proxy := ens.Proxy(t)
 	obs := ens.Conn(t)
 	other := ens.Conn(t)
-	var armed atomic.Bool
-	made := make(chan error, 1)
-	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-		if r.Op != "delete" || r.Path != p || !armed.CompareAndSwap(true, false) {
-			return nil
-		}
-		proxy.DropReplies()
-		go func() {
-			defer proxy.Restore()
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				if ok, _, err := obs.Exists(p); err == nil && !ok {
-					_, err := other.Create(p, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-					made <- err
-					return
-				}
-			}
-			made <- errors.New("the delete never applied")
-		}()
-		return nil
-	}}
-	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	lost := testkit.NewLostDelete(proxy, obs, other, p)
+	c := open(t, proxy.Servers(), connection.WithObserver(lost.Observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
 	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
 		t.Fatal(err)
@@ -166,11 +122,9 @@ func TestDeleteCreatedNeverResendsADeleteWhoseAnswerWasLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	armed.Store(true)
+	lost.Arm()
 	derr := c.DeleteCreated(ctx, p, st.Czxid)
-	if err := <-made; err != nil {
-		t.Fatal(err)
-	}
+	lost.Made(t)
 	ok, got, err := obs.Exists(p)
 	if err != nil {
 		t.Fatal(err)

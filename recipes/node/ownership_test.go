@@ -1,11 +1,7 @@
 package node_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -263,10 +259,9 @@ func TestCloseLeavesNodeMadeAgainBySomeoneElse(t *testing.T) {
 // Node's node is at a fixed path. Close reads it and deletes it at the
 // version read; that delete applies and its answer is lost. Before the
 // client reconnects, another session makes its own node at the path (as a
-// replacement instance of a service would). Close must leave it: a delete
-// whose answer was lost is "read again, never sent blind" (deleteOwn).
-// client.Delete retries it in the same session on its own, at the same
-// version (0), which the other session's node has too.
+// replacement instance of a service would), at the same version (0).
+// Close must leave it: a delete whose answer was lost is read again, never
+// sent again blind.
 func TestCloseNeverDeletesANodeMadeAgainAfterItsDeleteAppliedUnanswered(t *testing.T) {
 	t.Parallel()
 	ens := shared.Ensemble(t)
@@ -275,54 +270,14 @@ func TestCloseNeverDeletesANodeMadeAgainAfterItsDeleteAppliedUnanswered(t *testi
 	proxy := ens.Proxy(t)
 	obs := ens.Conn(t)
 	other := ens.Conn(t)
-	var (
-		armed atomic.Bool
-		made  = make(chan error, 1)
-		mu    sync.Mutex
-		sent  []string // the requests on p after Close began
-	)
-	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-		if r.Path == p {
-			mu.Lock()
-			sent = append(sent, fmt.Sprintf("%s#%d", r.Op, r.Attempt))
-			mu.Unlock()
-		}
-		if r.Op != "delete" || r.Path != p || !armed.CompareAndSwap(true, false) {
-			return nil
-		}
-		proxy.DropReplies() // the delete applies; its answer is lost
-		go func() {
-			defer proxy.Restore()
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-				if ok, _, err := obs.Exists(p); err == nil && !ok {
-					_, err := other.Create(p, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-					made <- err
-					return
-				}
-			}
-			made <- errors.New("the Node's delete never applied")
-		}()
-		return nil
-	}}
-	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	lost := testkit.NewLostDelete(proxy, obs, other, p)
+	c := open(t, proxy.Servers(), connection.WithObserver(lost.Observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
 	n := createdNode(t, c, p, []byte("ours"))
-	mu.Lock()
-	sent = nil
-	mu.Unlock()
-	armed.Store(true)
+	lost.Arm()
 	cerr := n.Close(ctx)
-	select {
-	case err := <-made:
-		if err != nil {
-			t.Fatalf("the other session's create: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the Node's delete was never sent")
-	}
+	lost.Made(t)
 	if _, st := get(t, obs, p); st == nil || st.EphemeralOwner != other.SessionID() {
-		mu.Lock()
-		defer mu.Unlock()
-		t.Errorf("Close (%v) deleted the node another session made at %s after its own delete applied (requests sent: %v)", cerr, p, sent)
+		t.Errorf("Close (%v) deleted the node another session made at %s after its own delete applied (requests sent: %v)", cerr, p, lost.Sent())
 	}
 }
