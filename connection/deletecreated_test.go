@@ -2,6 +2,10 @@ package connection_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
+	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
 // TestDeleteCreatedNeverDeletesANodeMadeAgainByAnother: a node made by
@@ -145,7 +150,7 @@ func TestDeleteCreatedDeletesItsNodeWrittenBetweenItsReadAndItsDelete(t *testing
 	obs := ens.Conn(t)
 	var armed atomic.Bool
 	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-		if r.Op != "getData" || r.Path != p || !armed.CompareAndSwap(true, false) {
+		if r.Op != "exists" || r.Path != p || !armed.CompareAndSwap(true, false) {
 			return nil
 		}
 		return func(connection.RequestDone) {
@@ -175,4 +180,267 @@ func TestDeleteCreatedDeletesItsNodeWrittenBetweenItsReadAndItsDelete(t *testing
 	if derr != nil || ok {
 		t.Errorf("DeleteCreated after a write between its read and its delete = %v, node still there %v", derr, ok)
 	}
+}
+
+// slowDone is a context whose Done, once armed, takes a while to answer:
+// a caller's context may do work in Done, and a goroutine may be
+// descheduled anywhere (the OS preempts it, a busy machine runs others).
+type slowDone struct {
+	context.Context
+	armed *atomic.Bool
+	delay time.Duration
+}
+
+func (c slowDone) Done() <-chan struct{} {
+	if c.armed.CompareAndSwap(true, false) {
+		time.Sleep(c.delay)
+	}
+	return c.Context.Done()
+}
+
+// TestDeleteCreatedReadsTheNodeWhenItsSyncIsAnsweredBeforeItLooks: the
+// goroutine that sent DeleteCreated's sync is slow to look at it again
+// (here its context's Done takes 100ms, as a descheduled goroutine would):
+// by then the sync was written and answered. DeleteCreated must still
+// read the node before it deletes it, and delete it: no panic, no delete
+// of a node never read.
+func TestDeleteCreatedReadsTheNodeWhenItsSyncIsAnsweredBeforeItLooks(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	var armed atomic.Bool
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Op == "sync" && strings.HasPrefix(r.Path, root) {
+			armed.Store(true) // the next Done is the one syncedRead's select calls
+		}
+		return nil
+	}}
+	c := open(t, ens.Servers(), connection.WithObserver(observer))
+	base := ctxFor(t, 60*time.Second)
+	for i := 0; i < 16; i++ {
+		p := fmt.Sprintf("%s/n%d", root, i)
+		if _, err := c.Create(base, p, []byte("mine"), connection.Ephemeral); err != nil {
+			t.Fatal(err)
+		}
+		_, st, err := c.Get(base, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var derr error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Fatalf("DeleteCreated, its sync answered before its goroutine looked (try %d): panic: %v", i, r)
+				}
+			}()
+			derr = c.DeleteCreated(slowDone{base, &armed, 100 * time.Millisecond}, p, st.Czxid)
+		}()
+		armed.Store(false)
+		if derr != nil {
+			t.Fatalf("DeleteCreated (try %d) = %v", i, derr)
+		}
+		if ok, _, err := c.Exists(base, p); err != nil || ok {
+			t.Fatalf("DeleteCreated (try %d) = nil, node still there %v (%v)", i, ok, err)
+		}
+	}
+}
+
+// TestDeleteCreatedNeverDeletesANodeMadeAgainWhileItsDeleteWaitedForAConnection:
+// DeleteCreated read its node (synced) and hands its delete, at the
+// version read, to go-zookeeper just as the connection drops: go-zookeeper
+// keeps a request queued while it reconnects, and sends it on the next
+// connection of the session. Meanwhile an operator deletes the client's
+// node and another session makes one at the path, at the same version
+// (0). The delete must never be written on another connection than the
+// read it was decided on: the other's node stays.
+func TestDeleteCreatedNeverDeletesANodeMadeAgainWhileItsDeleteWaitedForAConnection(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	p := ens.Root(t) + "/n"
+	proxy := ens.Proxy(t)
+	obs := ens.Conn(t)
+	other := ens.Conn(t)
+	var armed atomic.Bool
+	made := make(chan error, 1)
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Op != "delete" || r.Path != p || !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		// The connection drops; the next one is accepted and never
+		// answered, so go-zookeeper waits in its handshake, and queues
+		// the delete.
+		proxy.Cut()
+		proxy.Blackhole()
+		time.Sleep(200 * time.Millisecond)
+		go func() {
+			defer proxy.Restore()
+			time.Sleep(300 * time.Millisecond) // the delete is queued
+			if err := obs.Delete(p, -1); err != nil {
+				made <- fmt.Errorf("the operator's delete: %w", err)
+				return
+			}
+			_, err := other.Create(p, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+			made <- err
+		}()
+		return nil
+	}}
+	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	if err := <-made; err != nil {
+		t.Fatal(err)
+	}
+	ok, got, err := obs.Exists(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || got.EphemeralOwner != other.SessionID() {
+		t.Errorf("DeleteCreated = %v: the node another session made while its delete waited for a connection is gone (exists %v)", derr, ok)
+	}
+}
+
+// TestDeleteCreatedWhoseContextEndedNeverDeletesANodeMadeAgainLater: as
+// above, but the caller's context ends while the connection is down:
+// DeleteCreated returns (its outcome unknown), and the caller moves on.
+// Only then does an operator delete the node and another session make one
+// at the path. Nothing DeleteCreated sent may delete it once the client is
+// back.
+func TestDeleteCreatedWhoseContextEndedNeverDeletesANodeMadeAgainLater(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	p := ens.Root(t) + "/n"
+	proxy := ens.Proxy(t)
+	obs := ens.Conn(t)
+	other := ens.Conn(t)
+	var armed atomic.Bool
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Op != "delete" || r.Path != p || !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		proxy.Cut()
+		proxy.Blackhole()
+		time.Sleep(200 * time.Millisecond)
+		return nil
+	}}
+	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	short, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	derr := c.DeleteCreated(short, p, st.Czxid)
+	cancel()
+	if !errors.Is(derr, context.DeadlineExceeded) {
+		t.Fatalf("DeleteCreated whose context ended while its connection was down = %v, want context.DeadlineExceeded", derr)
+	}
+	// The caller has its answer. Now the operator and the other session.
+	if err := obs.Delete(p, -1); err != nil {
+		t.Fatalf("the operator's delete: %v", err)
+	}
+	if _, err := other.Create(p, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Restore()
+	if _, _, err := c.Exists(ctx, "/"); err != nil { // reconnected
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	ok, got, err := obs.Exists(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || got.EphemeralOwner != other.SessionID() {
+		t.Errorf("DeleteCreated returned %v; after it, the node another session made at %s is gone (exists %v)", derr, p, ok)
+	}
+}
+
+// TestDeleteCreatedTellsTheObserverEachRequestOnceWhenItsConnectionDropsBetweenSyncAndRead:
+// the connection drops after DeleteCreated's sync is sent and as its read
+// is handed to the connection. Every request — the sync that is never
+// answered, the read, the retry's — is told to the observer once, with
+// one outcome; the sync's failure says the connection was lost; and the
+// node is deleted.
+func TestDeleteCreatedTellsTheObserverEachRequestOnceWhenItsConnectionDropsBetweenSyncAndRead(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	p := ens.Root(t) + "/n"
+	proxy := ens.Proxy(t)
+	obs := ens.Conn(t)
+	var (
+		watching atomic.Bool
+		armed    atomic.Bool
+		mu       sync.Mutex
+		log      []string
+		outcomes = map[int]int{}
+		errs     = map[int]error{}
+	)
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if !watching.Load() || r.Path != p {
+			return nil
+		}
+		mu.Lock()
+		i := len(log)
+		log = append(log, fmt.Sprintf("%s#%d", r.Op, r.Attempt))
+		mu.Unlock()
+		if r.Op == "exists" && armed.CompareAndSwap(true, false) {
+			proxy.Cut() // the sync is written, the read not yet
+			proxy.Restore()
+		}
+		return func(d connection.RequestDone) {
+			mu.Lock()
+			outcomes[i]++
+			errs[i] = d.Err
+			mu.Unlock()
+		}
+	}}
+	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching.Store(true)
+	armed.Store(true)
+	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	zktest.Eventually(t, 10*time.Second, "every request told its outcome", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range log {
+			if outcomes[i] != 1 {
+				return fmt.Errorf("%s told %d outcomes (requests %v)", log[i], outcomes[i], log)
+			}
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(log) == 0 || log[0] != "sync#1" {
+		t.Fatalf("requests %v, want the sync first", log)
+	}
+	if !errors.Is(errs[0], zk.ErrConnectionClosed) && errs[0] != nil {
+		t.Errorf("the first sync's outcome = %v, want success or zk.ErrConnectionClosed", errs[0])
+	}
+	if ok, _, err := obs.Exists(p); derr != nil || err != nil || ok {
+		t.Errorf("DeleteCreated across a drop between its sync and its read = %v, node still there %v (%v); requests %v", derr, ok, err, log)
+	}
+	t.Logf("requests %v, outcomes %v", log, errs)
 }

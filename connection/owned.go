@@ -129,9 +129,9 @@ func (c *Client) claimThen(ctx context.Context, path string, data []byte, hooks 
 func (c *Client) deleteClaimLater(sess *Session, path string, data []byte) {
 	sp := c.server(path)
 	c.background(sess, func(ctx context.Context, zc *zk.Conn) error {
-		return c.deleteIf(ctx, zc, sess, sp, func(got []byte, stat *zk.Stat) bool {
+		return c.deleteIf(ctx, zc, sess, sp, owned{data: true, is: func(got []byte, stat *zk.Stat) bool {
 			return stat.EphemeralOwner == sess.ID() && bytes.Equal(got, data)
-		}, nil)
+		}}, nil)
 	})
 }
 
@@ -145,7 +145,9 @@ func (c *Client) deleteClaimLater(sess *Session, path string, data []byte) {
 // session's made since at the same path — and a delete without that read
 // would take it. The read follows a sync, sent ahead of it in the same
 // round trip, so that a server behind the leader does not show ours still
-// there. What the read cannot rule out is a node deleted and made again,
+// there; the delete goes on the connection the read was answered on, or
+// not at all (it is never kept for the next connection, whenever that
+// comes). What the read cannot rule out is a node deleted and made again,
 // at the same version, between the read and the delete: both by others,
 // within one round trip. After a lost answer the delete is never sent
 // again blind: it is read again the same way.
@@ -188,126 +190,157 @@ func (c *Client) deleteCreated(ctx context.Context, path string, czxid int64, un
 	})
 }
 
+// owned tells our node from another at its path: is, given its Stat and,
+// if data, its data (else nil: the read is an exists, whatever the size
+// of the data).
+type owned struct {
+	data bool
+	is   func(data []byte, stat *zk.Stat) bool
+}
+
 // createdAt tells the node created at czxid from any other at its path.
-func createdAt(czxid int64) func([]byte, *zk.Stat) bool {
-	return func(_ []byte, stat *zk.Stat) bool { return stat.Czxid == czxid }
+func createdAt(czxid int64) owned {
+	return owned{is: func(_ []byte, stat *zk.Stat) bool { return stat.Czxid == czxid }}
 }
 
 // deleteIf deletes server path sp if the node there is the one ours says
 // it is, at the version read; when it is gone or another's it returns
-// missing (nil: nothing of ours left is done). The read is synced
-// (syncedRead): it sees a write of ours whose answer was lost, and a
-// deletion the server it is sent to has not applied yet. With sess, errors
-// are mapped as in sess (a lost session is final); without, the caller's
-// call does it.
-func (c *Client) deleteIf(ctx context.Context, zc *zk.Conn, sess *Session, sp string, ours func([]byte, *zk.Stat) bool, missing error) error {
-	mapped := func(err error) error {
-		if sess != nil {
-			return c.opErr(sess, err)
-		}
-		return err
-	}
-	var (
-		got  []byte
-		stat *zk.Stat
-	)
-	err := c.syncedRead(ctx, zc, sp, func() (err error) {
-		got, stat, err = value2(c, ctx, func() ([]byte, *zk.Stat, error) {
-			t := c.sent(ctx, zc, "getData", sp, false, 0)
-			data, stat, err := zc.Get(sp)
-			t.answered(err, 0)
-			return data, stat, err
-		})
-		return err
-	})
-	if errors.Is(err, zk.ErrNoNode) {
-		return missing
-	}
-	if err != nil {
-		return mapped(err)
-	}
-	if !ours(got, stat) {
-		return missing // ours went, or never was: this one is another's
-	}
-	return c.deleteAt(ctx, zc, sess, sp, stat)
-}
-
-// syncedRead runs read, a read of server path sp on handle zc, behind a
-// sync: the server answers a session's requests in order, and a read
-// after a sync once it has caught up with the leader. The sync goes
-// through the wire client, and read is queued as the sync is written, so
-// both take one round trip and go on the same connection — unless that
-// connection fails before the read is written, when the sync is never
-// answered: the outcome is then the sync's failure, and the caller's call
-// retries. Without the wire client (zc no longer the client's handle) the
-// sync is a request of its own, answered before read is sent.
-func (c *Client) syncedRead(ctx context.Context, zc *zk.Conn, sp string, read func() error) error {
-	blocking := func() error {
-		err := c.run(ctx, tracedErr(c, ctx, zc, "sync", sp, func() error { _, err := zc.Sync(sp); return err }))
-		if err != nil && !errors.Is(err, zk.ErrNoNode) {
-			return err
-		}
-		return read()
-	}
-	tr := c.trackerOf(zc)
-	if tr == nil {
-		return blocking()
-	}
-	written := make(chan struct{})
-	synced := make(chan error, 1)
-	req := wire.EncodeSync(sp)
-	traced, notSent := c.tracedWire(ctx, tr.SessionID(), "sync", sp, false, req, func(_ int64, code int32, _ []byte, err error) {
-		if err == nil && code != 0 {
-			if err = wire.ReplyErr(code); errors.Is(err, zk.ErrNoNode) {
-				err = nil // a sync of a path gone still catches the server up
-			}
-		}
-		synced <- err
-	})
-	if err := tr.SendWritten(tr.SessionID(), req, func() { close(written) }, traced); err != nil {
-		notSent(err)
-		return blocking()
-	}
-	select {
-	case <-written:
-	case err := <-synced:
-		return err // dropped before its turn: the connection failed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if err := read(); err != nil {
-		return err
-	}
-	select {
-	case err := <-synced:
-		return err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// deleteAt deletes server path sp at the version of stat, the node just
-// read; a node that changed in between (BadVersion) is read again by the
-// caller's retry. NoNode means it is gone: done.
-func (c *Client) deleteAt(ctx context.Context, zc *zk.Conn, sess *Session, sp string, stat *zk.Stat) error {
-	err := c.run(ctx, tracedErr(c, ctx, zc, "delete", sp, func() error { return zc.Delete(sp, stat.Version) }))
-	switch {
-	case err == nil, errors.Is(err, zk.ErrNoNode):
-		return nil
-	case errors.Is(err, zk.ErrBadVersion):
-		return retry.Again(err)
-	case sess != nil:
+// missing (nil: nothing of ours left is done). With sess, errors are
+// mapped as in sess (a lost session is final); without, the caller's call
+// does it.
+//
+// The sync, the read and the delete go on one connection of the handle
+// (deleteOnLink): the read follows a sync, so that a server behind the
+// leader does not show ours still there after someone deleted it, and
+// the delete is never written on another connection than the read it was
+// decided on — go-zookeeper keeps a request through a reconnect and
+// writes it on the next connection, any time later. Without the wire
+// client (zc no longer the client's handle) nothing is sent: the error
+// says the connection was lost, and the caller's call tries again.
+func (c *Client) deleteIf(ctx context.Context, zc *zk.Conn, sess *Session, sp string, ours owned, missing error) error {
+	err := c.deleteOnLink(ctx, zc, sp, ours, missing)
+	if err != nil && sess != nil && !isUnanswered(err) {
 		return c.opErr(sess, err)
 	}
 	return err
 }
 
-// value2 is value for a call with two results.
-func value2[A, B any](c *Client, ctx context.Context, f func() (A, B, error)) (A, B, error) {
-	type pair struct {
-		a A
-		b B
+// awaitConnection returns err, a request refused for want of a
+// connection, once the current session is trusted again (connected), so
+// that the caller's call tries again then rather than at its next
+// backoff; or ctx's error; or err at once when there is no session.
+func (c *Client) awaitConnection(ctx context.Context, err error) error {
+	c.mu.Lock()
+	s := c.session
+	c.mu.Unlock()
+	if s != nil {
+		if _, werr := s.Trusted(ctx); werr != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
-	p, err := value(c, ctx, func() (pair, error) { a, b, err := f(); return pair{a, b}, err })
-	return p.a, p.b, err
+	return err
+}
+
+// linkReply is the answer to a request sent on a wire.Link.
+type linkReply struct {
+	code int32
+	body []byte // a copy
+	err  error  // no answer: the link failed
+}
+
+// deleteOnLink is deleteIf's requests: a sync and a read of sp (a getData
+// if ours needs the data, else an exists) sent together on the handle's
+// current connection (one round trip), then, if the node read is ours, a
+// delete at the version read on that same connection, refused if it has
+// failed since.
+func (c *Client) deleteOnLink(ctx context.Context, zc *zk.Conn, sp string, ours owned, missing error) error {
+	tr := c.trackerOf(zc)
+	if tr == nil {
+		return errtext.Errorf("connection: delete %s: %w", sp, wire.ErrNotConnected)
+	}
+	id := tr.SessionID()
+	link, err := tr.Link(id)
+	if err != nil {
+		return c.awaitConnection(ctx, err)
+	}
+	send := func(op string, req []byte) (<-chan linkReply, error) {
+		ch := make(chan linkReply, 1)
+		traced, notSent := c.tracedWire(ctx, id, op, sp, false, req, func(_ int64, code int32, body []byte, err error) {
+			ch <- linkReply{code: code, body: append([]byte(nil), body...), err: err}
+		})
+		if err := link.Send(req, traced); err != nil {
+			notSent(err)
+			return nil, c.awaitConnection(ctx, err)
+		}
+		return ch, nil
+	}
+	synced, err := send("sync", wire.EncodeSync(sp))
+	if err != nil {
+		return err
+	}
+	op, req := "exists", wire.EncodeExists(sp)
+	if ours.data {
+		op, req = "getData", wire.EncodeGetData(sp)
+	}
+	read, err := send(op, req)
+	if err != nil {
+		return err
+	}
+	var r linkReply
+	select {
+	case r = <-read:
+	case <-ctx.Done():
+		return ctx.Err() // nothing sent that changes anything
+	}
+	// Answered in order: the sync's answer is in.
+	if s := <-synced; s.err != nil {
+		return s.err
+	} else if s.code != 0 && !errors.Is(wire.ReplyErr(s.code), zk.ErrNoNode) {
+		return wire.ReplyErr(s.code)
+	}
+	switch {
+	case r.err != nil:
+		return r.err
+	case r.code != 0:
+		if err := wire.ReplyErr(r.code); !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		return missing
+	}
+	var (
+		data []byte
+		stat *zk.Stat
+	)
+	if ours.data {
+		data, stat, err = wire.DecodeGetData(r.body)
+	} else {
+		stat, err = wire.DecodeExists(r.body)
+	}
+	if err != nil {
+		return errtext.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+	}
+	if !ours.is(data, stat) {
+		return missing // ours went, or never was: this one is another's
+	}
+	deleted, err := send("delete", wire.EncodeDelete(sp, stat.Version))
+	if err != nil {
+		return err // the connection failed since the read: nothing sent
+	}
+	select {
+	case r = <-deleted:
+	case <-ctx.Done():
+		// Sent, or about to be on this connection only: it may apply.
+		return unansweredError{ctx.Err()}
+	}
+	if r.err != nil {
+		return r.err
+	}
+	switch err := wire.ReplyErr(r.code); {
+	case err == nil, errors.Is(err, zk.ErrNoNode):
+		return nil
+	case errors.Is(err, zk.ErrBadVersion):
+		return retry.Again(err) // changed since the read: read again
+	default:
+		return err
+	}
 }

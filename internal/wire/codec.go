@@ -23,6 +23,7 @@ const MaxRequest = 128 << 10
 
 // ZooKeeper opcodes of the requests the tracker encodes.
 const (
+	opDelete    = 2
 	opSync      = 9
 	opMultiRead = 22
 	opError     = -1
@@ -328,4 +329,60 @@ func ReplyErr(code int32) error {
 		return zk.ErrBadArguments
 	}
 	return errtext.Errorf("unknown error: %d", code)
+}
+
+// EncodeExists is an exists request (its xid to be filled) of server path
+// path, without a watch.
+func EncodeExists(path string) []byte {
+	b := make([]byte, 12, 12+4+len(path)+1)
+	binary.BigEndian.PutUint32(b[8:12], opExists)
+	b = appendString(b, path)
+	b = append(b, 0) // watch
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	return b
+}
+
+// DecodeExists reads the body of an exists reply of a node that exists:
+// its Stat.
+func DecodeExists(body []byte) (*zk.Stat, error) {
+	d := &dec{b: body}
+	st := d.stat()
+	if d.bad {
+		return nil, errInjectedProtocol
+	}
+	return st, nil
+}
+
+// EncodeGetData is a getData request (its xid to be filled) of server path
+// path, without a watch.
+func EncodeGetData(path string) []byte {
+	b := make([]byte, 12, 12+4+len(path)+1)
+	binary.BigEndian.PutUint32(b[8:12], opGetData)
+	b = appendString(b, path)
+	b = append(b, 0) // watch
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	return b
+}
+
+// DecodeGetData reads the body of a getData reply: the node's data and
+// its Stat.
+func DecodeGetData(body []byte) (data []byte, stat *zk.Stat, err error) {
+	d := &dec{b: body}
+	data = d.bytes()
+	st := d.stat()
+	if d.bad {
+		return nil, nil, errInjectedProtocol
+	}
+	return append([]byte(nil), data...), st, nil
+}
+
+// EncodeDelete is a delete request (its xid to be filled) of server path
+// path at version (-1: any).
+func EncodeDelete(path string, version int32) []byte {
+	b := make([]byte, 12, 12+4+len(path)+4)
+	binary.BigEndian.PutUint32(b[8:12], opDelete)
+	b = appendString(b, path)
+	b = binary.BigEndian.AppendUint32(b, uint32(version))
+	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
+	return b
 }

@@ -96,6 +96,61 @@ func TestGetChildren2Coding(t *testing.T) {
 	}
 }
 
+// TestGetDataAndDeleteCoding: a getData request without a watch and its
+// reply's data and Stat decoded (a reply cut short is refused); an exists
+// request without a watch and its reply's Stat; a delete request of a
+// path at a version, -1 included.
+func TestGetDataAndDeleteCoding(t *testing.T) {
+	b := EncodeGetData("/n")
+	if int(binary.BigEndian.Uint32(b)) != len(b)-4 || binary.BigEndian.Uint32(b[8:12]) != opGetData {
+		t.Fatal("getData header")
+	}
+	d := &dec{b: b[12:]}
+	if string(d.bytes()) != "/n" || d.take(1)[0] != 0 || len(d.b) != 0 || d.bad {
+		t.Fatal("getData body")
+	}
+	reply := binary.BigEndian.AppendUint32(nil, 4)
+	reply = append(reply, "mine"...)
+	reply = append(reply, stat68(0x42, 0x99, 0)...)
+	data, st, err := DecodeGetData(reply)
+	if err != nil || string(data) != "mine" || st.Czxid != 0x42 || st.EphemeralOwner != 0x99 {
+		t.Fatalf("DecodeGetData: %q %+v %v", data, st, err)
+	}
+	reply[4] = 'X'
+	if string(data) != "mine" {
+		t.Fatal("DecodeGetData's data shares the reply's bytes")
+	}
+	for n := range len(reply) {
+		if _, _, err := DecodeGetData(reply[:n]); err == nil {
+			t.Fatalf("a reply cut at %d of %d decoded", n, len(reply))
+		}
+	}
+	b = EncodeExists("/n")
+	if int(binary.BigEndian.Uint32(b)) != len(b)-4 || binary.BigEndian.Uint32(b[8:12]) != opExists {
+		t.Fatal("exists header")
+	}
+	d = &dec{b: b[12:]}
+	if string(d.bytes()) != "/n" || d.take(1)[0] != 0 || len(d.b) != 0 || d.bad {
+		t.Fatal("exists body")
+	}
+	if st, err := DecodeExists(stat68(0x42, 0x99, 0)); err != nil || st.Czxid != 0x42 || st.EphemeralOwner != 0x99 {
+		t.Fatalf("DecodeExists: %+v %v", st, err)
+	}
+	if _, err := DecodeExists(stat68(0x42, 0x99, 0)[:67]); err == nil {
+		t.Fatal("a Stat cut short decoded")
+	}
+	for _, v := range []int32{-1, 0, 7} {
+		b := EncodeDelete("/n", v)
+		if int(binary.BigEndian.Uint32(b)) != len(b)-4 || binary.BigEndian.Uint32(b[8:12]) != opDelete {
+			t.Fatal("delete header")
+		}
+		d := &dec{b: b[12:]}
+		if string(d.bytes()) != "/n" || d.i32() != v || len(d.b) != 0 || d.bad {
+			t.Fatalf("delete body at version %d", v)
+		}
+	}
+}
+
 // TestReplyErrAsGoZookeeper: a reply's error code is go-zookeeper's error
 // for it: its sentinel for the codes it knows, its text for the others.
 func TestReplyErrAsGoZookeeper(t *testing.T) {

@@ -23,13 +23,17 @@
 //     ReRegister), and keeps the zxids go-zookeeper would read racily;
 //   - sends requests of its own on go-zookeeper's connection — those
 //     go-zookeeper cannot send (a multiRead, a setWatches of the client's
-//     choosing, a sync: EncodeMultiRead, EncodeSetWatches, EncodeSync), and
+//     choosing, a sync: EncodeMultiRead, EncodeSetWatches, EncodeSync),
 //     those the client must not spend a goroutine waiting for (a create2,
-//     a getChildren2: EncodeCreate2, EncodeGetChildren2) — and hands their
-//     replies to a callback before go-zookeeper reads the stream (Send,
-//     SendWritten, Done; ReplyErr maps an error code as go-zookeeper does),
-//     persistent and recursive watches among them (EncodeAddWatch,
-//     EncodeRemoveWatches, EncodeCheckWatches: persistent.go);
+//     a getChildren2: EncodeCreate2, EncodeGetChildren2), and those that
+//     must not outlive their connection (a read and the delete decided on
+//     it, on one Link: EncodeGetData, EncodeDelete; go-zookeeper writes a
+//     request kept through a reconnect on the next connection) — and hands
+//     their replies to a callback before go-zookeeper reads the stream
+//     (Send, SendWritten, Link.Send, Done; ReplyErr maps an error code as
+//     go-zookeeper does), persistent and recursive watches among them
+//     (EncodeAddWatch, EncodeRemoveWatches, EncodeCheckWatches:
+//     persistent.go);
 //   - tells every watch notification, its type and whole path, to
 //     Config.OnNotification before go-zookeeper reads it.
 //

@@ -1,7 +1,10 @@
 package node_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -279,5 +282,63 @@ func TestCloseNeverDeletesANodeMadeAgainAfterItsDeleteAppliedUnanswered(t *testi
 	lost.Made(t)
 	if _, st := get(t, obs, p); st == nil || st.EphemeralOwner != other.SessionID() {
 		t.Errorf("Close (%v) deleted the node another session made at %s after its own delete applied (requests sent: %v)", cerr, p, lost.Sent())
+	}
+}
+
+// TestCloseNeverDeletesANodeMadeAgainWhileItsDeleteWaitedForAConnection:
+// Close reads the Node's node (synced) and hands its delete, at the
+// version read, to the connection just as the connection drops, and the
+// client reconnects only later. Meanwhile an operator deletes the Node's
+// node and another session makes its own at the path (a replacement
+// instance of a service), at the same version (0). No delete of Close's
+// may be written on another connection than its read: the other's node
+// stays.
+func TestCloseNeverDeletesANodeMadeAgainWhileItsDeleteWaitedForAConnection(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	p := ens.Root(t) + "/x"
+	proxy := ens.Proxy(t)
+	obs := ens.Conn(t)
+	other := ens.Conn(t)
+	var armed atomic.Bool
+	made := make(chan error, 1)
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Op != "delete" || r.Path != p || !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		// The connection drops; the next one is accepted and never
+		// answered: go-zookeeper waits in its handshake and queues the
+		// delete.
+		proxy.Cut()
+		proxy.Blackhole()
+		time.Sleep(200 * time.Millisecond)
+		go func() {
+			defer proxy.Restore()
+			time.Sleep(300 * time.Millisecond) // the delete is queued
+			if err := obs.Delete(p, -1); err != nil {
+				made <- fmt.Errorf("the operator's delete: %w", err)
+				return
+			}
+			_, err := other.Create(p, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+			made <- err
+		}()
+		return nil
+	}}
+	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 30*time.Second)
+	n := createdNode(t, c, p, []byte("ours"))
+	armed.Store(true)
+	cerr := n.Close(ctx)
+	select {
+	case err := <-made:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the Node's delete was never sent")
+	}
+	if _, st := get(t, obs, p); st == nil || st.EphemeralOwner != other.SessionID() {
+		t.Errorf("Close (%v) deleted the node another session made at %s while its delete waited for a connection", cerr, p)
 	}
 }
