@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkrecipes/zkrecipes/connection"
 	"github.com/zkrecipes/zkrecipes/internal/testinfra/testkit"
+	"github.com/zkrecipes/zkrecipes/retry"
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
@@ -443,4 +444,319 @@ func TestDeleteCreatedTellsTheObserverEachRequestOnceWhenItsConnectionDropsBetwe
 		t.Errorf("DeleteCreated across a drop between its sync and its read = %v, node still there %v (%v); requests %v", derr, ok, err, log)
 	}
 	t.Logf("requests %v, outcomes %v", log, errs)
+}
+
+// TestDeleteCreatedWhoseContextEndedBeforeItsReadWasWrittenSendsNoDelete:
+// the caller's context ends as DeleteCreated's read is handed to the
+// connection, before it is written, and the goroutine looks at the read's
+// answer only once it is in (its context's Done is slow, as a descheduled
+// goroutine is). The deadline was shorter than the read's reply: no
+// delete may be written after it, and the call must not say that one may
+// have applied (ErrOutcomeUnknown).
+func TestDeleteCreatedWhoseContextEndedBeforeItsReadWasWrittenSendsNoDelete(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	var (
+		armed   atomic.Bool
+		mu      sync.Mutex
+		cur     string
+		cancel  context.CancelFunc
+		ended   bool
+		deletes int // delete requests handed over after the context ended
+	)
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Path != cur {
+			return nil
+		}
+		switch {
+		case r.Op == "exists" && !ended:
+			ended = true
+			cancel()
+			armed.Store(true) // the next Done is the one the read's select calls
+		case r.Op == "delete" && ended:
+			deletes++
+		}
+		return nil
+	}}
+	c := open(t, ens.Servers(), connection.WithObserver(observer))
+	base := ctxFor(t, 60*time.Second)
+	for i := 0; i < 16; i++ {
+		p := fmt.Sprintf("%s/n%d", root, i)
+		if _, err := c.Create(base, p, []byte("mine"), connection.Ephemeral); err != nil {
+			t.Fatal(err)
+		}
+		_, st, err := c.Get(base, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancelCtx := context.WithCancel(base)
+		mu.Lock()
+		cur, cancel, ended, deletes = p, cancelCtx, false, 0
+		mu.Unlock()
+		derr := c.DeleteCreated(slowDone{ctx, &armed, 100 * time.Millisecond}, p, st.Czxid)
+		armed.Store(false)
+		cancelCtx()
+		mu.Lock()
+		n, wasEnded := deletes, ended
+		cur = ""
+		mu.Unlock()
+		if !wasEnded {
+			t.Fatalf("try %d: DeleteCreated sent no read: not the case under test", i)
+		}
+		if n > 0 || errors.Is(derr, connection.ErrOutcomeUnknown) {
+			t.Fatalf("try %d: context ended before DeleteCreated's read was written; it then sent %d delete(s) and returned %v", i, n, derr)
+		}
+	}
+}
+
+// TestDeleteCreatedWhoseReadWasLostWithItsConnectionNeverSaysAWriteMayHaveApplied:
+// the answers to DeleteCreated's sync and read are lost, then the
+// connection drops and the client cannot reconnect before the caller's
+// deadline. No delete was ever sent: the error must not say that one may
+// have applied (ErrOutcomeUnknown), and the node is still there.
+func TestDeleteCreatedWhoseReadWasLostWithItsConnectionNeverSaysAWriteMayHaveApplied(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	p := ens.Root(t) + "/n"
+	proxy := ens.Proxy(t)
+	obs := ens.Conn(t)
+	var (
+		armed, watching atomic.Bool
+		mu              sync.Mutex
+		ops             []string
+	)
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Path != p || !watching.Load() {
+			return nil
+		}
+		mu.Lock()
+		ops = append(ops, fmt.Sprintf("%s#%d", r.Op, r.Attempt))
+		mu.Unlock()
+		if r.Op == "exists" && armed.CompareAndSwap(true, false) {
+			proxy.DropReplies() // the read is written, its answer lost
+			go func() {
+				time.Sleep(200 * time.Millisecond)
+				proxy.Cut() // the connection drops; no other until Restore
+			}()
+		}
+		return nil
+	}}
+	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching.Store(true)
+	armed.Store(true)
+	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	derr := c.DeleteCreated(short, p, st.Czxid)
+	cancel()
+	watching.Store(false)
+	proxy.Restore()
+	mu.Lock()
+	sent := append([]string(nil), ops...)
+	mu.Unlock()
+	for _, op := range sent {
+		if strings.HasPrefix(op, "delete") {
+			t.Fatalf("DeleteCreated sent a delete (requests %v): not the case under test", sent)
+		}
+	}
+	if ok, _, err := obs.Exists(p); err != nil || !ok {
+		t.Fatalf("node gone (%v) though no delete was sent (requests %v)", err, sent)
+	}
+	if errors.Is(derr, connection.ErrOutcomeUnknown) {
+		t.Errorf("DeleteCreated sent no delete (requests %v) and returned %v", sent, derr)
+	}
+}
+
+// TestDeleteCreatedThatSentNothingBeforeCloseNeverSaysAWriteMayHaveApplied:
+// DeleteCreated is called while the client is cut off; it sends nothing
+// and waits for the connection. The client is closed meanwhile: the error
+// is ErrClosed, and must not say that a write may have applied.
+func TestDeleteCreatedThatSentNothingBeforeCloseNeverSaysAWriteMayHaveApplied(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	p := ens.Root(t) + "/n"
+	proxy := ens.Proxy(t)
+	var (
+		watching atomic.Bool
+		mu       sync.Mutex
+		ops      []string
+	)
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Path == p && watching.Load() {
+			mu.Lock()
+			ops = append(ops, fmt.Sprintf("%s#%d", r.Op, r.Attempt))
+			mu.Unlock()
+		}
+		return nil
+	}}
+	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := c.Session()
+	proxy.Cut()
+	defer proxy.Restore()
+	select {
+	case <-sess.Untrusted():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client never saw its connection drop")
+	}
+	watching.Store(true)
+	res := make(chan error, 1)
+	go func() { res <- c.DeleteCreated(ctx, p, st.Czxid) }()
+	time.Sleep(500 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Logf("Close: %v", err)
+	}
+	var derr error
+	select {
+	case derr = <-res:
+	case <-time.After(10 * time.Second):
+		t.Fatal("DeleteCreated never returned after Close")
+	}
+	mu.Lock()
+	sent := append([]string(nil), ops...)
+	mu.Unlock()
+	if len(sent) > 0 {
+		t.Fatalf("DeleteCreated sent %v while cut off: not the case under test", sent)
+	}
+	if !errors.Is(derr, connection.ErrClosed) || errors.Is(derr, connection.ErrOutcomeUnknown) {
+		t.Errorf("DeleteCreated that sent nothing, client closed = %v; want ErrClosed, not ErrOutcomeUnknown", derr)
+	}
+}
+
+// TestDeleteCreatedWhoseOnlyDeleteWasRefusedForItsVersionNeverSaysItMayHaveApplied:
+// a write to the node lands between DeleteCreated's read and its delete;
+// the delete is answered BadVersion (it did not apply), and the caller's
+// context ends before the next read. The one delete sent was answered:
+// the outcome is known, the node is there, and the error must not say
+// that a write may have applied.
+func TestDeleteCreatedWhoseOnlyDeleteWasRefusedForItsVersionNeverSaysItMayHaveApplied(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	p := ens.Root(t) + "/n"
+	obs := ens.Conn(t)
+	var (
+		armed   atomic.Bool
+		mu      sync.Mutex
+		cancel  context.CancelFunc
+		answers []error
+	)
+	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Path != p || !armed.Load() {
+			return nil
+		}
+		switch r.Op {
+		case "exists":
+			return func(connection.RequestDone) {
+				if _, err := obs.Set(p, []byte("__REVOKE__"), -1); err != nil {
+					t.Errorf("the write between the read and the delete: %v", err)
+				}
+			}
+		case "delete":
+			armed.Store(false)
+			return func(d connection.RequestDone) {
+				mu.Lock()
+				answers = append(answers, d.Err)
+				cancelf := cancel
+				mu.Unlock()
+				go func() { time.Sleep(20 * time.Millisecond); cancelf() }()
+			}
+		}
+		return nil
+	}}
+	c := open(t, ens.Servers(), connection.WithObserver(observer))
+	base := ctxFor(t, 20*time.Second)
+	if _, err := c.Create(base, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(base, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancelCtx := context.WithCancel(base)
+	defer cancelCtx()
+	mu.Lock()
+	cancel = cancelCtx
+	mu.Unlock()
+	armed.Store(true)
+	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	mu.Lock()
+	got := append([]error(nil), answers...)
+	mu.Unlock()
+	if len(got) != 1 || !errors.Is(got[0], zk.ErrBadVersion) {
+		t.Fatalf("delete answers %v, want one BadVersion: not the case under test (DeleteCreated = %v)", got, derr)
+	}
+	if ok, _, err := obs.Exists(p); err != nil || !ok {
+		t.Fatalf("node gone (%v) after a delete refused for its version (DeleteCreated = %v)", err, derr)
+	}
+	if errors.Is(derr, connection.ErrOutcomeUnknown) {
+		t.Errorf("DeleteCreated whose one delete was answered BadVersion, then its context ended = %v", derr)
+	}
+}
+
+// TestDeleteCreatedCalledWhileCutOffCompletesPromptlyOnceReconnected: with
+// Curator's recommended backoff (1 s base), DeleteCreated is called while
+// the client is cut off; the cut is short. Once the session is trusted
+// again, the delete must go at once, not after a backoff of the policy's.
+func TestDeleteCreatedCalledWhileCutOffCompletesPromptlyOnceReconnected(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	ens.RequireFaults(t)
+	p := ens.Root(t) + "/n"
+	proxy := ens.Proxy(t)
+	obs := ens.Conn(t)
+	c := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second),
+		connection.WithRetryPolicy(retry.BoundedExponentialBackoff(time.Second, 10, 5*time.Second)))
+	ctx := ctxFor(t, 30*time.Second)
+	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess := c.Session()
+	proxy.Cut()
+	select {
+	case <-sess.Untrusted():
+	case <-time.After(5 * time.Second):
+		proxy.Restore()
+		t.Fatal("the client never saw its connection drop")
+	}
+	res := make(chan error, 1)
+	go func() { res <- c.DeleteCreated(ctx, p, st.Czxid) }()
+	time.Sleep(300 * time.Millisecond)
+	proxy.Restore()
+	if _, err := sess.Trusted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	trusted := time.Now()
+	derr := <-res
+	after := time.Since(trusted)
+	if derr != nil {
+		t.Fatalf("DeleteCreated after a short cut = %v", derr)
+	}
+	if ok, _, err := obs.Exists(p); err != nil || ok {
+		t.Fatalf("DeleteCreated = nil, node still there %v (%v)", ok, err)
+	}
+	if after > 500*time.Millisecond {
+		t.Errorf("DeleteCreated returned %v after the session was trusted again, want it at once (< 500ms)", after.Round(time.Millisecond))
+	}
 }
