@@ -88,7 +88,7 @@ func (c *Client) call(ctx context.Context, what, path string, sc scope, op func(
 		err := c.ensureNamespace(ctx, zc)
 		if err == nil {
 			err = op(ctx, zc)
-			unknown = unknown || noAnswer(err) || isUnanswered(err)
+			unknown = unknown || !isAnswered(err) && (noAnswer(err) || isUnanswered(err))
 		}
 		if noAnswer(err) && c.takeTooLarge(wire.TooLargeKey(what, c.server(path))) {
 			// The answer came and was too long for the client's buffer;
@@ -122,6 +122,25 @@ type unansweredError struct{ err error }
 func (e unansweredError) Error() string { return e.err.Error() }
 
 func (e unansweredError) Unwrap() error { return e.err }
+
+// answeredError marks the error of an attempt that left no write
+// unanswered: what it wrote was answered, or it wrote nothing that
+// changes the tree (a read lost with its connection, a request refused
+// before it was written). The call retries it as the error it wraps says,
+// and never reports ErrOutcomeUnknown for it.
+type answeredError struct{ err error }
+
+func (e answeredError) Error() string { return e.err.Error() }
+
+func (e answeredError) Unwrap() error { return e.err }
+
+func isAnswered(err error) bool {
+	if err == nil {
+		return false
+	}
+	var a answeredError
+	return errors.As(err, &a)
+}
 
 func isUnanswered(err error) bool {
 	if err == nil {

@@ -225,22 +225,6 @@ func (c *Client) deleteIf(ctx context.Context, zc *zk.Conn, sess *Session, sp st
 	return err
 }
 
-// awaitConnection returns err, a request refused for want of a
-// connection, once the current session is trusted again (connected), so
-// that the caller's call tries again then rather than at its next
-// backoff; or ctx's error; or err at once when there is no session.
-func (c *Client) awaitConnection(ctx context.Context, err error) error {
-	c.mu.Lock()
-	s := c.session
-	c.mu.Unlock()
-	if s != nil {
-		if _, werr := s.Trusted(ctx); werr != nil && ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
-	return err
-}
-
 // linkReply is the answer to a request sent on a wire.Link.
 type linkReply struct {
 	code int32
@@ -248,20 +232,57 @@ type linkReply struct {
 	err  error  // no answer: the link failed
 }
 
-// deleteOnLink is deleteIf's requests: a sync and a read of sp (a getData
-// if ours needs the data, else an exists) sent together on the handle's
-// current connection (one round trip), then, if the node read is ours, a
-// delete at the version read on that same connection, refused if it has
-// failed since.
+// errLinkDown is deleteOnce's refusal for want of a connection: a request
+// of its sequence could not be queued on its link, and nothing after it
+// was sent.
+var errLinkDown = errtext.Errorf("connection: no connection for the delete's requests: %w", zk.ErrConnectionClosed)
+
+// deleteOnLink runs deleteOnce, and again as soon as the handle has a
+// connection again each time it found none — not after the retry
+// policy's backoff — until ctx ends, the session does, or the client
+// closes. What it returns before a delete was written, or once one was
+// answered, is marked answered (the call never says ErrOutcomeUnknown for
+// it).
 func (c *Client) deleteOnLink(ctx context.Context, zc *zk.Conn, sp string, ours owned, missing error) error {
-	tr := c.trackerOf(zc)
-	if tr == nil {
-		return errtext.Errorf("connection: delete %s: %w", sp, wire.ErrNotConnected)
+	for {
+		c.mu.Lock()
+		tr, s := c.tr, c.session
+		if c.zc != zc {
+			tr = nil
+		}
+		c.mu.Unlock()
+		if tr == nil || s == nil {
+			// The handle was replaced, or has no session now.
+			return answeredError{errtext.Errorf("connection: delete %s: %w", sp, wire.ErrNotConnected)}
+		}
+		opened := tr.Opened()
+		err := c.deleteOnce(ctx, zc, tr, sp, ours, missing)
+		if !errors.Is(err, errLinkDown) {
+			return err
+		}
+		select {
+		case <-opened:
+		case <-s.Done():
+			return answeredError{err} // the call says the session ended
+		case <-c.stop:
+			return answeredError{ErrClosed}
+		case <-ctx.Done():
+			return answeredError{ctx.Err()}
+		}
 	}
+}
+
+// deleteOnce is deleteIf's requests: a sync and a read of sp (a getData if
+// ours needs the data, else an exists) sent together on the handle's
+// current connection (one round trip), then, if the node read is ours and
+// ctx has not ended, a delete at the version read on that same connection,
+// refused if it has failed since. Only a delete written and not answered
+// is returned unmarked.
+func (c *Client) deleteOnce(ctx context.Context, zc *zk.Conn, tr *wire.Tracker, sp string, ours owned, missing error) error {
 	id := tr.SessionID()
 	link, err := tr.Link(id)
 	if err != nil {
-		return c.awaitConnection(ctx, err)
+		return errLinkDown
 	}
 	send := func(op string, req []byte) (<-chan linkReply, error) {
 		ch := make(chan linkReply, 1)
@@ -270,7 +291,7 @@ func (c *Client) deleteOnLink(ctx context.Context, zc *zk.Conn, sp string, ours 
 		})
 		if err := link.Send(req, traced); err != nil {
 			notSent(err)
-			return nil, c.awaitConnection(ctx, err)
+			return nil, errLinkDown
 		}
 		return ch, nil
 	}
@@ -290,20 +311,20 @@ func (c *Client) deleteOnLink(ctx context.Context, zc *zk.Conn, sp string, ours 
 	select {
 	case r = <-read:
 	case <-ctx.Done():
-		return ctx.Err() // nothing sent that changes anything
+		return answeredError{ctx.Err()} // nothing sent that changes anything
 	}
 	// Answered in order: the sync's answer is in.
 	if s := <-synced; s.err != nil {
-		return s.err
-	} else if s.code != 0 && !errors.Is(wire.ReplyErr(s.code), zk.ErrNoNode) {
-		return wire.ReplyErr(s.code)
+		return answeredError{s.err}
+	} else if serr := wire.ReplyErr(s.code); serr != nil && !errors.Is(serr, zk.ErrNoNode) {
+		return answeredError{serr}
 	}
 	switch {
 	case r.err != nil:
-		return r.err
+		return answeredError{r.err}
 	case r.code != 0:
 		if err := wire.ReplyErr(r.code); !errors.Is(err, zk.ErrNoNode) {
-			return err
+			return answeredError{err}
 		}
 		return missing
 	}
@@ -317,10 +338,13 @@ func (c *Client) deleteOnLink(ctx context.Context, zc *zk.Conn, sp string, ours 
 		stat, err = wire.DecodeExists(r.body)
 	}
 	if err != nil {
-		return errtext.Errorf("%w: %w", zk.ErrConnectionClosed, err)
+		return answeredError{errtext.Errorf("%w: %w", zk.ErrConnectionClosed, err)}
 	}
 	if !ours.is(data, stat) {
 		return missing // ours went, or never was: this one is another's
+	}
+	if err := ctx.Err(); err != nil {
+		return answeredError{err} // the caller gave up before the write
 	}
 	deleted, err := send("delete", wire.EncodeDelete(sp, stat.Version))
 	if err != nil {
@@ -333,14 +357,14 @@ func (c *Client) deleteOnLink(ctx context.Context, zc *zk.Conn, sp string, ours 
 		return unansweredError{ctx.Err()}
 	}
 	if r.err != nil {
-		return r.err
+		return r.err // written, or about to be, and its answer lost
 	}
 	switch err := wire.ReplyErr(r.code); {
 	case err == nil, errors.Is(err, zk.ErrNoNode):
 		return nil
 	case errors.Is(err, zk.ErrBadVersion):
-		return retry.Again(err) // changed since the read: read again
+		return answeredError{retry.Again(err)} // changed since the read: read again
 	default:
-		return err
+		return answeredError{err}
 	}
 }

@@ -177,6 +177,12 @@ func (c *trackedConn) inject(b []byte, r *injected) error {
 // writing of those waiting; c.mu is held.
 func (c *trackedConn) openLocked() {
 	c.open = true
+	c.t.mu.Lock()
+	if c.t.opened != nil {
+		close(c.t.opened)
+		c.t.opened = nil
+	}
+	c.t.mu.Unlock()
 	c.kickLocked()
 }
 

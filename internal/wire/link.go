@@ -23,6 +23,19 @@ func (t *Tracker) Link(session int64) (Link, error) {
 	return Link{c}, nil
 }
 
+// Opened returns a channel closed when a connection of the handle next
+// lets requests be written: what to wait for once a Link's Send was
+// refused. Ask for it before the Link, so that an opening in between is
+// not missed.
+func (t *Tracker) Opened() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.opened == nil {
+		t.opened = make(chan struct{})
+	}
+	return t.opened
+}
+
 // Send queues request b (a whole frame, its xid field to be filled) on l's
 // connection, as Tracker.Send does on the current one; ErrNotConnected
 // once that connection has failed.

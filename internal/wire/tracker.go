@@ -115,6 +115,7 @@ type Tracker struct {
 	closed    bool                      // close was called: no connection, no writer any more
 	writers   sync.WaitGroup            // the connections' writers (flush)
 	injXid    uint32                    // numbers the injected requests
+	opened    chan struct{}             // closed when a connection next lets injected requests be written (Link); nil until asked for
 	seenZxid  atomic.Int64              // the newest zxid of a reply: the next handshake's lastZxidSeen (raiseLastZxid)
 	lastReply atomic.Int64              // the zxid of the last reply read (not the newest: a server behind may answer after one ahead), as go-zookeeper kept it
 	// creds is the most auth requests answered OK on one connection: the
