@@ -154,7 +154,10 @@ func (c *Client) deleteClaimLater(sess *Session, path string, data []byte) {
 //
 // It returns nil once that node is gone — deleted here, by an attempt
 // whose answer was lost, or by anyone since — and an error matching
-// zk.ErrNoNode when the first attempt found no node created at czxid.
+// zk.ErrNoNode when the first attempt found no node created at czxid. Its
+// error matches ErrOutcomeUnknown only when a delete was written and not
+// answered; nothing is written once ctx has ended. Cut off, it waits for
+// the next connection (or ctx, or the session's end) and goes on at once.
 func (c *Client) DeleteCreated(ctx context.Context, path string, czxid int64) error {
 	return c.deleteCreated(ctx, path, czxid, false)
 }
