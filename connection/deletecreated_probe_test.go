@@ -62,16 +62,10 @@ func TestDeleteCreatedWhoseDeleteWasUnansweredWhenItsSessionExpiredSaysSoAndSend
 	}}
 	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	czxid := createOwn(ctx, t, c, p)
 	first.Store(c.Session().ID())
 	armed.Store(true)
-	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	derr := c.DeleteCreated(ctx, p, czxid)
 	if err := <-made; err != nil {
 		t.Fatal(err)
 	}
@@ -151,14 +145,7 @@ func TestManyDeleteCreatedOnOneClientAcrossACutDeleteOnlyTheirOwnAndTellEachRequ
 	czxids := make([]int64, n)
 	for i := range czxids {
 		p := fmt.Sprintf("%s/n%d", root, i)
-		if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-			t.Fatal(err)
-		}
-		_, st, err := c.Get(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		czxids[i] = st.Czxid
+		czxids[i] = createOwn(ctx, t, c, p)
 	}
 	watching.Store(true)
 	errs := make([]error, n)

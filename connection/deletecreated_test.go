@@ -69,14 +69,7 @@ func TestDeleteCreatedNeverDeletesANodeMadeAgainThatItsServerHasNotSeen(t *testi
 	p := ens.Root(t) + "/n"
 	ctx := ctxFor(t, time.Minute)
 	c := open(t, ens.Follower, connection.WithSessionTimeout(10*time.Second))
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mine := st.Czxid
+	mine := createOwn(ctx, t, c, p)
 	operator, other := ens.OnLeader(t), ens.OnLeader(t)
 	const lag = 300 * time.Millisecond
 	ens.Lag(t, lag)
@@ -121,15 +114,9 @@ func TestDeleteCreatedNeverResendsADeleteWhoseAnswerWasLost(t *testing.T) {
 	lost := testkit.NewLostDelete(proxy, obs, other, p)
 	c := open(t, proxy.Servers(), connection.WithObserver(lost.Observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	czxid := createOwn(ctx, t, c, p)
 	lost.Arm()
-	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	derr := c.DeleteCreated(ctx, p, czxid)
 	lost.Made(t)
 	ok, got, err := obs.Exists(p)
 	if err != nil {
@@ -162,15 +149,9 @@ func TestDeleteCreatedDeletesItsNodeWrittenBetweenItsReadAndItsDelete(t *testing
 	}}
 	c := open(t, ens.Servers(), connection.WithObserver(observer))
 	ctx := ctxFor(t, 20*time.Second)
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	czxid := createOwn(ctx, t, c, p)
 	armed.Store(true)
-	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	derr := c.DeleteCreated(ctx, p, czxid)
 	if armed.Load() {
 		t.Fatal("DeleteCreated sent no read: not the case under test")
 	}
@@ -220,13 +201,7 @@ func TestDeleteCreatedReadsTheNodeWhenItsSyncIsAnsweredBeforeItLooks(t *testing.
 	base := ctxFor(t, 60*time.Second)
 	for i := 0; i < 16; i++ {
 		p := fmt.Sprintf("%s/n%d", root, i)
-		if _, err := c.Create(base, p, []byte("mine"), connection.Ephemeral); err != nil {
-			t.Fatal(err)
-		}
-		_, st, err := c.Get(base, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		czxid := createOwn(base, t, c, p)
 		var derr error
 		func() {
 			defer func() {
@@ -234,7 +209,7 @@ func TestDeleteCreatedReadsTheNodeWhenItsSyncIsAnsweredBeforeItLooks(t *testing.
 					t.Fatalf("DeleteCreated, its sync answered before its goroutine looked (try %d): panic: %v", i, r)
 				}
 			}()
-			derr = c.DeleteCreated(slowDone{base, &armed, 100 * time.Millisecond}, p, st.Czxid)
+			derr = c.DeleteCreated(slowDone{base, &armed, 100 * time.Millisecond}, p, czxid)
 		}()
 		armed.Store(false)
 		if derr != nil {
@@ -262,50 +237,15 @@ func TestDeleteCreatedNeverDeletesANodeMadeAgainWhileItsDeleteWaitedForAConnecti
 	proxy := ens.Proxy(t)
 	obs := ens.Conn(t)
 	other := ens.Conn(t)
-	var armed atomic.Bool
-	made := make(chan error, 1)
-	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-		if r.Op != "delete" || r.Path != p || !armed.CompareAndSwap(true, false) {
-			return nil
-		}
-		// The connection drops; the next one is accepted and never
-		// answered, so go-zookeeper waits in its handshake, and queues
-		// the delete.
-		proxy.Cut()
-		proxy.Blackhole()
-		time.Sleep(200 * time.Millisecond)
-		go func() {
-			defer proxy.Restore()
-			time.Sleep(300 * time.Millisecond) // the delete is queued
-			if err := obs.Delete(p, -1); err != nil {
-				made <- fmt.Errorf("the operator's delete: %w", err)
-				return
-			}
-			_, err := other.Create(p, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-			made <- err
-		}()
-		return nil
-	}}
-	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	cut := testkit.NewCutDelete(proxy, obs, other, p)
+	c := open(t, proxy.Servers(), connection.WithObserver(cut.Observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	armed.Store(true)
-	derr := c.DeleteCreated(ctx, p, st.Czxid)
-	if err := <-made; err != nil {
-		t.Fatal(err)
-	}
-	ok, got, err := obs.Exists(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !ok || got.EphemeralOwner != other.SessionID() {
-		t.Errorf("DeleteCreated = %v: the node another session made while its delete waited for a connection is gone (exists %v)", derr, ok)
+	czxid := createOwn(ctx, t, c, p)
+	cut.Arm()
+	derr := c.DeleteCreated(ctx, p, czxid)
+	cut.Made(t)
+	if !ownedBy(t, obs, p, other.SessionID()) {
+		t.Errorf("DeleteCreated = %v: the node another session made while its delete waited for a connection is gone (requests sent: %v)", derr, cut.Sent())
 	}
 }
 
@@ -335,16 +275,10 @@ func TestDeleteCreatedWhoseContextEndedNeverDeletesANodeMadeAgainLater(t *testin
 	}}
 	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	czxid := createOwn(ctx, t, c, p)
 	armed.Store(true)
 	short, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
-	derr := c.DeleteCreated(short, p, st.Czxid)
+	derr := c.DeleteCreated(short, p, czxid)
 	cancel()
 	if !errors.Is(derr, context.DeadlineExceeded) {
 		t.Fatalf("DeleteCreated whose context ended while its connection was down = %v, want context.DeadlineExceeded", derr)
@@ -412,16 +346,10 @@ func TestDeleteCreatedTellsTheObserverEachRequestOnceWhenItsConnectionDropsBetwe
 	}}
 	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	czxid := createOwn(ctx, t, c, p)
 	watching.Store(true)
 	armed.Store(true)
-	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	derr := c.DeleteCreated(ctx, p, czxid)
 	zktest.Eventually(t, 10*time.Second, "every request told its outcome", func() error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -485,18 +413,12 @@ func TestDeleteCreatedWhoseContextEndedBeforeItsReadWasWrittenSendsNoDelete(t *t
 	base := ctxFor(t, 60*time.Second)
 	for i := 0; i < 16; i++ {
 		p := fmt.Sprintf("%s/n%d", root, i)
-		if _, err := c.Create(base, p, []byte("mine"), connection.Ephemeral); err != nil {
-			t.Fatal(err)
-		}
-		_, st, err := c.Get(base, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		czxid := createOwn(base, t, c, p)
 		ctx, cancelCtx := context.WithCancel(base)
 		mu.Lock()
 		cur, cancel, ended, deletes = p, cancelCtx, false, 0
 		mu.Unlock()
-		derr := c.DeleteCreated(slowDone{ctx, &armed, 100 * time.Millisecond}, p, st.Czxid)
+		derr := c.DeleteCreated(slowDone{ctx, &armed, 100 * time.Millisecond}, p, czxid)
 		armed.Store(false)
 		cancelCtx()
 		mu.Lock()
@@ -547,17 +469,11 @@ func TestDeleteCreatedWhoseReadWasLostWithItsConnectionNeverSaysAWriteMayHaveApp
 	}}
 	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	czxid := createOwn(ctx, t, c, p)
 	watching.Store(true)
 	armed.Store(true)
 	short, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-	derr := c.DeleteCreated(short, p, st.Czxid)
+	derr := c.DeleteCreated(short, p, czxid)
 	cancel()
 	watching.Store(false)
 	proxy.Restore()
@@ -602,13 +518,7 @@ func TestDeleteCreatedThatSentNothingBeforeCloseNeverSaysAWriteMayHaveApplied(t 
 	}}
 	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	czxid := createOwn(ctx, t, c, p)
 	sess := c.Session()
 	proxy.Cut()
 	defer proxy.Restore()
@@ -619,7 +529,7 @@ func TestDeleteCreatedThatSentNothingBeforeCloseNeverSaysAWriteMayHaveApplied(t 
 	}
 	watching.Store(true)
 	res := make(chan error, 1)
-	go func() { res <- c.DeleteCreated(ctx, p, st.Czxid) }()
+	go func() { res <- c.DeleteCreated(ctx, p, czxid) }()
 	time.Sleep(500 * time.Millisecond)
 	if err := c.Close(); err != nil {
 		t.Logf("Close: %v", err)
@@ -683,20 +593,14 @@ func TestDeleteCreatedWhoseOnlyDeleteWasRefusedForItsVersionNeverSaysItMayHaveAp
 	}}
 	c := open(t, ens.Servers(), connection.WithObserver(observer))
 	base := ctxFor(t, 20*time.Second)
-	if _, err := c.Create(base, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(base, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	czxid := createOwn(base, t, c, p)
 	ctx, cancelCtx := context.WithCancel(base)
 	defer cancelCtx()
 	mu.Lock()
 	cancel = cancelCtx
 	mu.Unlock()
 	armed.Store(true)
-	derr := c.DeleteCreated(ctx, p, st.Czxid)
+	derr := c.DeleteCreated(ctx, p, czxid)
 	mu.Lock()
 	got := append([]error(nil), answers...)
 	mu.Unlock()
@@ -725,13 +629,7 @@ func TestDeleteCreatedCalledWhileCutOffCompletesPromptlyOnceReconnected(t *testi
 	c := open(t, proxy.Servers(), connection.WithSessionTimeout(10*time.Second),
 		connection.WithRetryPolicy(retry.BoundedExponentialBackoff(time.Second, 10, 5*time.Second)))
 	ctx := ctxFor(t, 30*time.Second)
-	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
-		t.Fatal(err)
-	}
-	_, st, err := c.Get(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
+	czxid := createOwn(ctx, t, c, p)
 	sess := c.Session()
 	proxy.Cut()
 	select {
@@ -741,7 +639,7 @@ func TestDeleteCreatedCalledWhileCutOffCompletesPromptlyOnceReconnected(t *testi
 		t.Fatal("the client never saw its connection drop")
 	}
 	res := make(chan error, 1)
-	go func() { res <- c.DeleteCreated(ctx, p, st.Czxid) }()
+	go func() { res <- c.DeleteCreated(ctx, p, czxid) }()
 	time.Sleep(300 * time.Millisecond)
 	proxy.Restore()
 	if _, err := sess.Trusted(ctx); err != nil {
@@ -759,4 +657,28 @@ func TestDeleteCreatedCalledWhileCutOffCompletesPromptlyOnceReconnected(t *testi
 	if after > 500*time.Millisecond {
 		t.Errorf("DeleteCreated returned %v after the session was trusted again, want it at once (< 500ms)", after.Round(time.Millisecond))
 	}
+}
+
+// createOwn makes an ephemeral node at p on c and returns its czxid.
+func createOwn(ctx context.Context, t *testing.T, c *connection.Client, p string) int64 {
+	t.Helper()
+	if _, err := c.Create(ctx, p, []byte("mine"), connection.Ephemeral); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Czxid
+}
+
+// ownedBy reports whether the node at p, read through obs, is an
+// ephemeral node of session.
+func ownedBy(t *testing.T, obs *zk.Conn, p string, session int64) bool {
+	t.Helper()
+	ok, st, err := obs.Exists(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok && st.EphemeralOwner == session
 }

@@ -1,10 +1,7 @@
 package node_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,44 +298,14 @@ func TestCloseNeverDeletesANodeMadeAgainWhileItsDeleteWaitedForAConnection(t *te
 	proxy := ens.Proxy(t)
 	obs := ens.Conn(t)
 	other := ens.Conn(t)
-	var armed atomic.Bool
-	made := make(chan error, 1)
-	observer := &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-		if r.Op != "delete" || r.Path != p || !armed.CompareAndSwap(true, false) {
-			return nil
-		}
-		// The connection drops; the next one is accepted and never
-		// answered: go-zookeeper waits in its handshake and queues the
-		// delete.
-		proxy.Cut()
-		proxy.Blackhole()
-		time.Sleep(200 * time.Millisecond)
-		go func() {
-			defer proxy.Restore()
-			time.Sleep(300 * time.Millisecond) // the delete is queued
-			if err := obs.Delete(p, -1); err != nil {
-				made <- fmt.Errorf("the operator's delete: %w", err)
-				return
-			}
-			_, err := other.Create(p, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
-			made <- err
-		}()
-		return nil
-	}}
-	c := open(t, proxy.Servers(), connection.WithObserver(observer), connection.WithSessionTimeout(10*time.Second))
+	cut := testkit.NewCutDelete(proxy, obs, other, p)
+	c := open(t, proxy.Servers(), connection.WithObserver(cut.Observer), connection.WithSessionTimeout(10*time.Second))
 	ctx := ctxFor(t, 30*time.Second)
 	n := createdNode(t, c, p, []byte("ours"))
-	armed.Store(true)
+	cut.Arm()
 	cerr := n.Close(ctx)
-	select {
-	case err := <-made:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the Node's delete was never sent")
-	}
+	cut.Made(t)
 	if _, st := get(t, obs, p); st == nil || st.EphemeralOwner != other.SessionID() {
-		t.Errorf("Close (%v) deleted the node another session made at %s while its delete waited for a connection", cerr, p)
+		t.Errorf("Close (%v) deleted the node another session made at %s while its delete waited for a connection (requests sent: %v)", cerr, p, cut.Sent())
 	}
 }

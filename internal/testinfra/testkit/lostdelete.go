@@ -15,13 +15,17 @@ import (
 	"github.com/zkrecipes/zkrecipes/testing/zktest"
 )
 
-// LostDelete loses the answer of a client's delete of one path and makes
-// the path again meanwhile: once armed, the first delete of path handed to
-// the connection starts dropping the proxy's replies (the delete applies,
-// its answer is lost); as soon as a look through obs finds the node gone,
-// other's session makes an ephemeral node at the path, and the proxy lets
-// replies through again. Give its Observer to the client that deletes
-// (connected through proxy).
+// LostDelete faults a client's delete of one path and makes the path
+// again meanwhile. Once armed, the first delete of path handed to the
+// connection (its Observer's Request hook) starts the fault: NewLostDelete
+// drops the proxy's replies (the delete applies, its answer is lost) and,
+// as soon as a look through obs finds the node gone, other's session
+// makes an ephemeral node at the path; NewCutDelete cuts the connection as
+// the delete is handed over and holds the next one unanswered, and while
+// the client is cut off an operator (obs) deletes the node and other makes
+// one. Either way the proxy lets the client back once other's node is
+// made. Give its Observer to the client that deletes (connected through
+// proxy).
 type LostDelete struct {
 	Observer *connection.Observer
 	armed    atomic.Bool
@@ -30,19 +34,10 @@ type LostDelete struct {
 	sent     []string // the requests on path since Arm
 }
 
-// NewLostDelete returns a LostDelete of path.
+// NewLostDelete returns a LostDelete of path whose delete applies and
+// whose answer is lost.
 func NewLostDelete(proxy *zktest.Proxy, obs, other *zk.Conn, path string) *LostDelete {
-	l := &LostDelete{made: make(chan error, 1)}
-	l.Observer = &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
-		if r.Path != path {
-			return nil
-		}
-		l.mu.Lock()
-		l.sent = append(l.sent, fmt.Sprintf("%s#%d", r.Op, r.Attempt))
-		l.mu.Unlock()
-		if r.Op != "delete" || !l.armed.CompareAndSwap(true, false) {
-			return nil
-		}
+	return newDeleteFault(path, func(l *LostDelete) {
 		proxy.DropReplies()
 		go func() {
 			defer proxy.Restore()
@@ -55,6 +50,42 @@ func NewLostDelete(proxy *zktest.Proxy, obs, other *zk.Conn, path string) *LostD
 			}
 			l.made <- errors.New("the delete never applied")
 		}()
+	})
+}
+
+// NewCutDelete returns a LostDelete of path whose delete is handed over as
+// the connection drops, the client kept cut off (its next connection
+// accepted and never answered) while the path is made again.
+func NewCutDelete(proxy *zktest.Proxy, obs, other *zk.Conn, path string) *LostDelete {
+	return newDeleteFault(path, func(l *LostDelete) {
+		proxy.Cut()
+		proxy.Blackhole()
+		time.Sleep(200 * time.Millisecond)
+		go func() {
+			defer proxy.Restore()
+			time.Sleep(300 * time.Millisecond) // the client waits for a connection
+			if err := obs.Delete(path, -1); err != nil {
+				l.made <- fmt.Errorf("the operator's delete: %w", err)
+				return
+			}
+			_, err := other.Create(path, []byte("theirs"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+			l.made <- err
+		}()
+	})
+}
+
+func newDeleteFault(path string, fault func(*LostDelete)) *LostDelete {
+	l := &LostDelete{made: make(chan error, 1)}
+	l.Observer = &connection.Observer{Request: func(_ context.Context, r connection.Request) func(connection.RequestDone) {
+		if r.Path != path {
+			return nil
+		}
+		l.mu.Lock()
+		l.sent = append(l.sent, fmt.Sprintf("%s#%d", r.Op, r.Attempt))
+		l.mu.Unlock()
+		if r.Op == "delete" && l.armed.CompareAndSwap(true, false) {
+			fault(l)
+		}
 		return nil
 	}}
 	return l
