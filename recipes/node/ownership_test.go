@@ -309,3 +309,106 @@ func TestCloseNeverDeletesANodeMadeAgainWhileItsDeleteWaitedForAConnection(t *te
 		t.Errorf("Close (%v) deleted the node another session made at %s while its delete waited for a connection (requests sent: %v)", cerr, p, cut.Sent())
 	}
 }
+
+// TestClosesWhoseContextEndsWhileCutOffLeaveNoNodeOnceReconnected: six
+// Nodes of one client (ephemeral, persistent, ephemeral sequential) are
+// closed while the client is cut off, each with a context that ends before
+// the link returns. Once it returns (the session lives), every node must
+// go.
+func TestClosesWhoseContextEndsWhileCutOffLeaveNoNodeOnceReconnected(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second), connection.WithErrorPolicy(connection.SessionPolicy))
+	obs := ens.Conn(t)
+	modes := []connection.Mode{connection.Ephemeral, connection.Persistent, connection.EphemeralSequential}
+	var nodes []*node.Node
+	for i := range 6 {
+		nodes = append(nodes, createdNode(t, c, fmt.Sprintf("%s/n%d", root, i), []byte("x"), node.WithMode(modes[i%3])))
+	}
+	var paths []string
+	for _, n := range nodes {
+		paths = append(paths, n.Path())
+	}
+	p.Cut()
+	done := make(chan error, len(nodes))
+	for _, n := range nodes {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			done <- n.Close(ctx)
+		}()
+	}
+	for range nodes {
+		select {
+		case err := <-done:
+			t.Logf("Close while cut off: %v", err)
+		case <-time.After(3 * time.Second):
+			t.Fatal("a Close with a 500ms context still waits after 3s")
+		}
+	}
+	p.Restore()
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		var left []string
+		for _, pth := range paths {
+			if _, err := obs.Sync(pth); err != nil && !errors.Is(err, zk.ErrNoNode) {
+				t.Fatal(err)
+			}
+			if ok, _, err := obs.Exists(pth); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				left = append(left, pth)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orphaned after Close while cut off, session live (%v): %v", c.Session().Err(), left)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClientCloseWhileNodeClosesWaitForAConnectionReturnsPromptly: Nodes
+// of one client close, cut off, with long contexts; the client's Close
+// must return within 3s, and so must every Node's Close.
+func TestClientCloseWhileNodeClosesWaitForAConnectionReturnsPromptly(t *testing.T) {
+	t.Parallel()
+	ens := shared.Ensemble(t)
+	root := ens.Root(t)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second), connection.WithErrorPolicy(connection.SessionPolicy))
+	var nodes []*node.Node
+	for i := range 6 {
+		mode := connection.Ephemeral
+		if i%2 == 1 {
+			mode = connection.Persistent
+		}
+		nodes = append(nodes, createdNode(t, c, fmt.Sprintf("%s/n%d", root, i), []byte("x"), node.WithMode(mode)))
+	}
+	p.Cut()
+	ctx := ctxFor(t, time.Minute)
+	done := make(chan error, len(nodes))
+	for _, n := range nodes {
+		go func() { done <- n.Close(ctx) }()
+	}
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	cerr := c.Close()
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("client Close took %v (%v)", took, cerr)
+	}
+	timeout := time.After(3 * time.Second)
+	for i := range nodes {
+		select {
+		case err := <-done:
+			t.Logf("Node Close after client Close: %v", err)
+		case <-timeout:
+			t.Fatalf("%d Node Closes still waiting 3s after the client's Close", len(nodes)-i)
+		}
+	}
+	p.Restore()
+}
