@@ -643,3 +643,81 @@ func TestDoubleMisuse(t *testing.T) {
 		t.Fatalf("Enter on a closed client: %v", err)
 	}
 }
+
+// cutLeaves puts three members of one client (session policy) in the
+// barrier at dir, cuts the client off and has each leave with a context of
+// 500ms; it returns how long each Leave took, and the proxy, still cut.
+func cutLeaves(t *testing.T, dir string) (*zktest.Proxy, *connection.Client, []time.Duration) {
+	t.Helper()
+	ens := zkShared.Ensemble(t)
+	p := ens.Proxy(t)
+	c := open(t, p.Servers(), connection.WithSessionTimeout(10*time.Second), connection.WithErrorPolicy(connection.SessionPolicy))
+	ctx := ctxFor(t, time.Minute)
+	ms := []member{newMember(t, c, dir, 3), newMember(t, c, dir, 3), newMember(t, c, dir, 3)}
+	allNil(t, enterAll(ctx, ms...), "Enter")
+	p.Cut()
+	done := make(chan error, len(ms))
+	start := time.Now()
+	for _, m := range ms {
+		go func() {
+			lctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			done <- m.d.Leave(lctx)
+		}()
+	}
+	var took []time.Duration
+	for range ms {
+		err := <-done
+		took = append(took, time.Since(start))
+		t.Logf("Leave while cut off: %v", err)
+	}
+	return p, c, took
+}
+
+// TestDoubleLeaveWhoseContextEndsWhileCutOffReturnsWithinItsContext: a
+// member leaving with a 500ms context while its client is cut off must
+// return about then (its node, Leave's doc says, is then deleted in the
+// background), not after the session timeout.
+func TestDoubleLeaveWhoseContextEndsWhileCutOffReturnsWithinItsContext(t *testing.T) {
+	t.Parallel()
+	p, _, took := cutLeaves(t, zkShared.Ensemble(t).Root(t)+"/d")
+	defer p.Restore()
+	for _, d := range took {
+		if d > 2*time.Second {
+			t.Errorf("Leave with a 500ms context, cut off, returned after %v: not bounded by its context", took)
+			break
+		}
+	}
+}
+
+// TestDoubleLeavesCutOffLeaveNoMemberNodeAndTheNextRoundClosed: after
+// every member left while cut off (contexts ended), and the link returned
+// with the session alive, no member node may be left, and the next round
+// must start closed, as Leave's doc says: a lone member of it must not
+// pass Enter.
+func TestDoubleLeavesCutOffLeaveNoMemberNodeAndTheNextRoundClosed(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	dir := ens.Root(t) + "/d"
+	zc := ens.Conn(t)
+	p, c, _ := cutLeaves(t, dir)
+	p.Restore()
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		v := viewOf(t, zc, dir)
+		if len(v.members) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d member nodes orphaned after Leave while cut off (session err: %v)", len(v.members), c.Session().Err())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	next := newMember(t, open(t, ens.Servers()), dir, 3)
+	ectx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := next.d.Enter(ectx); err == nil {
+		t.Fatalf("a lone member of the next round passed Enter (the last round's ready left: %v)", viewOf(t, zc, dir).ready != nil)
+	}
+}
