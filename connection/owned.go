@@ -174,18 +174,6 @@ func (c *Client) deleteUnique(ctx context.Context, path string, czxid int64) err
 	return c.deleteCreated(ctx, path, czxid, true)
 }
 
-// deleteCreatedNow is DeleteCreated that does not wait for a connection:
-// cut off, it fails at once (an error wrapping zk.ErrConnectionClosed,
-// ErrOutcomeUnknown too if a delete was written and not answered), for a
-// caller that hands the node to a background delete rather than hold up
-// its own caller (lockcore.Abandon).
-func (c *Client) deleteCreatedNow(ctx context.Context, path string, czxid int64) error {
-	return c.deleteCreated(context.WithValue(ctx, noWaitKey{}, true), path, czxid, false)
-}
-
-// noWaitKey marks the context of a deleteCreatedNow.
-type noWaitKey struct{}
-
 func (c *Client) deleteCreated(ctx context.Context, path string, czxid int64, unique bool) error {
 	if czxid == 0 {
 		return errtext.Errorf("%w: delete of %s needs the czxid of the node", ErrInvalidOption, path)
@@ -274,9 +262,6 @@ func (c *Client) deleteOnLink(ctx context.Context, zc *zk.Conn, sp string, ours 
 		err := c.deleteOnce(ctx, zc, tr, sp, ours, missing)
 		if !errors.Is(err, errLinkDown) {
 			return err
-		}
-		if ctx.Value(noWaitKey{}) != nil {
-			return retry.Permanent(answeredError{err})
 		}
 		select {
 		case <-opened:

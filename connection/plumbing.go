@@ -62,10 +62,6 @@ func (p *plumbing) GuaranteedDelete(sess *Session, path string, czxid int64) {
 	p.c().guaranteedDelete(sess, path, czxid)
 }
 
-func (p *plumbing) DeleteCreatedNow(ctx context.Context, path string, czxid int64) error {
-	return p.c().deleteCreatedNow(ctx, path, czxid)
-}
-
 func (p *plumbing) DeleteUnique(ctx context.Context, path string, czxid int64) error {
 	return p.c().deleteUnique(ctx, path, czxid)
 }

@@ -85,9 +85,6 @@ type Plumbing interface {
 	// GuaranteedDelete deletes the node created at czxid in sess, in the
 	// background, until it is gone or sess ends.
 	GuaranteedDelete(sess *connection.Session, path string, czxid int64)
-	// DeleteCreatedNow is DeleteCreated that fails at once, instead of
-	// waiting, when there is no connection.
-	DeleteCreatedNow(ctx context.Context, path string, czxid int64) error
 	// DeleteUnique is DeleteCreated for a node whose name nobody makes
 	// again (sequential, or a protected create's GUID): a plain delete
 	// first, a round trip less.

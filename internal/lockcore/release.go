@@ -22,9 +22,7 @@ import (
 // The node is read before it is deleted (connection.DeleteCreated) even
 // when a.Unique: an attempt is often given up because its node was found
 // gone or made again at its path, and a plain delete would take the node
-// made again. Cut off, Abandon does not wait for the next connection: the
-// node goes to the background at once, and Abandon's caller (a Lock whose
-// context ended, a barrier's Leave) returns.
+// made again.
 func Abandon(c *connection.Client, a Acquired) {
 	select {
 	case <-a.Session.Done():
@@ -33,7 +31,7 @@ func Abandon(c *connection.Client, a Acquired) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), CleanupTimeout(a.Session))
 	defer cancel()
-	err := connx.Of(c).DeleteCreatedNow(connx.Pin(ctx, a.Session), a.Path, a.Token)
+	err := c.DeleteCreated(connx.Pin(ctx, a.Session), a.Path, a.Token)
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, connection.ErrSessionLost) {
 		connx.Of(c).GuaranteedDelete(a.Session, a.Path, a.Token)
 	}

@@ -689,3 +689,35 @@ func TestDoubleLeaveWhoseContextEndsWhileCutOffReturnsWithinItsContext(t *testin
 		}
 	}
 }
+
+// TestDoubleLeavesCutOffLeaveNoMemberNodeAndTheNextRoundClosed: after
+// every member left while cut off (contexts ended), and the link returned
+// with the session alive, no member node may be left, and the next round
+// must start closed, as Leave's doc says: a lone member of it must not
+// pass Enter.
+func TestDoubleLeavesCutOffLeaveNoMemberNodeAndTheNextRoundClosed(t *testing.T) {
+	t.Parallel()
+	ens := zkShared.Ensemble(t)
+	dir := ens.Root(t) + "/d"
+	zc := ens.Conn(t)
+	p, c, _ := cutLeaves(t, dir)
+	p.Restore()
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		v := viewOf(t, zc, dir)
+		if len(v.members) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d member nodes orphaned after Leave while cut off (session err: %v)", len(v.members), c.Session().Err())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	next := newMember(t, open(t, ens.Servers()), dir, 3)
+	ectx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := next.d.Enter(ectx); err == nil {
+		t.Fatalf("a lone member of the next round passed Enter (the last round's ready left: %v)", viewOf(t, zc, dir).ready != nil)
+	}
+}

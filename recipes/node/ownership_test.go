@@ -1,9 +1,7 @@
 package node_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
