@@ -1,7 +1,9 @@
 package node_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
