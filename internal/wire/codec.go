@@ -262,12 +262,7 @@ func DecodeCreate2(body []byte) (path string, stat *zk.Stat, err error) {
 // EncodeGetChildren2 is a getChildren2 request (its xid to be filled) of
 // server path path, without a watch.
 func EncodeGetChildren2(path string) []byte {
-	b := make([]byte, 12, 12+4+len(path)+1)
-	binary.BigEndian.PutUint32(b[8:12], opGetChildren2)
-	b = appendString(b, path)
-	b = append(b, 0) // watch
-	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
-	return b
+	return encodePathNoWatch(opGetChildren2, path)
 }
 
 // DecodeGetChildren2 reads the body of a getChildren2 reply: the
@@ -334,12 +329,7 @@ func ReplyErr(code int32) error {
 // EncodeExists is an exists request (its xid to be filled) of server path
 // path, without a watch.
 func EncodeExists(path string) []byte {
-	b := make([]byte, 12, 12+4+len(path)+1)
-	binary.BigEndian.PutUint32(b[8:12], opExists)
-	b = appendString(b, path)
-	b = append(b, 0) // watch
-	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
-	return b
+	return encodePathNoWatch(opExists, path)
 }
 
 // DecodeExists reads the body of an exists reply of a node that exists:
@@ -356,12 +346,7 @@ func DecodeExists(body []byte) (*zk.Stat, error) {
 // EncodeGetData is a getData request (its xid to be filled) of server path
 // path, without a watch.
 func EncodeGetData(path string) []byte {
-	b := make([]byte, 12, 12+4+len(path)+1)
-	binary.BigEndian.PutUint32(b[8:12], opGetData)
-	b = appendString(b, path)
-	b = append(b, 0) // watch
-	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
-	return b
+	return encodePathNoWatch(opGetData, path)
 }
 
 // DecodeGetData reads the body of a getData reply: the node's data and
@@ -379,10 +364,16 @@ func DecodeGetData(body []byte) (data []byte, stat *zk.Stat, err error) {
 // EncodeDelete is a delete request (its xid to be filled) of server path
 // path at version (-1: any).
 func EncodeDelete(path string, version int32) []byte {
-	b := make([]byte, 12, 12+4+len(path)+4)
-	binary.BigEndian.PutUint32(b[8:12], opDelete)
+	return encodePathInt(opDelete, path, version)
+}
+
+// encodePathNoWatch is a request (its xid to be filled) whose body is a
+// server path and a watch flag, false: exists, getData, getChildren2.
+func encodePathNoWatch(op int32, path string) []byte {
+	b := make([]byte, 12, 12+4+len(path)+1)
+	binary.BigEndian.PutUint32(b[8:12], uint32(op))
 	b = appendString(b, path)
-	b = binary.BigEndian.AppendUint32(b, uint32(version))
+	b = append(b, 0) // watch
 	binary.BigEndian.PutUint32(b[0:4], uint32(len(b)-4))
 	return b
 }
